@@ -1,0 +1,203 @@
+#include "analytic.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "batch.h"
+
+et_graph_options et_scenario_graph_options(const et_scenario *s, int stage)
+{
+    et_graph_options o = {
+        .tensor = s->parallel.tensor,
+        .pipeline = s->parallel.pipeline,
+        .stage = stage,
+        .precision = s->precision,
+        .recompute = s->parallel.recompute,
+        .optimizer = s->optimizer.name,
+        .optimizer_shards = s->parallel.zero_stage >= 1 ? s->parallel.data : 1,
+        .clip_global = s->optimizer.clip == ET_CLIP_AFTER_ALLREDUCE,
+    };
+    return o;
+}
+
+double et_bucket_comm_time(const et_scenario *s, const et_comm_group *dp, double bytes, et_coll_algo *chosen)
+{
+    if (s->parallel.zero_stage >= 2) {
+        if (chosen) *chosen = ET_COLL_RING;
+        return et_ring_reduce_scatter_time(dp, bytes);
+    }
+    return et_allreduce_time(dp, s->parallel.allreduce, bytes, chosen);
+}
+
+double et_bucket_clip_time(const et_scenario *s, double bytes)
+{
+    return et_kernel_time(&s->cluster.device, ET_FP32, 0, 3 * bytes / et_precision_bytes(s->precision), 3 * bytes,
+                          0, 0, 0);
+}
+
+double et_phase_time(const et_scenario *s, const et_graph *g, et_phase phase, const et_batch_shape *b,
+                     double *tp_comm)
+{
+    double t = 0;
+    et_comm_group tp = et_tp_group(s);
+    for (int i = 0; i < g->n_ops; i++) {
+        const et_op *op = &g->ops[i];
+        if (op->phase != phase) continue;
+        if (op->kind == ET_OP_TP_ALLREDUCE) {
+            if (tp_comm) *tp_comm += et_ring_allreduce_time(&tp, et_linear_eval(&op->bytes, b));
+        } else {
+            t += et_op_time(op, b, &s->cluster.device, s->precision);
+        }
+    }
+    return t;
+}
+
+double et_pipeline_send_time(const et_scenario *s, const et_batch_shape *b)
+{
+    if (s->parallel.pipeline <= 1) return 0;
+    const et_cluster *c = &s->cluster;
+    double bytes = b->tokens * s->model.hidden * et_precision_bytes(s->precision) / s->parallel.tensor;
+    int stage_gpus = s->parallel.tensor * s->parallel.pipeline;
+    double bw = stage_gpus <= c->gpus_per_node ? c->intra_node_bandwidth
+                                               : c->nics_per_node * c->nic_bandwidth / c->gpus_per_node;
+    double lat = stage_gpus <= c->gpus_per_node ? c->intra_node_latency : c->nic_latency + c->switch_latency;
+    return lat + bytes / bw;
+}
+
+double et_model_flops(const et_scenario *s, const et_batch_shape *b)
+{
+    et_graph g;
+    et_error err;
+    et_graph_options o = et_scenario_graph_options(s, 0);
+    o.tensor = 1;
+    o.pipeline = 1;
+    o.recompute = false;
+    o.optimizer_shards = 1;
+    if (et_graph_build(&s->model, &o, &g, &err)) return 0;
+    double f = 0;
+    for (int i = 0; i < g.n_ops; i++)
+        if (g.ops[i].phase != ET_PHASE_OPTIMIZER) f += et_linear_eval(&g.ops[i].flops, b);
+    et_graph_free(&g);
+    return f;
+}
+
+/* Lays the last micro-batch's backward out on the compute stream and the bucket collectives on the
+ * communication stream; returns the exposed communication. */
+static double overlap_buckets(const et_scenario *s, const et_graph *g, const et_batch_shape *b,
+                              const et_bucket *buckets, int nb, const et_comm_group *dp, double *comm_total,
+                              double *clip_total)
+{
+    int per_bucket_clip = s->optimizer.clip == ET_CLIP_PER_BUCKET;
+    double *comm = calloc((size_t)nb, sizeof *comm);
+    double t = 0, comm_end = 0, sum = 0, clip = 0;
+    int k = 0;
+    for (int i = 0; i < g->n_ops && comm; i++) {
+        const et_op *op = &g->ops[i];
+        if (op->phase != ET_PHASE_BACKWARD) continue;
+        t += op->kind == ET_OP_TP_ALLREDUCE ? 0 : et_op_time(op, b, &s->cluster.device, s->precision);
+        while (k < nb && buckets[k].ready_op == i) {
+            if (per_bucket_clip) {
+                double c = et_bucket_clip_time(s, buckets[k].bytes);
+                t += c;
+                clip += c;
+            }
+            double ct = et_bucket_comm_time(s, dp, buckets[k].bytes, NULL);
+            sum += ct;
+            double start = fmax(t, comm_end);
+            comm_end = start + ct;
+            k++;
+        }
+    }
+    free(comm);
+    *comm_total = sum;
+    *clip_total = clip;
+    if (!s->parallel.overlap) return sum;
+    return fmax(0, comm_end - t);
+}
+
+int et_analytic_estimate(const et_scenario *s, et_estimate *out, et_error *err)
+{
+    memset(out, 0, sizeof *out);
+    const et_batch_shape b = et_batch_expected(s);
+    const double m = (double)s->batch.grad_accum;
+    const int pp = s->parallel.pipeline;
+    const et_comm_group dp = et_dp_group(s);
+    out->params_total = et_model_param_count(&s->model);
+    double best_stage_time = -1;
+    for (int stage = 0; stage < pp; stage++) {
+        et_graph g;
+        et_graph_options o = et_scenario_graph_options(s, stage);
+        if (et_graph_build(&s->model, &o, &g, err)) return -1;
+        et_memory mem = et_memory_estimate(s, &g, &b);
+        if (mem.total > out->memory.total) out->memory = mem;
+        double tp_f = 0, tp_b = 0;
+        double F = et_phase_time(s, &g, ET_PHASE_FORWARD, &b, &tp_f);
+        double Bw = et_phase_time(s, &g, ET_PHASE_BACKWARD, &b, &tp_b);
+        if (F + Bw + tp_f + tp_b <= best_stage_time) {
+            et_graph_free(&g);
+            continue;
+        }
+        best_stage_time = F + Bw + tp_f + tp_b;
+        out->busiest_stage = stage;
+        out->params_per_gpu = g.param_count;
+        et_bucket *buckets;
+        int nb;
+        double ge = et_precision_bytes(s->precision);
+        if (et_buckets_build(&g, s->parallel.bucket_bytes, ge, &buckets, &nb, err)) {
+            et_graph_free(&g);
+            return -1;
+        }
+        double send = et_pipeline_send_time(s, &b);
+        out->forward = m * F;
+        out->backward = m * Bw;
+        out->tp_comm = m * (tp_f + tp_b);
+        out->pp_comm = m * 2 * send;
+        out->bubble = (pp - 1) * (F + Bw + tp_f + tp_b + 2 * send);
+        double comm_total = 0, clip = 0;
+        out->dp_comm_exposed = s->parallel.data > 1 ? overlap_buckets(s, &g, &b, buckets, nb, &dp, &comm_total, &clip)
+                                                    : 0;
+        if (s->parallel.data <= 1 && s->optimizer.clip == ET_CLIP_PER_BUCKET)
+            for (int k = 0; k < nb; k++) clip += et_bucket_clip_time(s, buckets[k].bytes);
+        out->dp_comm = s->parallel.data > 1 ? comm_total : 0;
+        out->clip = clip;
+        out->n_buckets = nb;
+        out->bucket_bytes_max = 0;
+        for (int k = 0; k < nb; k++)
+            if (buckets[k].bytes > out->bucket_bytes_max) out->bucket_bytes_max = buckets[k].bytes;
+        et_bucket_comm_time(s, &dp, out->bucket_bytes_max, &out->algo);
+        out->optimizer = et_phase_time(s, &g, ET_PHASE_OPTIMIZER, &b, NULL);
+        if (s->parallel.data > 1 && s->parallel.zero_stage >= 1)
+            out->zero_gather = et_ring_allgather_time(&dp, g.param_count * ge);
+        if (s->parallel.zero_stage >= 3) {
+            /* parameters gathered again before forward and backward, prefetched under compute */
+            double gathers = 2 * m * et_ring_allgather_time(&dp, g.param_count * ge);
+            out->dp_comm += gathers;
+            out->dp_comm_exposed += fmax(0, gathers - (out->forward + out->backward));
+        }
+        free(buckets);
+        et_graph_free(&g);
+    }
+    if (s->optimizer.clip == ET_CLIP_AFTER_ALLREDUCE && s->parallel.data > 1)
+        out->clip_allreduce = et_allreduce_time(&dp, ET_COLL_AUTO, 4, NULL);
+    out->compute = out->forward + out->backward + out->clip + out->tp_comm + out->pp_comm + out->bubble;
+    out->step_time = out->compute + out->dp_comm_exposed + out->clip_allreduce + out->optimizer + out->zero_gather;
+
+    double micro_batches = m * s->parallel.data;
+    out->model_flops_per_step = et_model_flops(s, &b) * micro_batches;
+    out->tokens_per_step = b.tokens * micro_batches;
+    out->flops_per_token = out->tokens_per_step > 0 ? out->model_flops_per_step / out->tokens_per_step : 0;
+    int gpus = et_scenario_gpus(s);
+    out->mfu = out->model_flops_per_step / (out->step_time * gpus * s->cluster.device.peak_flops[s->precision]);
+    out->samples_per_second = s->batch.global / out->step_time;
+    out->tokens_per_second = out->tokens_per_step / out->step_time;
+    out->steps = s->target.steps;
+    out->train_time = out->steps * out->step_time;
+    if (s->target.eval_interval_samples > 0 && s->target.eval_samples > 0) {
+        double evals = floor(s->target.samples / s->target.eval_interval_samples);
+        double per_gpu_batches = ceil(s->target.eval_samples / (double)(s->batch.local * s->parallel.data));
+        out->eval_time = evals * per_gpu_batches * out->forward / m;
+    }
+    out->time_to_train = out->train_time + out->eval_time;
+    return 0;
+}

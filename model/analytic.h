@@ -1,0 +1,80 @@
+/* analytic: the closed-form estimate of one training step and of time-to-train.
+ *
+ * The step on the busiest pipeline stage is laid out on two streams: compute (forward, backward with
+ * recomputation, per-bucket clipping kernels, tensor-parallel all-reduces and pipeline sends, which all
+ * block compute) and data-parallel communication (one collective per gradient bucket, started when the
+ * bucket is ready and the previous collective has ended; alpha-beta times from collectives.h). Exposed
+ * communication is what the communication stream runs past the end of backward; with overlap off, all of
+ * it. The optimizer and any ZeRO parameter all-gather follow. The SimGrid simulator (sim/) plays the same
+ * step as actors and flows and is checked against this function.
+ *
+ * Contract: et_analytic_estimate() fills *out (times in seconds, FLOPs, bytes); it fails only when the graph
+ * cannot be built (out of memory). The scenario's `parallel.overlap` selects overlap. */
+#ifndef ET_ANALYTIC_H
+#define ET_ANALYTIC_H
+
+#include "buckets.h"
+#include "collectives.h"
+#include "graph.h"
+#include "memory.h"
+#include "scenario.h"
+
+typedef struct et_estimate {
+    double params_total;       /* whole model */
+    double params_per_gpu;     /* this GPU's shard of weights (tensor/pipeline split, before ZeRO) */
+    double model_flops_per_step; /* all GPUs, forward + backward, no recomputation */
+    double flops_per_token;    /* model FLOPs / tokens trained */
+    double tokens_per_step;
+    et_memory memory;          /* of the stage with the largest total */
+    int busiest_stage;
+
+    /* per step, seconds, on the busiest stage */
+    double forward;        /* all micro-batches */
+    double backward;       /* includes recomputation */
+    double clip;           /* per-bucket clipping kernels */
+    double tp_comm;        /* tensor-parallel all-reduces (blocking) */
+    double pp_comm;        /* pipeline activation sends (blocking) */
+    double bubble;         /* 1F1B fill and drain */
+    double compute;        /* forward + backward + clip + tp_comm + pp_comm + bubble */
+    double dp_comm;        /* sum of bucket collectives */
+    double dp_comm_exposed;
+    double zero_gather;    /* ZeRO parameter all-gather after the update (exposed) */
+    double clip_allreduce; /* global-norm all-reduce when clipping after the all-reduce */
+    double optimizer;
+    double step_time;
+
+    double mfu;
+    double samples_per_second;
+    double tokens_per_second;
+    long long steps;
+    double train_time; /* steps * step_time */
+    double eval_time;  /* all evaluations */
+    double time_to_train;
+
+    int n_buckets;
+    double bucket_bytes_max;
+    et_coll_algo algo; /* algorithm used for the largest bucket */
+} et_estimate;
+
+int et_analytic_estimate(const et_scenario *s, et_estimate *out, et_error *err);
+
+/* Graph options for a stage of a scenario. */
+et_graph_options et_scenario_graph_options(const et_scenario *s, int stage);
+
+/* Collective time of one gradient bucket under the scenario's data parallelism and ZeRO stage. */
+double et_bucket_comm_time(const et_scenario *s, const et_comm_group *dp, double bytes, et_coll_algo *chosen);
+
+/* Time of the clipping kernel of one bucket: read for the norm, then read and write to scale. */
+double et_bucket_clip_time(const et_scenario *s, double bytes);
+
+/* Sum of op times of a phase for one micro-batch; TP all-reduce ops are added as communication. */
+double et_phase_time(const et_scenario *s, const et_graph *g, et_phase phase, const et_batch_shape *b,
+                     double *tp_comm);
+
+/* Pipeline activation send per micro-batch and direction, seconds (0 with one stage). */
+double et_pipeline_send_time(const et_scenario *s, const et_batch_shape *b);
+
+/* Model FLOPs (forward + backward, no recomputation) of one micro-batch of the whole model. */
+double et_model_flops(const et_scenario *s, const et_batch_shape *b);
+
+#endif

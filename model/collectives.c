@@ -1,0 +1,153 @@
+#include "collectives.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+static et_comm_group group(const et_scenario *s, int ranks, int per_node, int groups_per_node)
+{
+    const et_cluster *c = &s->cluster;
+    et_comm_group g;
+    g.ranks = ranks;
+    g.ranks_per_node = per_node < ranks ? per_node : ranks;
+    g.nodes = ranks / g.ranks_per_node;
+    g.intra_bw = c->intra_node_bandwidth;
+    g.inter_bw = c->nics_per_node * c->nic_bandwidth / groups_per_node;
+    g.alpha_intra = c->intra_node_latency + c->collective_step_latency;
+    /* worst path between nodes: NIC, leaf switch, spine, leaf switch, NIC */
+    int leaves = (c->nodes + c->nodes_per_leaf - 1) / c->nodes_per_leaf;
+    double switches = leaves > 1 ? 3 : 1;
+    g.alpha_inter = c->nic_latency + switches * c->switch_latency + c->collective_step_latency;
+    return g;
+}
+
+et_comm_group et_dp_group(const et_scenario *s)
+{
+    int k = s->cluster.gpus_per_node / s->parallel.tensor;
+    /* pipeline stages beyond one node's worth split the node's GPUs further */
+    int dp = s->parallel.data;
+    if (k > dp) k = dp;
+    if (k < 1) k = 1;
+    return group(s, dp, k, s->cluster.gpus_per_node / k);
+}
+
+et_comm_group et_tp_group(const et_scenario *s)
+{
+    return group(s, s->parallel.tensor, s->parallel.tensor, s->cluster.gpus_per_node / s->parallel.tensor);
+}
+
+double et_busbw_factor_allreduce(int ranks)
+{
+    return 2.0 * (ranks - 1) / ranks;
+}
+
+double et_busbw_factor_gather(int ranks)
+{
+    return (double)(ranks - 1) / ranks;
+}
+
+static double ring_bw(const et_comm_group *g)
+{
+    return g->nodes > 1 ? fmin(g->intra_bw, g->inter_bw) : g->intra_bw;
+}
+
+static double ring_alpha(const et_comm_group *g)
+{
+    return g->nodes > 1 ? g->alpha_inter : g->alpha_intra;
+}
+
+double et_ring_allreduce_time(const et_comm_group *g, double bytes)
+{
+    int N = g->ranks;
+    if (N <= 1 || bytes <= 0) return 0;
+    return 2.0 * (N - 1) * ring_alpha(g) + et_busbw_factor_allreduce(N) * bytes / ring_bw(g);
+}
+
+double et_ring_reduce_scatter_time(const et_comm_group *g, double bytes)
+{
+    int N = g->ranks;
+    if (N <= 1 || bytes <= 0) return 0;
+    return (N - 1) * ring_alpha(g) + et_busbw_factor_gather(N) * bytes / ring_bw(g);
+}
+
+double et_ring_allgather_time(const et_comm_group *g, double bytes)
+{
+    return et_ring_reduce_scatter_time(g, bytes);
+}
+
+double et_hierarchical_allreduce_time(const et_comm_group *g, double bytes)
+{
+    int n = g->nodes, k = g->ranks_per_node;
+    if (g->ranks <= 1 || bytes <= 0) return 0;
+    double intra = 0, inter = 0;
+    if (k > 1) intra = (k - 1) * g->alpha_intra + et_busbw_factor_gather(k) * bytes / g->intra_bw;
+    /* k concurrent rings share the node's NICs: each gets inter_bw / k for S / k bytes */
+    if (n > 1) inter = 2.0 * (n - 1) * g->alpha_inter + et_busbw_factor_allreduce(n) * bytes / g->inter_bw;
+    return 2 * intra + inter;
+}
+
+int et_tree_parent(int n, int tree, int i)
+{
+    /* tree 0: heap order over node indices; tree 1: the mirror image, so the inner nodes of one tree are
+     * (mostly) leaves of the other, as in NCCL's double binary tree. */
+    int j = tree == 0 ? i : n - 1 - i;
+    if (j == 0) return -1;
+    int pj = (j - 1) / 2;
+    return tree == 0 ? pj : n - 1 - pj;
+}
+
+int et_tree_depth(int n)
+{
+    int depth = 0;
+    while ((1 << (depth + 1)) - 1 < n) depth++;
+    return depth;
+}
+
+double et_tree_max_nic_load(int n)
+{
+    if (n <= 1) return 0;
+    double worst = 0;
+    double *down = calloc((size_t)n, sizeof *down), *up = calloc((size_t)n, sizeof *up);
+    if (!down || !up) {
+        free(down);
+        free(up);
+        return 1.0;
+    }
+    for (int t = 0; t < 2; t++)
+        for (int i = 0; i < n; i++) {
+            int p = et_tree_parent(n, t, i);
+            if (p < 0) continue;
+            up[i] += 0.5;
+            down[p] += 0.5;
+        }
+    for (int i = 0; i < n; i++) worst = fmax(worst, fmax(up[i], down[i]));
+    free(down);
+    free(up);
+    return worst;
+}
+
+double et_tree_allreduce_time(const et_comm_group *g, double bytes)
+{
+    int n = g->nodes, k = g->ranks_per_node;
+    if (g->ranks <= 1 || bytes <= 0) return 0;
+    double t_intra = k > 1 ? bytes / g->intra_bw : 0;
+    double t_inter = n > 1 ? et_tree_max_nic_load(n) * bytes / g->inter_bw : 0;
+    double alpha = (k - 1) * g->alpha_intra + et_tree_depth(n) * g->alpha_inter;
+    return 2 * (alpha + fmax(t_intra, t_inter));
+}
+
+double et_allreduce_time(const et_comm_group *g, et_coll_algo algo, double bytes, et_coll_algo *chosen)
+{
+    double t;
+    switch (algo) {
+    case ET_COLL_RING: t = et_ring_allreduce_time(g, bytes); break;
+    case ET_COLL_TREE: t = et_tree_allreduce_time(g, bytes); break;
+    case ET_COLL_HIERARCHICAL: t = et_hierarchical_allreduce_time(g, bytes); break;
+    default: {
+        double ring = et_ring_allreduce_time(g, bytes), tree = et_tree_allreduce_time(g, bytes);
+        algo = tree < ring ? ET_COLL_TREE : ET_COLL_RING;
+        t = fmin(ring, tree);
+    }
+    }
+    if (chosen) *chosen = algo;
+    return t;
+}

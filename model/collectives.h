@@ -1,0 +1,54 @@
+/* collectives: closed-form times of NCCL-style collectives on the cluster of a scenario (alpha-beta).
+ *
+ * A communicator of N = n*k ranks spans n nodes with k ranks on each. Bandwidths are bytes/s per direction:
+ * `intra_bw` per GPU (NVSwitch port), `inter_bw` per node as seen by this communicator (the node's NICs
+ * aggregated, shared by every communicator on the node). Latencies alpha_* are seconds per algorithm step
+ * (path latency plus NCCL's per-step software latency). S is bytes per rank.
+ *   ring          2(N-1) alpha + 2(N-1)/N * S / B_ring,  B_ring = intra_bw (n = 1) or min(intra_bw, inter_bw)
+ *   hierarchical  intra reduce-scatter, n-node ring all-reduce of S/k on each of k rings, intra all-gather
+ *   tree          NCCL's pipelined double binary tree over nodes with an intra-node chain:
+ *                 2 * [(k-1) alpha_intra + depth alpha_inter + max(S/intra_bw, load * S/inter_bw)]
+ * The simulator (sim/) plays the same algorithms as flows; tests check it against these forms. */
+#ifndef ET_COLLECTIVES_H
+#define ET_COLLECTIVES_H
+
+#include "scenario.h"
+
+typedef struct et_comm_group {
+    int ranks;          /* N */
+    int nodes;          /* n */
+    int ranks_per_node; /* k */
+    double intra_bw;
+    double inter_bw;
+    double alpha_intra;
+    double alpha_inter;
+} et_comm_group;
+
+/* The data-parallel communicator of a scenario (tensor-parallel ranks fill a node first). */
+et_comm_group et_dp_group(const et_scenario *s);
+/* The tensor-parallel communicator (inside one node). */
+et_comm_group et_tp_group(const et_scenario *s);
+
+double et_ring_allreduce_time(const et_comm_group *g, double bytes);
+double et_hierarchical_allreduce_time(const et_comm_group *g, double bytes);
+double et_tree_allreduce_time(const et_comm_group *g, double bytes);
+double et_ring_reduce_scatter_time(const et_comm_group *g, double bytes); /* bytes = full buffer */
+double et_ring_allgather_time(const et_comm_group *g, double bytes);     /* bytes = full buffer */
+
+/* Time of an all-reduce with `algo`; AUTO picks the fastest of ring and tree, as NCCL's tuner does, and
+ * reports the pick in *chosen (may be NULL). */
+double et_allreduce_time(const et_comm_group *g, et_coll_algo algo, double bytes, et_coll_algo *chosen);
+
+/* Double binary tree over n nodes: parent of node i in tree t (0 or 1), -1 for the root. */
+int et_tree_parent(int n, int tree, int i);
+/* Depth (edges from the deepest leaf to the root) of the double binary tree over n nodes. */
+int et_tree_depth(int n);
+/* Largest per-direction NIC load of any node, in units of S, when each tree carries S/2. */
+double et_tree_max_nic_load(int n);
+
+/* nccl-tests conventions: algbw = S / t; busbw = algbw * factor, factor 2(N-1)/N for all-reduce and
+ * (N-1)/N for reduce-scatter and all-gather. */
+double et_busbw_factor_allreduce(int ranks);
+double et_busbw_factor_gather(int ranks);
+
+#endif

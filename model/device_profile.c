@@ -1,0 +1,94 @@
+#include "device_profile.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "json_reader.h"
+
+const char *const et_precision_names[] = {"fp32", "tf32", "fp16", "bf16", NULL};
+const char *const et_device_kind_names[] = {"gpu", "cpu", "dataflow", NULL};
+
+double et_precision_bytes(et_precision p)
+{
+    return (p == ET_FP16 || p == ET_BF16) ? 2.0 : 4.0;
+}
+
+int et_device_profile_load(const char *path, et_device_profile *out, et_error *err)
+{
+    static const char *const top_keys[] = {"name", "kind", "source", "peak_tflops", "vector_tflops", "memory_GiB",
+                                           "memory_bandwidth_GBps", "reserved_GiB", "efficiency", "on_chip_MiB",
+                                           NULL};
+    static const char *const peak_keys[] = {"fp32", "tf32", "fp16", "bf16", NULL};
+    static const char *const eff_keys[] = {"gemm_max", "gemm_half_dim", "memory", "kernel_overhead_us", NULL};
+    json_t *root;
+    if (et_json_load_file(path, &root, err)) return -1;
+    et_json_reader r = {path, err};
+    memset(out, 0, sizeof *out);
+    snprintf(out->file, sizeof out->file, "%s", path);
+    int rc = -1;
+    const char *name, *source;
+    int kind;
+    json_t *peak, *eff;
+    double v, gib, bw, reserved, vec, on_chip;
+    if (et_json_expect_object(&r, root, "$", top_keys)) goto done;
+    if (et_json_get_string(&r, root, "$", "name", true, NULL, &name)) goto done;
+    snprintf(out->name, sizeof out->name, "%s", name);
+    if (et_json_get_string(&r, root, "$", "source", true, NULL, &source)) goto done;
+    if (et_json_get_enum(&r, root, "$", "kind", false, et_device_kind_names, ET_DEVICE_GPU, &kind)) goto done;
+    out->kind = (et_device_kind)kind;
+    if (et_json_get_object(&r, root, "$", "peak_tflops", true, peak_keys, &peak)) goto done;
+    for (int p = 0; p < ET_PRECISION_COUNT; p++) {
+        if (et_json_get_number(&r, peak, "$.peak_tflops", peak_keys[p], true, 0, 0, 1e6, &v)) goto done;
+        out->peak_flops[p] = v * 1e12;
+    }
+    if (out->peak_flops[ET_FP32] <= 0) {
+        et_error_set(err, path, 0, 0, "$.peak_tflops.fp32", "every device needs a positive fp32 peak");
+        goto done;
+    }
+    if (et_json_get_positive(&r, root, "$", "vector_tflops", false, out->peak_flops[ET_FP32] / 1e12, &vec))
+        goto done;
+    out->vector_flops = vec * 1e12;
+    if (et_json_get_positive(&r, root, "$", "memory_GiB", true, 0, &gib)) goto done;
+    out->memory_bytes = gib * 1073741824.0;
+    if (et_json_get_positive(&r, root, "$", "memory_bandwidth_GBps", true, 0, &bw)) goto done;
+    out->memory_bandwidth = bw * 1e9;
+    if (et_json_get_number(&r, root, "$", "reserved_GiB", false, 0, 0, gib, &reserved)) goto done;
+    out->reserved_bytes = reserved * 1073741824.0;
+    if (et_json_get_number(&r, root, "$", "on_chip_MiB", false, 0, 0, 1e9, &on_chip)) goto done;
+    out->on_chip_bytes = on_chip * 1048576.0;
+    if (et_json_get_object(&r, root, "$", "efficiency", true, eff_keys, &eff)) goto done;
+    if (et_json_get_number(&r, eff, "$.efficiency", "gemm_max", true, 0, 0.01, 1, &out->gemm_max_efficiency))
+        goto done;
+    if (et_json_get_number(&r, eff, "$.efficiency", "gemm_half_dim", true, 0, 0, 1e6, &out->gemm_half_dim))
+        goto done;
+    if (et_json_get_number(&r, eff, "$.efficiency", "memory", true, 0, 0.01, 1, &out->memory_efficiency))
+        goto done;
+    if (et_json_get_number(&r, eff, "$.efficiency", "kernel_overhead_us", true, 0, 0, 1e6, &v)) goto done;
+    out->kernel_overhead_s = v * 1e-6;
+    rc = 0;
+done:
+    json_decref(root);
+    return rc;
+}
+
+double et_gemm_efficiency(const et_device_profile *d, double m, double n, double k)
+{
+    double h = d->gemm_half_dim;
+    double e = d->gemm_max_efficiency;
+    if (h > 0) e *= (m / (m + h)) * (n / (n + h)) * (k / (k + h));
+    return e;
+}
+
+double et_kernel_time(const et_device_profile *d, et_precision prec, int matrix, double flops, double bytes,
+                      double gemm_m, double gemm_n, double gemm_k)
+{
+    if (flops <= 0 && bytes <= 0) return 0;
+    double t_compute = 0;
+    if (flops > 0) {
+        double rate = matrix ? d->peak_flops[prec] * et_gemm_efficiency(d, gemm_m, gemm_n, gemm_k)
+                             : d->vector_flops * d->memory_efficiency;
+        t_compute = flops / rate;
+    }
+    double t_memory = bytes / (d->memory_bandwidth * d->memory_efficiency);
+    return fmax(t_compute, t_memory) + d->kernel_overhead_s;
+}

@@ -1,0 +1,48 @@
+/* device_profile: what one accelerator (or the host CPU) can do, and how close kernels get to it.
+ *
+ * Contract: profiles are JSON files (scenarios/profiles/NAME.json, format in docs/scenario.md). Rates are
+ * stored in SI base units: FLOP/s, bytes, bytes/s, seconds. A peak of 0 means the precision is not
+ * supported. Time of one kernel is a roofline:
+ *     t = max(flops / (peak * eff_compute), bytes / (bandwidth * eff_memory)) + kernel_overhead
+ * with eff_compute for matrix products = gemm_max * prod_d d / (d + gemm_half_dim) over d in {M, N, K}
+ * (docs/cost-model.md gives sources). Loading fills *err with file and JSON path on bad input. */
+#ifndef ET_DEVICE_PROFILE_H
+#define ET_DEVICE_PROFILE_H
+
+#include "et_error.h"
+
+typedef enum { ET_FP32, ET_TF32, ET_FP16, ET_BF16, ET_PRECISION_COUNT } et_precision;
+extern const char *const et_precision_names[]; /* "fp32", "tf32", "fp16", "bf16", NULL */
+
+typedef enum { ET_DEVICE_GPU, ET_DEVICE_CPU, ET_DEVICE_DATAFLOW } et_device_kind;
+extern const char *const et_device_kind_names[]; /* "gpu", "cpu", "dataflow", NULL */
+
+typedef struct et_device_profile {
+    char name[64];
+    char file[512];
+    et_device_kind kind;
+    double peak_flops[ET_PRECISION_COUNT]; /* dense matrix-unit peak, FLOP/s */
+    double vector_flops;                   /* non-matrix fp32 peak (elementwise ops), FLOP/s */
+    double memory_bytes;                   /* device memory capacity, bytes */
+    double memory_bandwidth;               /* bytes/s */
+    double reserved_bytes;                 /* context, library workspaces, fragmentation: bytes */
+    double gemm_max_efficiency;            /* fraction of peak a large GEMM reaches */
+    double gemm_half_dim;                  /* GEMM dimension at which efficiency halves, elements */
+    double memory_efficiency;              /* fraction of bandwidth a streaming kernel reaches */
+    double kernel_overhead_s;              /* launch + tail per kernel, seconds */
+    double on_chip_bytes;                  /* dataflow devices: on-chip memory holding fused intermediates */
+} et_device_profile;
+
+int et_device_profile_load(const char *path, et_device_profile *out, et_error *err);
+
+/* Efficiency of an M x N x K matrix product on this device (0..1). */
+double et_gemm_efficiency(const et_device_profile *d, double m, double n, double k);
+
+/* Roofline time of a kernel; `matrix` selects the matrix-unit peak of `prec` (else vector_flops). */
+double et_kernel_time(const et_device_profile *d, et_precision prec, int matrix, double flops, double bytes,
+                      double gemm_m, double gemm_n, double gemm_k);
+
+/* Bytes per element of activations and weights in a precision (fp32/tf32: 4, fp16/bf16: 2). */
+double et_precision_bytes(et_precision p);
+
+#endif

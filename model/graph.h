@@ -1,0 +1,108 @@
+/* graph: the op graph of one training step on one GPU, the single source of truth for shapes, FLOPs,
+ * bytes moved and the order in which parameter gradients become final.
+ *
+ * Shape letters (defined once, used in every formula of graph.c and docs/cost-model.md):
+ *   B  sequences in the micro-batch        T  tokens (sum of lengths; B*S when padded)
+ *   Q  sum of squared lengths (attention)  P  positions scored by the loss (masked or all tokens)
+ *   H  hidden   A  heads   D = H/A  head dim   F  ffn   V  vocab   L  layers   t  tensor-parallel degree
+ * Every op's FLOPs and bytes are linear in (B, T, Q, P), so one graph serves every rank's batch: the cost
+ * of an op for a batch is et_linear_eval(&op->flops, &shape). Ops carry stable ids such as
+ * `layer.3.attn.qkv.bwd_weight`; the runtime times ops under the same ids.
+ *
+ * Parameters are listed in the order backward finalises their gradients; op->grad_first/grad_count name
+ * the parameters whose gradients are complete when that op ends (gradient buckets are cut from this).
+ * The graph owns its arrays; release with et_graph_free(). Errors: out of memory only. */
+#ifndef ET_GRAPH_H
+#define ET_GRAPH_H
+
+#include <stdbool.h>
+
+#include "device_profile.h"
+#include "et_error.h"
+#include "model_config.h"
+
+typedef enum {
+    ET_OP_GEMM,         /* dense matrix product M x N x K */
+    ET_OP_ATTENTION,    /* per-sequence batched products (scores, context): l x l x D per head */
+    ET_OP_ELEMENTWISE,  /* memory-bound: layer norm, GELU, softmax, residual, gather */
+    ET_OP_EMBEDDING,    /* table lookups and their scatter-add backward */
+    ET_OP_LOSS,         /* softmax cross-entropy over the vocabulary */
+    ET_OP_OPTIMIZER,    /* per-parameter update kernels (fp32 math) */
+    ET_OP_TP_ALLREDUCE, /* tensor-parallel activation all-reduce (bytes = message size) */
+} et_op_kind;
+extern const char *const et_op_kind_names[];
+
+typedef enum { ET_OPT_ADAM, ET_OPT_ADAMW, ET_OPT_LAMB } et_optimizer;
+extern const char *const et_optimizer_names[]; /* "adam", "adamw", "lamb", NULL */
+
+typedef enum { ET_PHASE_FORWARD, ET_PHASE_BACKWARD, ET_PHASE_OPTIMIZER } et_phase;
+extern const char *const et_phase_names[];
+
+/* value = fixed + per_sequence*B + per_token*T + per_token_sq*Q + per_prediction*P */
+typedef struct et_linear {
+    double fixed, per_sequence, per_token, per_token_sq, per_prediction;
+} et_linear;
+
+typedef struct et_batch_shape {
+    double sequences;   /* B */
+    double tokens;      /* T */
+    double tokens_sq;   /* Q */
+    double predictions; /* P */
+} et_batch_shape;
+
+typedef struct et_op {
+    char id[80];
+    et_op_kind kind;
+    et_phase phase;
+    int layer;          /* transformer layer index, -1 for embeddings, head and optimizer */
+    et_linear m, n, k;  /* GEMM dimensions; ATTENTION uses k = D (m, n = rms sequence length) */
+    et_linear flops;
+    et_linear bytes;    /* device-memory traffic, bytes */
+    int grad_first;     /* index into graph->params */
+    int grad_count;
+} et_op;
+
+typedef struct et_param {
+    char id[80];
+    double count; /* elements held by this GPU (tensor-parallel shard) */
+    int layer;
+} et_param;
+
+typedef struct et_graph_options {
+    int tensor;          /* tensor-parallel degree t */
+    int pipeline;        /* pipeline stages */
+    int stage;           /* which stage this graph is for, 0-based */
+    et_precision precision;
+    bool recompute;      /* full activation recomputation per layer */
+    et_optimizer optimizer;
+    int optimizer_shards;/* ZeRO: optimizer states split over this many ranks (1 = none) */
+    bool clip_global;    /* clip after the all-reduce: a global-norm op before the update */
+} et_graph_options;
+
+typedef struct et_graph {
+    et_model_config model;
+    et_graph_options options;
+    et_op *ops;
+    int n_ops, cap_ops;
+    et_param *params;
+    int n_params, cap_params;
+    double param_count; /* elements on this GPU */
+    int first_layer, last_layer; /* layers of this stage, inclusive */
+} et_graph;
+
+int et_graph_build(const et_model_config *model, const et_graph_options *options, et_graph *out, et_error *err);
+void et_graph_free(et_graph *g);
+
+double et_linear_eval(const et_linear *l, const et_batch_shape *b);
+
+/* Index of the op with this id, -1 if none. */
+int et_graph_find(const et_graph *g, const char *id);
+
+/* Total parameters of the full model (t = 1, one stage). */
+double et_model_param_count(const et_model_config *model);
+
+/* Cost of one op for a batch on a device: FLOPs, bytes and roofline seconds (TP all-reduce: 0 s, it is
+ * communication and is costed by the collectives model). */
+double et_op_time(const et_op *op, const et_batch_shape *b, const et_device_profile *d, et_precision p);
+
+#endif

@@ -1,0 +1,157 @@
+#include "length_dist.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *const et_length_kind_names[] = {"fixed", "uniform", "histogram", NULL};
+
+static int alloc_pmf(et_length_dist *d, int max_len, et_error *err)
+{
+    memset(d, 0, sizeof *d);
+    d->max_len = max_len;
+    d->pmf = calloc((size_t)max_len + 1, sizeof *d->pmf);
+    if (!d->pmf) return et_error_set(err, NULL, 0, 0, NULL, "out of memory for a length distribution");
+    return 0;
+}
+
+int et_length_dist_fixed(int len, et_length_dist *out, et_error *err)
+{
+    if (alloc_pmf(out, len, err)) return -1;
+    out->kind = ET_LENGTHS_FIXED;
+    out->pmf[len] = 1.0;
+    return 0;
+}
+
+int et_length_dist_uniform(int min_len, int max_len, et_length_dist *out, et_error *err)
+{
+    if (alloc_pmf(out, max_len, err)) return -1;
+    out->kind = ET_LENGTHS_UNIFORM;
+    for (int l = min_len; l <= max_len; l++) out->pmf[l] = 1.0 / (max_len - min_len + 1);
+    return 0;
+}
+
+/* Parses a non-negative integer field starting at *p; advances *p. */
+static int parse_field(const char **p, long long *value)
+{
+    const char *s = *p;
+    while (*s == ' ' || *s == '\t') s++;
+    if (!isdigit((unsigned char)*s)) return -1;
+    errno = 0;
+    char *end;
+    *value = strtoll(s, &end, 10);
+    if (errno) return -1;
+    while (*end == ' ' || *end == '\t') end++;
+    *p = end;
+    return 0;
+}
+
+int et_length_dist_load_histogram(const char *path, int max_len, et_length_dist *out, et_error *err)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) return et_error_set(err, path, 0, 0, NULL, "cannot open length histogram: %s", strerror(errno));
+    if (alloc_pmf(out, max_len, err)) {
+        fclose(f);
+        return -1;
+    }
+    out->kind = ET_LENGTHS_HISTOGRAM;
+    snprintf(out->file, sizeof out->file, "%s", path);
+    char line[1024];
+    int lineno = 0, header_seen = 0, rows = 0;
+    double total = 0;
+    while (fgets(line, sizeof line, f)) {
+        lineno++;
+        size_t n = strlen(line);
+        while (n && (line[n - 1] == '\n' || line[n - 1] == '\r')) line[--n] = 0;
+        const char *s = line;
+        while (*s == ' ' || *s == '\t') s++;
+        if (*s == 0 || *s == '#') continue;
+        if (!header_seen && !isdigit((unsigned char)*s)) {
+            if (strncmp(s, "length,count", 12) != 0) {
+                fclose(f);
+                et_length_dist_free(out);
+                return et_error_set(err, path, lineno, 1, NULL, "expected the header \"length,count\"");
+            }
+            header_seen = 1;
+            continue;
+        }
+        header_seen = 1;
+        long long len, count;
+        const char *p = s;
+        if (parse_field(&p, &len)) {
+            fclose(f);
+            et_length_dist_free(out);
+            return et_error_set(err, path, lineno, (int)(p - line) + 1, NULL,
+                                "expected a length (a non-negative integer)");
+        }
+        if (*p != ',') {
+            fclose(f);
+            et_length_dist_free(out);
+            return et_error_set(err, path, lineno, (int)(p - line) + 1, NULL, "expected ',' after the length");
+        }
+        p++;
+        const char *count_at = p;
+        if (parse_field(&p, &count) || *p != 0) {
+            fclose(f);
+            et_length_dist_free(out);
+            return et_error_set(err, path, lineno, (int)(count_at - line) + 1, NULL,
+                                "expected a count (a non-negative integer) and nothing after it");
+        }
+        if (len < 1 || (len > max_len && count > 0)) {
+            fclose(f);
+            et_length_dist_free(out);
+            return et_error_set(err, path, lineno, 1, NULL,
+                                "length %lld is outside 1..%d (data.seq_len) but has %lld sequences", len,
+                                max_len, count);
+        }
+        if (len <= max_len) out->pmf[len] += (double)count;
+        total += (double)count;
+        rows++;
+    }
+    int read_error = ferror(f);
+    fclose(f);
+    if (read_error) {
+        et_length_dist_free(out);
+        return et_error_set(err, path, 0, 0, NULL, "read error");
+    }
+    if (rows == 0 || total <= 0) {
+        et_length_dist_free(out);
+        return et_error_set(err, path, lineno, 0, NULL, "the histogram holds no sequences");
+    }
+    for (int l = 0; l <= max_len; l++) out->pmf[l] /= total;
+    out->total_count = total;
+    return 0;
+}
+
+void et_length_dist_free(et_length_dist *d)
+{
+    free(d->pmf);
+    d->pmf = NULL;
+}
+
+double et_length_mean(const et_length_dist *d)
+{
+    double s = 0;
+    for (int l = 1; l <= d->max_len; l++) s += l * d->pmf[l];
+    return s;
+}
+
+double et_length_mean_square(const et_length_dist *d)
+{
+    double s = 0;
+    for (int l = 1; l <= d->max_len; l++) s += (double)l * l * d->pmf[l];
+    return s;
+}
+
+double et_length_padding_fraction(const et_length_dist *d, int pad_to)
+{
+    return 1.0 - et_length_mean(d) / pad_to;
+}
+
+double et_length_share(const et_length_dist *d, int lo, int hi)
+{
+    double s = 0;
+    for (int l = lo < 1 ? 1 : lo; l <= hi && l <= d->max_len; l++) s += d->pmf[l];
+    return s;
+}

@@ -1,0 +1,100 @@
+/* scenario: one capacity-planning question: model, data, batch, optimizer, precision, parallelism, cluster,
+ * training target and simulation settings (format: docs/scenario.md).
+ *
+ * Contract: et_scenario_load() reads and validates a scenario JSON file strictly: unknown keys, wrong
+ * types, out-of-range values and inconsistent combinations (batch not matching the GPU count, heads not
+ * dividing hidden, a missing histogram or profile file) fail with *err filled (file, JSON path or
+ * line:column, what was expected). Relative file names inside a scenario resolve against the scenario's
+ * directory; a device given by name (no '/' and no ".json") resolves in the profile directory
+ * (ET_PROFILE_DIR in the environment, else the one compiled in). Units in the struct are SI: bytes,
+ * bytes/s, seconds. The scenario owns its length distribution; release with et_scenario_free(). */
+#ifndef ET_SCENARIO_H
+#define ET_SCENARIO_H
+
+#include <stdbool.h>
+
+#include "device_profile.h"
+#include "et_error.h"
+#include "graph.h"
+#include "length_dist.h"
+#include "model_config.h"
+
+
+typedef enum { ET_CLIP_NONE, ET_CLIP_AFTER_ALLREDUCE, ET_CLIP_PER_BUCKET } et_clip_mode;
+extern const char *const et_clip_mode_names[]; /* "none", "after_allreduce", "per_bucket", NULL */
+
+typedef enum { ET_COLL_AUTO, ET_COLL_RING, ET_COLL_TREE, ET_COLL_HIERARCHICAL } et_coll_algo;
+extern const char *const et_coll_algo_names[]; /* "auto", "ring", "tree", "hierarchical", NULL */
+
+typedef enum { ET_TOPO_FAT_TREE } et_topology;
+extern const char *const et_topology_names[]; /* "fat_tree", NULL */
+
+typedef struct et_cluster {
+    et_device_profile device;
+    int nodes;
+    int gpus_per_node;
+    double intra_node_bandwidth; /* per GPU, per direction, bytes/s (half the bidirectional NVLink figure) */
+    double intra_node_latency;   /* seconds per hop */
+    int nics_per_node;
+    double nic_bandwidth;        /* per NIC, per direction, bytes/s */
+    double nic_latency;          /* seconds, NIC to NIC through one switch */
+    et_topology topology;
+    double oversubscription;     /* leaf down-links : leaf up-links bandwidth ratio (1 = non-blocking) */
+    int nodes_per_leaf;
+    double switch_latency;       /* seconds per switch hop */
+    double collective_step_latency; /* NCCL per-step software latency, seconds */
+    char platform_file[512];     /* user-supplied SimGrid platform, "" to generate one */
+} et_cluster;
+
+typedef struct et_scenario {
+    char source[512];
+    char dir[512];
+    char name[128];
+    et_model_config model;
+    struct {
+        int seq_len;
+        et_length_dist lengths;
+        bool unpadded;
+    } data;
+    struct {
+        long long global;
+        long long local;
+        long long grad_accum;
+    } batch;
+    struct {
+        et_optimizer name;
+        et_clip_mode clip;
+        double max_grad_norm;
+    } optimizer;
+    et_precision precision;
+    struct {
+        int tensor;
+        int pipeline;
+        int data; /* derived: gpus / (tensor * pipeline) */
+        int zero_stage;
+        bool recompute;
+        double bucket_bytes;
+        et_coll_algo allreduce;
+        bool overlap;
+    } parallel;
+    et_cluster cluster;
+    struct {
+        double samples;
+        long long steps; /* derived from samples when not given */
+        double eval_interval_samples;
+        double eval_samples;
+    } target;
+    struct {
+        int steps;
+        unsigned long long seed;
+        double straggler_sigma; /* lognormal sigma of per-rank compute noise, 0 = none */
+    } simulation;
+} et_scenario;
+
+int et_scenario_load(const char *path, et_scenario *out, et_error *err);
+void et_scenario_free(et_scenario *s);
+
+/* Total GPUs in the cluster. */
+int et_scenario_gpus(const et_scenario *s);
+
+#endif

@@ -1,0 +1,24 @@
+/* report: etsim's outputs: the human summary (units in every header) and the JSON report.
+ *
+ * Contract: report_json_analytic() returns a new Jansson object (caller decrefs) holding the scenario
+ * summary and the estimate; report_print_analytic() writes the human summary. Neither fails except on out
+ * of memory (NULL). */
+#ifndef ET_REPORT_H
+#define ET_REPORT_H
+
+#include <jansson.h>
+#include <stdio.h>
+
+#include "analytic.h"
+#include "scenario.h"
+
+json_t *report_json_scenario(const et_scenario *s);
+json_t *report_json_estimate(const et_estimate *e);
+json_t *report_json_analytic(const et_scenario *s, const et_estimate *e);
+void report_print_header(FILE *out, const et_scenario *s, const et_estimate *e, const char *engine);
+void report_print_memory(FILE *out, const et_memory *m);
+void report_print_analytic(FILE *out, const et_scenario *s, const et_estimate *e);
+/* Writes a duration with a unit chosen for readability (s, min, h, days). */
+void report_format_duration(char *buf, size_t size, double seconds);
+
+#endif
