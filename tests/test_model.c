@@ -1,0 +1,172 @@
+/* Cost-model checks: parameter counts, FLOPs per token against independent formulas, op and gradient
+ * order, buckets, memory. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "analytic.h"
+#include "batch.h"
+#include "buckets.h"
+#include "check.h"
+#include "graph.h"
+#include "memory.h"
+#include "model_config.h"
+
+static et_graph build(const char *preset, int tensor, int pipeline, int stage, et_error *err)
+{
+    et_model_config m;
+    et_model_preset(preset, &m);
+    et_graph_options o = {.tensor = tensor, .pipeline = pipeline, .stage = stage, .precision = ET_FP16,
+                          .optimizer = ET_OPT_ADAM, .optimizer_shards = 1};
+    et_graph g;
+    if (et_graph_build(&m, &o, &g, err)) memset(&g, 0, sizeof g);
+    return g;
+}
+
+static double graph_flops(const et_graph *g, const et_batch_shape *b)
+{
+    double f = 0;
+    for (int i = 0; i < g->n_ops; i++)
+        if (g->ops[i].phase != ET_PHASE_OPTIMIZER) f += et_linear_eval(&g->ops[i].flops, b);
+    return f;
+}
+
+static void test_param_counts(void)
+{
+    et_model_config m;
+    CHECK(et_model_preset("bert-large", &m) == 0, "bert-large preset exists");
+    CHECK(et_model_param_count(&m) == 336232258.0, "BERT-large (vocab 30528, pooler, tied MLM head, NSP) has "
+                                                   "336,232,258 parameters, got %.0f", et_model_param_count(&m));
+    /* independent count: embeddings + 24 layers + pooler + MLM transform/LN/bias + NSP */
+    double H = 1024, V = 30528, L = 24;
+    double expect = V * H + 512 * H + 2 * H + 2 * H + L * (4 * H * H + 4 * H + 8 * H * H + 5 * H + 4 * H) +
+                    (H * H + H) + (H * H + H + 2 * H + V) + (2 * H + 2);
+    CHECK(expect == 336232258.0, "independent BERT-large formula gives %.0f", expect);
+    CHECK(et_model_preset("gpt3-13b", &m) == 0, "gpt3-13b preset exists");
+    CHECK_REL(et_model_param_count(&m), 12.85e9, 0.01, "gpt3-13b parameters");
+    CHECK(et_model_preset("bert-base", &m) == 0, "bert-base preset");
+    CHECK_REL(et_model_param_count(&m), 110.1e6, 0.005, "bert-base parameters (~110M)");
+    CHECK(et_model_preset("no-such-model", &m) != 0, "unknown preset rejected");
+}
+
+static void test_flops_per_token(void)
+{
+    et_error err;
+    /* GPT-3 13B: 6N plus the attention term 12*L*S*H per token (scores and context, forward and backward,
+     * full S x S as dense kernels compute it). */
+    et_graph g = build("gpt3-13b", 1, 1, 0, &err);
+    double S = 2048, H = 5120, L = 40, N = et_model_param_count(&g.model);
+    et_batch_shape b = {.sequences = 4, .tokens = 4 * S, .tokens_sq = 4 * S * S, .predictions = 4 * S};
+    double per_token = graph_flops(&g, &b) / b.tokens;
+    CHECK_REL(per_token, 6 * N + 12 * L * S * H, 0.01, "gpt3-13b training FLOPs per token vs 6N + 12LSH");
+    et_graph_free(&g);
+
+    /* BERT-large, padded 512, 76 predictions per sequence: the encoder's matrix parameters see every token,
+     * the MLM head only the predictions and the pooler/NSP only one row per sequence. */
+    g = build("bert-large", 1, 1, 0, &err);
+    double Sb = 512, Hb = 1024, Lb = 24, V = 30528, B = 8, P = 76 * B;
+    et_batch_shape bb = {.sequences = B, .tokens = B * Sb, .tokens_sq = B * Sb * Sb, .predictions = P};
+    double T = B * Sb;
+    double expect = 6 * Lb * 12 * Hb * Hb + 12 * Lb * Sb * Hb + 6 * (P / T) * (Hb * Hb + V * Hb) +
+                    6 * (B / T) * (Hb * Hb + 2 * Hb);
+    CHECK_REL(graph_flops(&g, &bb) / T, expect, 0.01, "bert-large training FLOPs per token");
+    /* unpadded: linear ops scale with T, attention with the sum of squared lengths */
+    et_batch_shape half = {.sequences = B, .tokens = B * 256, .tokens_sq = B * 256.0 * 256, .predictions = P};
+    CHECK(graph_flops(&g, &half) < 0.5 * graph_flops(&g, &bb) + 1e12, "shorter sequences cost less");
+    et_graph_free(&g);
+}
+
+static void test_order(void)
+{
+    et_error err;
+    for (int tp = 1; tp <= 2; tp++) {
+        et_graph g = build("bert-large", tp, 1, 0, &err);
+        CHECK(g.n_ops > 0, "graph built");
+        /* every parameter finalised exactly once, ids unique */
+        int covered = 0;
+        for (int i = 0; i < g.n_ops; i++) covered += g.ops[i].grad_count;
+        CHECK(covered == g.n_params, "each parameter's gradient produced once (%d of %d)", covered, g.n_params);
+        int dup = 0;
+        for (int i = 0; i < g.n_params; i++)
+            for (int j = i + 1; j < g.n_params; j++) dup += strcmp(g.params[i].id, g.params[j].id) == 0;
+        CHECK(dup == 0, "parameter ids are unique (%d duplicates)", dup);
+        int ranges_ok = 1;
+        for (int i = 1; i < g.n_ops; i++)
+            if (g.ops[i].grad_first != g.ops[i - 1].grad_first + g.ops[i - 1].grad_count) ranges_ok = 0;
+        CHECK(ranges_ok, "op gradient ranges tile the parameter list in op order");
+        /* reverse layer order in backward */
+        int last_layer = 1 << 30, monotone = 1;
+        for (int p = 0; p < g.n_params; p++) {
+            if (g.params[p].layer < 0) continue;
+            if (g.params[p].layer > last_layer) monotone = 0;
+            last_layer = g.params[p].layer;
+        }
+        CHECK(monotone, "backward finalises layer gradients in reverse layer order");
+        CHECK(strcmp(g.params[g.n_params - 1].id, "embed.token_type_embeddings") == 0,
+              "embeddings are the last gradients, got %s", g.params[g.n_params - 1].id);
+        int fwd_end = 0, bwd_start = -1, phases_ok = 1;
+        for (int i = 0; i < g.n_ops; i++) {
+            if (g.ops[i].phase == ET_PHASE_FORWARD) {
+                fwd_end = i;
+                if (bwd_start >= 0) phases_ok = 0;
+            }
+            if (g.ops[i].phase == ET_PHASE_BACKWARD && bwd_start < 0) bwd_start = i;
+        }
+        CHECK(phases_ok && fwd_end < bwd_start, "forward ops precede backward ops");
+        CHECK(et_graph_find(&g, "layer.3.attn.qkv.bwd_weight") >= 0, "stable op id layer.3.attn.qkv.bwd_weight");
+        CHECK((et_graph_find(&g, "layer.3.mlp.tp_allreduce") >= 0) == (tp > 1), "TP all-reduce only with t > 1");
+        et_graph_free(&g);
+    }
+    /* pipeline stages split layers and own embeddings / head */
+    et_graph s0 = build("gpt3-13b", 1, 4, 0, &err), s3 = build("gpt3-13b", 1, 4, 3, &err);
+    CHECK(s0.first_layer == 0 && s0.last_layer == 9 && s3.first_layer == 30 && s3.last_layer == 39,
+          "4 stages of 10 layers");
+    CHECK(et_graph_find(&s0, "embed.lookup") >= 0 && et_graph_find(&s0, "head.loss") < 0, "stage 0 embeds");
+    CHECK(et_graph_find(&s3, "head.loss") >= 0 && et_graph_find(&s3, "embed.lookup") < 0, "last stage has the head");
+    et_graph_free(&s0);
+    et_graph_free(&s3);
+}
+
+static void test_buckets(void)
+{
+    et_error err;
+    et_graph g = build("bert-large", 1, 1, 0, &err);
+    et_bucket *b;
+    int n;
+    double cap = 25 * 1048576.0;
+    CHECK(et_buckets_build(&g, cap, 2, &b, &n, &err) == 0, "buckets built");
+    double total = 0;
+    int sizes_ok = 1, order_ok = 1, next = 0;
+    for (int k = 0; k < n; k++) {
+        total += b[k].bytes;
+        if (k < n - 1 && b[k].bytes < cap) sizes_ok = 0;
+        if (b[k].param_first != next) order_ok = 0;
+        next = b[k].param_first + b[k].param_count;
+        if (k && b[k].ready_op < b[k - 1].ready_op) order_ok = 0;
+    }
+    CHECK(total == 2 * g.param_count, "buckets hold every gradient byte once");
+    CHECK(sizes_ok, "every bucket but the last reaches the cap");
+    CHECK(order_ok && next == g.n_params, "buckets follow backward order");
+    CHECK(n >= 20 && n <= 30, "BERT-large fp16 cut into ~25 MiB buckets: %d", n);
+    free(b);
+    et_graph_free(&g);
+}
+
+static void test_tensor_parallel_flops(void)
+{
+    et_error err;
+    et_graph g1 = build("gpt3-13b", 1, 1, 0, &err), g8 = build("gpt3-13b", 8, 1, 0, &err);
+    et_batch_shape b = {.sequences = 1, .tokens = 2048, .tokens_sq = 2048.0 * 2048, .predictions = 2048};
+    CHECK_REL(graph_flops(&g8, &b) * 8, graph_flops(&g1, &b), 0.01, "TP 8 splits the FLOPs 8 ways");
+    et_graph_free(&g1);
+    et_graph_free(&g8);
+}
+
+int main(void)
+{
+    test_param_counts();
+    test_flops_per_token();
+    test_order();
+    test_buckets();
+    test_tensor_parallel_flops();
+    return check_summary("test_model");
+}

@@ -1,0 +1,141 @@
+/* Scenario loading, length distributions, memory and the analytic step on shipped scenarios. */
+#include <string.h>
+
+#include "analytic.h"
+#include "batch.h"
+#include "check.h"
+#include "collectives.h"
+#include "length_dist.h"
+#include "scenario.h"
+
+#define SCEN(name) ET_SOURCE_DIR "/scenarios/" name
+
+static void test_histogram(void)
+{
+    et_length_dist d;
+    et_error err;
+    CHECK(et_length_dist_load_histogram(SCEN("data/wikipedia-bert-seqlen-512.csv"), 512, &d, &err) == 0,
+          "shipped histogram loads");
+    CHECK(d.total_count == 16279552, "16,279,552 sequences, got %.0f", d.total_count);
+    double pad = et_length_padding_fraction(&d, 512);
+    CHECK(fabs(pad - 0.500) < 0.0005, "padding fraction at 512 is 0.500 to 3 digits, got %.4f", pad);
+    double shares[4] = {et_length_share(&d, 1, 128), et_length_share(&d, 129, 256), et_length_share(&d, 257, 384),
+                        et_length_share(&d, 385, 512)};
+    double want[4] = {0.369, 0.197, 0.117, 0.316};
+    for (int i = 0; i < 4; i++)
+        CHECK(fabs(shares[i] - want[i]) < 0.0005, "bin %d share %.4f, want %.3f", i, shares[i], want[i]);
+    CHECK(fabs(shares[0] + shares[1] + shares[2] + shares[3] - 1) < 1e-12, "bins cover the distribution");
+    et_length_dist_free(&d);
+    CHECK(et_length_dist_load_histogram(SCEN("data/wikipedia-bert-seqlen-512.csv"), 256, &d, &err) != 0,
+          "lengths above seq_len are an error");
+    CHECK(err.line > 0 && strstr(err.text, "outside 1..256"), "error names the line: %d %s", err.line, err.text);
+    et_length_dist u;
+    CHECK(et_length_dist_uniform(1, 100, &u, &err) == 0, "uniform");
+    CHECK(fabs(et_length_mean(&u) - 50.5) < 1e-9, "uniform mean 50.5");
+    et_length_dist_free(&u);
+}
+
+static void test_load(void)
+{
+    et_scenario s;
+    et_error err;
+    int rc = et_scenario_load(SCEN("mlperf-bert-1024-samsung.json"), &s, &err);
+    CHECK(rc == 0, "samsung scenario loads: %s", err.text);
+    if (rc) return;
+    CHECK(et_scenario_gpus(&s) == 1024 && s.parallel.data == 1024, "1024 data-parallel GPUs");
+    CHECK(s.batch.grad_accum == 1, "grad_accum derived as 1");
+    CHECK(s.target.steps == 179, "179 steps");
+    CHECK(s.cluster.nic_bandwidth == 25e9, "HDR 200 Gb/s = 25 GB/s per NIC");
+    CHECK(s.cluster.intra_node_bandwidth == 300e9, "NVSwitch 600 GB/s bidirectional = 300 GB/s per direction");
+    CHECK(s.parallel.bucket_bytes == 25 * 1048576.0, "25 MiB buckets");
+    et_batch_shape b = et_batch_expected(&s);
+    CHECK(fabs(b.tokens / 16 - et_length_mean(&s.data.lengths)) < 1e-9, "unpadded tokens = B * E[L]");
+
+    et_estimate with, without;
+    CHECK(et_analytic_estimate(&s, &with, &err) == 0, "estimate");
+    s.parallel.overlap = false;
+    CHECK(et_analytic_estimate(&s, &without, &err) == 0, "estimate without overlap");
+    CHECK(with.dp_comm_exposed >= 0 && with.dp_comm_exposed <= without.dp_comm_exposed,
+          "overlap exposes no more communication than none: %g vs %g", with.dp_comm_exposed,
+          without.dp_comm_exposed);
+    CHECK_REL(without.dp_comm_exposed, without.dp_comm, 1e-12, "without overlap everything is exposed");
+    CHECK(with.step_time < without.step_time, "overlap shortens the step");
+    CHECK(with.mfu > 0.05 && with.mfu < 0.87, "MFU plausible: %.3f", with.mfu);
+    CHECK_REL(with.time_to_train, with.steps * with.step_time + with.eval_time, 1e-12, "time-to-train adds up");
+
+    /* padded costs more than unpadded on the same data */
+    s.parallel.overlap = true;
+    s.data.unpadded = false;
+    et_estimate padded;
+    CHECK(et_analytic_estimate(&s, &padded, &err) == 0, "padded estimate");
+    CHECK(padded.forward > 1.5 * with.forward, "padding to 512 costs much more forward time (%.4g vs %.4g)",
+          padded.forward, with.forward);
+    et_scenario_free(&s);
+}
+
+static void test_memory(void)
+{
+    et_scenario s;
+    et_error err;
+    if (et_scenario_load(SCEN("gpt3-13b-dense-a100.json"), &s, &err)) {
+        CHECK(0, "gpt3 scenario loads: %s", err.text);
+        return;
+    }
+    et_estimate e;
+    CHECK(et_analytic_estimate(&s, &e, &err) == 0, "estimate");
+    CHECK(e.memory.fits, "13B with TP 8 x PP 2 and ZeRO-1 fits in 80 GB (%.1f GiB)", e.memory.total / 1073741824.0);
+    /* without model parallelism 13B needs 16 bytes/parameter = 208 GB > 80 GB */
+    s.parallel.tensor = 1;
+    s.parallel.pipeline = 1;
+    s.parallel.zero_stage = 0;
+    s.parallel.data = 512;
+    s.batch.grad_accum = 2;
+    CHECK(et_analytic_estimate(&s, &e, &err) == 0, "estimate");
+    CHECK(!e.memory.fits, "13B on one GPU's memory does not fit (%.1f GiB)", e.memory.total / 1073741824.0);
+    CHECK_REL(e.memory.weights + e.memory.gradients + e.memory.optimizer_states, 16 * e.params_total, 1e-9,
+              "mixed-precision Adam keeps 16 bytes per parameter");
+    s.parallel.zero_stage = 3;
+    et_estimate z3;
+    CHECK(et_analytic_estimate(&s, &z3, &err) == 0, "estimate");
+    CHECK_REL(z3.memory.weights + z3.memory.gradients + z3.memory.optimizer_states, 16 * e.params_total / 512, 1e-9,
+              "ZeRO-3 shards all 16 bytes over 512 ranks");
+    et_scenario_free(&s);
+}
+
+static void test_collectives(void)
+{
+    et_comm_group g = {.ranks = 64, .nodes = 8, .ranks_per_node = 8, .intra_bw = 300e9, .inter_bw = 100e9,
+                       .alpha_intra = 5e-6, .alpha_inter = 8e-6};
+    double S = 1e9;
+    CHECK_REL(et_ring_allreduce_time(&g, S), 2 * 63 * 8e-6 + 2.0 * 63 / 64 * S / 100e9, 1e-12, "ring closed form");
+    CHECK(et_tree_allreduce_time(&g, 1e3) < et_ring_allreduce_time(&g, 1e3), "tree wins for small messages");
+    /* for large messages both move ~2S per node: equal bandwidth terms; ring pays 2(N-1) latencies (~1 ms here) */
+    CHECK_REL(et_tree_allreduce_time(&g, S) - 2 * (7 * 5e-6 + 3 * 8e-6), et_ring_allreduce_time(&g, S) - 2 * 63 * 8e-6, 0.02, "tree ~ ring at 1 GB");
+    et_coll_algo chosen;
+    et_allreduce_time(&g, ET_COLL_AUTO, 1e3, &chosen);
+    CHECK(chosen == ET_COLL_TREE, "auto picks tree for 1 kB");
+    double t_auto = et_allreduce_time(&g, ET_COLL_AUTO, S, &chosen);
+    CHECK(t_auto == fmin(et_ring_allreduce_time(&g, S), et_tree_allreduce_time(&g, S)), "auto takes the faster");
+    g.nodes = 1;
+    g.ranks = g.ranks_per_node = 8;
+    et_allreduce_time(&g, ET_COLL_AUTO, S, &chosen);
+    CHECK(chosen == ET_COLL_RING, "auto picks ring for 1 GB inside one node");
+    for (int n = 2; n <= 1024; n *= 2) {
+        int roots = 0;
+        for (int t = 0; t < 2; t++)
+            for (int i = 0; i < n; i++) roots += et_tree_parent(n, t, i) < 0;
+        CHECK(roots == 2, "each of the two trees over %d nodes has one root", n);
+        CHECK(et_tree_max_nic_load(n) <= 1.0 + 1e-12, "double binary tree loads a NIC at most S (n=%d: %.2f)", n,
+              et_tree_max_nic_load(n));
+    }
+    CHECK_REL(et_busbw_factor_allreduce(8), 1.75, 1e-12, "busbw factor 2(N-1)/N");
+}
+
+int main(void)
+{
+    test_histogram();
+    test_load();
+    test_memory();
+    test_collectives();
+    return check_summary("test_scenario");
+}
