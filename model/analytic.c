@@ -82,6 +82,27 @@ double et_model_flops(const et_scenario *s, const et_batch_shape *b)
     return f;
 }
 
+double et_backward_segments(const et_scenario *s, const et_graph *g, const et_bucket *buckets, int nb,
+                            const et_batch_shape *b, double *seg)
+{
+    double t = 0, total = 0;
+    int k = 0;
+    for (int i = 0; i < g->n_ops; i++) {
+        const et_op *op = &g->ops[i];
+        if (op->phase != ET_PHASE_BACKWARD || op->kind == ET_OP_TP_ALLREDUCE) continue;
+        double dt = et_op_time(op, b, &s->cluster.device, s->precision);
+        t += dt;
+        total += dt;
+        while (k < nb && buckets[k].ready_op == i) {
+            seg[k++] = t;
+            t = 0;
+        }
+    }
+    while (k < nb) seg[k++] = 0;
+    seg[nb] = t;
+    return total;
+}
+
 /* Lays the last micro-batch's backward out on the compute stream and the bucket collectives on the
  * communication stream; returns the exposed communication. */
 static double overlap_buckets(const et_scenario *s, const et_graph *g, const et_batch_shape *b,
@@ -89,27 +110,23 @@ static double overlap_buckets(const et_scenario *s, const et_graph *g, const et_
                               double *clip_total)
 {
     int per_bucket_clip = s->optimizer.clip == ET_CLIP_PER_BUCKET;
-    double *comm = calloc((size_t)nb, sizeof *comm);
+    double *seg = malloc(((size_t)nb + 1) * sizeof *seg);
+    if (!seg) return 0;
+    et_backward_segments(s, g, buckets, nb, b, seg);
     double t = 0, comm_end = 0, sum = 0, clip = 0;
-    int k = 0;
-    for (int i = 0; i < g->n_ops && comm; i++) {
-        const et_op *op = &g->ops[i];
-        if (op->phase != ET_PHASE_BACKWARD) continue;
-        t += op->kind == ET_OP_TP_ALLREDUCE ? 0 : et_op_time(op, b, &s->cluster.device, s->precision);
-        while (k < nb && buckets[k].ready_op == i) {
-            if (per_bucket_clip) {
-                double c = et_bucket_clip_time(s, buckets[k].bytes);
-                t += c;
-                clip += c;
-            }
-            double ct = et_bucket_comm_time(s, dp, buckets[k].bytes, NULL);
-            sum += ct;
-            double start = fmax(t, comm_end);
-            comm_end = start + ct;
-            k++;
+    for (int k = 0; k < nb; k++) {
+        t += seg[k];
+        if (per_bucket_clip) {
+            double c = et_bucket_clip_time(s, buckets[k].bytes);
+            t += c;
+            clip += c;
         }
+        double ct = et_bucket_comm_time(s, dp, buckets[k].bytes, NULL);
+        sum += ct;
+        comm_end = fmax(t, comm_end) + ct;
     }
-    free(comm);
+    t += seg[nb];
+    free(seg);
     *comm_total = sum;
     *clip_total = clip;
     if (!s->parallel.overlap) return sum;

@@ -74,6 +74,12 @@ double et_phase_time(const et_scenario *s, const et_graph *g, et_phase phase, co
 /* Pipeline activation send per micro-batch and direction, seconds (0 with one stage). */
 double et_pipeline_send_time(const et_scenario *s, const et_batch_shape *b);
 
+/* Splits one micro-batch's backward at the points where buckets become ready: seg[k] (k < nb) is the compute
+ * time from the previous ready point to bucket k's, seg[nb] the rest of backward. Clipping is not included.
+ * Returns the whole backward time. */
+double et_backward_segments(const et_scenario *s, const et_graph *g, const et_bucket *buckets, int nb,
+                            const et_batch_shape *b, double *seg);
+
 /* Model FLOPs (forward + backward, no recomputation) of one micro-batch of the whole model. */
 double et_model_flops(const et_scenario *s, const et_batch_shape *b);
 

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 int et_atomic_write(const char *path, et_file_writer writer, void *ctx, et_error *err)
@@ -18,6 +19,9 @@ int et_atomic_write(const char *path, et_file_writer writer, void *ctx, et_error
         free(tmp);
         return -1;
     }
+    mode_t mask = umask(0);
+    umask(mask);
+    fchmod(fd, 0666 & ~mask); /* mkstemp creates 0600; outputs are ordinary files */
     FILE *f = fdopen(fd, "w");
     if (!f) {
         et_error_set(err, path, 0, 0, NULL, "cannot open the temporary file: %s", strerror(errno));

@@ -5,8 +5,11 @@
 
 #include "analytic.h"
 #include "atomic_file.h"
+#include "collective_bench.h"
 #include "report.h"
 #include "scenario.h"
+#include "step_sim.h"
+#include <unistd.h>
 
 #define EXIT_INPUT 2
 #define EXIT_DOES_NOT_FIT 3
@@ -14,11 +17,23 @@
 static void usage(FILE *out)
 {
     fputs("usage: etsim [options] scenario.json\n"
-          "  --analytic        closed-form estimate (fast)\n"
+          "  --analytic        closed-form estimate only (fast); default: simulate with SimGrid\n"
           "  --json FILE       write the report as JSON (atomically)\n"
+          "  --steps N         simulated steps (default: the scenario's simulation.steps)\n"
+          "  --seed N          random seed (default: the scenario's simulation.seed)\n"
+          "  --trace FILE      Chrome trace-event JSON of the last simulated step (opens in Perfetto)\n"
+          "  --trace-ranks K   ranks kept in the trace, sampled evenly (default 64)\n"
+          "  --platform-out FILE  write the generated SimGrid platform XML\n"
+          "  --detailed-collectives  play rings step by step (slow; for validating the fluid form)\n"
+          "  --no-overlap      start gradient collectives only after backward\n"
           "  --quiet           no progress output\n"
+          "  --collective OP   benchmark one collective (allreduce, reduce_scatter, allgather) on the\n"
+          "                    data-parallel GPUs instead of training, nccl-tests style\n"
+          "  --algo A          with --collective: auto, ring, tree or hierarchical (default auto)\n"
+          "  --min-bytes N, --max-bytes N, --step-factor F   sizes for --collective (1M, 1G, 4)\n"
           "  --help            this text\n"
-          "exit status: 0 ok, 2 bad input, 3 the plan does not fit in device memory, 1 other errors\n",
+          "exit status: 0 ok, 2 bad input, 3 the plan does not fit in device memory, 4 a collective\n"
+          "benchmark deviates from its closed form, 1 other errors\n",
           out);
 }
 
@@ -27,23 +42,95 @@ typedef struct options {
     const char *json_out;
     int analytic;
     int quiet;
+    long long seed; /* -1: scenario's */
+    sim_options sim;
+    int collective; /* -1: train */
+    long long min_bytes, max_bytes, step_factor;
 } options;
+
+static int number_arg(int argc, char **argv, int *i, long long min, long long max, long long *out)
+{
+    const char *flag = argv[*i];
+    if (++*i >= argc) {
+        fprintf(stderr, "etsim: %s needs a number\n", flag);
+        return -1;
+    }
+    char *end;
+    long long v = strtoll(argv[*i], &end, 10);
+    if (*end || end == argv[*i] || v < min || v > max) {
+        fprintf(stderr, "etsim: %s expects an integer in [%lld, %lld], got \"%s\"\n", flag, min, max, argv[*i]);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+static int file_arg(int argc, char **argv, int *i, const char **out)
+{
+    if (++*i >= argc) {
+        fprintf(stderr, "etsim: %s needs a file name\n", argv[*i - 1]);
+        return -1;
+    }
+    *out = argv[*i];
+    return 0;
+}
 
 static int parse_args(int argc, char **argv, options *o)
 {
     memset(o, 0, sizeof *o);
+    o->seed = -1;
+    o->collective = -1;
+    o->min_bytes = 1 << 20;
+    o->max_bytes = 1 << 30;
+    o->step_factor = 4;
+    long long v;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (strcmp(a, "--analytic") == 0) {
             o->analytic = 1;
         } else if (strcmp(a, "--quiet") == 0) {
             o->quiet = 1;
+        } else if (strcmp(a, "--detailed-collectives") == 0) {
+            o->sim.detailed = true;
+        } else if (strcmp(a, "--no-overlap") == 0) {
+            o->sim.force_no_overlap = true;
         } else if (strcmp(a, "--json") == 0) {
+            if (file_arg(argc, argv, &i, &o->json_out)) return -1;
+        } else if (strcmp(a, "--trace") == 0) {
+            if (file_arg(argc, argv, &i, &o->sim.trace_path)) return -1;
+        } else if (strcmp(a, "--platform-out") == 0) {
+            if (file_arg(argc, argv, &i, &o->sim.platform_out)) return -1;
+        } else if (strcmp(a, "--steps") == 0) {
+            if (number_arg(argc, argv, &i, 1, 10000, &v)) return -1;
+            o->sim.steps = (int)v;
+        } else if (strcmp(a, "--trace-ranks") == 0) {
+            if (number_arg(argc, argv, &i, 1, 1 << 20, &v)) return -1;
+            o->sim.trace_ranks = (int)v;
+        } else if (strcmp(a, "--collective") == 0 || strcmp(a, "--algo") == 0) {
+            const char *const *names = a[2] == 'c' ? sim_bench_op_names : et_coll_algo_names;
             if (++i >= argc) {
-                fprintf(stderr, "etsim: --json needs a file name\n");
+                fprintf(stderr, "etsim: %s needs a value\n", a);
                 return -1;
             }
-            o->json_out = argv[i];
+            int found = -1;
+            for (int k = 0; names[k]; k++)
+                if (strcmp(names[k], argv[i]) == 0) found = k;
+            if (found < 0) {
+                fprintf(stderr, "etsim: %s: unknown value \"%s\"\n", a, argv[i]);
+                return -1;
+            }
+            if (a[2] == 'c')
+                o->collective = found;
+            else
+                o->sim.bench_algo = (et_coll_algo)found;
+        } else if (strcmp(a, "--min-bytes") == 0) {
+            if (number_arg(argc, argv, &i, 1, 1LL << 40, &o->min_bytes)) return -1;
+        } else if (strcmp(a, "--max-bytes") == 0) {
+            if (number_arg(argc, argv, &i, 1, 1LL << 40, &o->max_bytes)) return -1;
+        } else if (strcmp(a, "--step-factor") == 0) {
+            if (number_arg(argc, argv, &i, 2, 1024, &o->step_factor)) return -1;
+        } else if (strcmp(a, "--seed") == 0) {
+            if (number_arg(argc, argv, &i, 0, 0x7fffffffffffffffLL, &o->seed)) return -1;
         } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
             usage(stdout);
             exit(0);
@@ -65,6 +152,12 @@ static int parse_args(int argc, char **argv, options *o)
     return 0;
 }
 
+static void print_error(const et_error *err)
+{
+    fputs("etsim: error: ", stderr);
+    et_error_print(stderr, err);
+}
+
 int main(int argc, char **argv)
 {
     options o;
@@ -72,31 +165,65 @@ int main(int argc, char **argv)
     et_error err;
     et_scenario s;
     if (et_scenario_load(o.scenario, &s, &err)) {
-        fputs("etsim: error: ", stderr);
-        et_error_print(stderr, &err);
+        print_error(&err);
         return EXIT_INPUT;
     }
+    if (o.seed >= 0) s.simulation.seed = (unsigned long long)o.seed;
+    if (o.sim.force_no_overlap) s.parallel.overlap = false;
     et_estimate e;
     if (et_analytic_estimate(&s, &e, &err)) {
-        fputs("etsim: error: ", stderr);
-        et_error_print(stderr, &err);
+        print_error(&err);
         et_scenario_free(&s);
         return 1;
     }
-    report_print_analytic(stdout, &s, &e);
+    json_t *sim = NULL;
+    if (o.collective >= 0) {
+        double sizes[64];
+        int n = 0;
+        for (double b = (double)o.min_bytes; b <= (double)o.max_bytes && n < 64; b *= (double)o.step_factor)
+            sizes[n++] = b;
+        o.sim.bench_sizes = n;
+        o.sim.bench_bytes = sizes;
+        o.sim.bench_op = o.collective;
+        int rc = sim_run(&s, &o.sim, &sim, &err);
+        if (rc) print_error(&err);
+        if (!rc) rc = collective_bench_print(stdout, sim, 0.02) ? 4 : 0;
+        if (!rc && o.json_out && et_atomic_write_json(o.json_out, sim, &err)) {
+            print_error(&err);
+            rc = 1;
+        }
+        json_decref(sim);
+        et_scenario_free(&s);
+        return rc;
+    }
+    if (!o.analytic) {
+        o.sim.progress = !o.quiet && isatty(2);
+        if (sim_run(&s, &o.sim, &sim, &err)) {
+            print_error(&err);
+            et_scenario_free(&s);
+            return 1;
+        }
+        report_print_simulated(stdout, &s, &e, sim);
+    } else {
+        report_print_analytic(stdout, &s, &e);
+    }
     int rc = 0;
     if (o.json_out) {
         json_t *j = report_json_analytic(&s, &e);
+        if (j && sim) {
+            json_object_set_new(j, "engine", json_string("simgrid"));
+            json_object_set(j, "simulation", sim);
+        }
         if (!j || et_atomic_write_json(o.json_out, j, &err)) {
-            fputs("etsim: error: ", stderr);
             if (j)
-                et_error_print(stderr, &err);
+                print_error(&err);
             else
-                fputs("out of memory building the JSON report\n", stderr);
+                fputs("etsim: error: out of memory building the JSON report\n", stderr);
             rc = 1;
         }
         json_decref(j);
     }
+    json_decref(sim);
     if (!rc && !e.memory.fits) {
         fprintf(stderr,
                 "etsim: error: the plan does not fit: %.2f GiB per GPU needed, %s has %.2f GiB (try ZeRO, "

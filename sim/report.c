@@ -117,3 +117,48 @@ void report_print_analytic(FILE *out, const et_scenario *s, const et_estimate *e
             e->tokens_per_second);
     fprintf(out, "time-to-train %lld steps: %s training + %s evaluation = %s\n", e->steps, train, eval, total);
 }
+
+static double jnum(const json_t *o, const char *key)
+{
+    return json_number_value(json_object_get(o, key));
+}
+
+void report_print_simulated(FILE *out, const et_scenario *s, const et_estimate *e, const json_t *sim)
+{
+    report_print_header(out, s, e, "simgrid");
+    report_print_memory(out, &e->memory);
+    const json_t *st = json_object_get(sim, "step_time_s");
+    double mean = jnum(st, "mean");
+    fprintf(out, "\nsimulated    steps  mean[ms]  p50[ms]  p99[ms]  compute[ms]  exposed_comm[ms]  idle[ms]\n");
+    fprintf(out, "             %5d %9.2f %8.2f %8.2f %12.2f %17.2f %9.2f\n",
+            (int)json_integer_value(json_object_get(sim, "simulated_steps")), mean * 1e3, jnum(st, "p50") * 1e3,
+            jnum(st, "p99") * 1e3, jnum(sim, "compute_s") * 1e3, jnum(sim, "exposed_comm_s") * 1e3,
+            jnum(sim, "idle_s") * 1e3);
+    fprintf(out, "analytic     step %.2f ms: compute %.2f ms, exposed communication %.2f ms, optimizer %.2f ms\n",
+            e->step_time * 1e3, e->compute * 1e3, (e->dp_comm_exposed + e->zero_gather + e->clip_allreduce) * 1e3,
+            e->optimizer * 1e3);
+    const json_t *buckets = json_object_get(sim, "buckets");
+    size_t nb = json_array_size(buckets);
+    if (nb) {
+        /* the largest bucket's collective, nccl-tests style */
+        const json_t *big = NULL;
+        for (size_t i = 0; i < nb; i++) {
+            const json_t *b = json_array_get(buckets, i);
+            if (!big || jnum(b, "bytes") > jnum(big, "bytes")) big = b;
+        }
+        fprintf(out, "\ncollective   size[MiB]  algorithm      time[us]  algbw[GB/s]  busbw[GB/s]  closed_form[us]\n");
+        fprintf(out, "             %9.1f  %-12s %10.1f %12.1f %12.1f %16.1f\n", jnum(big, "bytes") / 1048576.0,
+                json_string_value(json_object_get(big, "algorithm")), jnum(big, "time_s") * 1e6,
+                jnum(big, "algbw_GBps"), jnum(big, "busbw_GBps"), jnum(big, "closed_form_s") * 1e6);
+    }
+    int gpus = et_scenario_gpus(s);
+    double mfu = e->model_flops_per_step / (mean * gpus * s->cluster.device.peak_flops[s->precision]);
+    double train = e->steps * mean, total = train + e->eval_time;
+    char a[32], b[32], c[32];
+    report_format_duration(a, sizeof a, train);
+    report_format_duration(b, sizeof b, e->eval_time);
+    report_format_duration(c, sizeof c, total);
+    fprintf(out, "\nthroughput   MFU %.1f%%, %.0f samples/s, %.0f tokens/s\n", 100 * mfu, s->batch.global / mean,
+            e->tokens_per_step / mean);
+    fprintf(out, "time-to-train %lld steps: %s training + %s evaluation = %s\n", e->steps, a, b, c);
+}

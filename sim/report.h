@@ -18,6 +18,8 @@ json_t *report_json_analytic(const et_scenario *s, const et_estimate *e);
 void report_print_header(FILE *out, const et_scenario *s, const et_estimate *e, const char *engine);
 void report_print_memory(FILE *out, const et_memory *m);
 void report_print_analytic(FILE *out, const et_scenario *s, const et_estimate *e);
+/* Human summary of a simulated run: `sim` is the object sim_run() returned. */
+void report_print_simulated(FILE *out, const et_scenario *s, const et_estimate *e, const json_t *sim);
 /* Writes a duration with a unit chosen for readability (s, min, h, days). */
 void report_format_duration(char *buf, size_t size, double seconds);
 

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Benchmark (not a test): wall time of simulating one BERT-large data-parallel step, all gradient buckets
+# included, at 8 to 4096 GPUs; and the fluid collectives against the detailed (step-by-step ring) form.
+# Usage: bench/sim_scaling.sh [build-dir]
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+etsim=${1:-$root/build}/sim/etsim
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+scenario() { # nodes allreduce -> path
+  local nodes=$1 algo=$2 f="$work/bert-$1-$2.json"
+  cat > "$f" <<JSON
+{
+  "name": "bench-bert-large-$nodes-nodes",
+  "model": {"preset": "bert-large"},
+  "data": {"seq_len": 512, "lengths": {"distribution": "histogram", "file": "$root/scenarios/data/wikipedia-bert-seqlen-512.csv"}, "unpadded": true},
+  "batch": {"local": 16},
+  "optimizer": {"name": "adam", "clip": "per_bucket"},
+  "precision": "fp16",
+  "parallelism": {"bucket_MiB": 25, "allreduce": "$algo"},
+  "cluster": {"device": "a100-sxm4-80gb", "nodes": $nodes, "gpus_per_node": 8, "nics_per_node": 4, "nic_Gbps": 200},
+  "target": {"steps": 1},
+  "simulation": {"steps": 1}
+}
+JSON
+  echo "$f"
+}
+
+wall() { # command... -> seconds
+  local t0 t1
+  t0=$(date +%s.%N)
+  "$@" > /dev/null
+  t1=$(date +%s.%N)
+  echo "$t1 - $t0" | bc -l
+}
+
+echo "# simulating one BERT-large DP step (21 buckets of 25 MiB, fp16), fluid collectives"
+printf "%8s %10s %14s %16s\n" "GPUs" "algorithm" "wall[s]" "wall/GPU[ms]"
+for nodes in 1 8 32 128 512; do
+  for algo in ring tree; do
+    f=$(scenario $nodes $algo)
+    w=$(wall "$etsim" --quiet "$f")
+    printf "%8d %10s %14.3f %16.3f\n" $((nodes * 8)) $algo "$w" "$(echo "$w * 1000 / ($nodes * 8)" | bc -l)"
+  done
+done
+
+echo
+echo "# fluid versus detailed ring (2(N-1) messages per all-reduce): step time and wall time"
+printf "%8s %18s %18s %12s %12s %12s\n" "GPUs" "fluid_step[ms]" "detailed_step[ms]" "diff[%]" "fluid[s]" "detailed[s]"
+for nodes in 1 2 4 8; do
+  f=$(scenario $nodes ring)
+  "$etsim" --quiet --json "$work/fluid.json" "$f" > /dev/null
+  wf=$(wall "$etsim" --quiet "$f")
+  "$etsim" --quiet --detailed-collectives --json "$work/detailed.json" "$f" > /dev/null
+  wd=$(wall "$etsim" --quiet --detailed-collectives "$f")
+  a=$(python3 -c "import json;print(json.load(open('$work/fluid.json'))['simulation']['step_time_s']['mean']*1e3)")
+  b=$(python3 -c "import json;print(json.load(open('$work/detailed.json'))['simulation']['step_time_s']['mean']*1e3)")
+  printf "%8d %18.3f %18.3f %12.3f %12.3f %12.3f\n" $((nodes * 8)) "$a" "$b" "$(echo "($a - $b) * 100 / $b" | bc -l)" "$wf" "$wd"
+done

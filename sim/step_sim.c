@@ -1,0 +1,332 @@
+#define _POSIX_C_SOURCE 200809L
+#include "step_sim.h"
+
+#include <errno.h>
+#include <math.h>
+#include <simgrid/engine.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <xbt/config.h>
+#include <xbt/log.h>
+
+#include "batch.h"
+#include "platform.h"
+#include "sim_world.h"
+
+const char *const sim_bench_op_names[] = {"allreduce", "reduce_scatter", "allgather", NULL};
+
+static int fail(json_t **result, const char *fmt, const char *a)
+{
+    char text[1200];
+    snprintf(text, sizeof text, fmt, a);
+    *result = json_pack("{s:s}", "error", text);
+    return -1;
+}
+
+static int build_world(sim_world *w, json_t **result)
+{
+    const et_scenario *s = w->s;
+    const int gpus = et_scenario_gpus(s), t = s->parallel.tensor, pp = s->parallel.pipeline, dp = s->parallel.data;
+    const int per_stage = gpus / pp;
+    w->n_ranks = gpus;
+    w->dp = et_dp_group(s);
+    w->ranks = calloc((size_t)gpus, sizeof *w->ranks);
+    w->n_groups = pp * t;
+    w->groups = calloc((size_t)w->n_groups, sizeof *w->groups);
+    w->n_stages = pp;
+    w->stages = calloc((size_t)pp, sizeof *w->stages);
+    if (!w->ranks || !w->groups || !w->stages) return fail(result, "out of memory for %s", "the simulated ranks");
+    et_error err;
+    for (int st = 0; st < pp; st++) {
+        sim_stage *stage = &w->stages[st];
+        et_graph_options o = et_scenario_graph_options(s, st);
+        if (et_graph_build(&s->model, &o, &stage->graph, &err) ||
+            et_buckets_build(&stage->graph, s->parallel.bucket_bytes, et_precision_bytes(s->precision),
+                             &stage->buckets, &stage->n_buckets, &err))
+            return fail(result, "%s", err.text);
+        stage->clip = calloc((size_t)stage->n_buckets + 1, sizeof *stage->clip);
+        if (!stage->clip) return fail(result, "out of memory for %s", "clip times");
+        for (int k = 0; k < stage->n_buckets; k++) stage->clip[k] = et_bucket_clip_time(s, stage->buckets[k].bytes);
+    }
+    /* Megatron order: tensor rank fastest, then data, then pipeline stage */
+    for (int g = 0; g < w->n_groups; g++) {
+        w->groups[g].size = dp;
+        w->groups[g].members = malloc((size_t)dp * sizeof(int));
+        if (!w->groups[g].members) return fail(result, "out of memory for %s", "groups");
+        w->groups[g].comm_barrier = sg_barrier_init((unsigned)dp);
+        w->groups[g].compute_barrier = sg_barrier_init((unsigned)dp);
+    }
+    size_t per_step = (size_t)w->steps;
+    for (int rank = 0; rank < gpus; rank++) {
+        sim_rank *r = &w->ranks[rank];
+        int st = rank / per_stage, within = rank % per_stage, d = within / t, tp = within % t;
+        r->rank = rank;
+        r->stage = st;
+        r->group = st * t + tp;
+        r->index = d;
+        w->groups[r->group].members[d] = rank;
+        char host[64];
+        platform_host_name(host, sizeof host, rank / s->cluster.gpus_per_node, rank % s->cluster.gpus_per_node);
+        r->host = sg_host_by_name(host);
+        if (!r->host) return fail(result, "the platform has no host named %s (hosts must be gpu-<node>-<local>)", host);
+        r->ready = sg_sem_init(0);
+        r->done = sg_sem_init(0);
+        double *block = calloc(6 * per_step, sizeof(double));
+        if (!block) return fail(result, "out of memory for %s", "per-step records");
+        r->step_start = block;
+        r->step_end = block + per_step;
+        r->busy = block + 2 * per_step;
+        r->bwd_end = block + 3 * per_step;
+        r->wait_end = block + 4 * per_step;
+        r->idle = block + 5 * per_step;
+    }
+    size_t records = w->o->bench_sizes > 0 ? (size_t)w->o->bench_sizes : per_step * (size_t)w->stages[0].n_buckets;
+    w->bucket_start = calloc(records + 1, sizeof(double));
+    w->bucket_end = calloc(records + 1, sizeof(double));
+    if (!w->bucket_start || !w->bucket_end) return fail(result, "out of memory for %s", "bucket records");
+    int keep = w->o->trace_ranks > 0 ? w->o->trace_ranks : 64;
+    w->trace_every = gpus > keep ? (gpus + keep - 1) / keep : 1;
+    return 0;
+}
+
+static int compare_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double percentile(const double *sorted, int n, double p)
+{
+    int i = (int)ceil(p * n) - 1;
+    if (i < 0) i = 0;
+    if (i >= n) i = n - 1;
+    return sorted[i];
+}
+
+static json_t *results(const sim_world *w)
+{
+    const et_scenario *s = w->s;
+    const int S = w->steps, N = w->n_ranks;
+    double *step = calloc((size_t)S, sizeof *step), *sorted = calloc((size_t)S, sizeof *sorted);
+    json_t *steps = json_array(), *ranks = json_array(), *buckets = json_array(), *ops = json_array();
+    double prev_end = 0, busy_sum = 0, idle_sum = 0, exposed_sum = 0;
+    for (int k = 0; k < S; k++) {
+        double end = 0, busy = 0, idle = 0, exposed = 0;
+        for (int r = 0; r < N; r++) {
+            const sim_rank *x = &w->ranks[r];
+            end = fmax(end, x->step_end[k]);
+            busy += x->busy[k];
+            idle += x->idle[k];
+            exposed += (x->step_end[k] - x->step_start[k]) - x->busy[k] - x->idle[k];
+        }
+        step[k] = end - prev_end;
+        prev_end = end;
+        busy_sum += busy / N;
+        idle_sum += idle / N;
+        exposed_sum += exposed / N;
+        json_array_append_new(steps, json_pack("{s:i, s:f, s:f, s:f, s:f}", "step", k, "time_s", step[k],
+                                               "compute_s", busy / N, "exposed_comm_s", fmax(0, exposed / N),
+                                               "idle_s", idle / N));
+    }
+    memcpy(sorted, step, (size_t)S * sizeof *step);
+    qsort(sorted, (size_t)S, sizeof *sorted, compare_double);
+    double mean = 0;
+    for (int k = 0; k < S; k++) mean += step[k] / S;
+    for (int r = 0; r < N; r++) {
+        const sim_rank *x = &w->ranks[r];
+        double busy = 0, idle = 0, exposed = 0;
+        for (int k = 0; k < S; k++) {
+            busy += x->busy[k] / S;
+            idle += x->idle[k] / S;
+            exposed += ((x->step_end[k] - x->step_start[k]) - x->busy[k] - x->idle[k]) / S;
+        }
+        json_array_append_new(ranks, json_pack("{s:i, s:i, s:f, s:f, s:f}", "rank", r, "stage", x->stage,
+                                               "compute_s", busy, "idle_s", idle, "exposed_comm_s", fmax(0, exposed)));
+    }
+    const sim_stage *st0 = &w->stages[0];
+    for (int k = 0; k < st0->n_buckets; k++) {
+        int i = (S - 1) * st0->n_buckets + k;
+        double t = w->bucket_end[i] - w->bucket_start[i], bytes = st0->buckets[k].bytes;
+        et_coll_algo algo;
+        double closed = et_bucket_comm_time(s, &w->dp, bytes, &algo);
+        double factor = s->parallel.zero_stage >= 2 ? et_busbw_factor_gather(w->dp.ranks)
+                                                    : et_busbw_factor_allreduce(w->dp.ranks);
+        json_array_append_new(
+            buckets, json_pack("{s:i, s:f, s:s, s:f, s:f, s:f, s:f}", "bucket", k, "bytes", bytes, "algorithm",
+                               s->parallel.zero_stage >= 2 ? "reduce_scatter" : et_coll_algo_names[algo], "time_s",
+                               t, "closed_form_s", closed, "algbw_GBps", t > 0 ? bytes / t / 1e9 : 0,
+                               "busbw_GBps", t > 0 ? bytes / t / 1e9 * factor : 0));
+    }
+    /* per op of stage 0, over its ranks and the simulated steps: seconds per step */
+    const et_graph *g = &st0->graph;
+    et_batch_shape b = et_batch_expected(s);
+    for (int i = 0; i < g->n_ops; i++) {
+        const et_op *op = &g->ops[i];
+        double t = op->kind == ET_OP_TP_ALLREDUCE ? 0 : et_op_time(op, &b, &s->cluster.device, s->precision);
+        json_array_append_new(ops, json_pack("{s:s, s:s, s:s, s:f, s:f, s:f}", "id", op->id, "phase",
+                                             et_phase_names[op->phase], "kind", et_op_kind_names[op->kind], "flops",
+                                             et_linear_eval(&op->flops, &b), "bytes", et_linear_eval(&op->bytes, &b),
+                                             "time_s", t));
+    }
+    json_t *out = json_pack("{s:s, s:i, s:b, s:{s:f, s:f, s:f, s:f, s:f}, s:f, s:f, s:f, s:o, s:o, s:o, s:o}",
+                            "engine", "simgrid", "simulated_steps", S, "detailed_collectives", w->o->detailed,
+                            "step_time_s", "mean", mean, "p50", percentile(sorted, S, 0.5), "p99",
+                            percentile(sorted, S, 0.99), "min", sorted[0], "max", sorted[S - 1], "compute_s",
+                            busy_sum / S, "exposed_comm_s", fmax(0, exposed_sum / S), "idle_s", idle_sum / S,
+                            "steps", steps, "buckets", buckets, "ops", ops, "ranks", ranks);
+    free(step);
+    free(sorted);
+    return out;
+}
+
+static json_t *bench_results(const sim_world *w)
+{
+    const sim_options *o = w->o;
+    json_t *rows = json_array();
+    int N = w->dp.ranks;
+    for (int i = 0; i < o->bench_sizes; i++) {
+        double bytes = o->bench_bytes[i], t = w->bucket_end[i] - w->bucket_start[i], closed;
+        et_coll_algo algo = ET_COLL_RING;
+        if (o->bench_op == 0)
+            closed = et_allreduce_time(&w->dp, o->bench_algo, bytes, &algo);
+        else
+            closed = et_ring_reduce_scatter_time(&w->dp, bytes);
+        double factor = o->bench_op == 0 ? et_busbw_factor_allreduce(N) : et_busbw_factor_gather(N);
+        json_array_append_new(rows, json_pack("{s:f, s:s, s:f, s:f, s:f, s:f, s:f}", "bytes", bytes, "algorithm",
+                                              et_coll_algo_names[algo], "time_s", t, "closed_form_s", closed,
+                                              "algbw_GBps", t > 0 ? bytes / t / 1e9 : 0, "busbw_GBps",
+                                              t > 0 ? bytes / t / 1e9 * factor : 0, "error",
+                                              closed > 0 ? t / closed - 1 : 0));
+    }
+    return json_pack("{s:s, s:s, s:i, s:i, s:i, s:o}", "engine", "simgrid", "collective",
+                     sim_bench_op_names[o->bench_op], "ranks", N, "nodes", w->dp.nodes, "ranks_per_node",
+                     w->dp.ranks_per_node, "results", rows);
+}
+
+/* One buffer, written in large chunks (json_dumpfd writes piecemeal). */
+static int write_json_fd(int fd, json_t *j)
+{
+    char *text = json_dumps(j, JSON_COMPACT | JSON_REAL_PRECISION(17));
+    json_decref(j);
+    if (!text) return -1;
+    size_t len = strlen(text), done = 0;
+    while (done < len) {
+        ssize_t n = write(fd, text + done, len - done);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break;
+        done += (size_t)n;
+    }
+    free(text);
+    return done == len ? 0 : -1;
+}
+
+/* Reads a whole pipe into memory and parses it (json_loadfd reads byte by byte). */
+static json_t *read_json_fd(int fd)
+{
+    size_t cap = 1 << 16, len = 0;
+    char *buf = malloc(cap);
+    while (buf) {
+        if (len == cap) {
+            char *bigger = realloc(buf, cap *= 2);
+            if (!bigger) break;
+            buf = bigger;
+        }
+        ssize_t n = read(fd, buf + len, cap - len);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) {
+            json_t *j = len ? json_loadb(buf, len, 0, NULL) : NULL;
+            free(buf);
+            return j;
+        }
+        len += (size_t)n;
+    }
+    free(buf);
+    return NULL;
+}
+
+int sim_child_main(const et_scenario *s, const sim_options *o, int fd)
+{
+    json_t *result = NULL;
+    int argc = 1;
+    char *argv[] = {"etsim", NULL};
+    xbt_log_control_set("root.thresh:warning");
+    simgrid_init(&argc, argv);
+    sg_cfg_set_int("contexts/stack-size", 128); /* KiB; actors here are shallow */
+    char tmp[] = "/tmp/etsim-platform-XXXXXX";
+    const char *platform = s->cluster.platform_file;
+    if (!platform[0]) {
+        int pfd = mkstemp(tmp);
+        FILE *f = pfd >= 0 ? fdopen(pfd, "w") : NULL;
+        if (!f || platform_write(f, s) || fclose(f)) {
+            if (pfd >= 0) unlink(tmp);
+            fail(&result, "cannot write the platform to %s", tmp);
+            write_json_fd(fd, result);
+            return 1;
+        }
+        platform = tmp;
+    }
+    simgrid_load_platform(platform);
+    if (!s->cluster.platform_file[0]) unlink(tmp);
+    sim_world w = {.s = s, .o = o, .steps = o->steps > 0 ? o->steps : s->simulation.steps};
+    sim_w = &w;
+    if (build_world(&w, &result)) {
+        write_json_fd(fd, result);
+        return 1;
+    }
+    sim_start_actors(&w);
+    simgrid_run();
+    if (o->progress) fputc('\n', stderr);
+    if (o->trace_path) {
+        et_error err;
+        if (sim_trace_write(&w.trace, o->trace_path, s->name, &err)) {
+            fail(&result, "cannot write the trace: %s", err.text);
+            write_json_fd(fd, result);
+            return 1;
+        }
+    }
+    return write_json_fd(fd, o->bench_sizes > 0 ? bench_results(&w) : results(&w)) ? 1 : 0;
+}
+
+int sim_run(const et_scenario *s, const sim_options *o, json_t **out, et_error *err)
+{
+    *out = NULL;
+    if (o->platform_out && platform_write_file(o->platform_out, s, err)) return -1;
+    int fds[2];
+    if (pipe(fds)) return et_error_set(err, NULL, 0, 0, NULL, "cannot create a pipe: %s", strerror(errno));
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    if (pid < 0) {
+        close(fds[0]);
+        close(fds[1]);
+        return et_error_set(err, NULL, 0, 0, NULL, "cannot fork the simulator: %s", strerror(errno));
+    }
+    if (pid == 0) {
+        close(fds[0]);
+        int rc = sim_child_main(s, o, fds[1]);
+        close(fds[1]);
+        _exit(rc);
+    }
+    close(fds[1]);
+    json_t *j = read_json_fd(fds[0]);
+    close(fds[0]);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    json_t *e = j ? json_object_get(j, "error") : NULL;
+    if (e) {
+        et_error_set(err, s->source, 0, 0, NULL, "simulation failed: %s", json_string_value(e));
+        json_decref(j);
+        return -1;
+    }
+    if (!j || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        json_decref(j);
+        if (WIFSIGNALED(status))
+            return et_error_set(err, s->source, 0, 0, NULL, "simulation failed: SimGrid stopped with signal %d "
+                                "(see its messages above)", WTERMSIG(status));
+        return et_error_set(err, s->source, 0, 0, NULL, "simulation failed (see SimGrid's messages above)");
+    }
+    *out = j;
+    return 0;
+}

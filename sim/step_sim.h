@@ -1,0 +1,46 @@
+/* step_sim: one or more training steps of a scenario played out on a SimGrid platform.
+ *
+ * Each GPU runs two actors: a compute actor (forward, backward split at gradient-bucket ready points,
+ * per-bucket clipping, optimizer) and a communication actor that runs one collective per bucket, in
+ * backward order, as flows between the hosts (ring, double binary tree or hierarchical, as NCCL would
+ * pick or as the scenario forces). A collective starts when the last rank of its communicator arrives,
+ * so slow ranks delay everyone. Compute durations come from the cost model (graph.h) for each rank's own
+ * batch of the step.
+ *
+ * Contract: sim_run() runs the simulation in a child process (SimGrid keeps global state and may abort on
+ * platform errors; the child isolates both) and returns the simulation section of the report as a new
+ * JSON object in *out (caller decrefs). It fails with *err filled when the child fails. Output is
+ * deterministic for a scenario, options and seed. */
+#ifndef ET_STEP_SIM_H
+#define ET_STEP_SIM_H
+
+#include <jansson.h>
+#include <stdbool.h>
+
+#include "et_error.h"
+#include "scenario.h"
+
+typedef struct sim_options {
+    int steps;               /* simulated steps (scenario's simulation.steps when 0) */
+    bool detailed;           /* collectives step by step (2(N-1) messages per ring) instead of fluid flows */
+    bool force_no_overlap;   /* start bucket collectives only after backward */
+    const char *trace_path;  /* Chrome trace of the last simulated step, NULL for none */
+    int trace_ranks;         /* ranks kept in the trace (sampled evenly), 0 = all up to 64 */
+    bool progress;           /* progress line on stderr */
+    const char *platform_out;/* also write the generated platform here */
+    /* collective benchmark (nccl-tests style) instead of training steps: one collective per size on the
+     * data-parallel communicator, no compute */
+    int bench_sizes;          /* number of sizes, 0 = train */
+    const double *bench_bytes;
+    et_coll_algo bench_algo;  /* AUTO picks as NCCL would */
+    int bench_op;             /* 0 all-reduce, 1 reduce-scatter, 2 all-gather */
+} sim_options;
+
+extern const char *const sim_bench_op_names[]; /* "allreduce", "reduce_scatter", "allgather", NULL */
+
+int sim_run(const et_scenario *s, const sim_options *o, json_t **out, et_error *err);
+
+/* The child side, run inside the forked process: simulate and write the JSON to fd. Returns 0 on success. */
+int sim_child_main(const et_scenario *s, const sim_options *o, int fd);
+
+#endif

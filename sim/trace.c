@@ -1,0 +1,66 @@
+#include "trace.h"
+
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "atomic_file.h"
+
+void sim_trace_add(sim_trace *t, int rank, int lane, const char *name, double start, double duration)
+{
+    if (start < t->window_start) return;
+    if (t->count == t->capacity) {
+        int cap = t->capacity ? 2 * t->capacity : 1024;
+        sim_trace_event *e = realloc(t->events, (size_t)cap * sizeof *e);
+        if (!e) return; /* a trace is best effort; the report does not depend on it */
+        t->events = e;
+        t->capacity = cap;
+    }
+    sim_trace_event *e = &t->events[t->count++];
+    e->rank = rank;
+    e->lane = lane;
+    snprintf(e->name, sizeof e->name, "%s", name);
+    e->start = start;
+    e->duration = duration;
+}
+
+int sim_trace_write(const sim_trace *t, const char *path, const char *scenario_name, et_error *err)
+{
+    json_t *events = json_array();
+    for (int i = 0; i < t->count; i++) {
+        const sim_trace_event *e = &t->events[i];
+        json_array_append_new(events, json_pack("{s:s, s:s, s:s, s:f, s:f, s:i, s:i}", "name", e->name, "cat",
+                                                e->lane ? "comm" : "compute", "ph", "X", "ts", e->start * 1e6,
+                                                "dur", e->duration * 1e6, "pid", e->rank, "tid", e->lane));
+    }
+    /* name the lanes */
+    int max_rank = 0;
+    for (int i = 0; i < t->count; i++)
+        if (t->events[i].rank > max_rank) max_rank = t->events[i].rank;
+    char *seen = calloc((size_t)max_rank + 1, 1);
+    for (int i = 0; i < t->count && seen; i++) {
+        int r = t->events[i].rank;
+        if (seen[r]) continue;
+        seen[r] = 1;
+        char name[32];
+        snprintf(name, sizeof name, "GPU %d", r);
+        json_array_append_new(events, json_pack("{s:s, s:s, s:i, s:{s:s}}", "name", "process_name", "ph", "M",
+                                                "pid", r, "args", "name", name));
+        for (int lane = 0; lane < 2; lane++)
+            json_array_append_new(events, json_pack("{s:s, s:s, s:i, s:i, s:{s:s}}", "name", "thread_name", "ph",
+                                                    "M", "pid", r, "tid", lane, "args", "name",
+                                                    lane ? "communication" : "compute"));
+    }
+    free(seen);
+    json_t *root = json_pack("{s:o, s:s, s:{s:s}}", "traceEvents", events, "displayTimeUnit", "ms", "otherData",
+                             "scenario", scenario_name);
+    int rc = et_atomic_write_json(path, root, err);
+    json_decref(root);
+    return rc;
+}
+
+void sim_trace_free(sim_trace *t)
+{
+    free(t->events);
+    memset(t, 0, sizeof *t);
+}
