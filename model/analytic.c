@@ -32,8 +32,8 @@ double et_bucket_comm_time(const et_scenario *s, const et_comm_group *dp, double
 
 double et_bucket_clip_time(const et_scenario *s, double bytes)
 {
-    return et_kernel_time(&s->cluster.device, ET_FP32, 0, 3 * bytes / et_precision_bytes(s->precision), 3 * bytes,
-                          0, 0, 0);
+    return et_kernel_time(&s->cluster.device, ET_FP32, 0, 3 * bytes / et_precision_bytes(s->precision),
+                          3 * bytes, 0, 0, 0);
 }
 
 double et_phase_time(const et_scenario *s, const et_graph *g, et_phase phase, const et_batch_shape *b,
@@ -98,7 +98,8 @@ double et_backward_segments(const et_scenario *s, const et_graph *g, const et_bu
             t = 0;
         }
     }
-    while (k < nb) seg[k++] = 0;
+    while (k < nb)
+        seg[k++] = 0;
     seg[nb] = t;
     return total;
 }
@@ -172,10 +173,11 @@ int et_analytic_estimate(const et_scenario *s, et_estimate *out, et_error *err)
         out->pp_comm = m * 2 * send;
         out->bubble = (pp - 1) * (F + Bw + tp_f + tp_b + 2 * send);
         double comm_total = 0, clip = 0;
-        out->dp_comm_exposed = s->parallel.data > 1 ? overlap_buckets(s, &g, &b, buckets, nb, &dp, &comm_total, &clip)
-                                                    : 0;
+        out->dp_comm_exposed =
+            s->parallel.data > 1 ? overlap_buckets(s, &g, &b, buckets, nb, &dp, &comm_total, &clip) : 0;
         if (s->parallel.data <= 1 && s->optimizer.clip == ET_CLIP_PER_BUCKET)
-            for (int k = 0; k < nb; k++) clip += et_bucket_clip_time(s, buckets[k].bytes);
+            for (int k = 0; k < nb; k++)
+                clip += et_bucket_clip_time(s, buckets[k].bytes);
         out->dp_comm = s->parallel.data > 1 ? comm_total : 0;
         out->clip = clip;
         out->n_buckets = nb;
@@ -198,14 +200,16 @@ int et_analytic_estimate(const et_scenario *s, et_estimate *out, et_error *err)
     if (s->optimizer.clip == ET_CLIP_AFTER_ALLREDUCE && s->parallel.data > 1)
         out->clip_allreduce = et_allreduce_time(&dp, ET_COLL_AUTO, 4, NULL);
     out->compute = out->forward + out->backward + out->clip + out->tp_comm + out->pp_comm + out->bubble;
-    out->step_time = out->compute + out->dp_comm_exposed + out->clip_allreduce + out->optimizer + out->zero_gather;
+    out->step_time =
+        out->compute + out->dp_comm_exposed + out->clip_allreduce + out->optimizer + out->zero_gather;
 
     double micro_batches = m * s->parallel.data;
     out->model_flops_per_step = et_model_flops(s, &b) * micro_batches;
     out->tokens_per_step = b.tokens * micro_batches;
     out->flops_per_token = out->tokens_per_step > 0 ? out->model_flops_per_step / out->tokens_per_step : 0;
     int gpus = et_scenario_gpus(s);
-    out->mfu = out->model_flops_per_step / (out->step_time * gpus * s->cluster.device.peak_flops[s->precision]);
+    out->mfu =
+        out->model_flops_per_step / (out->step_time * gpus * s->cluster.device.peak_flops[s->precision]);
     out->samples_per_second = s->batch.global / out->step_time;
     out->tokens_per_second = out->tokens_per_step / out->step_time;
     out->steps = s->target.steps;

@@ -20,23 +20,23 @@
 #include "scenario.h"
 
 typedef struct et_estimate {
-    double params_total;       /* whole model */
-    double params_per_gpu;     /* this GPU's shard of weights (tensor/pipeline split, before ZeRO) */
+    double params_total;         /* whole model */
+    double params_per_gpu;       /* this GPU's shard of weights (tensor/pipeline split, before ZeRO) */
     double model_flops_per_step; /* all GPUs, forward + backward, no recomputation */
-    double flops_per_token;    /* model FLOPs / tokens trained */
+    double flops_per_token;      /* model FLOPs / tokens trained */
     double tokens_per_step;
-    et_memory memory;          /* of the stage with the largest total */
+    et_memory memory; /* of the stage with the largest total */
     int busiest_stage;
 
     /* per step, seconds, on the busiest stage */
-    double forward;        /* all micro-batches */
-    double backward;       /* includes recomputation */
-    double clip;           /* per-bucket clipping kernels */
-    double tp_comm;        /* tensor-parallel all-reduces (blocking) */
-    double pp_comm;        /* pipeline activation sends (blocking) */
-    double bubble;         /* 1F1B fill and drain */
-    double compute;        /* forward + backward + clip + tp_comm + pp_comm + bubble */
-    double dp_comm;        /* sum of bucket collectives */
+    double forward;  /* all micro-batches */
+    double backward; /* includes recomputation */
+    double clip;     /* per-bucket clipping kernels */
+    double tp_comm;  /* tensor-parallel all-reduces (blocking) */
+    double pp_comm;  /* pipeline activation sends (blocking) */
+    double bubble;   /* 1F1B fill and drain */
+    double compute;  /* forward + backward + clip + tp_comm + pp_comm + bubble */
+    double dp_comm;  /* sum of bucket collectives */
     double dp_comm_exposed;
     double zero_gather;    /* ZeRO parameter all-gather after the update (exposed) */
     double clip_allreduce; /* global-norm all-reduce when clipping after the all-reduce */

@@ -2,8 +2,8 @@
 
 #include <stdlib.h>
 
-int et_buckets_build(const et_graph *g, double bucket_bytes, double grad_elem_bytes, et_bucket **out, int *count,
-                     et_error *err)
+int et_buckets_build(const et_graph *g, double bucket_bytes, double grad_elem_bytes, et_bucket **out,
+                     int *count, et_error *err)
 {
     *out = NULL;
     *count = 0;
@@ -17,7 +17,8 @@ int et_buckets_build(const et_graph *g, double bucket_bytes, double grad_elem_by
         return et_error_set(err, NULL, 0, 0, NULL, "out of memory cutting gradient buckets");
     }
     for (int i = 0; i < g->n_ops; i++)
-        for (int p = g->ops[i].grad_first; p < g->ops[i].grad_first + g->ops[i].grad_count; p++) owner[p] = i;
+        for (int p = g->ops[i].grad_first; p < g->ops[i].grad_first + g->ops[i].grad_count; p++)
+            owner[p] = i;
     int n = 0;
     for (int p = 0; p < g->n_params; p++) {
         if (n == 0 || b[n - 1].bytes >= bucket_bytes) {

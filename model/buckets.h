@@ -13,11 +13,11 @@ typedef struct et_bucket {
     int param_first;
     int param_count;
     double elements;
-    double bytes;   /* gradient bytes */
-    int ready_op;   /* index of the op after which every gradient in the bucket is final */
+    double bytes; /* gradient bytes */
+    int ready_op; /* index of the op after which every gradient in the bucket is final */
 } et_bucket;
 
-int et_buckets_build(const et_graph *g, double bucket_bytes, double grad_elem_bytes, et_bucket **out, int *count,
-                     et_error *err);
+int et_buckets_build(const et_graph *g, double bucket_bytes, double grad_elem_bytes, et_bucket **out,
+                     int *count, et_error *err);
 
 #endif

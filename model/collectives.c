@@ -98,7 +98,8 @@ int et_tree_parent(int n, int tree, int i)
 int et_tree_depth(int n)
 {
     int depth = 0;
-    while ((1 << (depth + 1)) - 1 < n) depth++;
+    while ((1 << (depth + 1)) - 1 < n)
+        depth++;
     return depth;
 }
 
@@ -119,7 +120,8 @@ double et_tree_max_nic_load(int n)
             up[i] += 0.5;
             down[p] += 0.5;
         }
-    for (int i = 0; i < n; i++) worst = fmax(worst, fmax(up[i], down[i]));
+    for (int i = 0; i < n; i++)
+        worst = fmax(worst, fmax(up[i], down[i]));
     free(down);
     free(up);
     return worst;
@@ -139,9 +141,15 @@ double et_allreduce_time(const et_comm_group *g, et_coll_algo algo, double bytes
 {
     double t;
     switch (algo) {
-    case ET_COLL_RING: t = et_ring_allreduce_time(g, bytes); break;
-    case ET_COLL_TREE: t = et_tree_allreduce_time(g, bytes); break;
-    case ET_COLL_HIERARCHICAL: t = et_hierarchical_allreduce_time(g, bytes); break;
+    case ET_COLL_RING:
+        t = et_ring_allreduce_time(g, bytes);
+        break;
+    case ET_COLL_TREE:
+        t = et_tree_allreduce_time(g, bytes);
+        break;
+    case ET_COLL_HIERARCHICAL:
+        t = et_hierarchical_allreduce_time(g, bytes);
+        break;
     default: {
         double ring = et_ring_allreduce_time(g, bytes), tree = et_tree_allreduce_time(g, bytes);
         algo = tree < ring ? ET_COLL_TREE : ET_COLL_RING;

@@ -33,7 +33,7 @@ double et_ring_allreduce_time(const et_comm_group *g, double bytes);
 double et_hierarchical_allreduce_time(const et_comm_group *g, double bytes);
 double et_tree_allreduce_time(const et_comm_group *g, double bytes);
 double et_ring_reduce_scatter_time(const et_comm_group *g, double bytes); /* bytes = full buffer */
-double et_ring_allgather_time(const et_comm_group *g, double bytes);     /* bytes = full buffer */
+double et_ring_allgather_time(const et_comm_group *g, double bytes);      /* bytes = full buffer */
 
 /* Time of an all-reduce with `algo`; AUTO picks the fastest of ring and tree, as NCCL's tuner does, and
  * reports the pick in *chosen (may be NULL). */

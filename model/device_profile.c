@@ -15,8 +15,16 @@ double et_precision_bytes(et_precision p)
 
 int et_device_profile_load(const char *path, et_device_profile *out, et_error *err)
 {
-    static const char *const top_keys[] = {"name", "kind", "source", "peak_tflops", "vector_tflops", "memory_GiB",
-                                           "memory_bandwidth_GBps", "reserved_GiB", "efficiency", "on_chip_MiB",
+    static const char *const top_keys[] = {"name",
+                                           "kind",
+                                           "source",
+                                           "peak_tflops",
+                                           "vector_tflops",
+                                           "memory_GiB",
+                                           "memory_bandwidth_GBps",
+                                           "reserved_GiB",
+                                           "efficiency",
+                                           "on_chip_MiB",
                                            NULL};
     static const char *const peak_keys[] = {"fp32", "tf32", "fp16", "bf16", NULL};
     static const char *const eff_keys[] = {"gemm_max", "gemm_half_dim", "memory", "kernel_overhead_us", NULL};

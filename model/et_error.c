@@ -8,7 +8,8 @@ void et_error_clear(et_error *err)
     memset(err, 0, sizeof *err);
 }
 
-int et_error_set(et_error *err, const char *source, int line, int column, const char *path, const char *fmt, ...)
+int et_error_set(et_error *err, const char *source, int line, int column, const char *path, const char *fmt,
+                 ...)
 {
     et_error_clear(err);
     snprintf(err->source, sizeof err->source, "%s", source ? source : "");

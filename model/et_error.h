@@ -22,8 +22,8 @@ typedef struct et_error {
 void et_error_clear(et_error *err);
 
 /* Fills the record; always returns -1 so callers can write `return et_error_set(...)`. */
-int et_error_set(et_error *err, const char *source, int line, int column, const char *path, const char *fmt, ...)
-    __attribute__((format(printf, 6, 7)));
+int et_error_set(et_error *err, const char *source, int line, int column, const char *path, const char *fmt,
+                 ...) __attribute__((format(printf, 6, 7)));
 
 /* Writes "source:line:column: path: text" (omitting unknown parts) followed by a newline. */
 void et_error_print(FILE *out, const et_error *err);

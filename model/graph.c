@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *const et_op_kind_names[] = {"gemm", "attention", "elementwise", "embedding", "loss", "optimizer",
-                                        "tp_allreduce", NULL};
+const char *const et_op_kind_names[] = {"gemm", "attention", "elementwise",  "embedding",
+                                        "loss", "optimizer", "tp_allreduce", NULL};
 const char *const et_optimizer_names[] = {"adam", "adamw", "lamb", NULL};
 const char *const et_phase_names[] = {"forward", "backward", "optimizer", NULL};
 
@@ -19,13 +19,14 @@ const char *const et_phase_names[] = {"forward", "backward", "optimizer", NULL};
 
 double et_linear_eval(const et_linear *l, const et_batch_shape *b)
 {
-    return l->fixed + l->per_sequence * b->sequences + l->per_token * b->tokens + l->per_token_sq * b->tokens_sq +
-           l->per_prediction * b->predictions;
+    return l->fixed + l->per_sequence * b->sequences + l->per_token * b->tokens +
+           l->per_token_sq * b->tokens_sq + l->per_prediction * b->predictions;
 }
 
 static et_linear lin_scale(et_linear a, double s)
 {
-    return (et_linear){a.fixed * s, a.per_sequence * s, a.per_token * s, a.per_token_sq * s, a.per_prediction * s};
+    return (et_linear){a.fixed * s, a.per_sequence * s, a.per_token * s, a.per_token_sq * s,
+                       a.per_prediction * s};
 }
 
 static int lin_is_fixed(et_linear a)
@@ -85,7 +86,8 @@ static et_op *add_op(builder *b, et_op_kind kind, et_phase phase, int layer, con
 }
 
 /* Appends a parameter whose gradient is final after the most recently added op. */
-static void add_grad(builder *b, int layer, double count, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static void add_grad(builder *b, int layer, double count, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 
 static void add_grad(builder *b, int layer, double count, const char *fmt, ...)
 {
@@ -115,7 +117,8 @@ static void add_grad(builder *b, int layer, double count, const char *fmt, ...)
 }
 
 /* A matrix product C[m,n] = A[m,k] B[k,n]: 2mnk FLOPs, reads A and B, writes C. */
-static et_op *gemm(builder *b, et_phase phase, int layer, et_linear m, et_linear n, et_linear k, const char *id)
+static et_op *gemm(builder *b, et_phase phase, int layer, et_linear m, et_linear n, et_linear k,
+                   const char *id)
 {
     et_op *op = add_op(b, ET_OP_GEMM, phase, layer, "%s", id);
     if (!op) return NULL;
@@ -130,7 +133,8 @@ static et_op *gemm(builder *b, et_phase phase, int layer, et_linear m, et_linear
     return op;
 }
 
-static et_op *elementwise(builder *b, et_phase phase, int layer, et_linear flops, et_linear bytes, const char *id)
+static et_op *elementwise(builder *b, et_phase phase, int layer, et_linear flops, et_linear bytes,
+                          const char *id)
 {
     et_op *op = add_op(b, ET_OP_ELEMENTWISE, phase, layer, "%s", id);
     if (!op) return NULL;
@@ -165,7 +169,8 @@ static void layer_forward(builder *b, const dims *d, int i, int decoder, et_phas
         op->bytes = lin_add(TOK(2 * e * Ht), SQ(e * At));
     }
     gemm(b, phase, i, TOK(1), FIX(H), FIX(Ht), ID("attn.out"));
-    if (d->t > 1 && (op = add_op(b, ET_OP_TP_ALLREDUCE, phase, i, "%s", ID("attn.tp_allreduce")))) op->bytes = TOK(e * H);
+    if (d->t > 1 && (op = add_op(b, ET_OP_TP_ALLREDUCE, phase, i, "%s", ID("attn.tp_allreduce"))))
+        op->bytes = TOK(e * H);
     /* encoder (post-LN): residual add fused with layer norm after each block */
     if (decoder)
         elementwise(b, phase, i, TOK(8 * H), TOK(2 * e * H), ID("mlp.layernorm"));
@@ -174,7 +179,8 @@ static void layer_forward(builder *b, const dims *d, int i, int decoder, et_phas
     gemm(b, phase, i, TOK(1), FIX(Ft), FIX(H), ID("mlp.fc1"));
     elementwise(b, phase, i, TOK(8 * Ft), TOK(2 * e * Ft), ID("mlp.gelu"));
     gemm(b, phase, i, TOK(1), FIX(H), FIX(Ft), ID("mlp.fc2"));
-    if (d->t > 1 && (op = add_op(b, ET_OP_TP_ALLREDUCE, phase, i, "%s", ID("mlp.tp_allreduce")))) op->bytes = TOK(e * H);
+    if (d->t > 1 && (op = add_op(b, ET_OP_TP_ALLREDUCE, phase, i, "%s", ID("mlp.tp_allreduce"))))
+        op->bytes = TOK(e * H);
     if (!decoder) elementwise(b, phase, i, TOK(8 * H), TOK(3 * e * H), ID("mlp.layernorm"));
 #undef ID
 }
@@ -197,7 +203,8 @@ static void layernorm_backward(builder *b, const dims *d, int layer, const char 
 {
     char id[80];
     snprintf(id, sizeof id, "%s.bwd", name);
-    elementwise(b, ET_PHASE_BACKWARD, layer, lin_scale(rows, 10 * d->H), lin_scale(rows, 4 * d->e * d->H), id);
+    elementwise(b, ET_PHASE_BACKWARD, layer, lin_scale(rows, 10 * d->H), lin_scale(rows, 4 * d->e * d->H),
+                id);
     add_grad(b, layer, d->H, "%s.weight", name);
     add_grad(b, layer, d->H, "%s.bias", name);
 }
@@ -214,7 +221,8 @@ static void layer_backward(builder *b, const dims *d, int i, int decoder, int re
     elementwise(b, ET_PHASE_BACKWARD, i, TOK(8 * Ft), TOK(3 * e * Ft), NAME("mlp.gelu.bwd"));
     linear_backward(b, i, Ft, H, NAME("mlp.fc1"), 1, 1);
     et_op *op;
-    if (d->t > 1 && (op = add_op(b, ET_OP_TP_ALLREDUCE, ET_PHASE_BACKWARD, i, "%s", NAME("mlp.tp_allreduce.bwd"))))
+    if (d->t > 1 &&
+        (op = add_op(b, ET_OP_TP_ALLREDUCE, ET_PHASE_BACKWARD, i, "%s", NAME("mlp.tp_allreduce.bwd"))))
         op->bytes = TOK(e * H);
     layernorm_backward(b, d, i, decoder ? NAME("mlp.layernorm") : NAME("attn.layernorm"), TOK(1));
     linear_backward(b, i, H, Ht, NAME("attn.out"), 1, 1);
@@ -231,15 +239,16 @@ static void layer_backward(builder *b, const dims *d, int i, int decoder, int re
         op->bytes = lin_add(TOK(4 * e * Ht), SQ(e * At));
     }
     linear_backward(b, i, 3 * Ht, H, NAME("attn.qkv"), 1, 1);
-    if (d->t > 1 && (op = add_op(b, ET_OP_TP_ALLREDUCE, ET_PHASE_BACKWARD, i, "%s", NAME("attn.tp_allreduce.bwd"))))
+    if (d->t > 1 &&
+        (op = add_op(b, ET_OP_TP_ALLREDUCE, ET_PHASE_BACKWARD, i, "%s", NAME("attn.tp_allreduce.bwd"))))
         op->bytes = TOK(e * H);
     if (decoder) layernorm_backward(b, d, i, NAME("attn.layernorm"), TOK(1));
 #undef NAME
 }
 
 /* Same as linear_backward but with rows given by another batch letter (sequences or predictions). */
-static void head_linear_backward(builder *b, et_linear rows, double n_out, double n_in, const char *name, int bias,
-                                 int produce_weight_grad)
+static void head_linear_backward(builder *b, et_linear rows, double n_out, double n_in, const char *name,
+                                 int bias, int produce_weight_grad)
 {
     char id[80];
     snprintf(id, sizeof id, "%s.bwd_data", name);
@@ -306,7 +315,8 @@ static void embedding_forward(builder *b, const dims *d, const et_model_config *
     }
     if (d->t > 1 && (op = add_op(b, ET_OP_TP_ALLREDUCE, ET_PHASE_FORWARD, -1, "embed.tp_allreduce")))
         op->bytes = TOK(e * H);
-    if (m->arch == ET_ARCH_ENCODER) elementwise(b, ET_PHASE_FORWARD, -1, TOK(8 * H), TOK(2 * e * H), "embed.layernorm");
+    if (m->arch == ET_ARCH_ENCODER)
+        elementwise(b, ET_PHASE_FORWARD, -1, TOK(8 * H), TOK(2 * e * H), "embed.layernorm");
 }
 
 static void embedding_backward(builder *b, const dims *d, const et_model_config *m)
@@ -331,7 +341,8 @@ static void optimizer_ops(builder *b, const et_graph_options *o, double params)
     double shard = params / o->optimizer_shards;
     double ge = b->e; /* gradient element size */
     et_op *op;
-    if (o->precision == ET_FP16 && (op = add_op(b, ET_OP_OPTIMIZER, ET_PHASE_OPTIMIZER, -1, "optimizer.unscale"))) {
+    if (o->precision == ET_FP16 &&
+        (op = add_op(b, ET_OP_OPTIMIZER, ET_PHASE_OPTIMIZER, -1, "optimizer.unscale"))) {
         op->flops = FIX(2 * shard);
         op->bytes = FIX(2 * ge * shard);
     }
@@ -364,8 +375,13 @@ int et_graph_build(const et_model_config *m, const et_graph_options *o, et_graph
     g->model = *m;
     g->options = *o;
     builder b = {g, err, et_precision_bytes(o->precision), 0};
-    dims d = {.H = m->hidden, .A = m->heads, .D = (double)m->hidden / m->heads, .F = m->ffn, .V = m->vocab,
-              .t = o->tensor, .e = b.e};
+    dims d = {.H = m->hidden,
+              .A = m->heads,
+              .D = (double)m->hidden / m->heads,
+              .F = m->ffn,
+              .V = m->vocab,
+              .t = o->tensor,
+              .e = b.e};
     d.Ht = d.H / d.t;
     d.Ft = d.F / d.t;
     d.At = d.A / d.t;
@@ -376,13 +392,16 @@ int et_graph_build(const et_model_config *m, const et_graph_options *o, et_graph
     int decoder = m->arch == ET_ARCH_DECODER;
 
     if (first) embedding_forward(&b, &d, m);
-    for (int i = g->first_layer; i <= g->last_layer; i++) layer_forward(&b, &d, i, decoder, ET_PHASE_FORWARD, "");
+    for (int i = g->first_layer; i <= g->last_layer; i++)
+        layer_forward(&b, &d, i, decoder, ET_PHASE_FORWARD, "");
     if (last) head_forward(&b, &d, m);
     if (last) head_backward(&b, &d, m);
-    for (int i = g->last_layer; i >= g->first_layer; i--) layer_backward(&b, &d, i, decoder, o->recompute);
+    for (int i = g->last_layer; i >= g->first_layer; i--)
+        layer_backward(&b, &d, i, decoder, o->recompute);
     if (first) embedding_backward(&b, &d, m);
     /* An untied output projection on a one-stage model is still finalised in head_backward above; a tied one
-     * on a last stage that does not hold the embedding keeps its own copy (Megatron), finalised at the end. */
+     * on a last stage that does not hold the embedding keeps its own copy (Megatron), finalised at the end.
+     */
     if (last && !first && m->tie_embeddings) {
         et_op *op = add_op(&b, ET_OP_ELEMENTWISE, ET_PHASE_BACKWARD, -1, "head.tied_embedding.grad");
         if (op) op->bytes = FIX(b.e * d.V / d.t * d.H);
@@ -416,7 +435,8 @@ double et_model_param_count(const et_model_config *model)
 {
     et_graph g;
     et_error err;
-    et_graph_options o = {.tensor = 1, .pipeline = 1, .stage = 0, .precision = ET_FP32, .optimizer_shards = 1};
+    et_graph_options o = {
+        .tensor = 1, .pipeline = 1, .stage = 0, .precision = ET_FP32, .optimizer_shards = 1};
     if (et_graph_build(model, &o, &g, &err)) return -1;
     double n = g.param_count;
     et_graph_free(&g);
@@ -427,7 +447,8 @@ double et_op_time(const et_op *op, const et_batch_shape *b, const et_device_prof
 {
     double flops = et_linear_eval(&op->flops, b), bytes = et_linear_eval(&op->bytes, b);
     switch (op->kind) {
-    case ET_OP_TP_ALLREDUCE: return 0;
+    case ET_OP_TP_ALLREDUCE:
+        return 0;
     case ET_OP_GEMM: {
         double m = et_linear_eval(&op->m, b), n = et_linear_eval(&op->n, b), k = et_linear_eval(&op->k, b);
         if (m <= 0 || n <= 0 || k <= 0) return 0;
@@ -438,7 +459,9 @@ double et_op_time(const et_op *op, const et_batch_shape *b, const et_device_prof
         if (l <= 0) return 0;
         return et_kernel_time(d, p, 1, flops, bytes, l, l, et_linear_eval(&op->k, b));
     }
-    case ET_OP_OPTIMIZER: return et_kernel_time(d, ET_FP32, 0, flops, bytes, 0, 0, 0);
-    default: return et_kernel_time(d, p, 0, flops, bytes, 0, 0, 0);
+    case ET_OP_OPTIMIZER:
+        return et_kernel_time(d, ET_FP32, 0, flops, bytes, 0, 0, 0);
+    default:
+        return et_kernel_time(d, p, 0, flops, bytes, 0, 0, 0);
     }
 }

@@ -54,11 +54,11 @@ typedef struct et_op {
     char id[80];
     et_op_kind kind;
     et_phase phase;
-    int layer;          /* transformer layer index, -1 for embeddings, head and optimizer */
-    et_linear m, n, k;  /* GEMM dimensions; ATTENTION uses k = D (m, n = rms sequence length) */
+    int layer;         /* transformer layer index, -1 for embeddings, head and optimizer */
+    et_linear m, n, k; /* GEMM dimensions; ATTENTION uses k = D (m, n = rms sequence length) */
     et_linear flops;
-    et_linear bytes;    /* device-memory traffic, bytes */
-    int grad_first;     /* index into graph->params */
+    et_linear bytes; /* device-memory traffic, bytes */
+    int grad_first;  /* index into graph->params */
     int grad_count;
 } et_op;
 
@@ -69,14 +69,14 @@ typedef struct et_param {
 } et_param;
 
 typedef struct et_graph_options {
-    int tensor;          /* tensor-parallel degree t */
-    int pipeline;        /* pipeline stages */
-    int stage;           /* which stage this graph is for, 0-based */
+    int tensor;   /* tensor-parallel degree t */
+    int pipeline; /* pipeline stages */
+    int stage;    /* which stage this graph is for, 0-based */
     et_precision precision;
-    bool recompute;      /* full activation recomputation per layer */
+    bool recompute; /* full activation recomputation per layer */
     et_optimizer optimizer;
-    int optimizer_shards;/* ZeRO: optimizer states split over this many ranks (1 = none) */
-    bool clip_global;    /* clip after the all-reduce: a global-norm op before the update */
+    int optimizer_shards; /* ZeRO: optimizer states split over this many ranks (1 = none) */
+    bool clip_global;     /* clip after the all-reduce: a global-norm op before the update */
 } et_graph_options;
 
 typedef struct et_graph {
@@ -86,11 +86,12 @@ typedef struct et_graph {
     int n_ops, cap_ops;
     et_param *params;
     int n_params, cap_params;
-    double param_count; /* elements on this GPU */
+    double param_count;          /* elements on this GPU */
     int first_layer, last_layer; /* layers of this stage, inclusive */
 } et_graph;
 
-int et_graph_build(const et_model_config *model, const et_graph_options *options, et_graph *out, et_error *err);
+int et_graph_build(const et_model_config *model, const et_graph_options *options, et_graph *out,
+                   et_error *err);
 void et_graph_free(et_graph *g);
 
 double et_linear_eval(const et_linear *l, const et_batch_shape *b);

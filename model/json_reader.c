@@ -29,14 +29,21 @@ const char *et_json_path_index(char *buf, const char *parent, size_t index)
 static const char *type_name(const json_t *v)
 {
     switch (json_typeof(v)) {
-    case JSON_OBJECT: return "an object";
-    case JSON_ARRAY: return "an array";
-    case JSON_STRING: return "a string";
-    case JSON_INTEGER: return "an integer";
-    case JSON_REAL: return "a number";
+    case JSON_OBJECT:
+        return "an object";
+    case JSON_ARRAY:
+        return "an array";
+    case JSON_STRING:
+        return "a string";
+    case JSON_INTEGER:
+        return "an integer";
+    case JSON_REAL:
+        return "a number";
     case JSON_TRUE:
-    case JSON_FALSE: return "a boolean";
-    case JSON_NULL: return "null";
+    case JSON_FALSE:
+        return "a boolean";
+    case JSON_NULL:
+        return "null";
     }
     return "a value";
 }
@@ -52,7 +59,8 @@ static size_t edit_distance(const char *a, const char *b)
     size_t la = strlen(a), lb = strlen(b);
     if (la > 63 || lb > 63) return 99;
     size_t row[64];
-    for (size_t j = 0; j <= lb; j++) row[j] = j;
+    for (size_t j = 0; j <= lb; j++)
+        row[j] = j;
     for (size_t i = 1; i <= la; i++) {
         size_t diag = row[0];
         row[0] = i;
@@ -68,7 +76,8 @@ static size_t edit_distance(const char *a, const char *b)
     return row[lb];
 }
 
-int et_json_expect_object(const et_json_reader *r, json_t *value, const char *path, const char *const *allowed)
+int et_json_expect_object(const et_json_reader *r, json_t *value, const char *path,
+                          const char *const *allowed)
 {
     if (!json_is_object(value)) return fail(r, path, "expected an object, got %s%s", type_name(value), "");
     const char *key;
@@ -105,8 +114,8 @@ int et_json_expect_object(const et_json_reader *r, json_t *value, const char *pa
 }
 
 /* Looks up a member; *v NULL when absent. Fails when absent and required. */
-static int member(const et_json_reader *r, json_t *obj, const char *path, const char *key, bool required, json_t **v,
-                  char *p)
+static int member(const et_json_reader *r, json_t *obj, const char *path, const char *key, bool required,
+                  json_t **v, char *p)
 {
     et_json_path(p, path, key);
     *v = json_object_get(obj, key);
@@ -129,8 +138,8 @@ int et_json_get_int(const et_json_reader *r, json_t *obj, const char *path, cons
     if (x < min || x > max) {
         if (max == 0x7fffffffffffffffLL)
             return et_error_set(r->err, r->source, 0, 0, p, "expected an integer >= %lld, got %lld", min, x);
-        return et_error_set(r->err, r->source, 0, 0, p, "expected an integer in [%lld, %lld], got %lld", min, max,
-                            x);
+        return et_error_set(r->err, r->source, 0, 0, p, "expected an integer in [%lld, %lld], got %lld", min,
+                            max, x);
     }
     *out = x;
     return 0;
@@ -157,8 +166,8 @@ int et_json_get_number(const et_json_reader *r, json_t *obj, const char *path, c
     return 0;
 }
 
-int et_json_get_positive(const et_json_reader *r, json_t *obj, const char *path, const char *key, bool required,
-                         double def, double *out)
+int et_json_get_positive(const et_json_reader *r, json_t *obj, const char *path, const char *key,
+                         bool required, double def, double *out)
 {
     char p[ET_JSON_PATH_MAX];
     json_t *v;
@@ -261,7 +270,8 @@ int et_json_array_number(const et_json_reader *r, json_t *array, const char *pat
     char p[ET_JSON_PATH_MAX];
     et_json_path_index(p, path, index);
     json_t *v = json_array_get(array, index);
-    if (!v || !json_is_number(v)) return fail(r, p, "expected a number, got %s%s", v ? type_name(v) : "nothing", "");
+    if (!v || !json_is_number(v))
+        return fail(r, p, "expected a number, got %s%s", v ? type_name(v) : "nothing", "");
     double x = json_number_value(v);
     if (!(x >= min && x <= max))
         return et_error_set(r->err, r->source, 0, 0, p, "expected a number in [%g, %g], got %g", min, max, x);

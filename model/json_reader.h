@@ -18,7 +18,8 @@ typedef struct et_json_reader {
     et_error *err;
 } et_json_reader;
 
-/* Loads a whole JSON file; rejects duplicate keys and trailing garbage. The caller owns *out (json_decref). */
+/* Loads a whole JSON file; rejects duplicate keys and trailing garbage. The caller owns *out (json_decref).
+ */
 int et_json_load_file(const char *path, json_t **out, et_error *err);
 
 /* Builds `parent.key` into buf (size ET_JSON_PATH_MAX). */
@@ -27,7 +28,8 @@ const char *et_json_path(char *buf, const char *parent, const char *key);
 const char *et_json_path_index(char *buf, const char *parent, size_t index);
 
 /* Fails unless `value` is an object whose keys are all in the NULL-terminated list `allowed`. */
-int et_json_expect_object(const et_json_reader *r, json_t *value, const char *path, const char *const *allowed);
+int et_json_expect_object(const et_json_reader *r, json_t *value, const char *path,
+                          const char *const *allowed);
 
 /* Member getters. `required` false means a missing key yields the default. Ranges are inclusive. */
 int et_json_get_int(const et_json_reader *r, json_t *obj, const char *path, const char *key, bool required,
@@ -35,8 +37,8 @@ int et_json_get_int(const et_json_reader *r, json_t *obj, const char *path, cons
 int et_json_get_number(const et_json_reader *r, json_t *obj, const char *path, const char *key, bool required,
                        double def, double min, double max, double *out);
 /* Like et_json_get_number but the value must be strictly greater than zero. */
-int et_json_get_positive(const et_json_reader *r, json_t *obj, const char *path, const char *key, bool required,
-                         double def, double *out);
+int et_json_get_positive(const et_json_reader *r, json_t *obj, const char *path, const char *key,
+                         bool required, double def, double *out);
 int et_json_get_bool(const et_json_reader *r, json_t *obj, const char *path, const char *key, bool required,
                      bool def, bool *out);
 int et_json_get_string(const et_json_reader *r, json_t *obj, const char *path, const char *key, bool required,

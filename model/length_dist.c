@@ -28,7 +28,8 @@ int et_length_dist_uniform(int min_len, int max_len, et_length_dist *out, et_err
 {
     if (alloc_pmf(out, max_len, err)) return -1;
     out->kind = ET_LENGTHS_UNIFORM;
-    for (int l = min_len; l <= max_len; l++) out->pmf[l] = 1.0 / (max_len - min_len + 1);
+    for (int l = min_len; l <= max_len; l++)
+        out->pmf[l] = 1.0 / (max_len - min_len + 1);
     return 0;
 }
 
@@ -36,13 +37,15 @@ int et_length_dist_uniform(int min_len, int max_len, et_length_dist *out, et_err
 static int parse_field(const char **p, long long *value)
 {
     const char *s = *p;
-    while (*s == ' ' || *s == '\t') s++;
+    while (*s == ' ' || *s == '\t')
+        s++;
     if (!isdigit((unsigned char)*s)) return -1;
     errno = 0;
     char *end;
     *value = strtoll(s, &end, 10);
     if (errno) return -1;
-    while (*end == ' ' || *end == '\t') end++;
+    while (*end == ' ' || *end == '\t')
+        end++;
     *p = end;
     return 0;
 }
@@ -63,9 +66,11 @@ int et_length_dist_load_histogram(const char *path, int max_len, et_length_dist 
     while (fgets(line, sizeof line, f)) {
         lineno++;
         size_t n = strlen(line);
-        while (n && (line[n - 1] == '\n' || line[n - 1] == '\r')) line[--n] = 0;
+        while (n && (line[n - 1] == '\n' || line[n - 1] == '\r'))
+            line[--n] = 0;
         const char *s = line;
-        while (*s == ' ' || *s == '\t') s++;
+        while (*s == ' ' || *s == '\t')
+            s++;
         if (*s == 0 || *s == '#') continue;
         if (!header_seen && !isdigit((unsigned char)*s)) {
             if (strncmp(s, "length,count", 12) != 0) {
@@ -88,7 +93,8 @@ int et_length_dist_load_histogram(const char *path, int max_len, et_length_dist 
         if (*p != ',') {
             fclose(f);
             et_length_dist_free(out);
-            return et_error_set(err, path, lineno, (int)(p - line) + 1, NULL, "expected ',' after the length");
+            return et_error_set(err, path, lineno, (int)(p - line) + 1, NULL,
+                                "expected ',' after the length");
         }
         p++;
         const char *count_at = p;
@@ -119,7 +125,8 @@ int et_length_dist_load_histogram(const char *path, int max_len, et_length_dist 
         et_length_dist_free(out);
         return et_error_set(err, path, lineno, 0, NULL, "the histogram holds no sequences");
     }
-    for (int l = 0; l <= max_len; l++) out->pmf[l] /= total;
+    for (int l = 0; l <= max_len; l++)
+        out->pmf[l] /= total;
     out->total_count = total;
     return 0;
 }
@@ -133,14 +140,16 @@ void et_length_dist_free(et_length_dist *d)
 double et_length_mean(const et_length_dist *d)
 {
     double s = 0;
-    for (int l = 1; l <= d->max_len; l++) s += l * d->pmf[l];
+    for (int l = 1; l <= d->max_len; l++)
+        s += l * d->pmf[l];
     return s;
 }
 
 double et_length_mean_square(const et_length_dist *d)
 {
     double s = 0;
-    for (int l = 1; l <= d->max_len; l++) s += (double)l * l * d->pmf[l];
+    for (int l = 1; l <= d->max_len; l++)
+        s += (double)l * l * d->pmf[l];
     return s;
 }
 
@@ -152,6 +161,7 @@ double et_length_padding_fraction(const et_length_dist *d, int pad_to)
 double et_length_share(const et_length_dist *d, int lo, int hi)
 {
     double s = 0;
-    for (int l = lo < 1 ? 1 : lo; l <= hi && l <= d->max_len; l++) s += d->pmf[l];
+    for (int l = lo < 1 ? 1 : lo; l <= hi && l <= d->max_len; l++)
+        s += d->pmf[l];
     return s;
 }

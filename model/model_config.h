@@ -25,12 +25,12 @@ typedef struct et_model_config {
     int ffn;
     int vocab;
     int max_positions;
-    int type_vocab;      /* token-type (segment) embeddings; 2 for BERT, 0 for GPT */
-    et_arch arch;        /* encoder: bidirectional attention, post-LN; decoder: causal, pre-LN */
+    int type_vocab; /* token-type (segment) embeddings; 2 for BERT, 0 for GPT */
+    et_arch arch;   /* encoder: bidirectional attention, post-LN; decoder: causal, pre-LN */
     et_loss_head head;
-    int max_predictions; /* masked-LM: at most this many predictions per sequence */
+    int max_predictions;  /* masked-LM: at most this many predictions per sequence */
     double mask_fraction; /* masked-LM: fraction of tokens predicted (0.15) */
-    bool tie_embeddings; /* output projection shares the word embedding */
+    bool tie_embeddings;  /* output projection shares the word embedding */
 } et_model_config;
 
 /* Fills *out with the named preset; returns -1 when the name is unknown. */

@@ -28,9 +28,20 @@ static void resolve(char *out, size_t size, const char *dir, const char *name)
 
 static int read_model(const et_json_reader *r, json_t *root, et_model_config *m)
 {
-    static const char *const keys[] = {"preset", "layers", "hidden", "heads", "ffn", "vocab", "max_positions",
-                                       "type_vocab", "architecture", "loss_head", "max_predictions",
-                                       "mask_fraction", "tie_embeddings", NULL};
+    static const char *const keys[] = {"preset",
+                                       "layers",
+                                       "hidden",
+                                       "heads",
+                                       "ffn",
+                                       "vocab",
+                                       "max_positions",
+                                       "type_vocab",
+                                       "architecture",
+                                       "loss_head",
+                                       "max_predictions",
+                                       "mask_fraction",
+                                       "tie_embeddings",
+                                       NULL};
     json_t *o;
     if (et_json_get_object(r, root, "$", "model", true, keys, &o)) return -1;
     const char *preset;
@@ -55,23 +66,27 @@ static int read_model(const et_json_reader *r, json_t *root, et_model_config *m)
         const char *key;
         int *field;
         long long min;
-    } dims[] = {{"layers", &m->layers, 1},   {"hidden", &m->hidden, 1},
-                {"heads", &m->heads, 1},     {"ffn", &m->ffn, 1},
-                {"vocab", &m->vocab, 1},     {"max_positions", &m->max_positions, 1},
+    } dims[] = {{"layers", &m->layers, 1},         {"hidden", &m->hidden, 1},
+                {"heads", &m->heads, 1},           {"ffn", &m->ffn, 1},
+                {"vocab", &m->vocab, 1},           {"max_positions", &m->max_positions, 1},
                 {"type_vocab", &m->type_vocab, 0}, {"max_predictions", &m->max_predictions, 0}};
     for (size_t i = 0; i < sizeof dims / sizeof dims[0]; i++) {
         bool required = !have_preset && i < 6;
-        if (et_json_get_int(r, o, "$.model", dims[i].key, required, *dims[i].field, dims[i].min, INT_MAX / 8, &v))
+        if (et_json_get_int(r, o, "$.model", dims[i].key, required, *dims[i].field, dims[i].min, INT_MAX / 8,
+                            &v))
             return -1;
         *dims[i].field = (int)v;
     }
     int e;
-    if (et_json_get_enum(r, o, "$.model", "architecture", !have_preset, et_arch_names, m->arch, &e)) return -1;
+    if (et_json_get_enum(r, o, "$.model", "architecture", !have_preset, et_arch_names, m->arch, &e))
+        return -1;
     m->arch = (et_arch)e;
     et_loss_head default_head = m->arch == ET_ARCH_DECODER && !have_preset ? ET_HEAD_CAUSAL_LM : m->head;
-    if (et_json_get_enum(r, o, "$.model", "loss_head", false, et_loss_head_names, default_head, &e)) return -1;
+    if (et_json_get_enum(r, o, "$.model", "loss_head", false, et_loss_head_names, default_head, &e))
+        return -1;
     m->head = (et_loss_head)e;
-    if (et_json_get_number(r, o, "$.model", "mask_fraction", false, m->mask_fraction, 0.001, 1, &m->mask_fraction))
+    if (et_json_get_number(r, o, "$.model", "mask_fraction", false, m->mask_fraction, 0.001, 1,
+                           &m->mask_fraction))
         return -1;
     if (et_json_get_bool(r, o, "$.model", "tie_embeddings", false, m->tie_embeddings, &m->tie_embeddings))
         return -1;
@@ -99,17 +114,21 @@ static int read_data(const et_json_reader *r, json_t *root, et_scenario *s)
     const char *file = NULL;
     long long min_len = 1;
     if (lengths) {
-        if (et_json_get_string(r, lengths, "$.data.lengths", "file", kind == ET_LENGTHS_HISTOGRAM, NULL, &file))
+        if (et_json_get_string(r, lengths, "$.data.lengths", "file", kind == ET_LENGTHS_HISTOGRAM, NULL,
+                               &file))
             return -1;
         if (file && kind != ET_LENGTHS_HISTOGRAM)
             FAIL("$.data.lengths.file", "\"file\" applies only to distribution \"histogram\"");
-        if (et_json_get_int(r, lengths, "$.data.lengths", "min", false, 1, 1, s->data.seq_len, &min_len)) return -1;
+        if (et_json_get_int(r, lengths, "$.data.lengths", "min", false, 1, 1, s->data.seq_len, &min_len))
+            return -1;
         if (json_object_get(lengths, "min") && kind != ET_LENGTHS_UNIFORM)
             FAIL("$.data.lengths.min", "\"min\" applies only to distribution \"uniform\"");
     }
     switch (kind) {
-    case ET_LENGTHS_FIXED: return et_length_dist_fixed(s->data.seq_len, &s->data.lengths, r->err);
-    case ET_LENGTHS_UNIFORM: return et_length_dist_uniform((int)min_len, s->data.seq_len, &s->data.lengths, r->err);
+    case ET_LENGTHS_FIXED:
+        return et_length_dist_fixed(s->data.seq_len, &s->data.lengths, r->err);
+    case ET_LENGTHS_UNIFORM:
+        return et_length_dist_uniform((int)min_len, s->data.seq_len, &s->data.lengths, r->err);
     default: {
         char path[1100];
         resolve(path, sizeof path, s->dir, file);
@@ -128,7 +147,8 @@ static int read_optimizer(const et_json_reader *r, json_t *root, et_scenario *s)
     s->optimizer.name = (et_optimizer)e;
     if (et_json_get_enum(r, o, "$.optimizer", "clip", false, et_clip_mode_names, ET_CLIP_NONE, &e)) return -1;
     s->optimizer.clip = (et_clip_mode)e;
-    return et_json_get_positive(r, o, "$.optimizer", "max_grad_norm", false, 1.0, &s->optimizer.max_grad_norm);
+    return et_json_get_positive(r, o, "$.optimizer", "max_grad_norm", false, 1.0,
+                                &s->optimizer.max_grad_norm);
 }
 
 static int read_device(const et_json_reader *r, const char *name, et_scenario *s)
@@ -149,9 +169,10 @@ static int read_device(const et_json_reader *r, const char *name, et_scenario *s
 
 static int read_cluster(const et_json_reader *r, json_t *root, et_scenario *s)
 {
-    static const char *const keys[] = {"device", "nodes", "gpus_per_node", "nvlink_GBps", "nvlink_latency_us",
-                                       "nics_per_node", "nic_Gbps", "nic_latency_us", "fabric",
-                                       "collective_latency_us", "platform_file", NULL};
+    static const char *const keys[] = {
+        "device",        "nodes",    "gpus_per_node",  "nvlink_GBps", "nvlink_latency_us",
+        "nics_per_node", "nic_Gbps", "nic_latency_us", "fabric",      "collective_latency_us",
+        "platform_file", NULL};
     static const char *const fabric_keys[] = {"topology", "oversubscription", "nodes_per_leaf",
                                               "switch_latency_us", NULL};
     et_cluster *c = &s->cluster;
@@ -182,7 +203,8 @@ static int read_cluster(const et_json_reader *r, json_t *root, et_scenario *s)
     if (platform) resolve(c->platform_file, sizeof c->platform_file, s->dir, platform);
     if (et_json_get_object(r, o, "$.cluster", "fabric", false, fabric_keys, &fabric)) return -1;
     json_t *f = fabric ? fabric : json_object();
-    int rc = et_json_get_enum(r, f, "$.cluster.fabric", "topology", false, et_topology_names, ET_TOPO_FAT_TREE, &e) ||
+    int rc = et_json_get_enum(r, f, "$.cluster.fabric", "topology", false, et_topology_names,
+                              ET_TOPO_FAT_TREE, &e) ||
              et_json_get_number(r, f, "$.cluster.fabric", "oversubscription", false, 1.0, 1.0, 64,
                                 &c->oversubscription) ||
              et_json_get_int(r, f, "$.cluster.fabric", "nodes_per_leaf", false, 16, 1, 1 << 16, &v);
@@ -197,8 +219,8 @@ static int read_cluster(const et_json_reader *r, json_t *root, et_scenario *s)
 
 static int read_parallelism(const et_json_reader *r, json_t *root, et_scenario *s)
 {
-    static const char *const keys[] = {"tensor", "pipeline", "zero_stage", "recompute", "bucket_MiB",
-                                       "allreduce", "overlap", NULL};
+    static const char *const keys[] = {"tensor",     "pipeline",  "zero_stage", "recompute",
+                                       "bucket_MiB", "allreduce", "overlap",    NULL};
     json_t *o;
     long long v;
     double x;
@@ -215,7 +237,8 @@ static int read_parallelism(const et_json_reader *r, json_t *root, et_scenario *
     if (et_json_get_bool(r, p, "$.parallelism", "recompute", false, false, &s->parallel.recompute)) goto done;
     if (et_json_get_positive(r, p, "$.parallelism", "bucket_MiB", false, 25, &x)) goto done;
     s->parallel.bucket_bytes = x * 1048576.0;
-    if (et_json_get_enum(r, p, "$.parallelism", "allreduce", false, et_coll_algo_names, ET_COLL_AUTO, &e)) goto done;
+    if (et_json_get_enum(r, p, "$.parallelism", "allreduce", false, et_coll_algo_names, ET_COLL_AUTO, &e))
+        goto done;
     s->parallel.allreduce = (et_coll_algo)e;
     if (et_json_get_bool(r, p, "$.parallelism", "overlap", false, true, &s->parallel.overlap)) goto done;
     rc = 0;
@@ -228,8 +251,10 @@ static int check_parallelism(const et_json_reader *r, et_scenario *s)
 {
     int gpus = et_scenario_gpus(s), t = s->parallel.tensor, pp = s->parallel.pipeline;
     if (s->cluster.gpus_per_node % t != 0)
-        FAIL("$.parallelism.tensor", "tensor-parallel degree %d must divide gpus_per_node %d (tensor parallelism "
-                                     "stays inside a node)", t, s->cluster.gpus_per_node);
+        FAIL("$.parallelism.tensor",
+             "tensor-parallel degree %d must divide gpus_per_node %d (tensor parallelism "
+             "stays inside a node)",
+             t, s->cluster.gpus_per_node);
     if (gpus % (t * pp) != 0)
         FAIL("$.parallelism.pipeline", "tensor x pipeline = %d must divide the %d GPUs", t * pp, gpus);
     if (s->model.heads % t != 0)
@@ -260,13 +285,17 @@ static int read_batch(const et_json_reader *r, json_t *root, et_scenario *s)
     if (!global) global = local * dp * accum;
     if (!accum) {
         if (global % (local * dp) != 0)
-            FAIL("$.batch.global", "global batch %lld is not divisible by local batch %lld x %lld data-parallel "
-                                   "ranks = %lld", global, local, dp, local * dp);
+            FAIL("$.batch.global",
+                 "global batch %lld is not divisible by local batch %lld x %lld data-parallel "
+                 "ranks = %lld",
+                 global, local, dp, local * dp);
         accum = global / (local * dp);
     }
     if (global != local * dp * accum)
-        FAIL("$.batch.global", "global batch %lld must equal local %lld x data-parallel ranks %lld x grad_accum "
-                               "%lld = %lld", global, local, dp, accum, local * dp * accum);
+        FAIL("$.batch.global",
+             "global batch %lld must equal local %lld x data-parallel ranks %lld x grad_accum "
+             "%lld = %lld",
+             global, local, dp, accum, local * dp * accum);
     s->batch.global = global;
     s->batch.local = local;
     s->batch.grad_accum = accum;
@@ -307,7 +336,9 @@ static int read_simulation(const et_json_reader *r, json_t *root, et_scenario *s
     s->simulation.steps = (int)v;
     if (!rc) rc = et_json_get_int(r, p, "$.simulation", "seed", false, 1, 0, BIG, &v);
     s->simulation.seed = (unsigned long long)v;
-    if (!rc) rc = et_json_get_number(r, p, "$.simulation", "straggler_sigma", false, 0, 0, 1, &s->simulation.straggler_sigma);
+    if (!rc)
+        rc = et_json_get_number(r, p, "$.simulation", "straggler_sigma", false, 0, 0, 1,
+                                &s->simulation.straggler_sigma);
     if (!o) json_decref(p);
     return rc;
 }
@@ -319,8 +350,9 @@ int et_scenario_gpus(const et_scenario *s)
 
 int et_scenario_load(const char *path, et_scenario *out, et_error *err)
 {
-    static const char *const keys[] = {"name", "description", "model", "data", "batch", "optimizer", "precision",
-                                       "parallelism", "cluster", "target", "simulation", NULL};
+    static const char *const keys[] = {"name",    "description", "model",      "data",
+                                       "batch",   "optimizer",   "precision",  "parallelism",
+                                       "cluster", "target",      "simulation", NULL};
     memset(out, 0, sizeof *out);
     snprintf(out->source, sizeof out->source, "%s", path);
     snprintf(out->dir, sizeof out->dir, "%s", path);

@@ -19,7 +19,6 @@
 #include "length_dist.h"
 #include "model_config.h"
 
-
 typedef enum { ET_CLIP_NONE, ET_CLIP_AFTER_ALLREDUCE, ET_CLIP_PER_BUCKET } et_clip_mode;
 extern const char *const et_clip_mode_names[]; /* "none", "after_allreduce", "per_bucket", NULL */
 
@@ -36,14 +35,14 @@ typedef struct et_cluster {
     double intra_node_bandwidth; /* per GPU, per direction, bytes/s (half the bidirectional NVLink figure) */
     double intra_node_latency;   /* seconds per hop */
     int nics_per_node;
-    double nic_bandwidth;        /* per NIC, per direction, bytes/s */
-    double nic_latency;          /* seconds, NIC to NIC through one switch */
+    double nic_bandwidth; /* per NIC, per direction, bytes/s */
+    double nic_latency;   /* seconds, NIC to NIC through one switch */
     et_topology topology;
-    double oversubscription;     /* leaf down-links : leaf up-links bandwidth ratio (1 = non-blocking) */
+    double oversubscription; /* leaf down-links : leaf up-links bandwidth ratio (1 = non-blocking) */
     int nodes_per_leaf;
-    double switch_latency;       /* seconds per switch hop */
+    double switch_latency;          /* seconds per switch hop */
     double collective_step_latency; /* NCCL per-step software latency, seconds */
-    char platform_file[512];     /* user-supplied SimGrid platform, "" to generate one */
+    char platform_file[512];        /* user-supplied SimGrid platform, "" to generate one */
 } et_cluster;
 
 typedef struct et_scenario {

@@ -11,7 +11,8 @@ int collective_bench_print(FILE *out, const json_t *r, double tolerance)
 {
     const json_t *rows = json_object_get(r, "results");
     fprintf(out, "# etsim collective benchmark: %s on %d GPUs (%d nodes x %d), simulated with SimGrid\n",
-            json_string_value(json_object_get(r, "collective")), (int)json_integer_value(json_object_get(r, "ranks")),
+            json_string_value(json_object_get(r, "collective")),
+            (int)json_integer_value(json_object_get(r, "ranks")),
             (int)json_integer_value(json_object_get(r, "nodes")),
             (int)json_integer_value(json_object_get(r, "ranks_per_node")));
     fprintf(out, "#%15s %13s %12s %12s %12s %16s %9s\n", "size(B)", "algorithm", "time(us)", "algbw(GB/s)",

@@ -3,7 +3,8 @@
  *
  * Conventions (nccl-tests): size is bytes per rank; algbw = size / time; busbw = algbw x 2(N-1)/N for
  * all-reduce and (N-1)/N for reduce-scatter and all-gather. The verdict passes when every simulated time
- * is within `tolerance` of its closed form. Contract: collective_bench_print() returns 0 on PASS, 1 on FAIL. */
+ * is within `tolerance` of its closed form. Contract: collective_bench_print() returns 0 on PASS, 1 on FAIL.
+ */
 #ifndef ET_COLLECTIVE_BENCH_H
 #define ET_COLLECTIVE_BENCH_H
 

@@ -58,7 +58,8 @@ static int number_arg(int argc, char **argv, int *i, long long min, long long ma
     char *end;
     long long v = strtoll(argv[*i], &end, 10);
     if (*end || end == argv[*i] || v < min || v > max) {
-        fprintf(stderr, "etsim: %s expects an integer in [%lld, %lld], got \"%s\"\n", flag, min, max, argv[*i]);
+        fprintf(stderr, "etsim: %s expects an integer in [%lld, %lld], got \"%s\"\n", flag, min, max,
+                argv[*i]);
         return -1;
     }
     *out = v;

@@ -21,47 +21,49 @@ json_t *report_json_scenario(const et_scenario *s)
     const et_model_config *m = &s->model;
     const et_cluster *c = &s->cluster;
     return json_pack(
-        "{s:s, s:s, s:{s:s, s:i, s:i, s:i, s:i, s:i, s:s, s:s}, s:{s:i, s:s, s:b, s:f, s:f}, s:{s:I, s:I, s:I},"
+        "{s:s, s:s, s:{s:s, s:i, s:i, s:i, s:i, s:i, s:s, s:s}, s:{s:i, s:s, s:b, s:f, s:f}, s:{s:I, s:I, "
+        "s:I},"
         " s:s, s:s, s:s, s:{s:i, s:i, s:i, s:i, s:b, s:f, s:s, s:b}, s:{s:s, s:i, s:i, s:i}}",
-        "name", s->name, "source", s->source, "model", "name", m->name, "layers", m->layers, "hidden", m->hidden,
-        "heads", m->heads, "ffn", m->ffn, "vocab", m->vocab, "architecture", et_arch_names[m->arch], "loss_head",
-        et_loss_head_names[m->head], "data", "seq_len", s->data.seq_len, "distribution",
-        et_length_kind_names[s->data.lengths.kind], "unpadded", s->data.unpadded, "mean_length",
-        et_length_mean(&s->data.lengths), "padding_fraction",
-        et_length_padding_fraction(&s->data.lengths, s->data.seq_len), "batch", "global", s->batch.global, "local",
-        s->batch.local, "grad_accum", s->batch.grad_accum, "precision", et_precision_names[s->precision],
-        "optimizer", et_optimizer_names[s->optimizer.name], "clip", et_clip_mode_names[s->optimizer.clip],
-        "parallelism", "data", s->parallel.data, "tensor", s->parallel.tensor, "pipeline", s->parallel.pipeline,
-        "zero_stage", s->parallel.zero_stage, "recompute", s->parallel.recompute, "bucket_MiB",
-        s->parallel.bucket_bytes / 1048576.0, "allreduce", et_coll_algo_names[s->parallel.allreduce], "overlap",
-        s->parallel.overlap, "cluster", "device", c->device.name, "nodes", c->nodes, "gpus_per_node",
-        c->gpus_per_node, "gpus", et_scenario_gpus(s));
+        "name", s->name, "source", s->source, "model", "name", m->name, "layers", m->layers, "hidden",
+        m->hidden, "heads", m->heads, "ffn", m->ffn, "vocab", m->vocab, "architecture",
+        et_arch_names[m->arch], "loss_head", et_loss_head_names[m->head], "data", "seq_len", s->data.seq_len,
+        "distribution", et_length_kind_names[s->data.lengths.kind], "unpadded", s->data.unpadded,
+        "mean_length", et_length_mean(&s->data.lengths), "padding_fraction",
+        et_length_padding_fraction(&s->data.lengths, s->data.seq_len), "batch", "global", s->batch.global,
+        "local", s->batch.local, "grad_accum", s->batch.grad_accum, "precision",
+        et_precision_names[s->precision], "optimizer", et_optimizer_names[s->optimizer.name], "clip",
+        et_clip_mode_names[s->optimizer.clip], "parallelism", "data", s->parallel.data, "tensor",
+        s->parallel.tensor, "pipeline", s->parallel.pipeline, "zero_stage", s->parallel.zero_stage,
+        "recompute", s->parallel.recompute, "bucket_MiB", s->parallel.bucket_bytes / 1048576.0, "allreduce",
+        et_coll_algo_names[s->parallel.allreduce], "overlap", s->parallel.overlap, "cluster", "device",
+        c->device.name, "nodes", c->nodes, "gpus_per_node", c->gpus_per_node, "gpus", et_scenario_gpus(s));
 }
 
 static json_t *memory_json(const et_memory *m)
 {
-    return json_pack("{s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:b}", "weights_GiB", m->weights / GIB, "gradients_GiB",
-                     m->gradients / GIB, "optimizer_states_GiB", m->optimizer_states / GIB, "activations_GiB",
-                     m->activations / GIB, "reserved_GiB", m->reserved / GIB, "total_GiB", m->total / GIB,
-                     "capacity_GiB", m->capacity / GIB, "fits", m->fits);
+    return json_pack("{s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:b}", "weights_GiB", m->weights / GIB,
+                     "gradients_GiB", m->gradients / GIB, "optimizer_states_GiB", m->optimizer_states / GIB,
+                     "activations_GiB", m->activations / GIB, "reserved_GiB", m->reserved / GIB, "total_GiB",
+                     m->total / GIB, "capacity_GiB", m->capacity / GIB, "fits", m->fits);
 }
 
 json_t *report_json_estimate(const et_estimate *e)
 {
     json_t *step = json_pack(
         "{s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f}", "forward_s", e->forward,
-        "backward_s", e->backward, "clip_s", e->clip, "tp_comm_s", e->tp_comm, "pp_comm_s", e->pp_comm, "bubble_s",
-        e->bubble, "compute_s", e->compute, "dp_comm_s", e->dp_comm, "dp_comm_exposed_s", e->dp_comm_exposed,
-        "zero_gather_s", e->zero_gather, "clip_allreduce_s", e->clip_allreduce, "optimizer_s", e->optimizer,
-        "step_s", e->step_time, "busiest_stage", (double)e->busiest_stage);
-    return json_pack("{s:f, s:f, s:f, s:f, s:f, s:o, s:o, s:{s:i, s:f, s:s}, s:f, s:f, s:f, s:{s:I, s:f, s:f, s:f}}",
-                     "params_total", e->params_total, "params_per_gpu", e->params_per_gpu, "model_flops_per_step",
-                     e->model_flops_per_step, "flops_per_token", e->flops_per_token, "tokens_per_step",
-                     e->tokens_per_step, "memory_per_gpu", memory_json(&e->memory), "step", step, "buckets",
-                     "count", e->n_buckets, "largest_MiB", e->bucket_bytes_max / 1048576.0, "algorithm",
-                     et_coll_algo_names[e->algo], "mfu", e->mfu, "samples_per_second", e->samples_per_second,
-                     "tokens_per_second", e->tokens_per_second, "time_to_train", "steps", e->steps, "train_s",
-                     e->train_time, "eval_s", e->eval_time, "total_s", e->time_to_train);
+        "backward_s", e->backward, "clip_s", e->clip, "tp_comm_s", e->tp_comm, "pp_comm_s", e->pp_comm,
+        "bubble_s", e->bubble, "compute_s", e->compute, "dp_comm_s", e->dp_comm, "dp_comm_exposed_s",
+        e->dp_comm_exposed, "zero_gather_s", e->zero_gather, "clip_allreduce_s", e->clip_allreduce,
+        "optimizer_s", e->optimizer, "step_s", e->step_time, "busiest_stage", (double)e->busiest_stage);
+    return json_pack(
+        "{s:f, s:f, s:f, s:f, s:f, s:o, s:o, s:{s:i, s:f, s:s}, s:f, s:f, s:f, s:{s:I, s:f, s:f, s:f}}",
+        "params_total", e->params_total, "params_per_gpu", e->params_per_gpu, "model_flops_per_step",
+        e->model_flops_per_step, "flops_per_token", e->flops_per_token, "tokens_per_step", e->tokens_per_step,
+        "memory_per_gpu", memory_json(&e->memory), "step", step, "buckets", "count", e->n_buckets,
+        "largest_MiB", e->bucket_bytes_max / 1048576.0, "algorithm", et_coll_algo_names[e->algo], "mfu",
+        e->mfu, "samples_per_second", e->samples_per_second, "tokens_per_second", e->tokens_per_second,
+        "time_to_train", "steps", e->steps, "train_s", e->train_time, "eval_s", e->eval_time, "total_s",
+        e->time_to_train);
 }
 
 json_t *report_json_analytic(const et_scenario *s, const et_estimate *e)
@@ -74,13 +76,14 @@ void report_print_header(FILE *out, const et_scenario *s, const et_estimate *e, 
 {
     const et_model_config *m = &s->model;
     fprintf(out, "scenario     %s (%s), engine %s\n", s->name, s->source, engine);
-    fprintf(out, "model        %s: %d layers, hidden %d, %d heads, ffn %d, vocab %d; %.0f parameters\n", m->name,
-            m->layers, m->hidden, m->heads, m->ffn, m->vocab, e->params_total);
+    fprintf(out, "model        %s: %d layers, hidden %d, %d heads, ffn %d, vocab %d; %.0f parameters\n",
+            m->name, m->layers, m->hidden, m->heads, m->ffn, m->vocab, e->params_total);
     fprintf(out, "cluster      %d node(s) x %d %s = %d GPUs; data %d x tensor %d x pipeline %d, ZeRO %d\n",
             s->cluster.nodes, s->cluster.gpus_per_node, s->cluster.device.name, et_scenario_gpus(s),
             s->parallel.data, s->parallel.tensor, s->parallel.pipeline, s->parallel.zero_stage);
-    fprintf(out, "batch        global %lld = local %lld x %d data-parallel x %lld accumulation; seq_len %d, %s %s "
-                 "(mean %.1f tokens, padding %.3f)\n",
+    fprintf(out,
+            "batch        global %lld = local %lld x %d data-parallel x %lld accumulation; seq_len %d, %s %s "
+            "(mean %.1f tokens, padding %.3f)\n",
             s->batch.global, s->batch.local, s->parallel.data, s->batch.grad_accum, s->data.seq_len,
             et_length_kind_names[s->data.lengths.kind], s->data.unpadded ? "unpadded" : "padded",
             et_length_mean(&s->data.lengths), et_length_padding_fraction(&s->data.lengths, s->data.seq_len));
@@ -93,29 +96,34 @@ void report_print_header(FILE *out, const et_scenario *s, const et_estimate *e, 
 
 void report_print_memory(FILE *out, const et_memory *m)
 {
-    fprintf(out, "\nmemory per GPU  weights[GiB] gradients[GiB] optimizer[GiB] activations[GiB] reserved[GiB] "
-                 "total[GiB] capacity[GiB]\n");
+    fprintf(out,
+            "\nmemory per GPU  weights[GiB] gradients[GiB] optimizer[GiB] activations[GiB] reserved[GiB] "
+            "total[GiB] capacity[GiB]\n");
     fprintf(out, "                %12.2f %14.2f %14.2f %16.2f %13.2f %10.2f %14.2f\n", m->weights / GIB,
-            m->gradients / GIB, m->optimizer_states / GIB, m->activations / GIB, m->reserved / GIB, m->total / GIB,
-            m->capacity / GIB);
+            m->gradients / GIB, m->optimizer_states / GIB, m->activations / GIB, m->reserved / GIB,
+            m->total / GIB, m->capacity / GIB);
 }
 
 void report_print_analytic(FILE *out, const et_scenario *s, const et_estimate *e)
 {
     report_print_header(out, s, e, "analytic");
     report_print_memory(out, &e->memory);
-    fprintf(out, "\nstep         forward[ms] backward[ms] clip[ms] tp+pp[ms] bubble[ms] dp_comm[ms] exposed[ms] "
-                 "optimizer[ms] step[ms]\n");
-    fprintf(out, "             %11.2f %12.2f %8.2f %9.2f %10.2f %11.2f %11.2f %13.2f %8.2f\n", e->forward * 1e3,
-            e->backward * 1e3, e->clip * 1e3, (e->tp_comm + e->pp_comm) * 1e3, e->bubble * 1e3, e->dp_comm * 1e3,
-            (e->dp_comm_exposed + e->zero_gather + e->clip_allreduce) * 1e3, e->optimizer * 1e3, e->step_time * 1e3);
+    fprintf(out,
+            "\nstep         forward[ms] backward[ms] clip[ms] tp+pp[ms] bubble[ms] dp_comm[ms] exposed[ms] "
+            "optimizer[ms] step[ms]\n");
+    fprintf(out, "             %11.2f %12.2f %8.2f %9.2f %10.2f %11.2f %11.2f %13.2f %8.2f\n",
+            e->forward * 1e3, e->backward * 1e3, e->clip * 1e3, (e->tp_comm + e->pp_comm) * 1e3,
+            e->bubble * 1e3, e->dp_comm * 1e3,
+            (e->dp_comm_exposed + e->zero_gather + e->clip_allreduce) * 1e3, e->optimizer * 1e3,
+            e->step_time * 1e3);
     char train[32], eval[32], total[32];
     report_format_duration(train, sizeof train, e->train_time);
     report_format_duration(eval, sizeof eval, e->eval_time);
     report_format_duration(total, sizeof total, e->time_to_train);
-    fprintf(out, "\nthroughput   MFU %.1f%%, %.0f samples/s, %.0f tokens/s\n", 100 * e->mfu, e->samples_per_second,
-            e->tokens_per_second);
-    fprintf(out, "time-to-train %lld steps: %s training + %s evaluation = %s\n", e->steps, train, eval, total);
+    fprintf(out, "\nthroughput   MFU %.1f%%, %.0f samples/s, %.0f tokens/s\n", 100 * e->mfu,
+            e->samples_per_second, e->tokens_per_second);
+    fprintf(out, "time-to-train %lld steps: %s training + %s evaluation = %s\n", e->steps, train, eval,
+            total);
 }
 
 static double jnum(const json_t *o, const char *key)
@@ -129,14 +137,16 @@ void report_print_simulated(FILE *out, const et_scenario *s, const et_estimate *
     report_print_memory(out, &e->memory);
     const json_t *st = json_object_get(sim, "step_time_s");
     double mean = jnum(st, "mean");
-    fprintf(out, "\nsimulated    steps  mean[ms]  p50[ms]  p99[ms]  compute[ms]  exposed_comm[ms]  idle[ms]\n");
+    fprintf(out,
+            "\nsimulated    steps  mean[ms]  p50[ms]  p99[ms]  compute[ms]  exposed_comm[ms]  idle[ms]\n");
     fprintf(out, "             %5d %9.2f %8.2f %8.2f %12.2f %17.2f %9.2f\n",
-            (int)json_integer_value(json_object_get(sim, "simulated_steps")), mean * 1e3, jnum(st, "p50") * 1e3,
-            jnum(st, "p99") * 1e3, jnum(sim, "compute_s") * 1e3, jnum(sim, "exposed_comm_s") * 1e3,
-            jnum(sim, "idle_s") * 1e3);
-    fprintf(out, "analytic     step %.2f ms: compute %.2f ms, exposed communication %.2f ms, optimizer %.2f ms\n",
-            e->step_time * 1e3, e->compute * 1e3, (e->dp_comm_exposed + e->zero_gather + e->clip_allreduce) * 1e3,
-            e->optimizer * 1e3);
+            (int)json_integer_value(json_object_get(sim, "simulated_steps")), mean * 1e3,
+            jnum(st, "p50") * 1e3, jnum(st, "p99") * 1e3, jnum(sim, "compute_s") * 1e3,
+            jnum(sim, "exposed_comm_s") * 1e3, jnum(sim, "idle_s") * 1e3);
+    fprintf(out,
+            "analytic     step %.2f ms: compute %.2f ms, exposed communication %.2f ms, optimizer %.2f ms\n",
+            e->step_time * 1e3, e->compute * 1e3,
+            (e->dp_comm_exposed + e->zero_gather + e->clip_allreduce) * 1e3, e->optimizer * 1e3);
     const json_t *buckets = json_object_get(sim, "buckets");
     size_t nb = json_array_size(buckets);
     if (nb) {
@@ -146,10 +156,13 @@ void report_print_simulated(FILE *out, const et_scenario *s, const et_estimate *
             const json_t *b = json_array_get(buckets, i);
             if (!big || jnum(b, "bytes") > jnum(big, "bytes")) big = b;
         }
-        fprintf(out, "\ncollective   size[MiB]  algorithm      time[us]  algbw[GB/s]  busbw[GB/s]  closed_form[us]\n");
-        fprintf(out, "             %9.1f  %-12s %10.1f %12.1f %12.1f %16.1f\n", jnum(big, "bytes") / 1048576.0,
-                json_string_value(json_object_get(big, "algorithm")), jnum(big, "time_s") * 1e6,
-                jnum(big, "algbw_GBps"), jnum(big, "busbw_GBps"), jnum(big, "closed_form_s") * 1e6);
+        fprintf(
+            out,
+            "\ncollective   size[MiB]  algorithm      time[us]  algbw[GB/s]  busbw[GB/s]  closed_form[us]\n");
+        fprintf(out, "             %9.1f  %-12s %10.1f %12.1f %12.1f %16.1f\n",
+                jnum(big, "bytes") / 1048576.0, json_string_value(json_object_get(big, "algorithm")),
+                jnum(big, "time_s") * 1e6, jnum(big, "algbw_GBps"), jnum(big, "busbw_GBps"),
+                jnum(big, "closed_form_s") * 1e6);
     }
     int gpus = et_scenario_gpus(s);
     double mfu = e->model_flops_per_step / (mean * gpus * s->cluster.device.peak_flops[s->precision]);
@@ -158,7 +171,7 @@ void report_print_simulated(FILE *out, const et_scenario *s, const et_estimate *
     report_format_duration(a, sizeof a, train);
     report_format_duration(b, sizeof b, e->eval_time);
     report_format_duration(c, sizeof c, total);
-    fprintf(out, "\nthroughput   MFU %.1f%%, %.0f samples/s, %.0f tokens/s\n", 100 * mfu, s->batch.global / mean,
-            e->tokens_per_step / mean);
+    fprintf(out, "\nthroughput   MFU %.1f%%, %.0f samples/s, %.0f tokens/s\n", 100 * mfu,
+            s->batch.global / mean, e->tokens_per_step / mean);
     fprintf(out, "time-to-train %lld steps: %s training + %s evaluation = %s\n", e->steps, a, b, c);
 }

@@ -13,7 +13,6 @@ XBT_LOG_NEW_DEFAULT_CATEGORY(et_actors, "etsim compute and communication actors"
 
 sim_world *sim_w;
 
-
 /* splitmix64: a seeded, platform-independent random stream per (seed, step, rank). */
 static unsigned long long mix(unsigned long long x)
 {
@@ -54,7 +53,8 @@ void sim_rank_plan(const sim_world *w, int rank, int step, sim_plan *plan)
     double f = noise_factor(w, rank, step);
     /* tensor-parallel all-reduces block compute: spread them over backward in proportion */
     double stretch = Bw > 0 ? (Bw + tp_b) / Bw : 1;
-    for (int k = 0; k <= st->n_buckets; k++) plan->seg[k] *= stretch * f;
+    for (int k = 0; k <= st->n_buckets; k++)
+        plan->seg[k] *= stretch * f;
     plan->seg[st->n_buckets] += send * f;
     plan->pre = ((m - 1 + p - 1) * (F + tp_f + Bw + tp_b + 2 * send) + F + tp_f + send) * f;
     plan->opt = et_phase_time(s, &st->graph, ET_PHASE_OPTIMIZER, &b, NULL) * f;
@@ -118,8 +118,10 @@ static void compute_actor(int argc, char **argv)
         exec(r, plan.seg[nb], "backward (rest)", step);
         r->bwd_end[step] = simgrid_get_clock();
         if (!overlap)
-            for (int k = 0; k < nb; k++) sg_sem_release(r->ready);
-        for (int k = 0; k < nb; k++) sg_sem_acquire(r->done);
+            for (int k = 0; k < nb; k++)
+                sg_sem_release(r->ready);
+        for (int k = 0; k < nb; k++)
+            sg_sem_acquire(r->done);
         r->wait_end[step] = simgrid_get_clock();
         if (s->optimizer.clip == ET_CLIP_AFTER_ALLREDUCE && w->dp.ranks > 1) {
             /* global norm: a latency-bound all-reduce of one value */
@@ -130,8 +132,11 @@ static void compute_actor(int argc, char **argv)
         if (s->parallel.zero_stage >= 1 && w->dp.ranks > 1) {
             compute_barrier(r, step);
             double t0 = simgrid_get_clock();
-            sim_ring_gather(r, compute_boxes, st->graph.param_count * et_precision_bytes(s->precision), 1);
-            if (traced(r)) sim_trace_add(&w->trace, r->rank, 1, "ZeRO parameter all-gather", t0, simgrid_get_clock() - t0);
+            sim_ring_gather(r, compute_boxes, w->groups[r->group].compute_barrier,
+                            st->graph.param_count * et_precision_bytes(s->precision), 1);
+            if (traced(r))
+                sim_trace_add(&w->trace, r->rank, 1, "ZeRO parameter all-gather", t0,
+                              simgrid_get_clock() - t0);
         }
         r->step_end[step] = simgrid_get_clock();
     }
@@ -152,7 +157,7 @@ static void comm_actor(int argc, char **argv)
         if (s->parallel.zero_stage >= 3)
             for (int i = 0; i < 2 * s->batch.grad_accum; i++) {
                 sg_barrier_wait(barrier);
-                sim_ring_gather(r, comm_boxes, param_bytes, 1);
+                sim_ring_gather(r, comm_boxes, barrier, param_bytes, 1);
             }
         for (int k = 0; k < st->n_buckets; k++) {
             const et_bucket *b = &st->buckets[k];
@@ -164,9 +169,9 @@ static void comm_actor(int argc, char **argv)
             et_coll_algo algo;
             et_bucket_comm_time(s, &w->dp, b->bytes, &algo);
             if (s->parallel.zero_stage >= 2)
-                sim_ring_gather(r, comm_boxes, b->bytes, 1);
+                sim_ring_gather(r, comm_boxes, barrier, b->bytes, 1);
             else
-                sim_allreduce(r, comm_boxes, algo, b->bytes);
+                sim_allreduce(r, comm_boxes, barrier, algo, b->bytes);
             double end = simgrid_get_clock();
             if (r->group == 0) {
                 double *e = &w->bucket_end[step * st->n_buckets + k];
@@ -174,7 +179,8 @@ static void comm_actor(int argc, char **argv)
                 w->bucket_start[step * st->n_buckets + k] = start;
             }
             if (traced(r)) {
-                if (start > arrive) sim_trace_add(&w->trace, r->rank, 1, "wait for other ranks", arrive, start - arrive);
+                if (start > arrive)
+                    sim_trace_add(&w->trace, r->rank, 1, "wait for other ranks", arrive, start - arrive);
                 snprintf(name, sizeof name, "%s bucket %d (%.1f MiB)",
                          s->parallel.zero_stage >= 2 ? "reduce-scatter" : et_coll_algo_names[algo], k,
                          b->bytes / 1048576.0);
@@ -198,9 +204,9 @@ static void bench_actor(int argc, char **argv)
         if (o->bench_op == 0) {
             et_coll_algo algo;
             et_allreduce_time(&w->dp, o->bench_algo, bytes, &algo);
-            sim_allreduce(r, comm_boxes, algo, bytes);
+            sim_allreduce(r, comm_boxes, w->groups[r->group].comm_barrier, algo, bytes);
         } else {
-            sim_ring_gather(r, comm_boxes, bytes, 1);
+            sim_ring_gather(r, comm_boxes, w->groups[r->group].comm_barrier, bytes, 1);
         }
         double end = simgrid_get_clock();
         if (r->group == 0) {

@@ -16,24 +16,22 @@ static sim_rank *member(const sim_rank *r, int index)
     return &sim_w->ranks[g->members[index]];
 }
 
-static void phase_barrier(const sim_rank *r)
-{
-    sg_barrier_wait(sim_w->groups[r->group].comm_barrier);
-}
-
 /* Sends `bytes` to `dst` so that the flow ends `latency_term` + transfer time after now (the route's own
  * latency is part of the term), while receiving `n_recv` flows on `self`. */
-static void exchange(sim_rank *r, sg_mailbox_t *boxes, const sim_rank *const *dst, const double *bytes, int n_send,
-                     int n_recv, double latency_term)
+static void exchange(sim_rank *r, sg_mailbox_t *boxes, const sim_rank *const *dst, const double *bytes,
+                     int n_send, int n_recv, double latency_term)
 {
     sg_comm_t comms[16];
     void *data;
     int n = 0;
-    for (int i = 0; i < n_recv; i++) comms[n++] = sg_mailbox_get_async(boxes[r->rank], &data);
+    for (int i = 0; i < n_recv; i++)
+        comms[n++] = sg_mailbox_get_async(boxes[r->rank], &data);
     double route = 0;
-    for (int i = 0; i < n_send; i++) route = fmax(route, sg_host_get_route_latency(r->host, dst[i]->host));
+    for (int i = 0; i < n_send; i++)
+        route = fmax(route, sg_host_get_route_latency(r->host, dst[i]->host));
     if (latency_term > route) sg_actor_sleep_for(latency_term - route);
-    for (int i = 0; i < n_send; i++) comms[n++] = sg_mailbox_put_async(boxes[dst[i]->rank], &payload, (long)bytes[i]);
+    for (int i = 0; i < n_send; i++)
+        comms[n++] = sg_mailbox_put_async(boxes[dst[i]->rank], &payload, (long)bytes[i]);
     sg_comm_wait_all(comms, (size_t)n);
 }
 
@@ -43,35 +41,38 @@ static void ring_phase(sim_rank *r, sg_mailbox_t *boxes, int next_index, double 
     exchange(r, boxes, &dst, &bytes, 1, 1, latency_term);
 }
 
-void sim_ring_gather(sim_rank *r, sg_mailbox_t *boxes, double bytes, int factor_num)
+void sim_ring_gather(sim_rank *r, sg_mailbox_t *boxes, sg_bar_t barrier, double bytes, int factor_num)
 {
     /* factor_num 1: reduce-scatter or all-gather, (N-1)/N S and N-1 steps; 2: all-reduce */
     const et_comm_group *g = &sim_w->dp;
     int N = g->ranks;
     if (N <= 1) return;
     double alpha = g->nodes > 1 ? g->alpha_inter : g->alpha_intra;
-    ring_phase(r, boxes, (r->index + 1) % N, factor_num * (N - 1.0) / N * bytes, factor_num * (N - 1) * alpha);
+    ring_phase(r, boxes, (r->index + 1) % N, factor_num * (N - 1.0) / N * bytes,
+               factor_num * (N - 1) * alpha);
+    sg_barrier_wait(barrier);
 }
 
-void sim_ring_allreduce_detailed(sim_rank *r, sg_mailbox_t *boxes, double bytes)
+static void ring_allreduce_detailed(sim_rank *r, sg_mailbox_t *boxes, double bytes)
 {
     const et_comm_group *g = &sim_w->dp;
     int N = g->ranks;
     double alpha = g->nodes > 1 ? g->alpha_inter : g->alpha_intra;
-    for (int step = 0; step < 2 * (N - 1); step++) ring_phase(r, boxes, (r->index + 1) % N, bytes / N, alpha);
+    for (int step = 0; step < 2 * (N - 1); step++)
+        ring_phase(r, boxes, (r->index + 1) % N, bytes / N, alpha);
 }
 
-static void hierarchical(sim_rank *r, sg_mailbox_t *boxes, double bytes)
+static void hierarchical(sim_rank *r, sg_mailbox_t *boxes, sg_bar_t barrier, double bytes)
 {
     const et_comm_group *g = &sim_w->dp;
     int k = g->ranks_per_node, n = g->nodes, node = r->index / k, local = r->index % k;
     if (k > 1) /* intra-node reduce-scatter */
         ring_phase(r, boxes, node * k + (local + 1) % k, (k - 1.0) / k * bytes, (k - 1) * g->alpha_intra);
-    phase_barrier(r);
+    sg_barrier_wait(barrier);
     if (n > 1) /* k concurrent inter-node rings, one per local rank, on S/k each */
         ring_phase(r, boxes, ((node + 1) % n) * k + local, 2.0 * (n - 1) / n * bytes / k,
                    2 * (n - 1) * g->alpha_inter);
-    phase_barrier(r);
+    sg_barrier_wait(barrier);
     if (k > 1) /* intra-node all-gather */
         ring_phase(r, boxes, node * k + (local + 1) % k, (k - 1.0) / k * bytes, (k - 1) * g->alpha_intra);
 }
@@ -97,13 +98,15 @@ static void tree_phase(sim_rank *r, sg_mailbox_t *boxes, double bytes, int reduc
         for (int t = 0; t < 2; t++) {
             int parent = et_tree_parent(n, t, node);
             int children = 0;
-            for (int c = 0; c < n; c++) children += et_tree_parent(n, t, c) == node;
+            for (int c = 0; c < n; c++)
+                children += et_tree_parent(n, t, c) == node;
             if (reduce) {
                 if (parent >= 0) dst[n_send] = member(r, parent * k), sizes[n_send++] = bytes / 2;
                 n_recv += children;
             } else {
                 for (int c = 0; c < n; c++)
-                    if (et_tree_parent(n, t, c) == node) dst[n_send] = member(r, c * k), sizes[n_send++] = bytes / 2;
+                    if (et_tree_parent(n, t, c) == node)
+                        dst[n_send] = member(r, c * k), sizes[n_send++] = bytes / 2;
                 n_recv += parent >= 0;
             }
         }
@@ -111,24 +114,31 @@ static void tree_phase(sim_rank *r, sg_mailbox_t *boxes, double bytes, int reduc
     exchange(r, boxes, dst, sizes, n_send, n_recv, latency);
 }
 
-static void tree(sim_rank *r, sg_mailbox_t *boxes, double bytes)
+static void tree(sim_rank *r, sg_mailbox_t *boxes, sg_bar_t barrier, double bytes)
 {
     tree_phase(r, boxes, bytes, 1);
-    phase_barrier(r);
+    sg_barrier_wait(barrier);
     tree_phase(r, boxes, bytes, 0);
 }
 
-void sim_allreduce(sim_rank *r, sg_mailbox_t *boxes, et_coll_algo algo, double bytes)
+void sim_allreduce(sim_rank *r, sg_mailbox_t *boxes, sg_bar_t barrier, et_coll_algo algo, double bytes)
 {
     if (sim_w->dp.ranks <= 1) return;
     switch (algo) {
-    case ET_COLL_TREE: tree(r, boxes, bytes); break;
-    case ET_COLL_HIERARCHICAL: hierarchical(r, boxes, bytes); break;
+    case ET_COLL_TREE:
+        tree(r, boxes, barrier, bytes);
+        break;
+    case ET_COLL_HIERARCHICAL:
+        hierarchical(r, boxes, barrier, bytes);
+        break;
     default:
-        if (sim_w->o->detailed)
-            sim_ring_allreduce_detailed(r, boxes, bytes);
-        else
-            sim_ring_gather(r, boxes, bytes, 2);
+        if (sim_w->o->detailed) {
+            ring_allreduce_detailed(r, boxes, bytes);
+        } else {
+            sim_ring_gather(r, boxes, barrier, bytes, 2);
+            return; /* ends with its barrier */
+        }
     }
+    sg_barrier_wait(barrier);
     XBT_DEBUG("rank %d all-reduce of %.0f bytes done at %f", r->rank, bytes, simgrid_get_clock());
 }

@@ -3,12 +3,12 @@
 #define ET_SIM_WORLD_H
 
 #include <simgrid/actor.h>
-#include <simgrid/engine.h>
-#include <xbt/log.h>
 #include <simgrid/barrier.h>
+#include <simgrid/engine.h>
 #include <simgrid/host.h>
 #include <simgrid/mailbox.h>
 #include <simgrid/semaphore.h>
+#include <xbt/log.h>
 
 #include "analytic.h"
 #include "buckets.h"
@@ -20,21 +20,21 @@
 
 typedef struct sim_group {
     int size;
-    int *members;   /* global ranks, index order = ring order */
-    sg_bar_t comm_barrier;     /* used by communication actors */
+    int *members;             /* global ranks, index order = ring order */
+    sg_bar_t comm_barrier;    /* used by communication actors */
     sg_bar_t compute_barrier; /* used by compute actors (global-norm all-reduce, ZeRO gather) */
 } sim_group;
 
 typedef struct sim_rank {
     int rank;
     int stage;
-    int group;      /* data-parallel communicator */
-    int index;      /* position in the communicator */
+    int group; /* data-parallel communicator */
+    int index; /* position in the communicator */
     sg_host_t host;
     sg_mailbox_t comm_box;    /* receives communication-actor flows */
     sg_mailbox_t compute_box; /* receives compute-actor flows */
-    sg_sem_t ready;  /* compute -> comm: one release per ready bucket */
-    sg_sem_t done;   /* comm -> compute: one release per finished bucket */
+    sg_sem_t ready;           /* compute -> comm: one release per ready bucket */
+    sg_sem_t done;            /* comm -> compute: one release per finished bucket */
     /* per step, filled by the actors */
     double *step_start, *step_end, *busy, *bwd_end, *wait_end, *idle;
 } sim_rank;
@@ -58,7 +58,7 @@ typedef struct sim_world {
     sim_stage *stages;
     et_comm_group dp;
     double *bucket_start, *bucket_end; /* last step, per bucket of stage 0 group 0 */
-    int trace_every;  /* keep ranks with rank % trace_every == 0 in the trace */
+    int trace_every;                   /* keep ranks with rank % trace_every == 0 in the trace */
     sim_trace trace;
 } sim_world;
 
@@ -66,17 +66,17 @@ extern sim_world *sim_w;
 
 /* Compute-time plan of one rank for one step (seconds). seg has n_buckets + 1 entries. */
 typedef struct sim_plan {
-    double pre;   /* forward and every micro-batch before the last backward, bubble and blocking comm */
-    double *seg;  /* last backward, split at bucket-ready points */
+    double pre;  /* forward and every micro-batch before the last backward, bubble and blocking comm */
+    double *seg; /* last backward, split at bucket-ready points */
     double opt;
 } sim_plan;
 
 void sim_rank_plan(const sim_world *w, int rank, int step, sim_plan *plan);
 
-/* Collectives over a rank's data-parallel group, run by the calling actor; return when this rank is done. */
-void sim_allreduce(sim_rank *r, sg_mailbox_t *boxes, et_coll_algo algo, double bytes);
-void sim_ring_gather(sim_rank *r, sg_mailbox_t *boxes, double bytes, int factor_num);
-void sim_ring_allreduce_detailed(sim_rank *r, sg_mailbox_t *boxes, double bytes);
+/* Collectives over a rank's data-parallel group, run by the calling actor with its own mailboxes and
+ * barrier; they return when the last rank of the group is done (a collective ends for everyone together). */
+void sim_allreduce(sim_rank *r, sg_mailbox_t *boxes, sg_bar_t barrier, et_coll_algo algo, double bytes);
+void sim_ring_gather(sim_rank *r, sg_mailbox_t *boxes, sg_bar_t barrier, double bytes, int factor_num);
 
 /* Creates the two actors of every rank. */
 void sim_start_actors(sim_world *w);

@@ -28,7 +28,8 @@ static int fail(json_t **result, const char *fmt, const char *a)
 static int build_world(sim_world *w, json_t **result)
 {
     const et_scenario *s = w->s;
-    const int gpus = et_scenario_gpus(s), t = s->parallel.tensor, pp = s->parallel.pipeline, dp = s->parallel.data;
+    const int gpus = et_scenario_gpus(s), t = s->parallel.tensor, pp = s->parallel.pipeline,
+              dp = s->parallel.data;
     const int per_stage = gpus / pp;
     w->n_ranks = gpus;
     w->dp = et_dp_group(s);
@@ -37,7 +38,8 @@ static int build_world(sim_world *w, json_t **result)
     w->groups = calloc((size_t)w->n_groups, sizeof *w->groups);
     w->n_stages = pp;
     w->stages = calloc((size_t)pp, sizeof *w->stages);
-    if (!w->ranks || !w->groups || !w->stages) return fail(result, "out of memory for %s", "the simulated ranks");
+    if (!w->ranks || !w->groups || !w->stages)
+        return fail(result, "out of memory for %s", "the simulated ranks");
     et_error err;
     for (int st = 0; st < pp; st++) {
         sim_stage *stage = &w->stages[st];
@@ -48,7 +50,8 @@ static int build_world(sim_world *w, json_t **result)
             return fail(result, "%s", err.text);
         stage->clip = calloc((size_t)stage->n_buckets + 1, sizeof *stage->clip);
         if (!stage->clip) return fail(result, "out of memory for %s", "clip times");
-        for (int k = 0; k < stage->n_buckets; k++) stage->clip[k] = et_bucket_clip_time(s, stage->buckets[k].bytes);
+        for (int k = 0; k < stage->n_buckets; k++)
+            stage->clip[k] = et_bucket_clip_time(s, stage->buckets[k].bytes);
     }
     /* Megatron order: tensor rank fastest, then data, then pipeline stage */
     for (int g = 0; g < w->n_groups; g++) {
@@ -68,9 +71,11 @@ static int build_world(sim_world *w, json_t **result)
         r->index = d;
         w->groups[r->group].members[d] = rank;
         char host[64];
-        platform_host_name(host, sizeof host, rank / s->cluster.gpus_per_node, rank % s->cluster.gpus_per_node);
+        platform_host_name(host, sizeof host, rank / s->cluster.gpus_per_node,
+                           rank % s->cluster.gpus_per_node);
         r->host = sg_host_by_name(host);
-        if (!r->host) return fail(result, "the platform has no host named %s (hosts must be gpu-<node>-<local>)", host);
+        if (!r->host)
+            return fail(result, "the platform has no host named %s (hosts must be gpu-<node>-<local>)", host);
         r->ready = sg_sem_init(0);
         r->done = sg_sem_init(0);
         double *block = calloc(6 * per_step, sizeof(double));
@@ -82,7 +87,8 @@ static int build_world(sim_world *w, json_t **result)
         r->wait_end = block + 4 * per_step;
         r->idle = block + 5 * per_step;
     }
-    size_t records = w->o->bench_sizes > 0 ? (size_t)w->o->bench_sizes : per_step * (size_t)w->stages[0].n_buckets;
+    size_t records =
+        w->o->bench_sizes > 0 ? (size_t)w->o->bench_sizes : per_step * (size_t)w->stages[0].n_buckets;
     w->bucket_start = calloc(records + 1, sizeof(double));
     w->bucket_end = calloc(records + 1, sizeof(double));
     if (!w->bucket_start || !w->bucket_end) return fail(result, "out of memory for %s", "bucket records");
@@ -133,7 +139,8 @@ static json_t *results(const sim_world *w)
     memcpy(sorted, step, (size_t)S * sizeof *step);
     qsort(sorted, (size_t)S, sizeof *sorted, compare_double);
     double mean = 0;
-    for (int k = 0; k < S; k++) mean += step[k] / S;
+    for (int k = 0; k < S; k++)
+        mean += step[k] / S;
     for (int r = 0; r < N; r++) {
         const sim_rank *x = &w->ranks[r];
         double busy = 0, idle = 0, exposed = 0;
@@ -143,7 +150,8 @@ static json_t *results(const sim_world *w)
             exposed += ((x->step_end[k] - x->step_start[k]) - x->busy[k] - x->idle[k]) / S;
         }
         json_array_append_new(ranks, json_pack("{s:i, s:i, s:f, s:f, s:f}", "rank", r, "stage", x->stage,
-                                               "compute_s", busy, "idle_s", idle, "exposed_comm_s", fmax(0, exposed)));
+                                               "compute_s", busy, "idle_s", idle, "exposed_comm_s",
+                                               fmax(0, exposed)));
     }
     const sim_stage *st0 = &w->stages[0];
     for (int k = 0; k < st0->n_buckets; k++) {
@@ -154,10 +162,11 @@ static json_t *results(const sim_world *w)
         double factor = s->parallel.zero_stage >= 2 ? et_busbw_factor_gather(w->dp.ranks)
                                                     : et_busbw_factor_allreduce(w->dp.ranks);
         json_array_append_new(
-            buckets, json_pack("{s:i, s:f, s:s, s:f, s:f, s:f, s:f}", "bucket", k, "bytes", bytes, "algorithm",
-                               s->parallel.zero_stage >= 2 ? "reduce_scatter" : et_coll_algo_names[algo], "time_s",
-                               t, "closed_form_s", closed, "algbw_GBps", t > 0 ? bytes / t / 1e9 : 0,
-                               "busbw_GBps", t > 0 ? bytes / t / 1e9 * factor : 0));
+            buckets,
+            json_pack("{s:i, s:f, s:s, s:f, s:f, s:f, s:f}", "bucket", k, "bytes", bytes, "algorithm",
+                      s->parallel.zero_stage >= 2 ? "reduce_scatter" : et_coll_algo_names[algo], "time_s", t,
+                      "closed_form_s", closed, "algbw_GBps", t > 0 ? bytes / t / 1e9 : 0, "busbw_GBps",
+                      t > 0 ? bytes / t / 1e9 * factor : 0));
     }
     /* per op of stage 0, over its ranks and the simulated steps: seconds per step */
     const et_graph *g = &st0->graph;
@@ -166,9 +175,9 @@ static json_t *results(const sim_world *w)
         const et_op *op = &g->ops[i];
         double t = op->kind == ET_OP_TP_ALLREDUCE ? 0 : et_op_time(op, &b, &s->cluster.device, s->precision);
         json_array_append_new(ops, json_pack("{s:s, s:s, s:s, s:f, s:f, s:f}", "id", op->id, "phase",
-                                             et_phase_names[op->phase], "kind", et_op_kind_names[op->kind], "flops",
-                                             et_linear_eval(&op->flops, &b), "bytes", et_linear_eval(&op->bytes, &b),
-                                             "time_s", t));
+                                             et_phase_names[op->phase], "kind", et_op_kind_names[op->kind],
+                                             "flops", et_linear_eval(&op->flops, &b), "bytes",
+                                             et_linear_eval(&op->bytes, &b), "time_s", t));
     }
     json_t *out = json_pack("{s:s, s:i, s:b, s:{s:f, s:f, s:f, s:f, s:f}, s:f, s:f, s:f, s:o, s:o, s:o, s:o}",
                             "engine", "simgrid", "simulated_steps", S, "detailed_collectives", w->o->detailed,
@@ -194,11 +203,11 @@ static json_t *bench_results(const sim_world *w)
         else
             closed = et_ring_reduce_scatter_time(&w->dp, bytes);
         double factor = o->bench_op == 0 ? et_busbw_factor_allreduce(N) : et_busbw_factor_gather(N);
-        json_array_append_new(rows, json_pack("{s:f, s:s, s:f, s:f, s:f, s:f, s:f}", "bytes", bytes, "algorithm",
-                                              et_coll_algo_names[algo], "time_s", t, "closed_form_s", closed,
-                                              "algbw_GBps", t > 0 ? bytes / t / 1e9 : 0, "busbw_GBps",
-                                              t > 0 ? bytes / t / 1e9 * factor : 0, "error",
-                                              closed > 0 ? t / closed - 1 : 0));
+        json_array_append_new(
+            rows, json_pack("{s:f, s:s, s:f, s:f, s:f, s:f, s:f}", "bytes", bytes, "algorithm",
+                            et_coll_algo_names[algo], "time_s", t, "closed_form_s", closed, "algbw_GBps",
+                            t > 0 ? bytes / t / 1e9 : 0, "busbw_GBps", t > 0 ? bytes / t / 1e9 * factor : 0,
+                            "error", closed > 0 ? t / closed - 1 : 0));
     }
     return json_pack("{s:s, s:s, s:i, s:i, s:i, s:o}", "engine", "simgrid", "collective",
                      sim_bench_op_names[o->bench_op], "ranks", N, "nodes", w->dp.nodes, "ranks_per_node",
@@ -323,8 +332,10 @@ int sim_run(const et_scenario *s, const sim_options *o, json_t **out, et_error *
     if (!j || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
         json_decref(j);
         if (WIFSIGNALED(status))
-            return et_error_set(err, s->source, 0, 0, NULL, "simulation failed: SimGrid stopped with signal %d "
-                                "(see its messages above)", WTERMSIG(status));
+            return et_error_set(err, s->source, 0, 0, NULL,
+                                "simulation failed: SimGrid stopped with signal %d "
+                                "(see its messages above)",
+                                WTERMSIG(status));
         return et_error_set(err, s->source, 0, 0, NULL, "simulation failed (see SimGrid's messages above)");
     }
     *out = j;

@@ -21,19 +21,19 @@
 #include "scenario.h"
 
 typedef struct sim_options {
-    int steps;               /* simulated steps (scenario's simulation.steps when 0) */
-    bool detailed;           /* collectives step by step (2(N-1) messages per ring) instead of fluid flows */
-    bool force_no_overlap;   /* start bucket collectives only after backward */
-    const char *trace_path;  /* Chrome trace of the last simulated step, NULL for none */
-    int trace_ranks;         /* ranks kept in the trace (sampled evenly), 0 = all up to 64 */
-    bool progress;           /* progress line on stderr */
-    const char *platform_out;/* also write the generated platform here */
+    int steps;                /* simulated steps (scenario's simulation.steps when 0) */
+    bool detailed;            /* collectives step by step (2(N-1) messages per ring) instead of fluid flows */
+    bool force_no_overlap;    /* start bucket collectives only after backward */
+    const char *trace_path;   /* Chrome trace of the last simulated step, NULL for none */
+    int trace_ranks;          /* ranks kept in the trace (sampled evenly), 0 = all up to 64 */
+    bool progress;            /* progress line on stderr */
+    const char *platform_out; /* also write the generated platform here */
     /* collective benchmark (nccl-tests style) instead of training steps: one collective per size on the
      * data-parallel communicator, no compute */
-    int bench_sizes;          /* number of sizes, 0 = train */
+    int bench_sizes; /* number of sizes, 0 = train */
     const double *bench_bytes;
-    et_coll_algo bench_algo;  /* AUTO picks as NCCL would */
-    int bench_op;             /* 0 all-reduce, 1 reduce-scatter, 2 all-gather */
+    et_coll_algo bench_algo; /* AUTO picks as NCCL would */
+    int bench_op;            /* 0 all-reduce, 1 reduce-scatter, 2 all-gather */
 } sim_options;
 
 extern const char *const sim_bench_op_names[]; /* "allreduce", "reduce_scatter", "allgather", NULL */

@@ -47,13 +47,13 @@ int sim_trace_write(const sim_trace *t, const char *path, const char *scenario_n
         json_array_append_new(events, json_pack("{s:s, s:s, s:i, s:{s:s}}", "name", "process_name", "ph", "M",
                                                 "pid", r, "args", "name", name));
         for (int lane = 0; lane < 2; lane++)
-            json_array_append_new(events, json_pack("{s:s, s:s, s:i, s:i, s:{s:s}}", "name", "thread_name", "ph",
-                                                    "M", "pid", r, "tid", lane, "args", "name",
+            json_array_append_new(events, json_pack("{s:s, s:s, s:i, s:i, s:{s:s}}", "name", "thread_name",
+                                                    "ph", "M", "pid", r, "tid", lane, "args", "name",
                                                     lane ? "communication" : "compute"));
     }
     free(seen);
-    json_t *root = json_pack("{s:o, s:s, s:{s:s}}", "traceEvents", events, "displayTimeUnit", "ms", "otherData",
-                             "scenario", scenario_name);
+    json_t *root = json_pack("{s:o, s:s, s:{s:s}}", "traceEvents", events, "displayTimeUnit", "ms",
+                             "otherData", "scenario", scenario_name);
     int rc = et_atomic_write_json(path, root, err);
     json_decref(root);
     return rc;

@@ -23,7 +23,7 @@ static int check_passed, check_failed;
 #define CHECK_REL(got, want, rel, what)                                                                      \
     do {                                                                                                     \
         double g_ = (got), w_ = (want);                                                                      \
-        CHECK(fabs(g_ - w_) <= (rel) * fabs(w_), "%s: got %.9g, want %.9g (tolerance %.3g%%)", what, g_, w_, \
+        CHECK(fabs(g_ - w_) <= (rel)*fabs(w_), "%s: got %.9g, want %.9g (tolerance %.3g%%)", what, g_, w_,   \
               100.0 * (rel));                                                                                \
     } while (0)
 

@@ -15,8 +15,12 @@ static et_graph build(const char *preset, int tensor, int pipeline, int stage, e
 {
     et_model_config m;
     et_model_preset(preset, &m);
-    et_graph_options o = {.tensor = tensor, .pipeline = pipeline, .stage = stage, .precision = ET_FP16,
-                          .optimizer = ET_OPT_ADAM, .optimizer_shards = 1};
+    et_graph_options o = {.tensor = tensor,
+                          .pipeline = pipeline,
+                          .stage = stage,
+                          .precision = ET_FP16,
+                          .optimizer = ET_OPT_ADAM,
+                          .optimizer_shards = 1};
     et_graph g;
     if (et_graph_build(&m, &o, &g, err)) memset(&g, 0, sizeof g);
     return g;
@@ -34,8 +38,10 @@ static void test_param_counts(void)
 {
     et_model_config m;
     CHECK(et_model_preset("bert-large", &m) == 0, "bert-large preset exists");
-    CHECK(et_model_param_count(&m) == 336232258.0, "BERT-large (vocab 30528, pooler, tied MLM head, NSP) has "
-                                                   "336,232,258 parameters, got %.0f", et_model_param_count(&m));
+    CHECK(et_model_param_count(&m) == 336232258.0,
+          "BERT-large (vocab 30528, pooler, tied MLM head, NSP) has "
+          "336,232,258 parameters, got %.0f",
+          et_model_param_count(&m));
     /* independent count: embeddings + 24 layers + pooler + MLM transform/LN/bias + NSP */
     double H = 1024, V = 30528, L = 24;
     double expect = V * H + 512 * H + 2 * H + 2 * H + L * (4 * H * H + 4 * H + 8 * H * H + 5 * H + 4 * H) +
@@ -83,11 +89,14 @@ static void test_order(void)
         CHECK(g.n_ops > 0, "graph built");
         /* every parameter finalised exactly once, ids unique */
         int covered = 0;
-        for (int i = 0; i < g.n_ops; i++) covered += g.ops[i].grad_count;
-        CHECK(covered == g.n_params, "each parameter's gradient produced once (%d of %d)", covered, g.n_params);
+        for (int i = 0; i < g.n_ops; i++)
+            covered += g.ops[i].grad_count;
+        CHECK(covered == g.n_params, "each parameter's gradient produced once (%d of %d)", covered,
+              g.n_params);
         int dup = 0;
         for (int i = 0; i < g.n_params; i++)
-            for (int j = i + 1; j < g.n_params; j++) dup += strcmp(g.params[i].id, g.params[j].id) == 0;
+            for (int j = i + 1; j < g.n_params; j++)
+                dup += strcmp(g.params[i].id, g.params[j].id) == 0;
         CHECK(dup == 0, "parameter ids are unique (%d duplicates)", dup);
         int ranges_ok = 1;
         for (int i = 1; i < g.n_ops; i++)
@@ -112,8 +121,10 @@ static void test_order(void)
             if (g.ops[i].phase == ET_PHASE_BACKWARD && bwd_start < 0) bwd_start = i;
         }
         CHECK(phases_ok && fwd_end < bwd_start, "forward ops precede backward ops");
-        CHECK(et_graph_find(&g, "layer.3.attn.qkv.bwd_weight") >= 0, "stable op id layer.3.attn.qkv.bwd_weight");
-        CHECK((et_graph_find(&g, "layer.3.mlp.tp_allreduce") >= 0) == (tp > 1), "TP all-reduce only with t > 1");
+        CHECK(et_graph_find(&g, "layer.3.attn.qkv.bwd_weight") >= 0,
+              "stable op id layer.3.attn.qkv.bwd_weight");
+        CHECK((et_graph_find(&g, "layer.3.mlp.tp_allreduce") >= 0) == (tp > 1),
+              "TP all-reduce only with t > 1");
         et_graph_free(&g);
     }
     /* pipeline stages split layers and own embeddings / head */
@@ -121,7 +132,8 @@ static void test_order(void)
     CHECK(s0.first_layer == 0 && s0.last_layer == 9 && s3.first_layer == 30 && s3.last_layer == 39,
           "4 stages of 10 layers");
     CHECK(et_graph_find(&s0, "embed.lookup") >= 0 && et_graph_find(&s0, "head.loss") < 0, "stage 0 embeds");
-    CHECK(et_graph_find(&s3, "head.loss") >= 0 && et_graph_find(&s3, "embed.lookup") < 0, "last stage has the head");
+    CHECK(et_graph_find(&s3, "head.loss") >= 0 && et_graph_find(&s3, "embed.lookup") < 0,
+          "last stage has the head");
     et_graph_free(&s0);
     et_graph_free(&s3);
 }

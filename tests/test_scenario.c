@@ -19,8 +19,8 @@ static void test_histogram(void)
     CHECK(d.total_count == 16279552, "16,279,552 sequences, got %.0f", d.total_count);
     double pad = et_length_padding_fraction(&d, 512);
     CHECK(fabs(pad - 0.500) < 0.0005, "padding fraction at 512 is 0.500 to 3 digits, got %.4f", pad);
-    double shares[4] = {et_length_share(&d, 1, 128), et_length_share(&d, 129, 256), et_length_share(&d, 257, 384),
-                        et_length_share(&d, 385, 512)};
+    double shares[4] = {et_length_share(&d, 1, 128), et_length_share(&d, 129, 256),
+                        et_length_share(&d, 257, 384), et_length_share(&d, 385, 512)};
     double want[4] = {0.369, 0.197, 0.117, 0.316};
     for (int i = 0; i < 4; i++)
         CHECK(fabs(shares[i] - want[i]) < 0.0005, "bin %d share %.4f, want %.3f", i, shares[i], want[i]);
@@ -28,7 +28,8 @@ static void test_histogram(void)
     et_length_dist_free(&d);
     CHECK(et_length_dist_load_histogram(SCEN("data/wikipedia-bert-seqlen-512.csv"), 256, &d, &err) != 0,
           "lengths above seq_len are an error");
-    CHECK(err.line > 0 && strstr(err.text, "outside 1..256"), "error names the line: %d %s", err.line, err.text);
+    CHECK(err.line > 0 && strstr(err.text, "outside 1..256"), "error names the line: %d %s", err.line,
+          err.text);
     et_length_dist u;
     CHECK(et_length_dist_uniform(1, 100, &u, &err) == 0, "uniform");
     CHECK(fabs(et_length_mean(&u) - 50.5) < 1e-9, "uniform mean 50.5");
@@ -46,7 +47,8 @@ static void test_load(void)
     CHECK(s.batch.grad_accum == 1, "grad_accum derived as 1");
     CHECK(s.target.steps == 179, "179 steps");
     CHECK(s.cluster.nic_bandwidth == 25e9, "HDR 200 Gb/s = 25 GB/s per NIC");
-    CHECK(s.cluster.intra_node_bandwidth == 300e9, "NVSwitch 600 GB/s bidirectional = 300 GB/s per direction");
+    CHECK(s.cluster.intra_node_bandwidth == 300e9,
+          "NVSwitch 600 GB/s bidirectional = 300 GB/s per direction");
     CHECK(s.parallel.bucket_bytes == 25 * 1048576.0, "25 MiB buckets");
     et_batch_shape b = et_batch_expected(&s);
     CHECK(fabs(b.tokens / 16 - et_length_mean(&s.data.lengths)) < 1e-9, "unpadded tokens = B * E[L]");
@@ -61,7 +63,8 @@ static void test_load(void)
     CHECK_REL(without.dp_comm_exposed, without.dp_comm, 1e-12, "without overlap everything is exposed");
     CHECK(with.step_time < without.step_time, "overlap shortens the step");
     CHECK(with.mfu > 0.05 && with.mfu < 0.87, "MFU plausible: %.3f", with.mfu);
-    CHECK_REL(with.time_to_train, with.steps * with.step_time + with.eval_time, 1e-12, "time-to-train adds up");
+    CHECK_REL(with.time_to_train, with.steps * with.step_time + with.eval_time, 1e-12,
+              "time-to-train adds up");
 
     /* padded costs more than unpadded on the same data */
     s.parallel.overlap = true;
@@ -83,7 +86,8 @@ static void test_memory(void)
     }
     et_estimate e;
     CHECK(et_analytic_estimate(&s, &e, &err) == 0, "estimate");
-    CHECK(e.memory.fits, "13B with TP 8 x PP 2 and ZeRO-1 fits in 80 GB (%.1f GiB)", e.memory.total / 1073741824.0);
+    CHECK(e.memory.fits, "13B with TP 8 x PP 2 and ZeRO-1 fits in 80 GB (%.1f GiB)",
+          e.memory.total / 1073741824.0);
     /* without model parallelism 13B needs 16 bytes/parameter = 208 GB > 80 GB */
     s.parallel.tensor = 1;
     s.parallel.pipeline = 1;
@@ -97,25 +101,34 @@ static void test_memory(void)
     s.parallel.zero_stage = 3;
     et_estimate z3;
     CHECK(et_analytic_estimate(&s, &z3, &err) == 0, "estimate");
-    CHECK_REL(z3.memory.weights + z3.memory.gradients + z3.memory.optimizer_states, 16 * e.params_total / 512, 1e-9,
-              "ZeRO-3 shards all 16 bytes over 512 ranks");
+    CHECK_REL(z3.memory.weights + z3.memory.gradients + z3.memory.optimizer_states, 16 * e.params_total / 512,
+              1e-9, "ZeRO-3 shards all 16 bytes over 512 ranks");
     et_scenario_free(&s);
 }
 
 static void test_collectives(void)
 {
-    et_comm_group g = {.ranks = 64, .nodes = 8, .ranks_per_node = 8, .intra_bw = 300e9, .inter_bw = 100e9,
-                       .alpha_intra = 5e-6, .alpha_inter = 8e-6};
+    et_comm_group g = {.ranks = 64,
+                       .nodes = 8,
+                       .ranks_per_node = 8,
+                       .intra_bw = 300e9,
+                       .inter_bw = 100e9,
+                       .alpha_intra = 5e-6,
+                       .alpha_inter = 8e-6};
     double S = 1e9;
-    CHECK_REL(et_ring_allreduce_time(&g, S), 2 * 63 * 8e-6 + 2.0 * 63 / 64 * S / 100e9, 1e-12, "ring closed form");
+    CHECK_REL(et_ring_allreduce_time(&g, S), 2 * 63 * 8e-6 + 2.0 * 63 / 64 * S / 100e9, 1e-12,
+              "ring closed form");
     CHECK(et_tree_allreduce_time(&g, 1e3) < et_ring_allreduce_time(&g, 1e3), "tree wins for small messages");
-    /* for large messages both move ~2S per node: equal bandwidth terms; ring pays 2(N-1) latencies (~1 ms here) */
-    CHECK_REL(et_tree_allreduce_time(&g, S) - 2 * (7 * 5e-6 + 3 * 8e-6), et_ring_allreduce_time(&g, S) - 2 * 63 * 8e-6, 0.02, "tree ~ ring at 1 GB");
+    /* for large messages both move ~2S per node: equal bandwidth terms; ring pays 2(N-1) latencies (~1 ms
+     * here) */
+    CHECK_REL(et_tree_allreduce_time(&g, S) - 2 * (7 * 5e-6 + 3 * 8e-6),
+              et_ring_allreduce_time(&g, S) - 2 * 63 * 8e-6, 0.02, "tree ~ ring at 1 GB");
     et_coll_algo chosen;
     et_allreduce_time(&g, ET_COLL_AUTO, 1e3, &chosen);
     CHECK(chosen == ET_COLL_TREE, "auto picks tree for 1 kB");
     double t_auto = et_allreduce_time(&g, ET_COLL_AUTO, S, &chosen);
-    CHECK(t_auto == fmin(et_ring_allreduce_time(&g, S), et_tree_allreduce_time(&g, S)), "auto takes the faster");
+    CHECK(t_auto == fmin(et_ring_allreduce_time(&g, S), et_tree_allreduce_time(&g, S)),
+          "auto takes the faster");
     g.nodes = 1;
     g.ranks = g.ranks_per_node = 8;
     et_allreduce_time(&g, ET_COLL_AUTO, S, &chosen);
@@ -123,10 +136,11 @@ static void test_collectives(void)
     for (int n = 2; n <= 1024; n *= 2) {
         int roots = 0;
         for (int t = 0; t < 2; t++)
-            for (int i = 0; i < n; i++) roots += et_tree_parent(n, t, i) < 0;
+            for (int i = 0; i < n; i++)
+                roots += et_tree_parent(n, t, i) < 0;
         CHECK(roots == 2, "each of the two trees over %d nodes has one root", n);
-        CHECK(et_tree_max_nic_load(n) <= 1.0 + 1e-12, "double binary tree loads a NIC at most S (n=%d: %.2f)", n,
-              et_tree_max_nic_load(n));
+        CHECK(et_tree_max_nic_load(n) <= 1.0 + 1e-12, "double binary tree loads a NIC at most S (n=%d: %.2f)",
+              n, et_tree_max_nic_load(n));
     }
     CHECK_REL(et_busbw_factor_allreduce(8), 1.75, 1e-12, "busbw factor 2(N-1)/N");
 }

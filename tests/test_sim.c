@@ -1,0 +1,107 @@
+/* The SimGrid simulator against the analytic model: equal without overlap or stragglers, exposed
+ * communication bounded with overlap, deterministic output, stragglers cost time. */
+#include <string.h>
+
+#include "analytic.h"
+#include "check.h"
+#include "scenario.h"
+#include "step_sim.h"
+
+#define SCEN(name) ET_SOURCE_DIR "/scenarios/" name
+
+static double step_mean(const json_t *sim)
+{
+    return json_number_value(json_object_get(json_object_get(sim, "step_time_s"), "mean"));
+}
+
+static double field(const json_t *sim, const char *key)
+{
+    return json_number_value(json_object_get(sim, key));
+}
+
+static json_t *simulate(et_scenario *s, int steps, int no_overlap)
+{
+    sim_options o = {.steps = steps, .force_no_overlap = no_overlap};
+    json_t *out = NULL;
+    et_error err;
+    if (sim_run(s, &o, &out, &err)) {
+        CHECK(0, "simulation of %s failed: %s", s->name, err.text);
+        return NULL;
+    }
+    return out;
+}
+
+static void check_scenario(const char *path, int steps)
+{
+    et_scenario s;
+    et_error err;
+    if (et_scenario_load(path, &s, &err)) {
+        CHECK(0, "%s loads: %s", path, err.text);
+        return;
+    }
+    /* no overlap, no stragglers: the simulated step equals the analytic step */
+    s.parallel.overlap = false;
+    et_estimate e;
+    CHECK(et_analytic_estimate(&s, &e, &err) == 0, "analytic estimate");
+    json_t *flat = simulate(&s, steps, 1);
+    if (flat) CHECK_REL(step_mean(flat), e.step_time, 0.02, s.name);
+    /* overlap: exposed communication never negative and never above the no-overlap case */
+    s.parallel.overlap = true;
+    json_t *over = simulate(&s, steps, 0);
+    if (flat && over) {
+        CHECK(field(over, "exposed_comm_s") >= 0, "%s: exposed communication %g >= 0", s.name,
+              field(over, "exposed_comm_s"));
+        CHECK(field(over, "exposed_comm_s") <= field(flat, "exposed_comm_s") * (1 + 1e-9),
+              "%s: overlap exposes %g s <= %g s without", s.name, field(over, "exposed_comm_s"),
+              field(flat, "exposed_comm_s"));
+        CHECK(step_mean(over) <= step_mean(flat) * (1 + 1e-9), "%s: overlap is no slower", s.name);
+        et_estimate eo;
+        et_analytic_estimate(&s, &eo, &err);
+        CHECK_REL(step_mean(over), eo.step_time, 0.02, "with overlap, simulated step vs analytic");
+    }
+    json_decref(flat);
+    json_decref(over);
+    et_scenario_free(&s);
+}
+
+static void check_determinism_and_stragglers(void)
+{
+    et_scenario s;
+    et_error err;
+    if (et_scenario_load(SCEN("mlperf-bert-8.json"), &s, &err)) return;
+    s.simulation.straggler_sigma = 0.05;
+    json_t *a = simulate(&s, 4, 0), *b = simulate(&s, 4, 0);
+    if (a && b) {
+        char *ta = json_dumps(a, JSON_COMPACT | JSON_REAL_PRECISION(17));
+        char *tb = json_dumps(b, JSON_COMPACT | JSON_REAL_PRECISION(17));
+        CHECK(ta && tb && strcmp(ta, tb) == 0, "same scenario and seed give identical output");
+        free(ta);
+        free(tb);
+    }
+    s.simulation.seed = 12345;
+    json_t *c = simulate(&s, 4, 0);
+    s.simulation.straggler_sigma = 0;
+    json_t *calm = simulate(&s, 4, 0);
+    if (a && c && calm) {
+        CHECK(step_mean(a) != step_mean(c), "another seed draws other stragglers");
+        CHECK(step_mean(a) > step_mean(calm), "stragglers slow the step: %g > %g", step_mean(a),
+              step_mean(calm));
+        CHECK(field(a, "idle_s") > 0 && field(calm, "idle_s") == 0, "stragglers make others idle (%g, %g)",
+              field(a, "idle_s"), field(calm, "idle_s"));
+    }
+    json_decref(a);
+    json_decref(b);
+    json_decref(c);
+    json_decref(calm);
+    et_scenario_free(&s);
+}
+
+int main(void)
+{
+    check_scenario(SCEN("mlperf-bert-8.json"), 2);
+    check_scenario(SCEN("bert-base-8-padded.json"), 2);
+    check_scenario(SCEN("mlperf-bert-1024-nvidia.json"), 1);
+    check_scenario(SCEN("gpt3-13b-dense-a100.json"), 1);
+    check_determinism_and_stragglers();
+    return check_summary("test_sim");
+}
