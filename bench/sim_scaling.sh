@@ -35,13 +35,16 @@ wall() { # command... -> seconds
   echo "$t1 - $t0" | bc -l
 }
 
-echo "# simulating one BERT-large DP step (21 buckets of 25 MiB, fp16), fluid collectives"
-printf "%8s %10s %14s %16s\n" "GPUs" "algorithm" "wall[s]" "wall/GPU[ms]"
+echo "# simulating BERT-large data-parallel steps (21 buckets of 25 MiB, fp16, per-bucket clipping)"
+echo "# wall_1: one step including start-up (platform, actors); per_step: (wall_3 - wall_1) / 2"
+printf "%8s %10s %12s %12s %14s %18s\n" "GPUs" "algorithm" "wall_1[s]" "wall_3[s]" "per_step[s]" "per_step/GPU[ms]"
 for nodes in 1 8 32 128 512; do
-  for algo in ring tree; do
+  for algo in auto ring; do
     f=$(scenario $nodes $algo)
-    w=$(wall "$etsim" --quiet "$f")
-    printf "%8d %10s %14.3f %16.3f\n" $((nodes * 8)) $algo "$w" "$(echo "$w * 1000 / ($nodes * 8)" | bc -l)"
+    w1=$(wall "$etsim" --quiet --steps 1 "$f")
+    w3=$(wall "$etsim" --quiet --steps 3 "$f")
+    ps=$(echo "($w3 - $w1) / 2" | bc -l)
+    printf "%8d %10s %12.3f %12.3f %14.3f %18.4f\n" $((nodes * 8)) $algo "$w1" "$w3" "$ps" "$(echo "$ps * 1000 / ($nodes * 8)" | bc -l)"
   done
 done
 

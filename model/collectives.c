@@ -10,13 +10,14 @@ static et_comm_group group(const et_scenario *s, int ranks, int per_node, int gr
     g.ranks = ranks;
     g.ranks_per_node = per_node < ranks ? per_node : ranks;
     g.nodes = ranks / g.ranks_per_node;
-    g.intra_bw = c->intra_node_bandwidth;
-    g.inter_bw = c->nics_per_node * c->nic_bandwidth / groups_per_node;
-    g.alpha_intra = c->intra_node_latency + c->collective_step_latency;
+    g.intra_bw = c->intra_node_bandwidth * c->bandwidth_factor;
+    g.inter_bw = c->nics_per_node * c->nic_bandwidth * c->bandwidth_factor / groups_per_node;
+    g.alpha_intra = c->intra_node_latency * c->latency_factor + c->collective_step_latency;
     /* worst path between nodes: NIC, leaf switch, spine, leaf switch, NIC */
     int leaves = (c->nodes + c->nodes_per_leaf - 1) / c->nodes_per_leaf;
     double switches = leaves > 1 ? 3 : 1;
-    g.alpha_inter = c->nic_latency + switches * c->switch_latency + c->collective_step_latency;
+    g.alpha_inter =
+        (c->nic_latency + switches * c->switch_latency) * c->latency_factor + c->collective_step_latency;
     return g;
 }
 
@@ -95,6 +96,14 @@ int et_tree_parent(int n, int tree, int i)
     return tree == 0 ? pj : n - 1 - pj;
 }
 
+int et_tree_children(int n, int tree, int i, int out[2])
+{
+    int j = tree == 0 ? i : n - 1 - i, count = 0;
+    for (int c = 2 * j + 1; c <= 2 * j + 2 && c < n; c++)
+        out[count++] = tree == 0 ? c : n - 1 - c;
+    return count;
+}
+
 int et_tree_depth(int n)
 {
     int depth = 0;
@@ -106,6 +115,10 @@ int et_tree_depth(int n)
 double et_tree_max_nic_load(int n)
 {
     if (n <= 1) return 0;
+    /* called for every bucket of every simulated rank: remember the last answer */
+    static int cached_n;
+    static double cached_load;
+    if (n == cached_n) return cached_load;
     double worst = 0;
     double *down = calloc((size_t)n, sizeof *down), *up = calloc((size_t)n, sizeof *up);
     if (!down || !up) {

@@ -41,6 +41,8 @@ double et_allreduce_time(const et_comm_group *g, et_coll_algo algo, double bytes
 
 /* Double binary tree over n nodes: parent of node i in tree t (0 or 1), -1 for the root. */
 int et_tree_parent(int n, int tree, int i);
+/* Children of node i in tree t (0, 1 or 2 of them) into out[]; returns how many. */
+int et_tree_children(int n, int tree, int i, int out[2]);
 /* Depth (edges from the deepest leaf to the root) of the double binary tree over n nodes. */
 int et_tree_depth(int n);
 /* Largest per-direction NIC load of any node, in units of S, when each tree carries S/2. */

@@ -169,10 +169,20 @@ static int read_device(const et_json_reader *r, const char *name, et_scenario *s
 
 static int read_cluster(const et_json_reader *r, json_t *root, et_scenario *s)
 {
-    static const char *const keys[] = {
-        "device",        "nodes",    "gpus_per_node",  "nvlink_GBps", "nvlink_latency_us",
-        "nics_per_node", "nic_Gbps", "nic_latency_us", "fabric",      "collective_latency_us",
-        "platform_file", NULL};
+    static const char *const keys[] = {"device",
+                                       "nodes",
+                                       "gpus_per_node",
+                                       "nvlink_GBps",
+                                       "nvlink_latency_us",
+                                       "nics_per_node",
+                                       "nic_Gbps",
+                                       "nic_latency_us",
+                                       "fabric",
+                                       "collective_latency_us",
+                                       "platform_file",
+                                       "bandwidth_factor",
+                                       "latency_factor",
+                                       NULL};
     static const char *const fabric_keys[] = {"topology", "oversubscription", "nodes_per_leaf",
                                               "switch_latency_us", NULL};
     et_cluster *c = &s->cluster;
@@ -199,6 +209,11 @@ static int read_cluster(const et_json_reader *r, json_t *root, et_scenario *s)
     c->nic_latency = x * 1e-6;
     if (et_json_get_number(r, o, "$.cluster", "collective_latency_us", false, 4.0, 0, 1e6, &x)) return -1;
     c->collective_step_latency = x * 1e-6;
+    if (et_json_get_number(r, o, "$.cluster", "bandwidth_factor", false, 1.0, 0.01, 1.0,
+                           &c->bandwidth_factor))
+        return -1;
+    if (et_json_get_number(r, o, "$.cluster", "latency_factor", false, 1.0, 0, 1000, &c->latency_factor))
+        return -1;
     if (et_json_get_string(r, o, "$.cluster", "platform_file", false, NULL, &platform)) return -1;
     if (platform) resolve(c->platform_file, sizeof c->platform_file, s->dir, platform);
     if (et_json_get_object(r, o, "$.cluster", "fabric", false, fabric_keys, &fabric)) return -1;

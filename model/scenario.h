@@ -42,6 +42,8 @@ typedef struct et_cluster {
     int nodes_per_leaf;
     double switch_latency;          /* seconds per switch hop */
     double collective_step_latency; /* NCCL per-step software latency, seconds */
+    double bandwidth_factor;        /* achieved / nominal link bandwidth (calibration; 1 = wire speed) */
+    double latency_factor;          /* multiplies every link latency (calibration) */
     char platform_file[512];        /* user-supplied SimGrid platform, "" to generate one */
 } et_cluster;
 

@@ -6,6 +6,7 @@
 #include "analytic.h"
 #include "atomic_file.h"
 #include "collective_bench.h"
+#include "platform.h"
 #include "report.h"
 #include "scenario.h"
 #include "step_sim.h"
@@ -44,6 +45,7 @@ typedef struct options {
     int quiet;
     long long seed; /* -1: scenario's */
     sim_options sim;
+    const char *platform_out;
     int collective; /* -1: train */
     long long min_bytes, max_bytes, step_factor;
 } options;
@@ -100,7 +102,7 @@ static int parse_args(int argc, char **argv, options *o)
         } else if (strcmp(a, "--trace") == 0) {
             if (file_arg(argc, argv, &i, &o->sim.trace_path)) return -1;
         } else if (strcmp(a, "--platform-out") == 0) {
-            if (file_arg(argc, argv, &i, &o->sim.platform_out)) return -1;
+            if (file_arg(argc, argv, &i, &o->platform_out)) return -1;
         } else if (strcmp(a, "--steps") == 0) {
             if (number_arg(argc, argv, &i, 1, 10000, &v)) return -1;
             o->sim.steps = (int)v;
@@ -171,6 +173,11 @@ int main(int argc, char **argv)
     }
     if (o.seed >= 0) s.simulation.seed = (unsigned long long)o.seed;
     if (o.sim.force_no_overlap) s.parallel.overlap = false;
+    if (o.platform_out && platform_write_file(o.platform_out, &s, &err)) {
+        print_error(&err);
+        et_scenario_free(&s);
+        return 1;
+    }
     et_estimate e;
     if (et_analytic_estimate(&s, &e, &err)) {
         print_error(&err);

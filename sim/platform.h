@@ -4,9 +4,11 @@
  * link at the per-direction NVLink bandwidth; GPU to GPU crosses the source's and the destination's
  * ports). The node's NICs are one aggregated full-duplex link (nics x speed) that every inter-node flow of
  * the node crosses. Nodes hang off leaf switches (nodes_per_leaf each); a leaf's up-link to the spine is
- * one aggregated link of (nodes in leaf x node NIC bandwidth / oversubscription). Switches are FATPIPE
- * links that add latency only. The network model is CM02 with unit latency and bandwidth factors and no
- * TCP window (an RDMA fabric, not SimGrid's TCP-fitted defaults). Routing is Full at every level.
+ * one aggregated link of (nodes in leaf x node NIC bandwidth / oversubscription). Switch latency is folded
+ * into the adjacent links (no separate switch links: they would tie every flow of the cluster into one
+ * max-min component and slow the solver down). The network model is CM02 with unit latency and bandwidth
+ * factors and no TCP window (an RDMA fabric, not SimGrid's TCP-fitted defaults). Routing is Full at every
+ * level.
  *
  * Contract: platform_write() prints the XML to `out` (returns -1 on a write error);
  * platform_write_file() writes it atomically to `path`. */

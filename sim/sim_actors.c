@@ -65,37 +65,52 @@ static int traced(const sim_rank *r)
     return sim_w->o->trace_path && r->rank % sim_w->trace_every == 0;
 }
 
+static void trace(const sim_rank *r, int lane, const char *name, double start, double duration)
+{
+    if (traced(r) && duration > 0) sim_trace_add(&sim_w->trace, r->rank, lane, name, start, duration);
+}
+
 static void exec(sim_rank *r, double seconds, const char *name, int step)
 {
     if (seconds <= 0) return;
     double t0 = simgrid_get_clock();
     sg_actor_execute(seconds * sg_host_get_speed(r->host));
     r->busy[step] += simgrid_get_clock() - t0;
-    if (traced(r)) sim_trace_add(&sim_w->trace, r->rank, 0, name, t0, simgrid_get_clock() - t0);
+    trace(r, 0, name, t0, simgrid_get_clock() - t0);
 }
 
-/* Compute-actor collectives block the rank: waiting for the others counts as idle. */
-static void compute_barrier(sim_rank *r, int step)
+/* Waiting at a barrier after this rank's backward has ended is idle time (others are late). */
+static void barrier(sim_rank *r, sg_bar_t bar, int step, const char *name)
 {
-    double t0 = simgrid_get_clock();
-    sg_barrier_wait(sim_w->groups[r->group].compute_barrier);
-    r->idle[step] += simgrid_get_clock() - t0;
+    double arrive = simgrid_get_clock();
+    sg_barrier_wait(bar);
+    double start = simgrid_get_clock();
+    double from = fmax(arrive, r->bwd_end[step]);
+    if (start > from) r->idle[step] += start - from;
+    trace(r, 1, name, arrive, start - arrive);
 }
 
-static sg_mailbox_t *compute_boxes, *comm_boxes;
+static sg_mailbox_t *boxes;
 
-static void compute_actor(int argc, char **argv)
+/* Compute never waits for communication during backward, so its timeline is known in advance: backward
+ * runs as one asynchronous execution, and the communication stream waits for each bucket's ready time
+ * (sleep_until) before its collective. One actor per GPU plays both streams. */
+static void gpu_actor(int argc, char **argv)
 {
     (void)argc;
     sim_world *w = sim_w;
     sim_rank *r = &w->ranks[atoi(argv[1])];
     const sim_stage *st = &w->stages[r->stage];
     const et_scenario *s = w->s;
-    int nb = st->n_buckets;
-    int overlap = s->parallel.overlap && !w->o->force_no_overlap;
+    const int nb = st->n_buckets, dp = w->dp.ranks > 1;
+    const int overlap = s->parallel.overlap && !w->o->force_no_overlap;
+    const int clip = s->optimizer.clip == ET_CLIP_PER_BUCKET;
+    sg_bar_t bar = w->groups[r->group].comm_barrier;
+    const double param_bytes = st->graph.param_count * et_precision_bytes(s->precision);
     sim_plan plan;
     plan.seg = malloc(((size_t)nb + 1) * sizeof *plan.seg);
-    char name[64];
+    double *ready = malloc(((size_t)nb + 1) * sizeof *ready);
+    char name[96];
     for (int step = 0; step < w->steps; step++) {
         if (r->rank == 0 && w->o->progress) {
             fprintf(stderr, "\retsim: simulating step %d/%d on %d GPUs", step + 1, w->steps, w->n_ranks);
@@ -103,92 +118,82 @@ static void compute_actor(int argc, char **argv)
         }
         if (step == w->steps - 1 && r->rank == 0) w->trace.window_start = simgrid_get_clock();
         r->step_start[step] = simgrid_get_clock();
-        r->bwd_end[step] = -1;
+        r->bwd_end[step] = INFINITY; /* nothing counts as idle before backward has ended */
         sim_rank_plan(w, r->rank, step, &plan);
-        exec(r, plan.pre, "forward", step);
-        for (int k = 0; k < nb; k++) {
-            snprintf(name, sizeof name, "backward to bucket %d", k);
-            exec(r, plan.seg[k], name, step);
-            if (s->optimizer.clip == ET_CLIP_PER_BUCKET) {
-                snprintf(name, sizeof name, "clip bucket %d", k);
-                exec(r, st->clip[k], name, step);
+        if (s->parallel.zero_stage >= 3 && dp) {
+            /* parameters gathered before forward and backward, prefetched under the forward pass */
+            double t0 = simgrid_get_clock();
+            sg_exec_t fwd = sg_actor_exec_async(plan.pre * sg_host_get_speed(r->host));
+            for (int i = 0; i < 2 * s->batch.grad_accum; i++) {
+                barrier(r, bar, step, "wait for other ranks");
+                sim_ring_gather(r, boxes, bar, param_bytes, 1);
             }
-            if (overlap) sg_sem_release(r->ready);
+            sg_exec_wait(fwd);
+            r->busy[step] += plan.pre;
+            trace(r, 0, "forward", t0, plan.pre);
+        } else {
+            exec(r, plan.pre, "forward", step);
         }
-        exec(r, plan.seg[nb], "backward (rest)", step);
-        r->bwd_end[step] = simgrid_get_clock();
-        if (!overlap)
-            for (int k = 0; k < nb; k++)
-                sg_sem_release(r->ready);
-        for (int k = 0; k < nb; k++)
-            sg_sem_acquire(r->done);
+        /* backward: one execution; bucket k is ready after its segment (and its clipping kernel) */
+        double t0 = simgrid_get_clock(), t = t0;
+        for (int k = 0; k <= nb; k++) {
+            snprintf(name, sizeof name, k < nb ? "backward to bucket %d" : "backward (rest)", k);
+            trace(r, 0, name, t, plan.seg[k]);
+            t += plan.seg[k];
+            if (k < nb && clip) {
+                snprintf(name, sizeof name, "clip bucket %d", k);
+                trace(r, 0, name, t, st->clip[k]);
+                t += st->clip[k];
+            }
+            ready[k] = t;
+        }
+        sg_exec_t bwd = t > t0 ? sg_actor_exec_async((t - t0) * sg_host_get_speed(r->host)) : NULL;
+        r->busy[step] += t - t0;
+        const double bwd_end = t;
+        for (int k = 0; k < nb && dp; k++) {
+            const et_bucket *b = &st->buckets[k];
+            sg_actor_sleep_until(overlap ? ready[k] : bwd_end);
+            if (simgrid_get_clock() >= bwd_end) r->bwd_end[step] = bwd_end;
+            barrier(r, bar, step, "wait for other ranks");
+            double start = simgrid_get_clock();
+            et_coll_algo algo;
+            et_bucket_comm_time(s, &w->dp, b->bytes, &algo);
+            if (s->parallel.zero_stage >= 2)
+                sim_ring_gather(r, boxes, bar, b->bytes, 1);
+            else
+                sim_allreduce(r, boxes, bar, algo, b->bytes);
+            double end = simgrid_get_clock();
+            if (r->group == 0) {
+                double *e = &w->bucket_end[step * nb + k];
+                if (end > *e) *e = end;
+                w->bucket_start[step * nb + k] = start;
+            }
+            snprintf(name, sizeof name, "%s bucket %d (%.1f MiB)",
+                     s->parallel.zero_stage >= 2 ? "reduce-scatter" : et_coll_algo_names[algo], k,
+                     b->bytes / 1048576.0);
+            trace(r, 1, name, start, end - start);
+        }
+        if (bwd) sg_exec_wait(bwd);
+        r->bwd_end[step] = bwd_end;
         r->wait_end[step] = simgrid_get_clock();
-        if (s->optimizer.clip == ET_CLIP_AFTER_ALLREDUCE && w->dp.ranks > 1) {
+        if (s->optimizer.clip == ET_CLIP_AFTER_ALLREDUCE && dp) {
             /* global norm: a latency-bound all-reduce of one value */
-            compute_barrier(r, step);
+            barrier(r, w->groups[r->group].compute_barrier, step, "wait for other ranks");
+            double c0 = simgrid_get_clock();
             sg_actor_sleep_for(et_allreduce_time(&w->dp, ET_COLL_AUTO, 4, NULL));
+            trace(r, 1, "global-norm all-reduce", c0, simgrid_get_clock() - c0);
         }
         exec(r, plan.opt, "optimizer", step);
-        if (s->parallel.zero_stage >= 1 && w->dp.ranks > 1) {
-            compute_barrier(r, step);
-            double t0 = simgrid_get_clock();
-            sim_ring_gather(r, compute_boxes, w->groups[r->group].compute_barrier,
-                            st->graph.param_count * et_precision_bytes(s->precision), 1);
-            if (traced(r))
-                sim_trace_add(&w->trace, r->rank, 1, "ZeRO parameter all-gather", t0,
-                              simgrid_get_clock() - t0);
+        if (s->parallel.zero_stage >= 1 && dp) {
+            barrier(r, w->groups[r->group].compute_barrier, step, "wait for other ranks");
+            double g0 = simgrid_get_clock();
+            sim_ring_gather(r, boxes, w->groups[r->group].compute_barrier, param_bytes, 1);
+            trace(r, 1, "ZeRO parameter all-gather", g0, simgrid_get_clock() - g0);
         }
         r->step_end[step] = simgrid_get_clock();
     }
     free(plan.seg);
-}
-
-static void comm_actor(int argc, char **argv)
-{
-    (void)argc;
-    sim_world *w = sim_w;
-    sim_rank *r = &w->ranks[atoi(argv[1])];
-    const sim_stage *st = &w->stages[r->stage];
-    const et_scenario *s = w->s;
-    sg_bar_t barrier = w->groups[r->group].comm_barrier;
-    double param_bytes = st->graph.param_count * et_precision_bytes(s->precision);
-    char name[96];
-    for (int step = 0; step < w->steps; step++) {
-        if (s->parallel.zero_stage >= 3)
-            for (int i = 0; i < 2 * s->batch.grad_accum; i++) {
-                sg_barrier_wait(barrier);
-                sim_ring_gather(r, comm_boxes, barrier, param_bytes, 1);
-            }
-        for (int k = 0; k < st->n_buckets; k++) {
-            const et_bucket *b = &st->buckets[k];
-            sg_sem_acquire(r->ready);
-            double arrive = simgrid_get_clock();
-            sg_barrier_wait(barrier);
-            double start = simgrid_get_clock();
-            if (r->bwd_end[step] >= 0) r->idle[step] += start - fmax(arrive, r->bwd_end[step]);
-            et_coll_algo algo;
-            et_bucket_comm_time(s, &w->dp, b->bytes, &algo);
-            if (s->parallel.zero_stage >= 2)
-                sim_ring_gather(r, comm_boxes, barrier, b->bytes, 1);
-            else
-                sim_allreduce(r, comm_boxes, barrier, algo, b->bytes);
-            double end = simgrid_get_clock();
-            if (r->group == 0) {
-                double *e = &w->bucket_end[step * st->n_buckets + k];
-                if (end > *e) *e = end;
-                w->bucket_start[step * st->n_buckets + k] = start;
-            }
-            if (traced(r)) {
-                if (start > arrive)
-                    sim_trace_add(&w->trace, r->rank, 1, "wait for other ranks", arrive, start - arrive);
-                snprintf(name, sizeof name, "%s bucket %d (%.1f MiB)",
-                         s->parallel.zero_stage >= 2 ? "reduce-scatter" : et_coll_algo_names[algo], k,
-                         b->bytes / 1048576.0);
-                sim_trace_add(&w->trace, r->rank, 1, name, start, end - start);
-            }
-            sg_sem_release(r->done);
-        }
-    }
+    free(ready);
 }
 
 /* Collective benchmark: every rank runs the same sequence of collectives, back to back. */
@@ -204,9 +209,9 @@ static void bench_actor(int argc, char **argv)
         if (o->bench_op == 0) {
             et_coll_algo algo;
             et_allreduce_time(&w->dp, o->bench_algo, bytes, &algo);
-            sim_allreduce(r, comm_boxes, w->groups[r->group].comm_barrier, algo, bytes);
+            sim_allreduce(r, boxes, w->groups[r->group].comm_barrier, algo, bytes);
         } else {
-            sim_ring_gather(r, comm_boxes, w->groups[r->group].comm_barrier, bytes, 1);
+            sim_ring_gather(r, boxes, w->groups[r->group].comm_barrier, bytes, 1);
         }
         double end = simgrid_get_clock();
         if (r->group == 0) {
@@ -218,25 +223,18 @@ static void bench_actor(int argc, char **argv)
 
 void sim_start_actors(sim_world *w)
 {
-    compute_boxes = malloc((size_t)w->n_ranks * sizeof *compute_boxes);
-    comm_boxes = malloc((size_t)w->n_ranks * sizeof *comm_boxes);
+    boxes = malloc((size_t)w->n_ranks * sizeof *boxes);
     char name[32], arg[16];
     for (int i = 0; i < w->n_ranks; i++) {
-        snprintf(name, sizeof name, "compute-%d", i);
-        compute_boxes[i] = sg_mailbox_by_name(name);
-        snprintf(name, sizeof name, "comm-%d", i);
-        comm_boxes[i] = sg_mailbox_by_name(name);
+        snprintf(name, sizeof name, "gpu-%d", i);
+        boxes[i] = sg_mailbox_by_name(name);
     }
     for (int i = 0; i < w->n_ranks; i++) {
         snprintf(arg, sizeof arg, "%d", i);
-        const char *argv[] = {"compute", arg};
-        if (w->o->bench_sizes > 0) {
-            argv[0] = "bench";
+        const char *argv[] = {"gpu", arg};
+        if (w->o->bench_sizes > 0)
             sg_actor_create("bench", w->ranks[i].host, bench_actor, 2, (char **)argv);
-            continue;
-        }
-        sg_actor_create("compute", w->ranks[i].host, compute_actor, 2, (char **)argv);
-        argv[0] = "comm";
-        sg_actor_create("comm", w->ranks[i].host, comm_actor, 2, (char **)argv);
+        else
+            sg_actor_create("gpu", w->ranks[i].host, gpu_actor, 2, (char **)argv);
     }
 }

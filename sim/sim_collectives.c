@@ -10,6 +10,19 @@ XBT_LOG_NEW_DEFAULT_CATEGORY(et_collectives, "etsim collectives");
 
 static char payload; /* SimGrid refuses NULL payloads; flows carry sizes only */
 
+/* Route latency to a peer, cached: SimGrid computes routes on every call. */
+static double route_latency(sim_rank *r, const sim_rank *dst)
+{
+    for (int i = 0; i < r->route_cached; i++)
+        if (r->route_dst[i] == dst->rank) return r->route_latency[i];
+    double lat = sg_host_get_route_latency(r->host, dst->host) * sim_w->s->cluster.latency_factor;
+    if (r->route_cached < 6) {
+        r->route_dst[r->route_cached] = dst->rank;
+        r->route_latency[r->route_cached++] = lat;
+    }
+    return lat;
+}
+
 static sim_rank *member(const sim_rank *r, int index)
 {
     const sim_group *g = &sim_w->groups[r->group];
@@ -28,7 +41,7 @@ static void exchange(sim_rank *r, sg_mailbox_t *boxes, const sim_rank *const *ds
         comms[n++] = sg_mailbox_get_async(boxes[r->rank], &data);
     double route = 0;
     for (int i = 0; i < n_send; i++)
-        route = fmax(route, sg_host_get_route_latency(r->host, dst[i]->host));
+        route = fmax(route, route_latency(r, dst[i])); /* SimGrid scales it by the latency factor */
     if (latency_term > route) sg_actor_sleep_for(latency_term - route);
     for (int i = 0; i < n_send; i++)
         comms[n++] = sg_mailbox_put_async(boxes[dst[i]->rank], &payload, (long)bytes[i]);
@@ -96,17 +109,14 @@ static void tree_phase(sim_rank *r, sg_mailbox_t *boxes, double bytes, int reduc
     }
     if (local == 0 && n > 1)
         for (int t = 0; t < 2; t++) {
-            int parent = et_tree_parent(n, t, node);
-            int children = 0;
-            for (int c = 0; c < n; c++)
-                children += et_tree_parent(n, t, c) == node;
+            int parent = et_tree_parent(n, t, node), children[2];
+            int n_children = et_tree_children(n, t, node, children);
             if (reduce) {
                 if (parent >= 0) dst[n_send] = member(r, parent * k), sizes[n_send++] = bytes / 2;
-                n_recv += children;
+                n_recv += n_children;
             } else {
-                for (int c = 0; c < n; c++)
-                    if (et_tree_parent(n, t, c) == node)
-                        dst[n_send] = member(r, c * k), sizes[n_send++] = bytes / 2;
+                for (int c = 0; c < n_children; c++)
+                    dst[n_send] = member(r, children[c] * k), sizes[n_send++] = bytes / 2;
                 n_recv += parent >= 0;
             }
         }

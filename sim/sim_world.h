@@ -5,6 +5,7 @@
 #include <simgrid/actor.h>
 #include <simgrid/barrier.h>
 #include <simgrid/engine.h>
+#include <simgrid/exec.h>
 #include <simgrid/host.h>
 #include <simgrid/mailbox.h>
 #include <simgrid/semaphore.h>
@@ -21,8 +22,8 @@
 typedef struct sim_group {
     int size;
     int *members;             /* global ranks, index order = ring order */
-    sg_bar_t comm_barrier;    /* used by communication actors */
-    sg_bar_t compute_barrier; /* used by compute actors (global-norm all-reduce, ZeRO gather) */
+    sg_bar_t comm_barrier;    /* bucket collectives */
+    sg_bar_t compute_barrier; /* after backward: global-norm all-reduce, ZeRO parameter gather */
 } sim_group;
 
 typedef struct sim_rank {
@@ -31,10 +32,9 @@ typedef struct sim_rank {
     int group; /* data-parallel communicator */
     int index; /* position in the communicator */
     sg_host_t host;
-    sg_mailbox_t comm_box;    /* receives communication-actor flows */
-    sg_mailbox_t compute_box; /* receives compute-actor flows */
-    sg_sem_t ready;           /* compute -> comm: one release per ready bucket */
-    sg_sem_t done;            /* comm -> compute: one release per finished bucket */
+    int route_dst[6]; /* small cache of route latencies to the peers this rank sends to */
+    double route_latency[6];
+    int route_cached;
     /* per step, filled by the actors */
     double *step_start, *step_end, *busy, *bwd_end, *wait_end, *idle;
 } sim_rank;
@@ -78,7 +78,7 @@ void sim_rank_plan(const sim_world *w, int rank, int step, sim_plan *plan);
 void sim_allreduce(sim_rank *r, sg_mailbox_t *boxes, sg_bar_t barrier, et_coll_algo algo, double bytes);
 void sim_ring_gather(sim_rank *r, sg_mailbox_t *boxes, sg_bar_t barrier, double bytes, int factor_num);
 
-/* Creates the two actors of every rank. */
+/* Creates the actor of every rank. */
 void sim_start_actors(sim_world *w);
 
 #endif

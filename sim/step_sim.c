@@ -76,8 +76,6 @@ static int build_world(sim_world *w, json_t **result)
         r->host = sg_host_by_name(host);
         if (!r->host)
             return fail(result, "the platform has no host named %s (hosts must be gpu-<node>-<local>)", host);
-        r->ready = sg_sem_init(0);
-        r->done = sg_sem_init(0);
         double *block = calloc(6 * per_step, sizeof(double));
         if (!block) return fail(result, "out of memory for %s", "per-step records");
         r->step_start = block;
@@ -301,7 +299,6 @@ int sim_child_main(const et_scenario *s, const sim_options *o, int fd)
 int sim_run(const et_scenario *s, const sim_options *o, json_t **out, et_error *err)
 {
     *out = NULL;
-    if (o->platform_out && platform_write_file(o->platform_out, s, err)) return -1;
     int fds[2];
     if (pipe(fds)) return et_error_set(err, NULL, 0, 0, NULL, "cannot create a pipe: %s", strerror(errno));
     fflush(stdout);

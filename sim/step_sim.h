@@ -1,11 +1,11 @@
 /* step_sim: one or more training steps of a scenario played out on a SimGrid platform.
  *
- * Each GPU runs two actors: a compute actor (forward, backward split at gradient-bucket ready points,
- * per-bucket clipping, optimizer) and a communication actor that runs one collective per bucket, in
- * backward order, as flows between the hosts (ring, double binary tree or hierarchical, as NCCL would
- * pick or as the scenario forces). A collective starts when the last rank of its communicator arrives,
- * so slow ranks delay everyone. Compute durations come from the cost model (graph.h) for each rank's own
- * batch of the step.
+ * Each GPU runs one actor playing two streams: compute (forward, backward, per-bucket clipping, optimizer,
+ * as executions) and communication, one collective per gradient bucket in backward order, as flows between
+ * the hosts (ring, double binary tree or hierarchical, as NCCL would pick or as the scenario forces),
+ * started when the bucket is ready and the previous collective has ended. A collective starts when the last
+ * rank of its communicator arrives, so slow ranks delay everyone. Compute durations come from the cost model
+ * (graph.h) for each rank's own batch of the step.
  *
  * Contract: sim_run() runs the simulation in a child process (SimGrid keeps global state and may abort on
  * platform errors; the child isolates both) and returns the simulation section of the report as a new

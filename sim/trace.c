@@ -29,6 +29,7 @@ int sim_trace_write(const sim_trace *t, const char *path, const char *scenario_n
     json_t *events = json_array();
     for (int i = 0; i < t->count; i++) {
         const sim_trace_event *e = &t->events[i];
+        if (e->start < t->window_start) continue; /* only the last simulated step */
         json_array_append_new(events, json_pack("{s:s, s:s, s:s, s:f, s:f, s:i, s:i}", "name", e->name, "cat",
                                                 e->lane ? "comm" : "compute", "ph", "X", "ts", e->start * 1e6,
                                                 "dur", e->duration * 1e6, "pid", e->rank, "tid", e->lane));
@@ -36,11 +37,12 @@ int sim_trace_write(const sim_trace *t, const char *path, const char *scenario_n
     /* name the lanes */
     int max_rank = 0;
     for (int i = 0; i < t->count; i++)
-        if (t->events[i].rank > max_rank) max_rank = t->events[i].rank;
+        if (t->events[i].start >= t->window_start && t->events[i].rank > max_rank)
+            max_rank = t->events[i].rank;
     char *seen = calloc((size_t)max_rank + 1, 1);
     for (int i = 0; i < t->count && seen; i++) {
         int r = t->events[i].rank;
-        if (seen[r]) continue;
+        if (t->events[i].start < t->window_start || seen[r]) continue;
         seen[r] = 1;
         char name[32];
         snprintf(name, sizeof name, "GPU %d", r);

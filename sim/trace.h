@@ -17,7 +17,7 @@ typedef struct sim_trace_event {
 typedef struct sim_trace {
     sim_trace_event *events;
     int count, capacity;
-    double window_start; /* events before this time are dropped (only the last step is kept) */
+    double window_start; /* events starting before this time are not written (only the last step is kept) */
 } sim_trace;
 
 void sim_trace_add(sim_trace *t, int rank, int lane, const char *name, double start, double duration);

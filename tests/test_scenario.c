@@ -139,6 +139,13 @@ static void test_collectives(void)
             for (int i = 0; i < n; i++)
                 roots += et_tree_parent(n, t, i) < 0;
         CHECK(roots == 2, "each of the two trees over %d nodes has one root", n);
+        int consistent = 1;
+        for (int t = 0; t < 2; t++)
+            for (int i = 0; i < n; i++) {
+                int ch[2], c = et_tree_children(n, t, i, ch);
+                for (int j = 0; j < c; j++) consistent &= et_tree_parent(n, t, ch[j]) == i;
+            }
+        CHECK(consistent, "tree children and parents agree (n=%d)", n);
         CHECK(et_tree_max_nic_load(n) <= 1.0 + 1e-12, "double binary tree loads a NIC at most S (n=%d: %.2f)",
               n, et_tree_max_nic_load(n));
     }
