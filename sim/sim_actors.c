@@ -3,6 +3,7 @@
 #ifndef M_PI
 #define M_PI 3.14159265358979323846
 #endif
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -65,9 +66,19 @@ static int traced(const sim_rank *r)
     return sim_w->o->trace_path && r->rank % sim_w->trace_every == 0;
 }
 
-static void trace(const sim_rank *r, int lane, const char *name, double start, double duration)
+static void trace(const sim_rank *r, int lane, double start, double duration, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+
+/* Formats the event name only for ranks kept in the trace. */
+static void trace(const sim_rank *r, int lane, double start, double duration, const char *fmt, ...)
 {
-    if (traced(r) && duration > 0) sim_trace_add(&sim_w->trace, r->rank, lane, name, start, duration);
+    if (!traced(r) || duration <= 0) return;
+    char name[96];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(name, sizeof name, fmt, ap);
+    va_end(ap);
+    sim_trace_add(&sim_w->trace, r->rank, lane, name, start, duration);
 }
 
 static void exec(sim_rank *r, double seconds, const char *name, int step)
@@ -76,7 +87,7 @@ static void exec(sim_rank *r, double seconds, const char *name, int step)
     double t0 = simgrid_get_clock();
     sg_actor_execute(seconds * sg_host_get_speed(r->host));
     r->busy[step] += simgrid_get_clock() - t0;
-    trace(r, 0, name, t0, simgrid_get_clock() - t0);
+    trace(r, 0, t0, simgrid_get_clock() - t0, "%s", name);
 }
 
 /* Waiting at a barrier after this rank's backward has ended is idle time (others are late). */
@@ -87,7 +98,7 @@ static void barrier(sim_rank *r, sg_bar_t bar, int step, const char *name)
     double start = simgrid_get_clock();
     double from = fmax(arrive, r->bwd_end[step]);
     if (start > from) r->idle[step] += start - from;
-    trace(r, 1, name, arrive, start - arrive);
+    trace(r, 1, arrive, start - arrive, "%s", name);
 }
 
 static sg_mailbox_t *boxes;
@@ -110,7 +121,6 @@ static void gpu_actor(int argc, char **argv)
     sim_plan plan;
     plan.seg = malloc(((size_t)nb + 1) * sizeof *plan.seg);
     double *ready = malloc(((size_t)nb + 1) * sizeof *ready);
-    char name[96];
     for (int step = 0; step < w->steps; step++) {
         if (r->rank == 0 && w->o->progress) {
             fprintf(stderr, "\retsim: simulating step %d/%d on %d GPUs", step + 1, w->steps, w->n_ranks);
@@ -130,19 +140,20 @@ static void gpu_actor(int argc, char **argv)
             }
             sg_exec_wait(fwd);
             r->busy[step] += plan.pre;
-            trace(r, 0, "forward", t0, plan.pre);
+            trace(r, 0, t0, plan.pre, "forward");
         } else {
             exec(r, plan.pre, "forward", step);
         }
         /* backward: one execution; bucket k is ready after its segment (and its clipping kernel) */
         double t0 = simgrid_get_clock(), t = t0;
         for (int k = 0; k <= nb; k++) {
-            snprintf(name, sizeof name, k < nb ? "backward to bucket %d" : "backward (rest)", k);
-            trace(r, 0, name, t, plan.seg[k]);
+            if (k < nb)
+                trace(r, 0, t, plan.seg[k], "backward to bucket %d", k);
+            else
+                trace(r, 0, t, plan.seg[k], "backward (rest)");
             t += plan.seg[k];
             if (k < nb && clip) {
-                snprintf(name, sizeof name, "clip bucket %d", k);
-                trace(r, 0, name, t, st->clip[k]);
+                trace(r, 0, t, st->clip[k], "clip bucket %d", k);
                 t += st->clip[k];
             }
             ready[k] = t;
@@ -156,8 +167,7 @@ static void gpu_actor(int argc, char **argv)
             if (simgrid_get_clock() >= bwd_end) r->bwd_end[step] = bwd_end;
             barrier(r, bar, step, "wait for other ranks");
             double start = simgrid_get_clock();
-            et_coll_algo algo;
-            et_bucket_comm_time(s, &w->dp, b->bytes, &algo);
+            et_coll_algo algo = st->algo[k];
             if (s->parallel.zero_stage >= 2)
                 sim_ring_gather(r, boxes, bar, b->bytes, 1);
             else
@@ -168,10 +178,9 @@ static void gpu_actor(int argc, char **argv)
                 if (end > *e) *e = end;
                 w->bucket_start[step * nb + k] = start;
             }
-            snprintf(name, sizeof name, "%s bucket %d (%.1f MiB)",
-                     s->parallel.zero_stage >= 2 ? "reduce-scatter" : et_coll_algo_names[algo], k,
-                     b->bytes / 1048576.0);
-            trace(r, 1, name, start, end - start);
+            trace(r, 1, start, end - start, "%s bucket %d (%.1f MiB)",
+                  s->parallel.zero_stage >= 2 ? "reduce-scatter" : et_coll_algo_names[algo], k,
+                  b->bytes / 1048576.0);
         }
         if (bwd) sg_exec_wait(bwd);
         r->bwd_end[step] = bwd_end;
@@ -181,14 +190,14 @@ static void gpu_actor(int argc, char **argv)
             barrier(r, w->groups[r->group].compute_barrier, step, "wait for other ranks");
             double c0 = simgrid_get_clock();
             sg_actor_sleep_for(et_allreduce_time(&w->dp, ET_COLL_AUTO, 4, NULL));
-            trace(r, 1, "global-norm all-reduce", c0, simgrid_get_clock() - c0);
+            trace(r, 1, c0, simgrid_get_clock() - c0, "global-norm all-reduce");
         }
         exec(r, plan.opt, "optimizer", step);
         if (s->parallel.zero_stage >= 1 && dp) {
             barrier(r, w->groups[r->group].compute_barrier, step, "wait for other ranks");
             double g0 = simgrid_get_clock();
             sim_ring_gather(r, boxes, w->groups[r->group].compute_barrier, param_bytes, 1);
-            trace(r, 1, "ZeRO parameter all-gather", g0, simgrid_get_clock() - g0);
+            trace(r, 1, g0, simgrid_get_clock() - g0, "ZeRO parameter all-gather");
         }
         r->step_end[step] = simgrid_get_clock();
     }

@@ -43,7 +43,8 @@ typedef struct sim_stage {
     et_graph graph;
     et_bucket *buckets;
     int n_buckets;
-    double *clip; /* per bucket */
+    double *clip;       /* per bucket: clipping kernel seconds */
+    et_coll_algo *algo; /* per bucket: the all-reduce algorithm (auto resolved) */
 } sim_stage;
 
 typedef struct sim_world {

@@ -49,9 +49,12 @@ static int build_world(sim_world *w, json_t **result)
                              &stage->buckets, &stage->n_buckets, &err))
             return fail(result, "%s", err.text);
         stage->clip = calloc((size_t)stage->n_buckets + 1, sizeof *stage->clip);
-        if (!stage->clip) return fail(result, "out of memory for %s", "clip times");
-        for (int k = 0; k < stage->n_buckets; k++)
+        stage->algo = calloc((size_t)stage->n_buckets + 1, sizeof *stage->algo);
+        if (!stage->clip || !stage->algo) return fail(result, "out of memory for %s", "bucket plans");
+        for (int k = 0; k < stage->n_buckets; k++) {
             stage->clip[k] = et_bucket_clip_time(s, stage->buckets[k].bytes);
+            et_bucket_comm_time(s, &w->dp, stage->buckets[k].bytes, &stage->algo[k]);
+        }
     }
     /* Megatron order: tensor rank fastest, then data, then pipeline stage */
     for (int g = 0; g < w->n_groups; g++) {
