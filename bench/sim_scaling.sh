@@ -61,3 +61,30 @@ for nodes in 1 2 4 8; do
   b=$(python3 -c "import json;print(json.load(open('$work/detailed.json'))['simulation']['step_time_s']['mean']*1e3)")
   printf "%8d %18.3f %18.3f %12.3f %12.3f %12.3f\n" $((nodes * 8)) "$a" "$b" "$(echo "($a - $b) * 100 / $b" | bc -l)" "$wf" "$wd"
 done
+
+echo
+echo "# fluid versus detailed ring on contended or uneven networks: 64 MiB all-reduce time"
+printf "%-44s %14s %14s %10s\n" "case" "fluid[us]" "detailed[us]" "diff[%]"
+contended() { # name scenario-file
+  "$etsim" --quiet --collective allreduce --algo ring --min-bytes 67108864 --max-bytes 67108864 \
+    --json "$work/f.json" "$2" > /dev/null || true
+  "$etsim" --quiet --collective allreduce --algo ring --detailed-collectives --min-bytes 67108864 \
+    --max-bytes 67108864 --json "$work/d.json" "$2" > /dev/null || true
+  a=$(python3 -c "import json;print(json.load(open('$work/f.json'))['results'][0]['time_s']*1e6)")
+  b=$(python3 -c "import json;print(json.load(open('$work/d.json'))['results'][0]['time_s']*1e6)")
+  printf "%-44s %14.1f %14.1f %10.3f\n" "$1" "$a" "$b" "$(echo "($a - $b) * 100 / $b" | bc -l)"
+}
+contended "8 GPUs, one degraded NVSwitch port" "$root/tests/data/slow-link-8.json"
+for tp in 2 4; do
+  f="$work/oversub-tp$tp.json"
+  python3 - "$root/tests/data/uniform-64.json" "$f" $tp <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))
+s["name"] = "oversubscribed"
+s["parallelism"] = {"tensor": int(sys.argv[3])}
+s["cluster"]["nodes"] = 32
+s["cluster"]["fabric"] = {"oversubscription": 4.0, "nodes_per_leaf": 4}
+json.dump(s, open(sys.argv[2], "w"))
+PY
+  contended "256 GPUs, 4:1 fat tree, tensor $tp (shared NICs)" "$f"
+done

@@ -195,11 +195,12 @@ int main(int argc, char **argv)
         o.sim.bench_op = o.collective;
         int rc = sim_run(&s, &o.sim, &sim, &err);
         if (rc) print_error(&err);
-        if (!rc) rc = collective_bench_print(stdout, sim, 0.02) ? 4 : 0;
+        /* the JSON holds the measurements whatever the verdict */
         if (!rc && o.json_out && et_atomic_write_json(o.json_out, sim, &err)) {
             print_error(&err);
             rc = 1;
         }
+        if (!rc) rc = collective_bench_print(stdout, sim, 0.02) ? 4 : 0;
         json_decref(sim);
         et_scenario_free(&s);
         return rc;
