@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "batch.h"
+#include "sampling.h"
 
 et_graph_options et_scenario_graph_options(const et_scenario *s, int stage)
 {
@@ -134,6 +135,62 @@ static double overlap_buckets(const et_scenario *s, const et_graph *g, const et_
     return fmax(0, comm_end - t);
 }
 
+int et_rank_loads(const et_scenario *s, const et_graph *g, int step, double *loads, et_batch_shape *largest)
+{
+    const int dp = s->parallel.data, m = (int)s->batch.grad_accum;
+    et_sampler sampler;
+    et_error err;
+    if (et_sampler_init(&sampler, &s->data.lengths, &s->data.sampling, (int)s->batch.local, dp,
+                        s->simulation.seed, NULL, "$.data.sampling", &err))
+        return -1;
+    et_batch_shape *shapes = malloc((size_t)dp * sizeof *shapes);
+    int rc = shapes ? 0 : -1;
+    for (int r = 0; r < dp; r++)
+        loads[r] = 0;
+    for (int i = 0; i < m && !rc; i++) {
+        rc = et_sampler_shapes(&sampler, &s->model, s->data.unpadded, step * m + i, shapes);
+        for (int r = 0; r < dp && !rc; r++) {
+            loads[r] += et_phase_time(s, g, ET_PHASE_FORWARD, &shapes[r], NULL) +
+                        et_phase_time(s, g, ET_PHASE_BACKWARD, &shapes[r], NULL);
+            if (largest) {
+                largest->sequences = fmax(largest->sequences, shapes[r].sequences);
+                largest->tokens = fmax(largest->tokens, shapes[r].tokens);
+                largest->tokens_sq = fmax(largest->tokens_sq, shapes[r].tokens_sq);
+                largest->predictions = fmax(largest->predictions, shapes[r].predictions);
+            }
+        }
+    }
+    free(shapes);
+    et_sampler_free(&sampler);
+    return rc;
+}
+
+int et_straggler_factor(const et_scenario *s, const et_graph *g, int steps, double *factor,
+                        et_batch_shape *largest)
+{
+    const int dp = s->parallel.data;
+    double *loads = malloc((size_t)dp * sizeof *loads), sum = 0;
+    if (!loads) return -1;
+    for (int k = 0; k < steps; k++) {
+        if (et_rank_loads(s, g, k, loads, largest)) {
+            free(loads);
+            return -1;
+        }
+        double mx = 0, mean = 0;
+        for (int r = 0; r < dp; r++) {
+            mx = fmax(mx, loads[r]);
+            mean += loads[r] / dp;
+        }
+        sum += mean > 0 ? mx / mean : 1;
+    }
+    free(loads);
+    *factor = steps > 0 ? sum / steps : 1;
+    return 0;
+}
+
+/* Sampled steps behind the analytic straggler factor and the activation sizing. */
+#define ET_STRAGGLER_STEPS 16
+
 int et_analytic_estimate(const et_scenario *s, et_estimate *out, et_error *err)
 {
     memset(out, 0, sizeof *out);
@@ -142,12 +199,24 @@ int et_analytic_estimate(const et_scenario *s, et_estimate *out, et_error *err)
     const int pp = s->parallel.pipeline;
     const et_comm_group dp = et_dp_group(s);
     out->params_total = et_model_param_count(&s->model);
+    /* balance of per-rank compute across the sampled batches, and the largest micro-batch */
+    out->straggler_factor = 1;
+    out->largest_batch = b;
+    if (s->data.lengths.kind != ET_LENGTHS_FIXED &&
+        (s->data.unpadded || s->data.sampling.scheme == ET_SAMPLING_PACKED)) {
+        et_graph g0;
+        et_graph_options o0 = et_scenario_graph_options(s, 0);
+        if (et_graph_build(&s->model, &o0, &g0, err)) return -1;
+        int rc = et_straggler_factor(s, &g0, ET_STRAGGLER_STEPS, &out->straggler_factor, &out->largest_batch);
+        et_graph_free(&g0);
+        if (rc) return et_error_set(err, NULL, 0, 0, NULL, "out of memory sampling batches");
+    }
     double best_stage_time = -1;
     for (int stage = 0; stage < pp; stage++) {
         et_graph g;
         et_graph_options o = et_scenario_graph_options(s, stage);
         if (et_graph_build(&s->model, &o, &g, err)) return -1;
-        et_memory mem = et_memory_estimate(s, &g, &b);
+        et_memory mem = et_memory_estimate(s, &g, &out->largest_batch);
         if (mem.total > out->memory.total) out->memory = mem;
         double tp_f = 0, tp_b = 0;
         double F = et_phase_time(s, &g, ET_PHASE_FORWARD, &b, &tp_f);
@@ -202,6 +271,7 @@ int et_analytic_estimate(const et_scenario *s, et_estimate *out, et_error *err)
     out->compute = out->forward + out->backward + out->clip + out->tp_comm + out->pp_comm + out->bubble;
     out->step_time =
         out->compute + out->dp_comm_exposed + out->clip_allreduce + out->optimizer + out->zero_gather;
+    out->step_time_stragglers = out->step_time + (out->straggler_factor - 1) * (out->forward + out->backward);
 
     double micro_batches = m * s->parallel.data;
     out->model_flops_per_step = et_model_flops(s, &b) * micro_batches;

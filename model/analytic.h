@@ -43,6 +43,10 @@ typedef struct et_estimate {
     double optimizer;
     double step_time;
 
+    double straggler_factor;  /* E over sampled steps of max/mean per-rank compute (1 = balanced) */
+    double step_time_stragglers; /* step_time + (factor - 1) x (forward + backward): a first-order estimate */
+    et_batch_shape largest_batch; /* largest sampled micro-batch, used to size activations */
+
     double mfu;
     double samples_per_second;
     double tokens_per_second;
@@ -57,6 +61,16 @@ typedef struct et_estimate {
 } et_estimate;
 
 int et_analytic_estimate(const et_scenario *s, et_estimate *out, et_error *err);
+
+/* Per-rank compute seconds (forward + backward of all micro-batches of a step) on graph g for the sampled
+ * batches of `step`; loads has one entry per data-parallel rank. If `largest` is not NULL it is raised to
+ * the largest micro-batch seen (component-wise). Returns -1 on out of memory. */
+int et_rank_loads(const et_scenario *s, const et_graph *g, int step, double *loads, et_batch_shape *largest);
+
+/* Straggler factor E[max/mean] of per-rank compute over `steps` sampled steps (1 when every rank's batch
+ * costs the same). */
+int et_straggler_factor(const et_scenario *s, const et_graph *g, int steps, double *factor,
+                        et_batch_shape *largest);
 
 /* Graph options for a stage of a scenario. */
 et_graph_options et_scenario_graph_options(const et_scenario *s, int stage);

@@ -2,23 +2,15 @@
 
 et_batch_shape et_batch_expected(const et_scenario *s)
 {
-    const et_length_dist *d = &s->data.lengths;
-    double b = (double)s->batch.local;
-    et_batch_shape shape = {.sequences = b};
-    if (s->data.unpadded) {
-        shape.tokens = b * et_length_mean(d);
-        shape.tokens_sq = b * et_length_mean_square(d);
-        double p = 0;
-        for (int l = 1; l <= d->max_len; l++)
-            if (d->pmf[l] > 0) p += d->pmf[l] * et_model_predictions_for_length(&s->model, l);
-        shape.predictions = b * p;
-    } else {
-        double S = s->data.seq_len;
-        shape.tokens = b * S;
-        shape.tokens_sq = b * S * S;
-        /* padded masked-LM batches score a fixed max_predictions slots per sequence */
-        shape.predictions = s->model.head == ET_HEAD_CAUSAL_LM ? b * S : b * s->model.max_predictions;
+    et_sampler sampler;
+    et_error err;
+    if (et_sampler_init(&sampler, &s->data.lengths, &s->data.sampling, (int)s->batch.local, s->parallel.data,
+                        s->simulation.seed, NULL, "$.data.sampling", &err)) {
+        et_batch_shape none = {0};
+        return none; /* cannot happen for a loaded scenario: its sampling was validated */
     }
+    et_batch_shape shape = et_sampler_expected_shape(&sampler, &s->model, s->data.unpadded);
+    et_sampler_free(&sampler);
     return shape;
 }
 

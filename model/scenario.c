@@ -93,9 +93,11 @@ static int read_model(const et_json_reader *r, json_t *root, et_model_config *m)
     return et_model_config_check(m, r->source, "$.model", r->err);
 }
 
+static int read_sampling(const et_json_reader *r, json_t *data, et_scenario *s);
+
 static int read_data(const et_json_reader *r, json_t *root, et_scenario *s)
 {
-    static const char *const keys[] = {"seq_len", "lengths", "unpadded", NULL};
+    static const char *const keys[] = {"seq_len", "lengths", "unpadded", "sampling", NULL};
     static const char *const length_keys[] = {"distribution", "file", "min", NULL};
     json_t *o, *lengths;
     long long v;
@@ -106,6 +108,7 @@ static int read_data(const et_json_reader *r, json_t *root, et_scenario *s)
         FAIL("$.data.seq_len", "seq_len %d exceeds the model's max_positions %d", s->data.seq_len,
              s->model.max_positions);
     if (et_json_get_bool(r, o, "$.data", "unpadded", false, false, &s->data.unpadded)) return -1;
+    if (read_sampling(r, o, s)) return -1;
     if (et_json_get_object(r, o, "$.data", "lengths", false, length_keys, &lengths)) return -1;
     int kind = ET_LENGTHS_FIXED;
     if (lengths && et_json_get_enum(r, lengths, "$.data.lengths", "distribution", true, et_length_kind_names,
@@ -135,6 +138,47 @@ static int read_data(const et_json_reader *r, json_t *root, et_scenario *s)
         return et_length_dist_load_histogram(path, s->data.seq_len, &s->data.lengths, r->err);
     }
     }
+}
+
+/* data.sampling: scheme, stratification bins and counts, presort group. Checked against the batch once
+ * the data-parallel degree is known (check_sampling). */
+static int read_sampling(const et_json_reader *r, json_t *data, et_scenario *s)
+{
+    static const char *const keys[] = {"scheme", "bins", "counts", "presort_group", NULL};
+    et_sampling *c = &s->data.sampling;
+    memset(c, 0, sizeof *c);
+    json_t *o, *bins, *counts;
+    if (et_json_get_object(r, data, "$.data", "sampling", false, keys, &o)) return -1;
+    if (!o) return 0;
+    int e;
+    long long v;
+    if (et_json_get_enum(r, o, "$.data.sampling", "scheme", true, et_sampling_scheme_names, 0, &e)) return -1;
+    c->scheme = (et_sampling_scheme)e;
+    if (et_json_get_int(r, o, "$.data.sampling", "presort_group", false, 0, 0, 1 << 20, &v)) return -1;
+    c->presort_group = (int)v;
+    int strat = c->scheme == ET_SAMPLING_STRATIFIED;
+    if (et_json_get_array(r, o, "$.data.sampling", "bins", strat, &bins)) return -1;
+    if (et_json_get_array(r, o, "$.data.sampling", "counts", strat, &counts)) return -1;
+    if (!strat && (bins || counts))
+        FAIL("$.data.sampling", "\"bins\" and \"counts\" apply only to scheme \"stratified\"");
+    if (!strat) return 0;
+    size_t n = json_array_size(bins);
+    if (n == 0 || n > ET_MAX_BINS)
+        FAIL("$.data.sampling.bins", "expected 1 to %d bin upper bounds", ET_MAX_BINS);
+    if (json_array_size(counts) != n)
+        FAIL("$.data.sampling.counts", "expected %zu counts, one per bin, got %zu", n,
+             json_array_size(counts));
+    c->n_bins = (int)n;
+    for (size_t i = 0; i < n; i++) {
+        double x;
+        if (et_json_array_number(r, bins, "$.data.sampling.bins", i, 1, s->data.seq_len, &x)) return -1;
+        c->bin_upper[i] = (int)x;
+        if (et_json_array_number(r, counts, "$.data.sampling.counts", i, 0, 1 << 20, &x)) return -1;
+        c->bin_count[i] = (int)x;
+        if (x != (int)x || c->bin_upper[i] != json_number_value(json_array_get(bins, i)))
+            FAIL("$.data.sampling", "bins and counts must be whole numbers%s", "");
+    }
+    return 0;
 }
 
 static int read_optimizer(const et_json_reader *r, json_t *root, et_scenario *s)
@@ -317,6 +361,16 @@ static int read_batch(const et_json_reader *r, json_t *root, et_scenario *s)
     return 0;
 }
 
+static int check_sampling(const et_json_reader *r, et_scenario *s)
+{
+    et_sampler sampler;
+    if (et_sampler_init(&sampler, &s->data.lengths, &s->data.sampling, (int)s->batch.local, s->parallel.data,
+                        0, r->source, "$.data.sampling", r->err))
+        return -1;
+    et_sampler_free(&sampler);
+    return 0;
+}
+
 static int read_target(const et_json_reader *r, json_t *root, et_scenario *s)
 {
     static const char *const keys[] = {"samples", "steps", "eval_interval_samples", "eval_samples", NULL};
@@ -395,6 +449,7 @@ int et_scenario_load(const char *path, et_scenario *out, et_error *err)
     /* Profile and histogram errors carry their own file; everything after is the scenario's again. */
     if (check_parallelism(r, out)) goto done;
     if (read_batch(r, root, out)) goto done;
+    if (check_sampling(r, out)) goto done;
     if (read_target(r, root, out)) goto done;
     if (read_simulation(r, root, out)) goto done;
     rc = 0;

@@ -18,6 +18,7 @@
 #include "graph.h"
 #include "length_dist.h"
 #include "model_config.h"
+#include "sampling.h"
 
 typedef enum { ET_CLIP_NONE, ET_CLIP_AFTER_ALLREDUCE, ET_CLIP_PER_BUCKET } et_clip_mode;
 extern const char *const et_clip_mode_names[]; /* "none", "after_allreduce", "per_bucket", NULL */
@@ -56,6 +57,7 @@ typedef struct et_scenario {
         int seq_len;
         et_length_dist lengths;
         bool unpadded;
+        et_sampling sampling;
     } data;
     struct {
         long long global;

@@ -6,6 +6,7 @@
 #include "analytic.h"
 #include "atomic_file.h"
 #include "collective_bench.h"
+#include "compare.h"
 #include "platform.h"
 #include "report.h"
 #include "scenario.h"
@@ -28,6 +29,7 @@ static void usage(FILE *out)
           "  --detailed-collectives  play rings step by step (slow; for validating the fluid form)\n"
           "  --no-overlap      start gradient collectives only after backward\n"
           "  --quiet           no progress output\n"
+          "  --compare A.json B.json  both scenarios side by side with the speedup of each part\n"
           "  --collective OP   benchmark one collective (allreduce, reduce_scatter, allgather) on the\n"
           "                    data-parallel GPUs instead of training, nccl-tests style\n"
           "  --algo A          with --collective: auto, ring, tree or hierarchical (default auto)\n"
@@ -46,6 +48,7 @@ typedef struct options {
     long long seed; /* -1: scenario's */
     sim_options sim;
     const char *platform_out;
+    const char *compare_with; /* --compare: the second scenario */
     int collective; /* -1: train */
     long long min_bytes, max_bytes, step_factor;
 } options;
@@ -126,6 +129,13 @@ static int parse_args(int argc, char **argv, options *o)
                 o->collective = found;
             else
                 o->sim.bench_algo = (et_coll_algo)found;
+        } else if (strcmp(a, "--compare") == 0) {
+            if (i + 2 >= argc) {
+                fprintf(stderr, "etsim: --compare needs two scenario files\n");
+                return -1;
+            }
+            o->scenario = argv[++i];
+            o->compare_with = argv[++i];
         } else if (strcmp(a, "--min-bytes") == 0) {
             if (number_arg(argc, argv, &i, 1, 1LL << 40, &o->min_bytes)) return -1;
         } else if (strcmp(a, "--max-bytes") == 0) {
@@ -161,10 +171,64 @@ static void print_error(const et_error *err)
     et_error_print(stderr, err);
 }
 
+/* Loads, estimates and (unless analytic) simulates one scenario; returns an exit status. */
+static int evaluate(const options *o, const char *path, et_scenario *s, et_estimate *e, json_t **sim)
+{
+    et_error err;
+    *sim = NULL;
+    if (et_scenario_load(path, s, &err)) {
+        print_error(&err);
+        return EXIT_INPUT;
+    }
+    if (o->seed >= 0) s->simulation.seed = (unsigned long long)o->seed;
+    if (o->sim.force_no_overlap) s->parallel.overlap = false;
+    if (et_analytic_estimate(s, e, &err) || (!o->analytic && sim_run(s, &o->sim, sim, &err))) {
+        print_error(&err);
+        et_scenario_free(s);
+        return 1;
+    }
+    return 0;
+}
+
+static int compare_main(options *o)
+{
+    et_scenario a, b;
+    et_estimate ea, eb;
+    json_t *sa, *sb;
+    o->sim.progress = !o->quiet && isatty(2);
+    int rc = evaluate(o, o->scenario, &a, &ea, &sa);
+    if (rc) return rc;
+    rc = evaluate(o, o->compare_with, &b, &eb, &sb);
+    if (rc) {
+        json_decref(sa);
+        et_scenario_free(&a);
+        return rc;
+    }
+    compare_print(stdout, &a, &ea, sa, &b, &eb, sb);
+    if (o->json_out) {
+        et_error err;
+        json_t *ja = report_json_analytic(&a, &ea), *jb = report_json_analytic(&b, &eb);
+        if (sa) json_object_set(ja, "simulation", sa);
+        if (sb) json_object_set(jb, "simulation", sb);
+        json_t *j = json_pack("{s:s, s:[o, o]}", "tool", "etsim", "compare", ja, jb);
+        if (!j || et_atomic_write_json(o->json_out, j, &err)) {
+            if (j) print_error(&err);
+            rc = 1;
+        }
+        json_decref(j);
+    }
+    json_decref(sa);
+    json_decref(sb);
+    et_scenario_free(&a);
+    et_scenario_free(&b);
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
     options o;
     if (parse_args(argc, argv, &o)) return EXIT_INPUT;
+    if (o.compare_with) return compare_main(&o);
     et_error err;
     et_scenario s;
     if (et_scenario_load(o.scenario, &s, &err)) {

@@ -55,7 +55,7 @@ json_t *report_json_estimate(const et_estimate *e)
         "bubble_s", e->bubble, "compute_s", e->compute, "dp_comm_s", e->dp_comm, "dp_comm_exposed_s",
         e->dp_comm_exposed, "zero_gather_s", e->zero_gather, "clip_allreduce_s", e->clip_allreduce,
         "optimizer_s", e->optimizer, "step_s", e->step_time, "busiest_stage", (double)e->busiest_stage);
-    return json_pack(
+    json_t *j = json_pack(
         "{s:f, s:f, s:f, s:f, s:f, s:o, s:o, s:{s:i, s:f, s:s}, s:f, s:f, s:f, s:{s:I, s:f, s:f, s:f}}",
         "params_total", e->params_total, "params_per_gpu", e->params_per_gpu, "model_flops_per_step",
         e->model_flops_per_step, "flops_per_token", e->flops_per_token, "tokens_per_step", e->tokens_per_step,
@@ -64,6 +64,14 @@ json_t *report_json_estimate(const et_estimate *e)
         e->mfu, "samples_per_second", e->samples_per_second, "tokens_per_second", e->tokens_per_second,
         "time_to_train", "steps", e->steps, "train_s", e->train_time, "eval_s", e->eval_time, "total_s",
         e->time_to_train);
+    if (j)
+        json_object_set_new(j, "stragglers",
+                            json_pack("{s:f, s:f, s:{s:f, s:f, s:f, s:f}}", "factor", e->straggler_factor,
+                                      "step_s", e->step_time_stragglers, "largest_micro_batch", "sequences",
+                                      e->largest_batch.sequences, "tokens", e->largest_batch.tokens,
+                                      "tokens_sq", e->largest_batch.tokens_sq, "predictions",
+                                      e->largest_batch.predictions));
+    return j;
 }
 
 json_t *report_json_analytic(const et_scenario *s, const et_estimate *e)
@@ -92,6 +100,16 @@ void report_print_header(FILE *out, const et_scenario *s, const et_estimate *e, 
             et_clip_mode_names[s->optimizer.clip], e->n_buckets, e->bucket_bytes_max / 1048576.0,
             et_coll_algo_names[e->algo]);
     fprintf(out, "FLOPs        %.4g per step, %.4g per token\n", e->model_flops_per_step, e->flops_per_token);
+    const et_sampling *smp = &s->data.sampling;
+    fprintf(out, "sampling     %s", et_sampling_scheme_names[smp->scheme]);
+    if (smp->scheme == ET_SAMPLING_STRATIFIED) {
+        fprintf(out, " (bins");
+        for (int b = 0; b < smp->n_bins; b++)
+            fprintf(out, "%s%d:%d", b ? ", " : " ", smp->bin_upper[b], smp->bin_count[b]);
+        fprintf(out, ")");
+    }
+    if (smp->presort_group > 1) fprintf(out, ", presorted in groups of %d", smp->presort_group);
+    fprintf(out, "; straggler factor E[max/mean] %.3f\n", e->straggler_factor);
 }
 
 void report_print_memory(FILE *out, const et_memory *m)
@@ -120,6 +138,11 @@ void report_print_analytic(FILE *out, const et_scenario *s, const et_estimate *e
     report_format_duration(train, sizeof train, e->train_time);
     report_format_duration(eval, sizeof eval, e->eval_time);
     report_format_duration(total, sizeof total, e->time_to_train);
+    if (e->straggler_factor > 1.0005)
+        fprintf(
+            out,
+            "stragglers   %.2f ms with the slowest rank's compute (first order; the simulator plays it)\n",
+            e->step_time_stragglers * 1e3);
     fprintf(out, "\nthroughput   MFU %.1f%%, %.0f samples/s, %.0f tokens/s\n", 100 * e->mfu,
             e->samples_per_second, e->tokens_per_second);
     fprintf(out, "time-to-train %lld steps: %s training + %s evaluation = %s\n", e->steps, train, eval,
@@ -143,6 +166,10 @@ void report_print_simulated(FILE *out, const et_scenario *s, const et_estimate *
             (int)json_integer_value(json_object_get(sim, "simulated_steps")), mean * 1e3,
             jnum(st, "p50") * 1e3, jnum(st, "p99") * 1e3, jnum(sim, "compute_s") * 1e3,
             jnum(sim, "exposed_comm_s") * 1e3, jnum(sim, "idle_s") * 1e3);
+    fprintf(
+        out,
+        "balance      straggler factor max/mean compute %.3f simulated, %.3f sampled by the analytic model\n",
+        jnum(sim, "straggler_factor"), e->straggler_factor);
     fprintf(out,
             "analytic     step %.2f ms: compute %.2f ms, exposed communication %.2f ms, optimizer %.2f ms\n",
             e->step_time * 1e3, e->compute * 1e3,

@@ -43,22 +43,37 @@ static double noise_factor(const sim_world *w, int rank, int step)
 void sim_rank_plan(const sim_world *w, int rank, int step, sim_plan *plan)
 {
     const et_scenario *s = w->s;
-    const sim_stage *st = &w->stages[w->ranks[rank].stage];
-    et_batch_shape b = et_batch_expected(s);
-    double tp_f = 0, tp_b = 0;
-    double F = et_phase_time(s, &st->graph, ET_PHASE_FORWARD, &b, &tp_f);
-    double Bw = et_backward_segments(s, &st->graph, st->buckets, st->n_buckets, &b, plan->seg);
-    et_phase_time(s, &st->graph, ET_PHASE_BACKWARD, &b, &tp_b);
-    double send = et_pipeline_send_time(s, &b);
-    double m = (double)s->batch.grad_accum, p = s->parallel.pipeline;
-    double f = noise_factor(w, rank, step);
+    const sim_rank *r = &w->ranks[rank];
+    const sim_stage *st = &w->stages[r->stage];
+    const int m = (int)s->batch.grad_accum, p = s->parallel.pipeline, nb = st->n_buckets;
+    const double f = noise_factor(w, rank, step);
+    /* every micro-batch but the last runs forward and backward whole; the last one's backward is split at
+     * the bucket-ready points; the 1F1B bubble costs (p - 1) average micro-batches */
+    double pre = 0, mean_micro = 0, tp_f = 0, tp_b = 0, F = 0, Bw = 0, send = 0;
+    for (int i = 0; i < m; i++) {
+        const et_batch_shape *b = &w->shapes[((size_t)step * m + i) * s->parallel.data + r->index];
+        tp_f = tp_b = 0;
+        F = et_phase_time(s, &st->graph, ET_PHASE_FORWARD, b, &tp_f);
+        send = et_pipeline_send_time(s, b);
+        if (i < m - 1) {
+            Bw = et_phase_time(s, &st->graph, ET_PHASE_BACKWARD, b, &tp_b);
+            pre += F + tp_f + Bw + tp_b + 2 * send;
+            mean_micro += (F + tp_f + Bw + tp_b + 2 * send) / m;
+        } else {
+            Bw = et_backward_segments(s, &st->graph, st->buckets, nb, b, plan->seg);
+            et_phase_time(s, &st->graph, ET_PHASE_BACKWARD, b, &tp_b);
+            mean_micro += (F + tp_f + Bw + tp_b + 2 * send) / m;
+            pre += F + tp_f + send;
+            plan->opt = et_phase_time(s, &st->graph, ET_PHASE_OPTIMIZER, b, NULL) * f;
+        }
+    }
+    pre += (p - 1) * mean_micro;
     /* tensor-parallel all-reduces block compute: spread them over backward in proportion */
     double stretch = Bw > 0 ? (Bw + tp_b) / Bw : 1;
-    for (int k = 0; k <= st->n_buckets; k++)
+    for (int k = 0; k <= nb; k++)
         plan->seg[k] *= stretch * f;
-    plan->seg[st->n_buckets] += send * f;
-    plan->pre = ((m - 1 + p - 1) * (F + tp_f + Bw + tp_b + 2 * send) + F + tp_f + send) * f;
-    plan->opt = et_phase_time(s, &st->graph, ET_PHASE_OPTIMIZER, &b, NULL) * f;
+    plan->seg[nb] += send * f;
+    plan->pre = pre * f;
 }
 
 static int traced(const sim_rank *r)

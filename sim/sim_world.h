@@ -59,6 +59,7 @@ typedef struct sim_world {
     sim_stage *stages;
     et_comm_group dp;
     double *bucket_start, *bucket_end; /* last step, per bucket of stage 0 group 0 */
+    et_batch_shape *shapes;            /* [(step * grad_accum + micro) * dp + dp_index]: each rank's batch */
     int trace_every;                   /* keep ranks with rank % trace_every == 0 in the trace */
     sim_trace trace;
 } sim_world;

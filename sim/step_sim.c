@@ -93,6 +93,19 @@ static int build_world(sim_world *w, json_t **result)
     w->bucket_start = calloc(records + 1, sizeof(double));
     w->bucket_end = calloc(records + 1, sizeof(double));
     if (!w->bucket_start || !w->bucket_end) return fail(result, "out of memory for %s", "bucket records");
+    /* each data-parallel rank's batch of every micro-batch of every step, from the sampling library */
+    const int m = (int)s->batch.grad_accum;
+    w->shapes = malloc((size_t)w->steps * m * dp * sizeof *w->shapes);
+    et_sampler sampler;
+    if (!w->shapes || et_sampler_init(&sampler, &s->data.lengths, &s->data.sampling, (int)s->batch.local, dp,
+                                      s->simulation.seed, s->source, "$.data.sampling", &err))
+        return fail(result, "cannot sample batches: %s", w->shapes ? err.text : "out of memory");
+    for (int k = 0; k < w->steps * m; k++)
+        if (et_sampler_shapes(&sampler, &s->model, s->data.unpadded, k, w->shapes + (size_t)k * dp)) {
+            et_sampler_free(&sampler);
+            return fail(result, "out of memory for %s", "sampled batches");
+        }
+    et_sampler_free(&sampler);
     int keep = w->o->trace_ranks > 0 ? w->o->trace_ranks : 64;
     w->trace_every = gpus > keep ? (gpus + keep - 1) / keep : 1;
     return 0;
@@ -119,11 +132,15 @@ static json_t *results(const sim_world *w)
     double *step = calloc((size_t)S, sizeof *step), *sorted = calloc((size_t)S, sizeof *sorted);
     json_t *steps = json_array(), *ranks = json_array(), *buckets = json_array(), *ops = json_array();
     double prev_end = 0, busy_sum = 0, idle_sum = 0, exposed_sum = 0;
+    double factor_sum = 0;
     for (int k = 0; k < S; k++) {
-        double end = 0, busy = 0, idle = 0, exposed = 0;
+        double end = 0, busy = 0, idle = 0, exposed = 0, busiest = 0;
+        json_t *loads = json_array();
         for (int r = 0; r < N; r++) {
             const sim_rank *x = &w->ranks[r];
             end = fmax(end, x->step_end[k]);
+            busiest = fmax(busiest, x->busy[k]);
+            json_array_append_new(loads, json_real(x->busy[k]));
             busy += x->busy[k];
             idle += x->idle[k];
             exposed += (x->step_end[k] - x->step_start[k]) - x->busy[k] - x->idle[k];
@@ -133,9 +150,12 @@ static json_t *results(const sim_world *w)
         busy_sum += busy / N;
         idle_sum += idle / N;
         exposed_sum += exposed / N;
-        json_array_append_new(steps, json_pack("{s:i, s:f, s:f, s:f, s:f}", "step", k, "time_s", step[k],
-                                               "compute_s", busy / N, "exposed_comm_s", fmax(0, exposed / N),
-                                               "idle_s", idle / N));
+        double factor = busy > 0 ? busiest / (busy / N) : 1;
+        factor_sum += factor;
+        json_array_append_new(steps, json_pack("{s:i, s:f, s:f, s:f, s:f, s:f, s:o}", "step", k, "time_s",
+                                               step[k], "compute_s", busy / N, "exposed_comm_s",
+                                               fmax(0, exposed / N), "idle_s", idle / N, "straggler_factor",
+                                               factor, "rank_compute_s", loads));
     }
     memcpy(sorted, step, (size_t)S * sizeof *step);
     qsort(sorted, (size_t)S, sizeof *sorted, compare_double);
@@ -180,12 +200,13 @@ static json_t *results(const sim_world *w)
                                              "flops", et_linear_eval(&op->flops, &b), "bytes",
                                              et_linear_eval(&op->bytes, &b), "time_s", t));
     }
-    json_t *out = json_pack("{s:s, s:i, s:b, s:{s:f, s:f, s:f, s:f, s:f}, s:f, s:f, s:f, s:o, s:o, s:o, s:o}",
-                            "engine", "simgrid", "simulated_steps", S, "detailed_collectives", w->o->detailed,
-                            "step_time_s", "mean", mean, "p50", percentile(sorted, S, 0.5), "p99",
-                            percentile(sorted, S, 0.99), "min", sorted[0], "max", sorted[S - 1], "compute_s",
-                            busy_sum / S, "exposed_comm_s", fmax(0, exposed_sum / S), "idle_s", idle_sum / S,
-                            "steps", steps, "buckets", buckets, "ops", ops, "ranks", ranks);
+    json_t *out = json_pack(
+        "{s:s, s:i, s:b, s:{s:f, s:f, s:f, s:f, s:f}, s:f, s:f, s:f, s:f, s:o, s:o, s:o, s:o}", "engine",
+        "simgrid", "simulated_steps", S, "detailed_collectives", w->o->detailed, "step_time_s", "mean", mean,
+        "p50", percentile(sorted, S, 0.5), "p99", percentile(sorted, S, 0.99), "min", sorted[0], "max",
+        sorted[S - 1], "compute_s", busy_sum / S, "exposed_comm_s", fmax(0, exposed_sum / S), "idle_s",
+        idle_sum / S, "straggler_factor", factor_sum / S, "steps", steps, "buckets", buckets, "ops", ops,
+        "ranks", ranks);
     free(step);
     free(sorted);
     return out;

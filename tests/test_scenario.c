@@ -51,7 +51,18 @@ static void test_load(void)
           "NVSwitch 600 GB/s bidirectional = 300 GB/s per direction");
     CHECK(s.parallel.bucket_bytes == 25 * 1048576.0, "25 MiB buckets");
     et_batch_shape b = et_batch_expected(&s);
-    CHECK(fabs(b.tokens / 16 - et_length_mean(&s.data.lengths)) < 1e-9, "unpadded tokens = B * E[L]");
+    /* stratified 6/3/2/5 over bins of 128: expected tokens = sum_b count_b * E[L | bin b] */
+    double want = 0;
+    int counts[4] = {6, 3, 2, 5};
+    for (int bin = 0; bin < 4; bin++) {
+        double w = 0, sum = 0;
+        for (int l = 128 * bin + 1; l <= 128 * (bin + 1); l++) {
+            w += s.data.lengths.pmf[l];
+            sum += s.data.lengths.pmf[l] * l;
+        }
+        want += counts[bin] * sum / w;
+    }
+    CHECK_REL(b.tokens, want, 1e-12, "unpadded stratified tokens = sum of count x E[L | bin]");
 
     et_estimate with, without;
     CHECK(et_analytic_estimate(&s, &with, &err) == 0, "estimate");
@@ -143,7 +154,8 @@ static void test_collectives(void)
         for (int t = 0; t < 2; t++)
             for (int i = 0; i < n; i++) {
                 int ch[2], c = et_tree_children(n, t, i, ch);
-                for (int j = 0; j < c; j++) consistent &= et_tree_parent(n, t, ch[j]) == i;
+                for (int j = 0; j < c; j++)
+                    consistent &= et_tree_parent(n, t, ch[j]) == i;
             }
         CHECK(consistent, "tree children and parents agree (n=%d)", n);
         CHECK(et_tree_max_nic_load(n) <= 1.0 + 1e-12, "double binary tree loads a NIC at most S (n=%d: %.2f)",

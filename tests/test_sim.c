@@ -39,8 +39,10 @@ static void check_scenario(const char *path, int steps)
         CHECK(0, "%s loads: %s", path, err.text);
         return;
     }
-    /* no overlap, no stragglers: the simulated step equals the analytic step */
+    /* no overlap, no stragglers (padded batches cost the same on every rank): the simulated step equals
+     * the analytic step */
     s.parallel.overlap = false;
+    s.data.unpadded = false;
     et_estimate e;
     CHECK(et_analytic_estimate(&s, &e, &err) == 0, "analytic estimate");
     json_t *flat = simulate(&s, steps, 1);
@@ -64,11 +66,46 @@ static void check_scenario(const char *path, int steps)
     et_scenario_free(&s);
 }
 
+/* Presorted BERT: balanced batches shorten the simulated step, and clipping per bucket exposes no more
+ * communication than clipping after the all-reduce. */
+static void check_presorted_bert(void)
+{
+    et_scenario s;
+    et_error err;
+    if (et_scenario_load(SCEN("mlperf-bert-1024-samsung.json"), &s, &err)) {
+        CHECK(0, "samsung scenario loads: %s", err.text);
+        return;
+    }
+    et_sampling presorted = s.data.sampling;
+    json_t *balanced = simulate(&s, 2, 0);
+    s.data.sampling.scheme = ET_SAMPLING_RANDOM;
+    s.data.sampling.presort_group = 0;
+    json_t *random = simulate(&s, 2, 0);
+    if (balanced && random) {
+        CHECK(step_mean(balanced) < step_mean(random), "stratified + presort step %.4g s < random %.4g s",
+              step_mean(balanced), step_mean(random));
+        CHECK(field(balanced, "idle_s") < field(random, "idle_s"), "less idle time: %.4g < %.4g",
+              field(balanced, "idle_s"), field(random, "idle_s"));
+    }
+    s.data.sampling = presorted;
+    s.optimizer.clip = ET_CLIP_AFTER_ALLREDUCE;
+    json_t *after = simulate(&s, 2, 0);
+    if (balanced && after)
+        CHECK(field(balanced, "exposed_comm_s") <= field(after, "exposed_comm_s"),
+              "per-bucket clipping exposes %.4g s <= %.4g s clipping after the all-reduce",
+              field(balanced, "exposed_comm_s"), field(after, "exposed_comm_s"));
+    json_decref(balanced);
+    json_decref(random);
+    json_decref(after);
+    et_scenario_free(&s);
+}
+
 static void check_determinism_and_stragglers(void)
 {
     et_scenario s;
     et_error err;
     if (et_scenario_load(SCEN("mlperf-bert-8.json"), &s, &err)) return;
+    s.data.unpadded = false; /* equal batches: only the noise below makes stragglers */
     s.simulation.straggler_sigma = 0.05;
     json_t *a = simulate(&s, 4, 0), *b = simulate(&s, 4, 0);
     if (a && b) {
@@ -103,5 +140,6 @@ int main(void)
     check_scenario(SCEN("mlperf-bert-1024-nvidia.json"), 1);
     check_scenario(SCEN("gpt3-13b-dense-a100.json"), 1);
     check_determinism_and_stragglers();
+    check_presorted_bert();
     return check_summary("test_sim");
 }
