@@ -18,7 +18,10 @@ et_graph_options et_scenario_graph_options(const et_scenario *s, int stage)
         .optimizer = s->optimizer.name,
         .optimizer_shards = s->parallel.zero_stage >= 1 ? s->parallel.data : 1,
         .clip_global = s->optimizer.clip == ET_CLIP_AFTER_ALLREDUCE,
+        .method = &s->method,
+        .tt_rank = 0,
     };
+    if (s->method.kind == ET_METHOD_TENSOR_TRAIN) o.tokens_hint = et_batch_expected(s).tokens;
     return o;
 }
 
@@ -191,14 +194,20 @@ int et_straggler_factor(const et_scenario *s, const et_graph *g, int steps, doub
 /* Sampled steps behind the analytic straggler factor and the activation sizing. */
 #define ET_STRAGGLER_STEPS 16
 
-int et_analytic_estimate(const et_scenario *s, et_estimate *out, et_error *err)
+static int estimate_phase(const et_scenario *s, et_estimate *out, et_error *err)
 {
     memset(out, 0, sizeof *out);
     const et_batch_shape b = et_batch_expected(s);
     const double m = (double)s->batch.grad_accum;
     const int pp = s->parallel.pipeline;
     const et_comm_group dp = et_dp_group(s);
-    out->params_total = et_model_param_count(&s->model);
+    et_graph whole;
+    et_graph_options wo = et_scenario_graph_options(s, 0);
+    wo.tensor = wo.pipeline = 1;
+    if (et_graph_build(&s->model, &wo, &whole, err)) return -1;
+    out->params_total = whole.param_count;
+    out->params_dense = whole.param_dense;
+    et_graph_free(&whole);
     /* balance of per-rank compute across the sampled batches, and the largest micro-batch */
     out->straggler_factor = 1;
     out->largest_batch = b;
@@ -290,5 +299,39 @@ int et_analytic_estimate(const et_scenario *s, et_estimate *out, et_error *err)
         out->eval_time = evals * per_gpu_batches * out->forward / m;
     }
     out->time_to_train = out->train_time + out->eval_time;
+    return 0;
+}
+
+int et_analytic_estimate(const et_scenario *s, et_estimate *out, et_error *err)
+{
+    const et_method *m = &s->method;
+    if (m->kind != ET_METHOD_TENSOR_TRAIN || m->n_phases <= 1) {
+        if (estimate_phase(s, out, err)) return -1;
+        out->n_phases = 1;
+        out->phases[0] = (et_phase_estimate){0, m->tt_rank, out->step_time, out->steps, out->params_total};
+        return 0;
+    }
+    /* rank schedule: every phase is its own model; time-to-train adds the phases up */
+    et_scenario phase = *s;
+    double train = 0;
+    long long done = 0;
+    et_estimate first;
+    for (int i = 0; i < m->n_phases; i++) {
+        phase.method.tt_rank = m->phases[i].rank;
+        et_estimate e;
+        if (estimate_phase(&phase, &e, err)) return -1;
+        if (i == 0) first = e;
+        double until = i + 1 < m->n_phases ? m->phases[i + 1].from : 1.0;
+        long long steps =
+            i + 1 < m->n_phases ? (long long)llround(until * s->target.steps) - done : s->target.steps - done;
+        done += steps;
+        first.phases[i] =
+            (et_phase_estimate){m->phases[i].from, m->phases[i].rank, e.step_time, steps, e.params_total};
+        train += steps * e.step_time;
+    }
+    first.n_phases = m->n_phases;
+    first.train_time = train;
+    first.time_to_train = train + first.eval_time;
+    *out = first;
     return 0;
 }

@@ -19,8 +19,18 @@
 #include "memory.h"
 #include "scenario.h"
 
+/* One phase of a tensor-train rank schedule. */
+typedef struct et_phase_estimate {
+    double from; /* fraction of training where it starts */
+    int rank;
+    double step_time;
+    long long steps;
+    double params;
+} et_phase_estimate;
+
 typedef struct et_estimate {
-    double params_total;         /* whole model */
+    double params_total;         /* whole model: trainable values (kept weights, TT cores) */
+    double params_dense;         /* the dense model of the same shape */
     double params_per_gpu;       /* this GPU's shard of weights (tensor/pipeline split, before ZeRO) */
     double model_flops_per_step; /* all GPUs, forward + backward, no recomputation */
     double flops_per_token;      /* model FLOPs / tokens trained */
@@ -43,7 +53,7 @@ typedef struct et_estimate {
     double optimizer;
     double step_time;
 
-    double straggler_factor;  /* E over sampled steps of max/mean per-rank compute (1 = balanced) */
+    double straggler_factor;     /* E over sampled steps of max/mean per-rank compute (1 = balanced) */
     double step_time_stragglers; /* step_time + (factor - 1) x (forward + backward): a first-order estimate */
     et_batch_shape largest_batch; /* largest sampled micro-batch, used to size activations */
 
@@ -54,6 +64,9 @@ typedef struct et_estimate {
     double train_time; /* steps * step_time */
     double eval_time;  /* all evaluations */
     double time_to_train;
+
+    int n_phases; /* tensor-train rank schedule phases (1 otherwise); train_time adds them up */
+    et_phase_estimate phases[ET_MAX_RANK_PHASES];
 
     int n_buckets;
     double bucket_bytes_max;

@@ -27,8 +27,8 @@ int et_buckets_build(const et_graph *g, double bucket_bytes, double grad_elem_by
         }
         et_bucket *cur = &b[n - 1];
         cur->param_count++;
-        cur->elements += g->params[p].count;
-        cur->bytes += g->params[p].count * grad_elem_bytes;
+        cur->elements += g->params[p].grad_elems;
+        cur->bytes += g->params[p].grad_elems * grad_elem_bytes;
         if (owner[p] > cur->ready_op) cur->ready_op = owner[p];
     }
     free(owner);

@@ -25,7 +25,10 @@ int et_device_profile_load(const char *path, et_device_profile *out, et_error *e
                                            "reserved_GiB",
                                            "efficiency",
                                            "on_chip_MiB",
+                                           "sparse",
                                            NULL};
+    static const char *const sparse_keys[] = {"unstructured_efficiency", "block_half",
+                                              "semi_structured_2_4_speedup", NULL};
     static const char *const peak_keys[] = {"fp32", "tf32", "fp16", "bf16", NULL};
     static const char *const eff_keys[] = {"gemm_max", "gemm_half_dim", "memory", "kernel_overhead_us", NULL};
     json_t *root;
@@ -73,6 +76,17 @@ int et_device_profile_load(const char *path, et_device_profile *out, et_error *e
         goto done;
     if (et_json_get_number(&r, eff, "$.efficiency", "kernel_overhead_us", true, 0, 0, 1e6, &v)) goto done;
     out->kernel_overhead_s = v * 1e-6;
+    json_t *sparse;
+    if (et_json_get_object(&r, root, "$", "sparse", false, sparse_keys, &sparse)) goto done;
+    json_t *sp = sparse ? sparse : json_object();
+    int bad =
+        et_json_get_number(&r, sp, "$.sparse", "unstructured_efficiency", false, 0.05, 0.001, 1,
+                           &out->sparse_unstructured_efficiency) ||
+        et_json_get_number(&r, sp, "$.sparse", "block_half", false, 96, 0, 1e6, &out->sparse_block_half) ||
+        et_json_get_number(&r, sp, "$.sparse", "semi_structured_2_4_speedup", false, 0, 0, 2,
+                           &out->sparse_2_4_speedup);
+    if (!sparse) json_decref(sp);
+    if (bad) goto done;
     rc = 0;
 done:
     json_decref(root);

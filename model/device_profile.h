@@ -31,6 +31,10 @@ typedef struct et_device_profile {
     double memory_efficiency;              /* fraction of bandwidth a streaming kernel reaches */
     double kernel_overhead_s;              /* launch + tail per kernel, seconds */
     double on_chip_bytes;                  /* dataflow devices: on-chip memory holding fused intermediates */
+    /* sparse kernels (profile "sparse"; calibration replaces them) */
+    double sparse_unstructured_efficiency; /* fraction of the dense rate on kept FLOPs, unstructured (CSR) */
+    double sparse_block_half;              /* block edge at which block-sparse runs at half the dense rate */
+    double sparse_2_4_speedup;             /* 2:4 semi-structured speedup over dense; 0 = no sparse units */
 } et_device_profile;
 
 int et_device_profile_load(const char *path, et_device_profile *out, et_error *err);

@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *const et_op_kind_names[] = {"gemm", "attention", "elementwise",  "embedding",
-                                        "loss", "optimizer", "tp_allreduce", NULL};
+const char *const et_op_kind_names[] = {"gemm",      "attention",    "elementwise",  "embedding", "loss",
+                                        "optimizer", "tp_allreduce", "tensor_train", NULL};
 const char *const et_optimizer_names[] = {"adam", "adamw", "lamb", NULL};
 const char *const et_phase_names[] = {"forward", "backward", "optimizer", NULL};
 
@@ -52,6 +52,10 @@ typedef struct builder {
     et_error *err;
     double e; /* bytes per activation/weight element */
     int failed;
+    const et_method *method; /* never NULL inside the builder */
+    double tokens;           /* tokens per micro-batch the TT orders are chosen for */
+    int tt_rank;
+    int t; /* tensor-parallel degree */
 } builder;
 
 static et_op *add_op(builder *b, et_op_kind kind, et_phase phase, int layer, const char *fmt, ...)
@@ -82,14 +86,15 @@ static et_op *add_op(builder *b, et_op_kind kind, et_phase phase, int layer, con
     op->phase = phase;
     op->layer = layer;
     op->grad_first = g->n_params;
+    op->kernels = 1;
+    op->group = ET_GROUP_COUNT; /* no weights */
     return op;
 }
 
-/* Appends a parameter whose gradient is final after the most recently added op. */
-static void add_grad(builder *b, int layer, double count, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-
-static void add_grad(builder *b, int layer, double count, const char *fmt, ...)
+/* Appends a parameter whose gradient is final after the most recently added op: `count` trainable values
+ * (dense-equivalent `dense`), `grad_elems` gradient elements reduced, `meta` bytes of sparse indices. */
+static void add_param(builder *b, int layer, double count, double dense, double grad_elems, double meta,
+                      const char *name)
 {
     et_graph *g = b->g;
     if (b->failed) return;
@@ -105,32 +110,32 @@ static void add_grad(builder *b, int layer, double count, const char *fmt, ...)
         g->cap_params = cap;
     }
     et_param *p = &g->params[g->n_params++];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(p->id, sizeof p->id, fmt, ap);
-    va_end(ap);
+    snprintf(p->id, sizeof p->id, "%s", name);
     p->count = count;
+    p->dense = dense;
+    p->grad_elems = grad_elems;
+    p->meta_bytes = meta;
     p->layer = layer;
     g->param_count += count;
+    g->param_dense += dense;
+    g->grad_elems += grad_elems;
+    g->weight_bytes += count * b->e + meta;
     et_op *op = &g->ops[g->n_ops - 1];
     op->grad_count = g->n_params - op->grad_first;
 }
 
-/* A matrix product C[m,n] = A[m,k] B[k,n]: 2mnk FLOPs, reads A and B, writes C. */
-static et_op *gemm(builder *b, et_phase phase, int layer, et_linear m, et_linear n, et_linear k,
-                   const char *id)
+/* A dense parameter. */
+static void add_grad(builder *b, int layer, double count, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static void add_grad(builder *b, int layer, double count, const char *fmt, ...)
 {
-    et_op *op = add_op(b, ET_OP_GEMM, phase, layer, "%s", id);
-    if (!op) return NULL;
-    op->m = m;
-    op->n = n;
-    op->k = k;
-    /* Exactly one of m, n, k depends on the batch in every product here; the others are fixed. */
-    op->flops = lin_scale(lin_mul(lin_mul(m, n), k), 2);
-    /* bytes: e * (m*k + k*n + m*n) */
-    et_linear mk = lin_mul(m, k), kn = lin_mul(k, n), mn = lin_mul(m, n);
-    op->bytes = lin_scale(lin_add(lin_add(mk, kn), mn), b->e);
-    return op;
+    char name[80];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(name, sizeof name, fmt, ap);
+    va_end(ap);
+    add_param(b, layer, count, count, count, 0, name);
 }
 
 static et_op *elementwise(builder *b, et_phase phase, int layer, et_linear flops, et_linear bytes,
@@ -141,6 +146,119 @@ static et_op *elementwise(builder *b, et_phase phase, int layer, et_linear flops
     op->flops = flops;
     op->bytes = bytes;
     return op;
+}
+
+/* The sparsity of a weight group under the method (dense unless the method is sparse). */
+static et_sparse_spec sparse_of(const builder *b, et_layer_group group)
+{
+    et_sparse_spec dense = {.density = 1, .pattern = ET_PATTERN_DENSE};
+    if (b->method->kind != ET_METHOD_SPARSE || group >= ET_GROUP_COUNT) return dense;
+    et_sparse_spec sp = b->method->sparse[group];
+    return sp.pattern == ET_PATTERN_DENSE || sp.density >= 1 ? dense : sp;
+}
+
+/* The TT of an n_in x n_out layer of `group` under the method, or 0 when it is not tensor-train. */
+static int tt_of(builder *b, et_layer_group group, double n_in, double n_out, et_tt_shape *tt)
+{
+    const et_method *m = b->method;
+    if (m->kind != ET_METHOD_TENSOR_TRAIN || group >= ET_GROUP_COUNT || !m->tt_group[group]) return 0;
+    const et_tt_factors *f = et_method_factors(m, (int)n_in, (int)n_out);
+    if (!f) return 0; /* checked when the scenario is loaded */
+    et_error err;
+    return et_tt_linear(tt, f->in, f->d_in, f->out, f->d_out, b->tt_rank, &err) == 0;
+}
+
+/* One product of a weight W [n_out, n_in] with activations of `rows` rows: forward (m = rows, n = n_out,
+ * k = n_in), data gradient (rows, n_in, n_out) or weight gradient (n_out, n_in, rows). FLOPs at the
+ * weight density; bytes: the two activation operands plus the stored weight (values and indices). */
+static et_op *weight_gemm(builder *b, et_phase phase, int layer, et_layer_group group, et_linear m,
+                          et_linear n, et_linear k, et_linear rows, double n_in, double n_out, const char *id)
+{
+    et_op *op = add_op(b, ET_OP_GEMM, phase, layer, "%s", id);
+    if (!op) return NULL;
+    et_sparse_spec sp = sparse_of(b, group);
+    op->m = m;
+    op->n = n;
+    op->k = k;
+    op->group = group;
+    op->sparse = sp;
+    op->flops = lin_scale(lin_mul(lin_mul(m, n), k), 2 * sp.density);
+    op->weight_bytes = n_in * n_out * et_sparse_bytes_per_weight(&sp, b->e);
+    op->bytes = lin_add(lin_scale(rows, b->e * (n_in + n_out)), FIX(op->weight_bytes));
+    return op;
+}
+
+/* A tensor-train product over `copies` independent layers (q, k, v share one op). */
+static et_op *tt_op(builder *b, et_phase phase, int layer, et_layer_group group, const et_tt_shape *tt,
+                    int copies, const char *id)
+{
+    et_tt_plan plan;
+    et_tt_plan_best(tt, b->tokens, &plan);
+    et_op *op = add_op(b, ET_OP_TT, phase, layer, "%s", id);
+    if (!op) return NULL;
+    op->group = group;
+    op->sparse.density = 1;
+    op->kernels = copies * plan.steps;
+    op->flops = (et_linear){.fixed = copies * plan.flops_fixed, .per_token = copies * plan.flops_per_token};
+    op->m = FIX(plan.largest_m);
+    op->n = FIX(plan.largest_n);
+    op->k = FIX(plan.largest_k);
+    op->weight_bytes = copies * et_tt_params(tt) * b->e;
+    op->bytes = (et_linear){.fixed = op->weight_bytes,
+                            .per_token =
+                                copies * b->e * (et_tt_in(tt) + et_tt_out(tt) + plan.intermediate_per_token)};
+    return op;
+}
+
+/* Forward of y = x W^T for `copies` layers of n_in x n_out each: dense or sparse GEMM, or tensor train. */
+static void weight_forward(builder *b, et_phase phase, int layer, et_layer_group group, et_linear rows,
+                           double n_in, double n_out, int copies, const char *id)
+{
+    et_tt_shape tt;
+    if (tt_of(b, group, n_in, n_out, &tt))
+        tt_op(b, phase, layer, group, &tt, copies, id);
+    else
+        weight_gemm(b, phase, layer, group, rows, FIX(copies * n_out), FIX(n_in), rows, n_in, copies * n_out,
+                    id);
+}
+
+/* Backward: data gradient then weight gradient, which finalises the weights (or cores) and biases. */
+static void weight_backward(builder *b, int layer, et_layer_group group, et_linear rows, double n_in,
+                            double n_out, int copies, const char *name, int bias, int weight_grad)
+{
+    static const char *const copy_names[] = {"q", "k", "v"};
+    char id[96], pname[96];
+    et_tt_shape tt;
+    if (tt_of(b, group, n_in, n_out, &tt)) {
+        /* each forward contraction has two backward ones of the same cost (input and core gradients) */
+        snprintf(id, sizeof id, "%s.bwd_data", name);
+        tt_op(b, ET_PHASE_BACKWARD, layer, group, &tt, copies, id);
+        snprintf(id, sizeof id, "%s.bwd_weight", name);
+        tt_op(b, ET_PHASE_BACKWARD, layer, group, &tt, copies, id);
+        for (int c = 0; c < copies; c++)
+            for (int k = tt.d_in + tt.d_out - 1; k >= 0; k--) {
+                if (copies > 1)
+                    snprintf(pname, sizeof pname, "%s.%s.core.%d", name, copy_names[c % 3], k);
+                else
+                    snprintf(pname, sizeof pname, "%s.core.%d", name, k);
+                double n = et_tt_core_params(&tt, k);
+                add_param(b, layer, n, n, n, 0, pname);
+            }
+    } else {
+        double out = copies * n_out;
+        snprintf(id, sizeof id, "%s.bwd_data", name);
+        weight_gemm(b, ET_PHASE_BACKWARD, layer, group, rows, FIX(n_in), FIX(out), rows, n_in, out, id);
+        snprintf(id, sizeof id, "%s.bwd_weight", name);
+        weight_gemm(b, ET_PHASE_BACKWARD, layer, group, FIX(out), FIX(n_in), rows, rows, n_in, out, id);
+        if (weight_grad) {
+            et_sparse_spec sp = sparse_of(b, group);
+            double dense = out * n_in, kept = dense * sp.density;
+            snprintf(pname, sizeof pname, "%s.weight", name);
+            add_param(b, layer, kept, dense, b->method->dense_gradients ? dense : kept,
+                      dense * et_sparse_meta_bytes_per_weight(&sp), pname);
+        }
+    }
+    if (bias) add_grad(b, layer, copies * n_out, "%s.bias", name);
 }
 
 typedef struct dims {
@@ -154,7 +272,11 @@ static void layer_forward(builder *b, const dims *d, int i, int decoder, et_phas
     const double H = d->H, Ht = d->Ht, Ft = d->Ft, At = d->At, e = d->e;
 #define ID(name) (snprintf(id, sizeof id, "layer.%d.%s%s", i, name, suffix), id)
     if (decoder) elementwise(b, phase, i, TOK(8 * H), TOK(2 * e * H), ID("attn.layernorm"));
-    gemm(b, phase, i, TOK(1), FIX(3 * Ht), FIX(H), ID("attn.qkv"));
+    /* q, k, v: one product of 3Ht outputs, or three tensor-train layers of H x H */
+    if (b->method->kind == ET_METHOD_TENSOR_TRAIN && b->method->tt_group[ET_GROUP_ATTENTION])
+        weight_forward(b, phase, i, ET_GROUP_ATTENTION, TOK(1), H, Ht, 3, ID("attn.qkv"));
+    else
+        weight_forward(b, phase, i, ET_GROUP_ATTENTION, TOK(1), H, 3 * Ht, 1, ID("attn.qkv"));
     et_op *op = add_op(b, ET_OP_ATTENTION, phase, i, "%s", ID("attn.scores"));
     if (op) {
         op->k = FIX(d->D);
@@ -168,7 +290,7 @@ static void layer_forward(builder *b, const dims *d, int i, int decoder, et_phas
         op->flops = SQ(2 * Ht);
         op->bytes = lin_add(TOK(2 * e * Ht), SQ(e * At));
     }
-    gemm(b, phase, i, TOK(1), FIX(H), FIX(Ht), ID("attn.out"));
+    weight_forward(b, phase, i, ET_GROUP_ATTENTION, TOK(1), Ht, H, 1, ID("attn.out"));
     if (d->t > 1 && (op = add_op(b, ET_OP_TP_ALLREDUCE, phase, i, "%s", ID("attn.tp_allreduce"))))
         op->bytes = TOK(e * H);
     /* encoder (post-LN): residual add fused with layer norm after each block */
@@ -176,27 +298,13 @@ static void layer_forward(builder *b, const dims *d, int i, int decoder, et_phas
         elementwise(b, phase, i, TOK(8 * H), TOK(2 * e * H), ID("mlp.layernorm"));
     else
         elementwise(b, phase, i, TOK(8 * H), TOK(3 * e * H), ID("attn.layernorm"));
-    gemm(b, phase, i, TOK(1), FIX(Ft), FIX(H), ID("mlp.fc1"));
+    weight_forward(b, phase, i, ET_GROUP_MLP, TOK(1), H, Ft, 1, ID("mlp.fc1"));
     elementwise(b, phase, i, TOK(8 * Ft), TOK(2 * e * Ft), ID("mlp.gelu"));
-    gemm(b, phase, i, TOK(1), FIX(H), FIX(Ft), ID("mlp.fc2"));
+    weight_forward(b, phase, i, ET_GROUP_MLP, TOK(1), Ft, H, 1, ID("mlp.fc2"));
     if (d->t > 1 && (op = add_op(b, ET_OP_TP_ALLREDUCE, phase, i, "%s", ID("mlp.tp_allreduce"))))
         op->bytes = TOK(e * H);
     if (!decoder) elementwise(b, phase, i, TOK(8 * H), TOK(3 * e * H), ID("mlp.layernorm"));
 #undef ID
-}
-
-/* Backward of a linear layer y = x W^T + b with W [n_out, n_in]: data grad then weight grad (which
- * finalises W and b). */
-static void linear_backward(builder *b, int layer, double n_out, double n_in, const char *name, int bias,
-                            int produce_weight_grad)
-{
-    char id[80];
-    snprintf(id, sizeof id, "%s.bwd_data", name);
-    gemm(b, ET_PHASE_BACKWARD, layer, TOK(1), FIX(n_in), FIX(n_out), id);
-    snprintf(id, sizeof id, "%s.bwd_weight", name);
-    gemm(b, ET_PHASE_BACKWARD, layer, FIX(n_out), FIX(n_in), TOK(1), id);
-    if (produce_weight_grad) add_grad(b, layer, n_out * n_in, "%s.weight", name);
-    if (bias) add_grad(b, layer, n_out, "%s.bias", name);
 }
 
 static void layernorm_backward(builder *b, const dims *d, int layer, const char *name, et_linear rows)
@@ -217,15 +325,15 @@ static void layer_backward(builder *b, const dims *d, int i, int decoder, int re
 #define NAME(s) (snprintf(name, sizeof name, "layer.%d.%s", i, s), name)
     if (!decoder) layernorm_backward(b, d, i, NAME("mlp.layernorm"), TOK(1));
     /* rows of weight-grad products are the token dimension: m = n_out fixed, k = T */
-    linear_backward(b, i, H, Ft, NAME("mlp.fc2"), 1, 1);
+    weight_backward(b, i, ET_GROUP_MLP, TOK(1), Ft, H, 1, NAME("mlp.fc2"), 1, 1);
     elementwise(b, ET_PHASE_BACKWARD, i, TOK(8 * Ft), TOK(3 * e * Ft), NAME("mlp.gelu.bwd"));
-    linear_backward(b, i, Ft, H, NAME("mlp.fc1"), 1, 1);
+    weight_backward(b, i, ET_GROUP_MLP, TOK(1), H, Ft, 1, NAME("mlp.fc1"), 1, 1);
     et_op *op;
     if (d->t > 1 &&
         (op = add_op(b, ET_OP_TP_ALLREDUCE, ET_PHASE_BACKWARD, i, "%s", NAME("mlp.tp_allreduce.bwd"))))
         op->bytes = TOK(e * H);
     layernorm_backward(b, d, i, decoder ? NAME("mlp.layernorm") : NAME("attn.layernorm"), TOK(1));
-    linear_backward(b, i, H, Ht, NAME("attn.out"), 1, 1);
+    weight_backward(b, i, ET_GROUP_ATTENTION, TOK(1), Ht, H, 1, NAME("attn.out"), 1, 1);
     /* context = P V: dP = dO V^T and dV = P^T dO, each 2*l*l*D per head */
     if ((op = add_op(b, ET_OP_ATTENTION, ET_PHASE_BACKWARD, i, "%s", NAME("attn.context.bwd")))) {
         op->k = FIX(d->D);
@@ -238,7 +346,10 @@ static void layer_backward(builder *b, const dims *d, int i, int decoder, int re
         op->flops = SQ(4 * Ht);
         op->bytes = lin_add(TOK(4 * e * Ht), SQ(e * At));
     }
-    linear_backward(b, i, 3 * Ht, H, NAME("attn.qkv"), 1, 1);
+    if (b->method->kind == ET_METHOD_TENSOR_TRAIN && b->method->tt_group[ET_GROUP_ATTENTION])
+        weight_backward(b, i, ET_GROUP_ATTENTION, TOK(1), H, Ht, 3, NAME("attn.qkv"), 1, 1);
+    else
+        weight_backward(b, i, ET_GROUP_ATTENTION, TOK(1), H, 3 * Ht, 1, NAME("attn.qkv"), 1, 1);
     if (d->t > 1 &&
         (op = add_op(b, ET_OP_TP_ALLREDUCE, ET_PHASE_BACKWARD, i, "%s", NAME("attn.tp_allreduce.bwd"))))
         op->bytes = TOK(e * H);
@@ -246,35 +357,24 @@ static void layer_backward(builder *b, const dims *d, int i, int decoder, int re
 #undef NAME
 }
 
-/* Same as linear_backward but with rows given by another batch letter (sequences or predictions). */
-static void head_linear_backward(builder *b, et_linear rows, double n_out, double n_in, const char *name,
-                                 int bias, int produce_weight_grad)
-{
-    char id[80];
-    snprintf(id, sizeof id, "%s.bwd_data", name);
-    gemm(b, ET_PHASE_BACKWARD, -1, rows, FIX(n_in), FIX(n_out), id);
-    snprintf(id, sizeof id, "%s.bwd_weight", name);
-    gemm(b, ET_PHASE_BACKWARD, -1, FIX(n_out), FIX(n_in), rows, id);
-    if (produce_weight_grad) add_grad(b, -1, n_out * n_in, "%s.weight", name);
-    if (bias) add_grad(b, -1, n_out, "%s.bias", name);
-}
-
 static void head_forward(builder *b, const dims *d, const et_model_config *m)
 {
     const double H = d->H, Vt = d->V / d->t, e = d->e;
+    /* a tied output projection is the word embedding: it has the embeddings' sparsity */
+    const et_layer_group decoder_group = m->tie_embeddings ? ET_GROUP_EMBEDDINGS : ET_GROUP_HEAD;
     if (m->head == ET_HEAD_CAUSAL_LM) {
         elementwise(b, ET_PHASE_FORWARD, -1, TOK(8 * H), TOK(2 * e * H), "head.final_layernorm");
-        gemm(b, ET_PHASE_FORWARD, -1, PRED(1), FIX(Vt), FIX(H), "head.lm.decoder");
+        weight_forward(b, ET_PHASE_FORWARD, -1, decoder_group, PRED(1), H, Vt, 1, "head.lm.decoder");
     } else {
         if (m->head == ET_HEAD_MLM_NSP) {
-            gemm(b, ET_PHASE_FORWARD, -1, SEQ(1), FIX(H), FIX(H), "head.pooler");
-            gemm(b, ET_PHASE_FORWARD, -1, SEQ(1), FIX(2), FIX(H), "head.nsp");
+            weight_forward(b, ET_PHASE_FORWARD, -1, ET_GROUP_HEAD, SEQ(1), H, H, 1, "head.pooler");
+            weight_forward(b, ET_PHASE_FORWARD, -1, ET_GROUP_HEAD, SEQ(1), H, 2, 1, "head.nsp");
         }
         elementwise(b, ET_PHASE_FORWARD, -1, FIX(0), PRED(2 * e * H), "head.mlm.gather");
-        gemm(b, ET_PHASE_FORWARD, -1, PRED(1), FIX(H), FIX(H), "head.mlm.transform");
+        weight_forward(b, ET_PHASE_FORWARD, -1, ET_GROUP_HEAD, PRED(1), H, H, 1, "head.mlm.transform");
         elementwise(b, ET_PHASE_FORWARD, -1, PRED(8 * H), PRED(2 * e * H), "head.mlm.gelu");
         elementwise(b, ET_PHASE_FORWARD, -1, PRED(8 * H), PRED(2 * e * H), "head.mlm.layernorm");
-        gemm(b, ET_PHASE_FORWARD, -1, PRED(1), FIX(Vt), FIX(H), "head.mlm.decoder");
+        weight_forward(b, ET_PHASE_FORWARD, -1, decoder_group, PRED(1), H, Vt, 1, "head.mlm.decoder");
     }
     /* softmax cross-entropy: read logits, fp32 reductions, write the logit gradient (fused fwd+bwd) */
     et_op *op = add_op(b, ET_OP_LOSS, ET_PHASE_FORWARD, -1, "head.loss");
@@ -287,31 +387,45 @@ static void head_forward(builder *b, const dims *d, const et_model_config *m)
 static void head_backward(builder *b, const dims *d, const et_model_config *m)
 {
     const double H = d->H, Vt = d->V / d->t, e = d->e;
+    const et_layer_group decoder_group = m->tie_embeddings ? ET_GROUP_EMBEDDINGS : ET_GROUP_HEAD;
     int untied = !m->tie_embeddings;
     if (m->head == ET_HEAD_CAUSAL_LM) {
-        head_linear_backward(b, PRED(1), Vt, H, "head.lm.decoder", 0, untied);
+        weight_backward(b, -1, decoder_group, PRED(1), H, Vt, 1, "head.lm.decoder", 0, untied);
         layernorm_backward(b, d, -1, "head.final_layernorm", TOK(1));
         return;
     }
-    head_linear_backward(b, PRED(1), Vt, H, "head.mlm.decoder", 1, untied);
+    weight_backward(b, -1, decoder_group, PRED(1), H, Vt, 1, "head.mlm.decoder", 1, untied);
     layernorm_backward(b, d, -1, "head.mlm.layernorm", PRED(1));
     elementwise(b, ET_PHASE_BACKWARD, -1, PRED(8 * H), PRED(3 * e * H), "head.mlm.gelu.bwd");
-    head_linear_backward(b, PRED(1), H, H, "head.mlm.transform", 1, 1);
+    weight_backward(b, -1, ET_GROUP_HEAD, PRED(1), H, H, 1, "head.mlm.transform", 1, 1);
     elementwise(b, ET_PHASE_BACKWARD, -1, FIX(0), PRED(2 * e * H), "head.mlm.gather.bwd");
     if (m->head == ET_HEAD_MLM_NSP) {
-        head_linear_backward(b, SEQ(1), 2, H, "head.nsp", 1, 1);
-        head_linear_backward(b, SEQ(1), H, H, "head.pooler", 1, 1);
+        weight_backward(b, -1, ET_GROUP_HEAD, SEQ(1), H, 2, 1, "head.nsp", 1, 1);
+        weight_backward(b, -1, ET_GROUP_HEAD, SEQ(1), H, H, 1, "head.pooler", 1, 1);
     }
+}
+
+/* The word embedding as a TT-matrix, when the method says so. */
+static int tt_embedding_of(const builder *b, et_tt_shape *tt)
+{
+    const et_method *m = b->method;
+    if (m->kind != ET_METHOD_TENSOR_TRAIN || !m->tt_embedding) return 0;
+    et_error err;
+    return et_tt_embedding(tt, m->emb_rows, m->emb_cols, m->emb_d, m->emb_rank, &err) == 0;
 }
 
 static void embedding_forward(builder *b, const dims *d, const et_model_config *m)
 {
     const double H = d->H, e = d->e;
     double tables = 2 + (m->type_vocab > 0);
+    et_tt_shape tt;
+    int tt_word = tt_embedding_of(b, &tt);
     et_op *op = add_op(b, ET_OP_EMBEDDING, ET_PHASE_FORWARD, -1, "embed.lookup");
     if (op) {
-        op->flops = TOK(tables * H);
+        op->group = ET_GROUP_EMBEDDINGS;
+        op->flops = TOK(tables * H + (tt_word ? et_tt_embedding_flops_per_token(&tt) : 0));
         op->bytes = TOK((tables + 1) * e * H);
+        if (tt_word) op->bytes.fixed = op->weight_bytes = et_tt_params(&tt) * e;
     }
     if (d->t > 1 && (op = add_op(b, ET_OP_TP_ALLREDUCE, ET_PHASE_FORWARD, -1, "embed.tp_allreduce")))
         op->bytes = TOK(e * H);
@@ -323,16 +437,44 @@ static void embedding_backward(builder *b, const dims *d, const et_model_config 
 {
     const double H = d->H, e = d->e, Vt = d->V / d->t;
     if (m->arch == ET_ARCH_ENCODER) layernorm_backward(b, d, -1, "embed.layernorm", TOK(1));
-    /* scatter-add of token gradients into dense tables (zeroed first) */
     double tables = 2 + (m->type_vocab > 0);
-    double table_elems = Vt * H + m->max_positions * H + m->type_vocab * H;
+    et_tt_shape tt;
+    int tt_word = tt_embedding_of(b, &tt);
+    et_sparse_spec sp = sparse_of(b, ET_GROUP_EMBEDDINGS);
+    double word_dense = Vt * H, word_kept = tt_word ? et_tt_params(&tt) : word_dense * sp.density;
+    double table_elems = word_kept + m->max_positions * H + m->type_vocab * H;
     et_op *op = add_op(b, ET_OP_EMBEDDING, ET_PHASE_BACKWARD, -1, "embed.lookup.bwd");
     if (!op) return;
-    op->flops = TOK(tables * H);
+    op->group = ET_GROUP_EMBEDDINGS;
+    /* scatter-add of token gradients into the (zeroed) tables; a TT table gets its cores' gradients by
+     * running the row contraction backwards (twice the forward FLOPs per token) */
+    op->flops = TOK(tables * H + (tt_word ? 2 * et_tt_embedding_flops_per_token(&tt) : 0));
     op->bytes = lin_add(TOK(2 * tables * e * H), FIX(e * table_elems));
-    add_grad(b, -1, Vt * H, "embed.word_embeddings");
+    if (tt_word) {
+        char name[80];
+        for (int k = tt.d_in - 1; k >= 0; k--) {
+            snprintf(name, sizeof name, "embed.word_embeddings.core.%d", k);
+            double n = et_tt_core_params(&tt, k);
+            add_param(b, -1, n, n, n, 0, name);
+        }
+    } else {
+        add_param(b, -1, word_kept, word_dense, b->method->dense_gradients ? word_dense : word_kept,
+                  word_dense * et_sparse_meta_bytes_per_weight(&sp), "embed.word_embeddings");
+    }
     add_grad(b, -1, (double)m->max_positions * H, "embed.position_embeddings");
     if (m->type_vocab > 0) add_grad(b, -1, (double)m->type_vocab * H, "embed.token_type_embeddings");
+}
+
+/* A tied output projection over a TT embedding needs the dense table: rebuilt from the cores each step. */
+static void tt_table_reconstruct(builder *b, const dims *d)
+{
+    et_tt_shape tt;
+    if (!tt_embedding_of(b, &tt) || !b->g->model.tie_embeddings) return;
+    et_op *op = add_op(b, ET_OP_EMBEDDING, ET_PHASE_FORWARD, -1, "head.tied_table.reconstruct");
+    if (!op) return;
+    op->group = ET_GROUP_EMBEDDINGS;
+    op->flops = FIX(d->V * et_tt_embedding_flops_per_token(&tt));
+    op->bytes = FIX(d->V * d->H * d->e + et_tt_params(&tt) * d->e);
 }
 
 /* Optimizer kernels over this GPU's shard of parameters (fp32 math, bytes per parameter in docs). */
@@ -374,7 +516,16 @@ int et_graph_build(const et_model_config *m, const et_graph_options *o, et_graph
     memset(g, 0, sizeof *g);
     g->model = *m;
     g->options = *o;
-    builder b = {g, err, et_precision_bytes(o->precision), 0};
+    static const et_method dense_method = {.kind = ET_METHOD_DENSE};
+    builder b = {g,
+                 err,
+                 et_precision_bytes(o->precision),
+                 0,
+                 o->method ? o->method : &dense_method,
+                 o->tokens_hint > 0 ? o->tokens_hint : 1,
+                 0,
+                 o->tensor};
+    b.tt_rank = o->tt_rank > 0 ? o->tt_rank : b.method->tt_rank;
     dims d = {.H = m->hidden,
               .A = m->heads,
               .D = (double)m->hidden / m->heads,
@@ -394,6 +545,7 @@ int et_graph_build(const et_model_config *m, const et_graph_options *o, et_graph
     if (first) embedding_forward(&b, &d, m);
     for (int i = g->first_layer; i <= g->last_layer; i++)
         layer_forward(&b, &d, i, decoder, ET_PHASE_FORWARD, "");
+    if (last) tt_table_reconstruct(&b, &d);
     if (last) head_forward(&b, &d, m);
     if (last) head_backward(&b, &d, m);
     for (int i = g->last_layer; i >= g->first_layer; i--)
@@ -446,22 +598,36 @@ double et_model_param_count(const et_model_config *model)
 double et_op_time(const et_op *op, const et_batch_shape *b, const et_device_profile *d, et_precision p)
 {
     double flops = et_linear_eval(&op->flops, b), bytes = et_linear_eval(&op->bytes, b);
+    if (op->kind == ET_OP_TP_ALLREDUCE || (flops <= 0 && bytes <= 0)) return 0;
+    double overhead = d->kernel_overhead_s * op->kernels;
+    if (d->kind == ET_DEVICE_DATAFLOW) {
+        /* fused, pipelined execution: no launches, and intermediates stay on chip as long as the op's
+         * activations fit; weights still stream from device memory */
+        double activations = bytes - op->weight_bytes;
+        if (activations <= d->on_chip_bytes) bytes = op->weight_bytes;
+        overhead = 0;
+    }
+    double rate; /* FLOP/s */
     switch (op->kind) {
-    case ET_OP_TP_ALLREDUCE:
-        return 0;
-    case ET_OP_GEMM: {
+    case ET_OP_GEMM:
+    case ET_OP_TT: {
         double m = et_linear_eval(&op->m, b), n = et_linear_eval(&op->n, b), k = et_linear_eval(&op->k, b);
         if (m <= 0 || n <= 0 || k <= 0) return 0;
-        return et_kernel_time(d, p, 1, flops, bytes, m, n, k);
+        double factor = et_sparse_rate_factor(d, &op->sparse);
+        rate = d->peak_flops[p] * et_gemm_efficiency(d, m, n, k) * (factor > 0 ? factor : 1);
+        break;
     }
     case ET_OP_ATTENTION: {
         double l = b->sequences > 0 ? sqrt(b->tokens_sq / b->sequences) : 0;
         if (l <= 0) return 0;
-        return et_kernel_time(d, p, 1, flops, bytes, l, l, et_linear_eval(&op->k, b));
+        rate = d->peak_flops[p] * et_gemm_efficiency(d, l, l, et_linear_eval(&op->k, b));
+        break;
     }
-    case ET_OP_OPTIMIZER:
-        return et_kernel_time(d, ET_FP32, 0, flops, bytes, 0, 0, 0);
     default:
-        return et_kernel_time(d, p, 0, flops, bytes, 0, 0, 0);
+        rate = d->vector_flops * d->memory_efficiency;
+        break;
     }
+    double t_compute = flops > 0 ? flops / rate : 0;
+    double t_memory = bytes / (d->memory_bandwidth * d->memory_efficiency);
+    return fmax(t_compute, t_memory) + overhead;
 }

@@ -19,6 +19,7 @@
 
 #include "device_profile.h"
 #include "et_error.h"
+#include "method.h"
 #include "model_config.h"
 
 typedef enum {
@@ -29,6 +30,7 @@ typedef enum {
     ET_OP_LOSS,         /* softmax cross-entropy over the vocabulary */
     ET_OP_OPTIMIZER,    /* per-parameter update kernels (fp32 math) */
     ET_OP_TP_ALLREDUCE, /* tensor-parallel activation all-reduce (bytes = message size) */
+    ET_OP_TT,           /* tensor-train contraction sequence (m, n, k: its most expensive step) */
 } et_op_kind;
 extern const char *const et_op_kind_names[];
 
@@ -57,14 +59,21 @@ typedef struct et_op {
     int layer;         /* transformer layer index, -1 for embeddings, head and optimizer */
     et_linear m, n, k; /* GEMM dimensions; ATTENTION uses k = D (m, n = rms sequence length) */
     et_linear flops;
-    et_linear bytes; /* device-memory traffic, bytes */
-    int grad_first;  /* index into graph->params */
+    et_linear bytes;       /* device-memory traffic, bytes */
+    double weight_bytes;   /* the part of `bytes` that is weights (what a dataflow device still streams) */
+    int kernels;           /* kernel launches (TT: one per contraction step) */
+    et_layer_group group;  /* weight group, ET_GROUP_COUNT for ops without weights */
+    et_sparse_spec sparse; /* pattern ET_PATTERN_DENSE unless a sparse weight product */
+    int grad_first;        /* index into graph->params */
     int grad_count;
 } et_op;
 
 typedef struct et_param {
     char id[80];
-    double count; /* elements held by this GPU (tensor-parallel shard) */
+    double count;      /* trainable values held by this GPU (tensor-parallel shard; kept values if sparse) */
+    double dense;      /* dense-equivalent elements (count / density) */
+    double grad_elems; /* gradient elements reduced (count, or dense with dense gradients) */
+    double meta_bytes; /* sparse index / mask bytes */
     int layer;
 } et_param;
 
@@ -75,8 +84,11 @@ typedef struct et_graph_options {
     et_precision precision;
     bool recompute; /* full activation recomputation per layer */
     et_optimizer optimizer;
-    int optimizer_shards; /* ZeRO: optimizer states split over this many ranks (1 = none) */
-    bool clip_global;     /* clip after the all-reduce: a global-norm op before the update */
+    int optimizer_shards;    /* ZeRO: optimizer states split over this many ranks (1 = none) */
+    bool clip_global;        /* clip after the all-reduce: a global-norm op before the update */
+    const et_method *method; /* NULL = dense */
+    double tokens_hint;      /* tokens per micro-batch the tensor-train contraction orders are chosen for */
+    int tt_rank;             /* tensor-train rank of this phase (0 = the method's) */
 } et_graph_options;
 
 typedef struct et_graph {
@@ -86,7 +98,10 @@ typedef struct et_graph {
     int n_ops, cap_ops;
     et_param *params;
     int n_params, cap_params;
-    double param_count;          /* elements on this GPU */
+    double param_count;          /* trainable values on this GPU */
+    double param_dense;          /* dense-equivalent parameters */
+    double weight_bytes;         /* stored weights including sparse indices, at the training precision */
+    double grad_elems;           /* gradient elements to reduce */
     int first_layer, last_layer; /* layers of this stage, inclusive */
 } et_graph;
 

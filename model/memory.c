@@ -12,8 +12,9 @@ et_memory et_memory_estimate(const et_scenario *s, const et_graph *g, const et_b
     /* ZeRO (Rajbhandari et al. 2020): model copy e, gradients e, Adam/LAMB states m and v in fp32 plus an
      * fp32 master copy when training in 16-bit: 2 + 2 + 12 = 16 bytes per parameter in mixed precision. */
     double states = mixed ? 12 : 8;
-    m.weights = P * e / (z >= 3 ? dp : 1);
-    m.gradients = P * e / (z >= 2 ? dp : 1);
+    /* sparse: kept values plus indices; gradients at the kept size unless the method keeps them dense */
+    m.weights = g->weight_bytes / (z >= 3 ? dp : 1);
+    m.gradients = g->grad_elems * e / (z >= 2 ? dp : 1);
     m.optimizer_states = P * states / (z >= 1 ? dp : 1);
 
     /* Activations per layer (Korthikanti et al. 2022, eq. 2 without sequence parallelism), written for

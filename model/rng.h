@@ -14,7 +14,8 @@ static inline unsigned long long et_rng_mix(unsigned long long x)
     return x ^ (x >> 31);
 }
 
-static inline unsigned long long et_rng_stream(unsigned long long seed, unsigned long long a, unsigned long long b)
+static inline unsigned long long et_rng_stream(unsigned long long seed, unsigned long long a,
+                                               unsigned long long b)
 {
     return et_rng_mix(seed ^ et_rng_mix(a * 1000003ULL + et_rng_mix(b)));
 }

@@ -39,11 +39,11 @@ typedef struct et_sampling {
 typedef struct et_sampler {
     const et_length_dist *dist;
     et_sampling cfg;
-    int local;            /* sequences (or packed rows) per GPU */
-    int ranks;            /* GPUs drawing batches */
+    int local; /* sequences (or packed rows) per GPU */
+    int ranks; /* GPUs drawing batches */
     int seq_len;
     unsigned long long seed;
-    double *cdf;          /* cumulative distribution over lengths, cdf[max_len] = 1 */
+    double *cdf; /* cumulative distribution over lengths, cdf[max_len] = 1 */
     double bin_lo_cdf[ET_MAX_BINS], bin_hi_cdf[ET_MAX_BINS];
 } et_sampler;
 

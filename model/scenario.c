@@ -306,6 +306,196 @@ done:
     return rc;
 }
 
+/* Reads an array of 1..ET_TT_MAX_CORES positive integers; returns the count in *n. */
+static int read_factor_list(const et_json_reader *r, json_t *obj, const char *path, const char *key, int *out,
+                            int *n, double *product)
+{
+    json_t *a;
+    char p[ET_JSON_PATH_MAX];
+    if (et_json_get_array(r, obj, path, key, true, &a)) return -1;
+    et_json_path(p, path, key);
+    size_t len = json_array_size(a);
+    if (len < 1 || len > ET_TT_MAX_CORES) FAIL(p, "expected 1 to %d factors, got %zu", ET_TT_MAX_CORES, len);
+    *product = 1;
+    for (size_t i = 0; i < len; i++) {
+        double x;
+        if (et_json_array_number(r, a, p, i, 1, 1 << 20, &x)) return -1;
+        if (x != (int)x) FAIL(p, "factors must be whole numbers, got %g", x);
+        out[i] = (int)x;
+        *product *= x;
+    }
+    *n = (int)len;
+    return 0;
+}
+
+static int read_sparsity(const et_json_reader *r, json_t *method, et_scenario *s)
+{
+    static const char *const keys[] = {"attention", "mlp", "embeddings", "head", NULL};
+    static const char *const spec_keys[] = {"density", "pattern", "block", NULL};
+    json_t *o;
+    et_method *m = &s->method;
+    if (et_json_get_object(r, method, "$.method", "sparsity", true, keys, &o)) return -1;
+    for (int g = 0; g < ET_GROUP_COUNT; g++) {
+        char path[ET_JSON_PATH_MAX], p[ET_JSON_PATH_MAX];
+        et_json_path(path, "$.method.sparsity", et_layer_group_names[g]);
+        json_t *spec;
+        m->sparse[g] = (et_sparse_spec){.density = 1, .pattern = ET_PATTERN_DENSE};
+        if (et_json_get_object(r, o, "$.method.sparsity", et_layer_group_names[g], false, spec_keys, &spec))
+            return -1;
+        if (!spec) continue;
+        et_sparse_spec *sp = &m->sparse[g];
+        int e;
+        long long block;
+        if (et_json_get_number(r, spec, path, "density", true, 1, 1e-6, 1, &sp->density)) return -1;
+        if (et_json_get_enum(r, spec, path, "pattern", true, et_sparse_pattern_names, 0, &e)) return -1;
+        sp->pattern = (et_sparse_pattern)e;
+        if (et_json_get_int(r, spec, path, "block", sp->pattern == ET_PATTERN_BLOCK, 0, 1, 4096, &block))
+            return -1;
+        sp->block = (int)block;
+        if (json_object_get(spec, "block") && sp->pattern != ET_PATTERN_BLOCK)
+            FAIL(et_json_path(p, path, "block"), "\"block\" applies only to pattern \"block\"%s", "");
+        if (sp->pattern == ET_PATTERN_2_4) {
+            if (sp->density != 0.5)
+                FAIL(et_json_path(p, path, "density"),
+                     "2:4 sparsity keeps exactly half the weights: density 0.5, got %g", sp->density);
+            if (et_sparse_rate_factor(&s->cluster.device, sp) < 0)
+                FAIL(et_json_path(p, path, "pattern"),
+                     "device %s has no 2:4 sparse units (sparse.semi_structured_2_4_speedup is 0 in %s)",
+                     s->cluster.device.name, s->cluster.device.file);
+        }
+    }
+    return et_json_get_bool(r, method, "$.method", "dense_gradients", false, false, &m->dense_gradients);
+}
+
+static int read_tensor_train(const et_json_reader *r, json_t *method, et_scenario *s)
+{
+    static const char *const keys[] = {"rank", "layers", "factors", "embedding", "rank_schedule", NULL};
+    static const char *const factor_keys[] = {"shape", "in", "out", NULL};
+    static const char *const emb_keys[] = {"rows", "cols", "rank", NULL};
+    static const char *const phase_keys[] = {"from", "rank", NULL};
+    et_method *m = &s->method;
+    json_t *o, *layers, *factors, *emb, *schedule;
+    long long v;
+    char p[ET_JSON_PATH_MAX];
+    if (et_json_get_object(r, method, "$.method", "tensor_train", true, keys, &o)) return -1;
+    if (et_json_get_int(r, o, "$.method.tensor_train", "rank", true, 0, 1, 4096, &v)) return -1;
+    m->tt_rank = (int)v;
+    if (et_json_get_array(r, o, "$.method.tensor_train", "layers", true, &layers)) return -1;
+    for (size_t i = 0; i < json_array_size(layers); i++) {
+        json_t *x = json_array_get(layers, i);
+        int g = -1;
+        for (int k = 0; k < ET_GROUP_EMBEDDINGS; k++)
+            if (json_is_string(x) && strcmp(json_string_value(x), et_layer_group_names[k]) == 0) g = k;
+        if (g < 0)
+            FAIL(et_json_path_index(p, "$.method.tensor_train.layers", i),
+                 "expected \"attention\" or \"mlp\" (embeddings go under \"embedding\")%s", "");
+        m->tt_group[g] = true;
+    }
+    if (et_json_get_array(r, o, "$.method.tensor_train", "factors", true, &factors)) return -1;
+    if (json_array_size(factors) > ET_MAX_TT_SHAPES)
+        FAIL("$.method.tensor_train.factors", "at most %d factorisations", ET_MAX_TT_SHAPES);
+    for (size_t i = 0; i < json_array_size(factors); i++) {
+        char path[ET_JSON_PATH_MAX];
+        et_json_path_index(path, "$.method.tensor_train.factors", i);
+        json_t *f = json_array_get(factors, i), *shape;
+        if (et_json_expect_object(r, f, path, factor_keys)) return -1;
+        if (et_json_get_array(r, f, path, "shape", true, &shape)) return -1;
+        double n_in, n_out, pin, pout;
+        if (json_array_size(shape) != 2)
+            FAIL(et_json_path(p, path, "shape"), "expected [inputs, outputs]%s", "");
+        if (et_json_array_number(r, shape, et_json_path(p, path, "shape"), 0, 1, 1 << 24, &n_in) ||
+            et_json_array_number(r, shape, p, 1, 1, 1 << 24, &n_out))
+            return -1;
+        et_tt_factors *tf = &m->factors[m->n_factors++];
+        tf->n_in = (int)n_in;
+        tf->n_out = (int)n_out;
+        if (read_factor_list(r, f, path, "in", tf->in, &tf->d_in, &pin) ||
+            read_factor_list(r, f, path, "out", tf->out, &tf->d_out, &pout))
+            return -1;
+        if (pin != n_in || pout != n_out)
+            FAIL(path, "factors multiply to %g x %g, the shape is %g x %g", pin, pout, n_in, n_out);
+        if (tf->d_in + tf->d_out > ET_TT_MAX_CORES)
+            FAIL(path, "at most %d cores in all, got %d", ET_TT_MAX_CORES, tf->d_in + tf->d_out);
+    }
+    /* every tensor-train layer of the model needs a factorisation */
+    const int H = s->model.hidden, F = s->model.ffn;
+    int need[3][3] = {{ET_GROUP_ATTENTION, H, H}, {ET_GROUP_MLP, H, F}, {ET_GROUP_MLP, F, H}};
+    for (int i = 0; i < 3; i++)
+        if (m->tt_group[need[i][0]] && !et_method_factors(m, need[i][1], need[i][2]))
+            FAIL("$.method.tensor_train.factors", "no factorisation for the %d x %d layers of group %s",
+                 need[i][1], need[i][2], et_layer_group_names[need[i][0]]);
+    if (et_json_get_object(r, o, "$.method.tensor_train", "embedding", false, emb_keys, &emb)) return -1;
+    if (emb) {
+        double rows, cols;
+        int dc;
+        m->tt_embedding = true;
+        if (read_factor_list(r, emb, "$.method.tensor_train.embedding", "rows", m->emb_rows, &m->emb_d,
+                             &rows) ||
+            read_factor_list(r, emb, "$.method.tensor_train.embedding", "cols", m->emb_cols, &dc, &cols))
+            return -1;
+        if (dc != m->emb_d)
+            FAIL("$.method.tensor_train.embedding.cols",
+                 "expected %d column factors, one per row factor, got %d", m->emb_d, dc);
+        if (rows < s->model.vocab)
+            FAIL("$.method.tensor_train.embedding.rows",
+                 "row factors multiply to %g, below the vocabulary %d", rows, s->model.vocab);
+        if (cols != H)
+            FAIL("$.method.tensor_train.embedding.cols",
+                 "column factors multiply to %g, the hidden size is %d", cols, H);
+        if (et_json_get_int(r, emb, "$.method.tensor_train.embedding", "rank", false, m->tt_rank, 1, 4096,
+                            &v))
+            return -1;
+        m->emb_rank = (int)v;
+    }
+    if (et_json_get_array(r, o, "$.method.tensor_train", "rank_schedule", false, &schedule)) return -1;
+    m->n_phases = 1;
+    m->phases[0] = (et_rank_phase){0, m->tt_rank};
+    if (schedule) {
+        size_t n = json_array_size(schedule);
+        if (n < 1 || n > ET_MAX_RANK_PHASES)
+            FAIL("$.method.tensor_train.rank_schedule", "expected 1 to %d phases", ET_MAX_RANK_PHASES);
+        m->n_phases = (int)n;
+        for (size_t i = 0; i < n; i++) {
+            char path[ET_JSON_PATH_MAX];
+            et_json_path_index(path, "$.method.tensor_train.rank_schedule", i);
+            json_t *ph = json_array_get(schedule, i);
+            if (et_json_expect_object(r, ph, path, phase_keys)) return -1;
+            if (et_json_get_number(r, ph, path, "from", true, 0, 0, 1, &m->phases[i].from)) return -1;
+            if (et_json_get_int(r, ph, path, "rank", true, 0, 1, 4096, &v)) return -1;
+            m->phases[i].rank = (int)v;
+            if (i == 0 && m->phases[i].from != 0)
+                FAIL(et_json_path(p, path, "from"), "the first phase starts at 0, got %g", m->phases[i].from);
+            if (i > 0 && m->phases[i].from <= m->phases[i - 1].from)
+                FAIL(et_json_path(p, path, "from"), "phases must start in increasing order (%g after %g)",
+                     m->phases[i].from, m->phases[i - 1].from);
+        }
+        m->tt_rank = m->phases[0].rank;
+    }
+    return 0;
+}
+
+static int read_method(const et_json_reader *r, json_t *root, et_scenario *s)
+{
+    static const char *const keys[] = {"kind", "sparsity", "dense_gradients", "tensor_train", NULL};
+    json_t *o;
+    int e;
+    memset(&s->method, 0, sizeof s->method);
+    for (int g = 0; g < ET_GROUP_COUNT; g++)
+        s->method.sparse[g] = (et_sparse_spec){.density = 1};
+    if (et_json_get_object(r, root, "$", "method", false, keys, &o)) return -1;
+    if (!o) return 0;
+    if (et_json_get_enum(r, o, "$.method", "kind", true, et_method_kind_names, 0, &e)) return -1;
+    s->method.kind = (et_method_kind)e;
+    if (s->method.kind != ET_METHOD_SPARSE &&
+        (json_object_get(o, "sparsity") || json_object_get(o, "dense_gradients")))
+        FAIL("$.method", "\"sparsity\" and \"dense_gradients\" apply only to kind \"sparse\"%s", "");
+    if (s->method.kind != ET_METHOD_TENSOR_TRAIN && json_object_get(o, "tensor_train"))
+        FAIL("$.method.tensor_train", "\"tensor_train\" applies only to kind \"tensor_train\"%s", "");
+    if (s->method.kind == ET_METHOD_SPARSE) return read_sparsity(r, o, s);
+    if (s->method.kind == ET_METHOD_TENSOR_TRAIN) return read_tensor_train(r, o, s);
+    return 0;
+}
+
 static int check_parallelism(const et_json_reader *r, et_scenario *s)
 {
     int gpus = et_scenario_gpus(s), t = s->parallel.tensor, pp = s->parallel.pipeline;
@@ -324,6 +514,11 @@ static int check_parallelism(const et_json_reader *r, et_scenario *s)
     if (s->model.layers % pp != 0)
         FAIL("$.parallelism.pipeline", "pipeline degree %d must divide the %d layers", pp, s->model.layers);
     s->parallel.data = gpus / (t * pp);
+    if (t > 1 && s->method.kind == ET_METHOD_TENSOR_TRAIN)
+        FAIL("$.parallelism.tensor",
+             "tensor-train layers are not split across GPUs: tensor parallelism must be 1, "
+             "got %d",
+             t);
     const et_precision pr = s->precision;
     if (s->cluster.device.peak_flops[pr] <= 0)
         FAIL("$.precision", "device %s has no %s support (peak 0 in %s)", s->cluster.device.name,
@@ -419,9 +614,9 @@ int et_scenario_gpus(const et_scenario *s)
 
 int et_scenario_load(const char *path, et_scenario *out, et_error *err)
 {
-    static const char *const keys[] = {"name",    "description", "model",      "data",
-                                       "batch",   "optimizer",   "precision",  "parallelism",
-                                       "cluster", "target",      "simulation", NULL};
+    static const char *const keys[] = {"name",   "description", "model",     "method",      "data",
+                                       "batch",  "optimizer",   "precision", "parallelism", "cluster",
+                                       "target", "simulation",  NULL};
     memset(out, 0, sizeof *out);
     snprintf(out->source, sizeof out->source, "%s", path);
     snprintf(out->dir, sizeof out->dir, "%s", path);
@@ -445,6 +640,7 @@ int et_scenario_load(const char *path, et_scenario *out, et_error *err)
     out->precision = (et_precision)e;
     if (read_optimizer(r, root, out)) goto done;
     if (read_cluster(r, root, out)) goto done;
+    if (read_method(r, root, out)) goto done;
     if (read_parallelism(r, root, out)) goto done;
     /* Profile and histogram errors carry their own file; everything after is the scenario's again. */
     if (check_parallelism(r, out)) goto done;

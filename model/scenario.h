@@ -53,6 +53,7 @@ typedef struct et_scenario {
     char dir[512];
     char name[128];
     et_model_config model;
+    et_method method;
     struct {
         int seq_len;
         et_length_dist lengths;

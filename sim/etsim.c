@@ -29,6 +29,7 @@ static void usage(FILE *out)
           "  --detailed-collectives  play rings step by step (slow; for validating the fluid form)\n"
           "  --no-overlap      start gradient collectives only after backward\n"
           "  --quiet           no progress output\n"
+          "  --top-ops N       also list the N most expensive ops of one micro-batch\n"
           "  --compare A.json B.json  both scenarios side by side with the speedup of each part\n"
           "  --collective OP   benchmark one collective (allreduce, reduce_scatter, allgather) on the\n"
           "                    data-parallel GPUs instead of training, nccl-tests style\n"
@@ -49,6 +50,7 @@ typedef struct options {
     sim_options sim;
     const char *platform_out;
     const char *compare_with; /* --compare: the second scenario */
+    long long top_ops;
     int collective; /* -1: train */
     long long min_bytes, max_bytes, step_factor;
 } options;
@@ -136,6 +138,8 @@ static int parse_args(int argc, char **argv, options *o)
             }
             o->scenario = argv[++i];
             o->compare_with = argv[++i];
+        } else if (strcmp(a, "--top-ops") == 0) {
+            if (number_arg(argc, argv, &i, 1, 100000, &o->top_ops)) return -1;
         } else if (strcmp(a, "--min-bytes") == 0) {
             if (number_arg(argc, argv, &i, 1, 1LL << 40, &o->min_bytes)) return -1;
         } else if (strcmp(a, "--max-bytes") == 0) {
@@ -182,7 +186,7 @@ static int evaluate(const options *o, const char *path, et_scenario *s, et_estim
     }
     if (o->seed >= 0) s->simulation.seed = (unsigned long long)o->seed;
     if (o->sim.force_no_overlap) s->parallel.overlap = false;
-    if (et_analytic_estimate(s, e, &err) || (!o->analytic && sim_run(s, &o->sim, sim, &err))) {
+    if (et_analytic_estimate(s, e, &err) || (!o->analytic && sim_run_phases(s, &o->sim, sim, &err))) {
         print_error(&err);
         et_scenario_free(s);
         return 1;
@@ -271,7 +275,7 @@ int main(int argc, char **argv)
     }
     if (!o.analytic) {
         o.sim.progress = !o.quiet && isatty(2);
-        if (sim_run(&s, &o.sim, &sim, &err)) {
+        if (sim_run_phases(&s, &o.sim, &sim, &err)) {
             print_error(&err);
             et_scenario_free(&s);
             return 1;
@@ -280,6 +284,7 @@ int main(int argc, char **argv)
     } else {
         report_print_analytic(stdout, &s, &e);
     }
+    if (o.top_ops > 0) report_print_top_ops(stdout, &s, (int)o.top_ops);
     int rc = 0;
     if (o.json_out) {
         json_t *j = report_json_analytic(&s, &e);

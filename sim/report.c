@@ -1,6 +1,9 @@
 #include "report.h"
 
 #include <math.h>
+#include <stdlib.h>
+
+#include "batch.h"
 
 #define GIB 1073741824.0
 
@@ -138,6 +141,12 @@ void report_print_analytic(FILE *out, const et_scenario *s, const et_estimate *e
     report_format_duration(train, sizeof train, e->train_time);
     report_format_duration(eval, sizeof eval, e->eval_time);
     report_format_duration(total, sizeof total, e->time_to_train);
+    if (e->n_phases > 1) {
+        fprintf(out, "\nrank phases  from[%%]  rank  steps  step[ms]  parameters\n");
+        for (int i = 0; i < e->n_phases; i++)
+            fprintf(out, "             %7.1f %5d %6lld %9.3f %11.4g\n", 100 * e->phases[i].from,
+                    e->phases[i].rank, e->phases[i].steps, e->phases[i].step_time * 1e3, e->phases[i].params);
+    }
     if (e->straggler_factor > 1.0005)
         fprintf(
             out,
@@ -152,6 +161,18 @@ void report_print_analytic(FILE *out, const et_scenario *s, const et_estimate *e
 static double jnum(const json_t *o, const char *key)
 {
     return json_number_value(json_object_get(o, key));
+}
+
+double report_sim_train_time(const et_estimate *e, const json_t *sim)
+{
+    const json_t *phases = json_object_get(sim, "phases");
+    if (!phases || (int)json_array_size(phases) != e->n_phases)
+        return e->steps * jnum(json_object_get(sim, "step_time_s"), "mean");
+    double t = 0;
+    for (int i = 0; i < e->n_phases; i++)
+        t += e->phases[i].steps *
+             jnum(json_object_get(json_array_get(phases, (size_t)i), "step_time_s"), "mean");
+    return t;
 }
 
 void report_print_simulated(FILE *out, const et_scenario *s, const et_estimate *e, const json_t *sim)
@@ -176,7 +197,7 @@ void report_print_simulated(FILE *out, const et_scenario *s, const et_estimate *
             (e->dp_comm_exposed + e->zero_gather + e->clip_allreduce) * 1e3, e->optimizer * 1e3);
     const json_t *buckets = json_object_get(sim, "buckets");
     size_t nb = json_array_size(buckets);
-    if (nb) {
+    if (nb && s->parallel.data > 1) {
         /* the largest bucket's collective, nccl-tests style */
         const json_t *big = NULL;
         for (size_t i = 0; i < nb; i++) {
@@ -193,7 +214,17 @@ void report_print_simulated(FILE *out, const et_scenario *s, const et_estimate *
     }
     int gpus = et_scenario_gpus(s);
     double mfu = e->model_flops_per_step / (mean * gpus * s->cluster.device.peak_flops[s->precision]);
-    double train = e->steps * mean, total = train + e->eval_time;
+    const json_t *phases = json_object_get(sim, "phases");
+    if (phases) {
+        fprintf(out,
+                "\nrank phases  from[%%]  rank  steps  simulated_step[ms]  analytic_step[ms]  parameters\n");
+        for (size_t i = 0; i < json_array_size(phases) && (int)i < e->n_phases; i++)
+            fprintf(out, "             %7.1f %5d %6lld %19.3f %18.3f %11.4g\n", 100 * e->phases[i].from,
+                    e->phases[i].rank, e->phases[i].steps,
+                    jnum(json_object_get(json_array_get(phases, i), "step_time_s"), "mean") * 1e3,
+                    e->phases[i].step_time * 1e3, e->phases[i].params);
+    }
+    double train = report_sim_train_time(e, sim), total = train + e->eval_time;
     char a[32], b[32], c[32];
     report_format_duration(a, sizeof a, train);
     report_format_duration(b, sizeof b, e->eval_time);
@@ -201,4 +232,44 @@ void report_print_simulated(FILE *out, const et_scenario *s, const et_estimate *
     fprintf(out, "\nthroughput   MFU %.1f%%, %.0f samples/s, %.0f tokens/s\n", 100 * mfu,
             s->batch.global / mean, e->tokens_per_step / mean);
     fprintf(out, "time-to-train %lld steps: %s training + %s evaluation = %s\n", e->steps, a, b, c);
+}
+
+typedef struct op_cost {
+    int index;
+    double time;
+} op_cost;
+
+static int by_time_desc(const void *a, const void *b)
+{
+    double x = ((const op_cost *)a)->time, y = ((const op_cost *)b)->time;
+    return (x < y) - (x > y);
+}
+
+void report_print_top_ops(FILE *out, const et_scenario *s, int count)
+{
+    et_graph g;
+    et_error err;
+    et_graph_options o = et_scenario_graph_options(s, 0);
+    if (et_graph_build(&s->model, &o, &g, &err)) return;
+    et_batch_shape b = et_batch_expected(s);
+    op_cost *c = malloc((size_t)g.n_ops * sizeof *c);
+    double total = 0;
+    for (int i = 0; c && i < g.n_ops; i++) {
+        c[i].index = i;
+        c[i].time = et_op_time(&g.ops[i], &b, &s->cluster.device, s->precision);
+        total += c[i].time;
+    }
+    if (c) {
+        qsort(c, (size_t)g.n_ops, sizeof *c, by_time_desc);
+        fprintf(out, "\ntop ops (one micro-batch, stage 0)  %-34s %10s %12s %10s %10s %8s\n", "id", "kind",
+                "time[ms]", "GFLOP", "GB", "share");
+        for (int i = 0; i < count && i < g.n_ops; i++) {
+            const et_op *op = &g.ops[c[i].index];
+            fprintf(out, "%-70s %10s %12.4f %10.3f %10.4f %7.1f%%\n", op->id, et_op_kind_names[op->kind],
+                    c[i].time * 1e3, et_linear_eval(&op->flops, &b) / 1e9,
+                    et_linear_eval(&op->bytes, &b) / 1e9, total > 0 ? 100 * c[i].time / total : 0);
+        }
+    }
+    free(c);
+    et_graph_free(&g);
 }

@@ -20,6 +20,10 @@ void report_print_memory(FILE *out, const et_memory *m);
 void report_print_analytic(FILE *out, const et_scenario *s, const et_estimate *e);
 /* Human summary of a simulated run: `sim` is the object sim_run() returned. */
 void report_print_simulated(FILE *out, const et_scenario *s, const et_estimate *e, const json_t *sim);
+/* The `count` most expensive ops of one micro-batch on stage 0 (time, FLOPs, bytes, share of the step). */
+void report_print_top_ops(FILE *out, const et_scenario *s, int count);
+/* Training time from a simulation: steps x mean simulated step, phase by phase under a rank schedule. */
+double report_sim_train_time(const et_estimate *e, const json_t *sim);
 /* Writes a duration with a unit chosen for readability (s, min, h, days). */
 void report_format_duration(char *buf, size_t size, double seconds);
 

@@ -362,3 +362,32 @@ int sim_run(const et_scenario *s, const sim_options *o, json_t **out, et_error *
     *out = j;
     return 0;
 }
+
+int sim_run_phases(const et_scenario *s, const sim_options *o, json_t **out, et_error *err)
+{
+    const et_method *m = &s->method;
+    if (m->kind != ET_METHOD_TENSOR_TRAIN || m->n_phases <= 1 || o->bench_sizes > 0)
+        return sim_run(s, o, out, err);
+    json_t *phases = json_array(), *first = NULL;
+    et_scenario phase = *s;
+    phase.method.n_phases = 1;
+    for (int i = 0; i < m->n_phases; i++) {
+        phase.method.tt_rank = m->phases[i].rank;
+        json_t *sim;
+        if (sim_run(&phase, o, &sim, err)) {
+            json_decref(phases);
+            json_decref(first);
+            return -1;
+        }
+        json_array_append_new(phases, json_pack("{s:f, s:i, s:O}", "from", m->phases[i].from, "rank",
+                                                m->phases[i].rank, "step_time_s",
+                                                json_object_get(sim, "step_time_s")));
+        if (i == 0)
+            first = sim;
+        else
+            json_decref(sim);
+    }
+    json_object_set_new(first, "phases", phases);
+    *out = first;
+    return 0;
+}

@@ -40,6 +40,10 @@ extern const char *const sim_bench_op_names[]; /* "allreduce", "reduce_scatter",
 
 int sim_run(const et_scenario *s, const sim_options *o, json_t **out, et_error *err);
 
+/* Like sim_run, once per phase of a tensor-train rank schedule: the result is the first phase's simulation
+ * with a "phases" array ({from, rank, step_time_s}) added. Other scenarios: exactly sim_run. */
+int sim_run_phases(const et_scenario *s, const sim_options *o, json_t **out, et_error *err);
+
 /* The child side, run inside the forked process: simulate and write the JSON to fd. Returns 0 on success. */
 int sim_child_main(const et_scenario *s, const sim_options *o, int fd);
 

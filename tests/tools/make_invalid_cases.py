@@ -88,6 +88,21 @@ case("sampling-empty-bin", lambda d: d.update({"data": {"seq_len": 128, "lengths
 case("sampling-presort-not-dividing", samp({"scheme": "random", "presort_group": 3}), "$.data.sampling.presort_group: presort groups of 3 GPUs must divide the 8 data-parallel ranks")
 case("sampling-bins-with-packed", samp({"scheme": "packed", "bins": [128], "counts": [32]}), '$.data.sampling: "bins" and "counts" apply only to scheme "stratified"')
 case("sampling-unknown-scheme", samp({"scheme": "sorted"}), '$.data.sampling.scheme: expected one of "random", "stratified", "packed", got "sorted"')
+TT = {"kind": "tensor_train", "tensor_train": {"rank": 8, "layers": ["mlp"], "factors": [
+    {"shape": [1024, 4096], "in": [8, 8, 16], "out": [16, 16, 16]}, {"shape": [4096, 1024], "in": [16, 16, 16], "out": [16, 8, 8]}]}}
+def method(m):
+    return setp(["method"], m)
+case("method-unknown-kind", method({"kind": "pruned"}), '$.method.kind: expected one of "dense", "sparse", "tensor_train", got "pruned"')
+case("method-sparsity-on-dense", method({"kind": "dense", "sparsity": {}}), '$.method: "sparsity" and "dense_gradients" apply only to kind "sparse"')
+case("sparse-2-4-on-cpu", lambda d: d.update({"precision": "fp32", "cluster": {"device": "host-cpu", "nodes": 1, "gpus_per_node": 8}, "method": {"kind": "sparse", "sparsity": {"mlp": {"density": 0.5, "pattern": "2:4"}}}}), "$.method.sparsity.mlp.pattern: device host-cpu-2core-avx2 has no 2:4 sparse units")
+case("sparse-2-4-wrong-density", method({"kind": "sparse", "sparsity": {"mlp": {"density": 0.3, "pattern": "2:4"}}}), "$.method.sparsity.mlp.density: 2:4 sparsity keeps exactly half the weights: density 0.5, got 0.3")
+case("sparse-density-zero", method({"kind": "sparse", "sparsity": {"attention": {"density": 0, "pattern": "unstructured"}}}), "$.method.sparsity.attention.density: expected a number in [1e-06, 1], got 0")
+case("sparse-block-missing-size", method({"kind": "sparse", "sparsity": {"mlp": {"density": 0.25, "pattern": "block"}}}), '$.method.sparsity.mlp.block: missing required key "block"')
+case("tt-missing-factors", method({"kind": "tensor_train", "tensor_train": {"rank": 8, "layers": ["attention"], "factors": []}}), "$.method.tensor_train.factors: no factorisation for the 1024 x 1024 layers of group attention")
+case("tt-factor-product", method({"kind": "tensor_train", "tensor_train": {"rank": 8, "layers": ["mlp"], "factors": [{"shape": [1024, 4096], "in": [8, 8, 8], "out": [16, 16, 16]}]}}), "$.method.tensor_train.factors[0]: factors multiply to 512 x 4096, the shape is 1024 x 4096")
+case("tt-with-tensor-parallel", lambda d: d.update({"method": TT, "parallelism": {"tensor": 2}}), "$.parallelism.tensor: tensor-train layers are not split across GPUs: tensor parallelism must be 1, got 2")
+case("tt-schedule-order", method({"kind": "tensor_train", "tensor_train": dict(TT["tensor_train"], rank_schedule=[{"from": 0, "rank": 8}, {"from": 0.5, "rank": 6}, {"from": 0.4, "rank": 4}])}), "$.method.tensor_train.rank_schedule[2].from: phases must start in increasing order (0.4 after 0.5)")
+case("tt-embedding-cols", method({"kind": "tensor_train", "tensor_train": dict(TT["tensor_train"], embedding={"rows": [16, 24, 8, 10], "cols": [4, 4, 8, 4]})}), "$.method.tensor_train.embedding.cols: column factors multiply to 512, the hidden size is 1024")
 out = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "invalid")
 os.makedirs(out, exist_ok=True)
 for name, (mutate, expected, raw, files) in cases.items():

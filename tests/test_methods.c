@@ -1,0 +1,262 @@
+/* Sparse and tensor-train methods: TT parameter counts, contraction orders against brute force and a
+ * hand-derived count, sparse costs at density 1 and scaling with density, plans that are slower than dense.
+ */
+#include <string.h>
+
+#include "analytic.h"
+#include "batch.h"
+#include "check.h"
+#include "scenario.h"
+#include "tensor_train.h"
+
+#define SCEN(name) ET_SOURCE_DIR "/scenarios/" name
+
+static void test_tt_params(void)
+{
+    et_tt_shape t;
+    et_error err;
+    int a[] = {12, 8, 8}, b[] = {8, 8, 12}, c[] = {12, 16, 16}, rc[] = {16, 16, 12};
+    et_tt_linear(&t, a, 3, b, 3, 30, &err);
+    int want[] = {1, 12, 30, 30, 30, 12, 1}, ok = 1;
+    for (int k = 0; k < 7; k++)
+        ok &= t.rank[k] == want[k];
+    CHECK(ok, "768x768 ranks 1,12,30,30,30,12,1");
+    CHECK(et_tt_params(&t) == 20448, "768x768 at rank 30: %.0f parameters, want 20,448", et_tt_params(&t));
+    et_tt_linear(&t, a, 3, c, 3, 30, &err);
+    CHECK(t.rank[5] == 16, "768x3072 ranks end 30,16,1");
+    CHECK(et_tt_params(&t) == 28960, "768x3072: %.0f, want 28,960", et_tt_params(&t));
+    et_tt_linear(&t, rc, 3, b, 3, 30, &err);
+    CHECK(et_tt_params(&t) == 28960, "its transpose 3072x768 (16x16x12 by 8x8x12): %.0f, want 28,960",
+          et_tt_params(&t));
+    int rows[] = {16, 20, 10, 10}, cols[] = {4, 4, 8, 6};
+    et_tt_embedding(&t, rows, cols, 4, 32, &err);
+    CHECK(t.rank[1] == 32 && t.rank[2] == 32 && t.rank[3] == 32, "embedding ranks 1,32,32,32,1");
+    CHECK(et_tt_params(&t) == 167808, "embedding 16x20x10x10 by 4x4x8x6: %.0f, want 167,808",
+          et_tt_params(&t));
+}
+
+/* Brute force: every pairwise contraction sequence of the network (a recursive enumeration, independent
+ * of the subset dynamic programming), each tensor given by its index bit set. */
+static double sizes[32];
+static unsigned output;
+
+static double brute(unsigned *tensors, int n)
+{
+    if (n == 1) return 0;
+    double best = 1e300;
+    for (int i = 0; i < n; i++)
+        for (int j = i + 1; j < n; j++) {
+            unsigned others = output;
+            for (int k = 0; k < n; k++)
+                if (k != i && k != j) others |= tensors[k];
+            unsigned all = tensors[i] | tensors[j];
+            double cost = 2;
+            for (int x = 0; x < 32; x++)
+                if (all >> x & 1) cost *= sizes[x];
+            unsigned next[12];
+            int m = 0;
+            for (int k = 0; k < n; k++)
+                if (k != i && k != j) next[m++] = tensors[k];
+            next[m++] = all & others;
+            double c = cost + brute(next, m);
+            if (c < best) best = c;
+        }
+    return best;
+}
+
+static void test_orders(void)
+{
+    et_error err;
+    struct {
+        int in[3], d_in, out[3], d_out, rank;
+        double tokens;
+    } cases[] = {
+        {{4, 3, 0}, 2, {2, 5, 0}, 2, 3, 7},    {{4, 3, 2}, 3, {2, 5, 0}, 2, 4, 1},
+        {{2, 3, 0}, 2, {3, 2, 0}, 2, 2, 1000}, {{5, 0, 0}, 1, {3, 4, 0}, 2, 6, 11},
+        {{3, 3, 3}, 3, {3, 3, 0}, 2, 5, 64},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        et_tt_shape t;
+        et_tt_linear(&t, cases[c].in, cases[c].d_in, cases[c].out, cases[c].d_out, cases[c].rank, &err);
+        int d = t.d_in + t.d_out;
+        /* the same network, written out independently: T, modes, ranks */
+        memset(sizes, 0, sizeof sizes);
+        sizes[0] = cases[c].tokens;
+        unsigned tensors[12];
+        tensors[0] = 1u;
+        for (int k = 0; k < d; k++)
+            sizes[1 + k] = t.dims[k];
+        for (int k = 1; k < d; k++)
+            sizes[d + k] = t.rank[k];
+        for (int k = 0; k < t.d_in; k++)
+            tensors[0] |= 1u << (1 + k);
+        for (int k = 0; k < d; k++)
+            tensors[k + 1] =
+                (1u << (1 + k)) | (k > 0 ? 1u << (d + k) : 0) | (k < d - 1 ? 1u << (d + k + 1) : 0);
+        output = 1u;
+        for (int k = t.d_in; k < d; k++)
+            output |= 1u << (1 + k);
+        double optimum = brute(tensors, d + 1);
+        et_tt_plan best, naive;
+        et_tt_plan_best(&t, cases[c].tokens, &best);
+        et_tt_plan_naive(&t, &naive);
+        CHECK_REL(et_tt_plan_flops(&best, cases[c].tokens), optimum, 1e-12,
+                  "DP order equals the brute-force optimum");
+        CHECK(et_tt_plan_flops(&best, cases[c].tokens) <= et_tt_plan_flops(&naive, cases[c].tokens),
+              "chosen order never worse than left to right");
+        /* hand count of left to right: input cores shrink X, output cores grow Y */
+        double T = cases[c].tokens, hand = 0, rest = 1;
+        for (int k = 0; k < t.d_in; k++)
+            rest *= t.dims[k];
+        for (int k = 0; k < t.d_in; k++) {
+            rest /= t.dims[k];
+            hand += 2 * T * t.rank[k] * t.dims[k] * t.rank[k + 1] * rest;
+        }
+        double grown = 1;
+        for (int k = t.d_in; k < d; k++) {
+            hand += 2 * T * grown * t.rank[k] * t.dims[k] * t.rank[k + 1];
+            grown *= t.dims[k];
+        }
+        CHECK_REL(et_tt_plan_flops(&naive, T), hand, 1e-12, "left-to-right FLOPs match the hand count");
+    }
+    /* the shipped layer: the chosen order beats left to right by a wide margin at 4096 tokens */
+    et_tt_shape t;
+    int a[] = {12, 8, 8}, b[] = {12, 16, 16};
+    et_tt_linear(&t, a, 3, b, 3, 30, &err);
+    et_tt_plan best, naive;
+    et_tt_plan_best(&t, 4096, &best);
+    et_tt_plan_naive(&t, &naive);
+    CHECK(et_tt_plan_flops(&best, 4096) < et_tt_plan_flops(&naive, 4096), "768x3072: best %.3g < naive %.3g",
+          et_tt_plan_flops(&best, 4096), et_tt_plan_flops(&naive, 4096));
+}
+
+static double weight_gemm_flops(const et_graph *g, const et_batch_shape *b)
+{
+    double f = 0;
+    for (int i = 0; i < g->n_ops; i++)
+        if (g->ops[i].kind == ET_OP_GEMM && g->ops[i].layer >= 0) f += et_linear_eval(&g->ops[i].flops, b);
+    return f;
+}
+
+static void test_sparse(void)
+{
+    et_scenario s;
+    et_error err;
+    if (et_scenario_load(SCEN("gpt3-13b-sparse75-a100.json"), &s, &err)) {
+        CHECK(0, "sparse scenario loads: %s", err.text);
+        return;
+    }
+    et_batch_shape b = et_batch_expected(&s);
+    et_graph_options o = et_scenario_graph_options(&s, 0);
+    et_method sparse = s.method, dense = {.kind = ET_METHOD_DENSE};
+    et_graph gd, gs, g1;
+    o.method = &dense;
+    et_graph_build(&s.model, &o, &gd, &err);
+    o.method = &sparse;
+    et_graph_build(&s.model, &o, &gs, &err);
+    /* density 1 for every group: exactly the dense costs */
+    et_method full = sparse;
+    for (int k = 0; k < ET_GROUP_COUNT; k++)
+        full.sparse[k] = (et_sparse_spec){1.0, ET_PATTERN_UNSTRUCTURED, 0};
+    o.method = &full;
+    et_graph_build(&s.model, &o, &g1, &err);
+    int same = gd.n_ops == g1.n_ops;
+    for (int i = 0; same && i < gd.n_ops; i++)
+        same = et_op_time(&gd.ops[i], &b, &s.cluster.device, s.precision) ==
+               et_op_time(&g1.ops[i], &b, &s.cluster.device, s.precision);
+    CHECK(same, "sparse at density 1.0 costs exactly what dense does, op by op");
+    CHECK(gd.param_count == g1.param_count && gd.weight_bytes == g1.weight_bytes, "and stores the same");
+    CHECK_REL(weight_gemm_flops(&gs, &b), 0.25 * weight_gemm_flops(&gd, &b), 1e-9,
+              "layer FLOPs scale with density (0.25)");
+    /* every sparse weight keeps a quarter of its values, each with a 4-byte CSR column index: in bf16 that is
+     * 0.25 x 2 + 0.25 x 4 = 1.5 bytes per dense element against 2, so 75% sparsity saves only a quarter */
+    int sparse_params = 0, consistent = 1;
+    double stored = 0;
+    for (int i = 0; i < gs.n_params; i++) {
+        const et_param *p = &gs.params[i];
+        stored += p->count * 2 + p->meta_bytes;
+        if (p->count == p->dense) continue;
+        sparse_params++;
+        consistent &= p->count == 0.25 * p->dense && p->meta_bytes == 4 * p->count;
+    }
+    int layers = gs.last_layer - gs.first_layer + 1; /* this pipeline stage's */
+    CHECK(sparse_params == 4 * layers && consistent,
+          "4 sparse weights per layer at density 0.25 with CSR indices "
+          "(%d for %d layers)",
+          sparse_params, layers);
+    CHECK_REL(gs.weight_bytes, stored, 1e-12, "stored weight bytes add up");
+    CHECK(gs.weight_bytes < 0.8 * gd.weight_bytes, "weights plus CSR indices: %.3g vs %.3g bytes dense",
+          gs.weight_bytes, gd.weight_bytes);
+    et_graph_free(&gd);
+    et_graph_free(&gs);
+    et_graph_free(&g1);
+
+    /* unstructured sparsity is slower than dense on A100 and faster on the dataflow device */
+    et_estimate e_sparse, e_dense;
+    et_analytic_estimate(&s, &e_sparse, &err);
+    s.method = dense;
+    et_analytic_estimate(&s, &e_dense, &err);
+    CHECK(e_sparse.step_time > e_dense.step_time,
+          "75%% unstructured on A100 is slower than dense: %.3g > %.3g s", e_sparse.step_time,
+          e_dense.step_time);
+    et_scenario_free(&s);
+    et_scenario df_sparse, df_dense;
+    if (!et_scenario_load(SCEN("gpt3-13b-sparse75-dataflow.json"), &df_sparse, &err) &&
+        !et_scenario_load(SCEN("gpt3-13b-dense-dataflow.json"), &df_dense, &err)) {
+        et_analytic_estimate(&df_sparse, &e_sparse, &err);
+        et_analytic_estimate(&df_dense, &e_dense, &err);
+        CHECK(e_sparse.step_time < 0.5 * e_dense.step_time,
+              "75%% sparse on the dataflow device: %.3g s < dense %.3g s", e_sparse.step_time,
+              e_dense.step_time);
+        CHECK(e_sparse.memory.total < e_dense.memory.total, "and needs less memory");
+        et_scenario_free(&df_sparse);
+        et_scenario_free(&df_dense);
+    } else {
+        CHECK(0, "dataflow scenarios load: %s", err.text);
+    }
+}
+
+static void test_tt_scenario(void)
+{
+    et_scenario dense, tt;
+    et_error err;
+    if (et_scenario_load(SCEN("encoder-6x768-dense.json"), &dense, &err) ||
+        et_scenario_load(SCEN("encoder-6x768-tt.json"), &tt, &err)) {
+        CHECK(0, "encoder scenarios load: %s", err.text);
+        return;
+    }
+    et_estimate ed, et;
+    et_analytic_estimate(&dense, &ed, &err);
+    et_analytic_estimate(&tt, &et, &err);
+    CHECK(et.params_total < 0.05 * ed.params_total, "TT stores %.4g parameters against %.4g dense",
+          et.params_total, ed.params_total);
+    CHECK(et.memory.weights + et.memory.gradients + et.memory.optimizer_states <
+              0.05 * (ed.memory.weights + ed.memory.gradients + ed.memory.optimizer_states),
+          "no dense weight, gradient or optimizer state is kept");
+    CHECK(et.n_phases == 3, "three rank phases");
+    int shrinking = 1;
+    for (int i = 1; i < et.n_phases; i++)
+        shrinking &= et.phases[i].step_time < et.phases[i - 1].step_time &&
+                     et.phases[i].params < et.phases[i - 1].params;
+    CHECK(shrinking, "lower ranks: fewer parameters and shorter steps (%.4g, %.4g, %.4g ms)",
+          et.phases[0].step_time * 1e3, et.phases[1].step_time * 1e3, et.phases[2].step_time * 1e3);
+    long long steps = 0;
+    double train = 0;
+    for (int i = 0; i < et.n_phases; i++) {
+        steps += et.phases[i].steps;
+        train += et.phases[i].steps * et.phases[i].step_time;
+    }
+    CHECK(steps == et.steps, "phases cover every step (%lld of %lld)", steps, et.steps);
+    CHECK_REL(et.train_time, train, 1e-12, "training time adds the phases up");
+    et_scenario_free(&dense);
+    et_scenario_free(&tt);
+}
+
+int main(void)
+{
+    test_tt_params();
+    test_orders();
+    test_sparse();
+    test_tt_scenario();
+    return check_summary("test_methods");
+}
