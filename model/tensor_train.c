@@ -1,6 +1,7 @@
 #include "tensor_train.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -254,4 +255,17 @@ double et_tt_embedding_flops_per_token(const et_tt_shape *tt)
         cols_so_far *= tt->cols[k];
     }
     return flops;
+}
+
+void et_tt_plan_describe(const et_tt_plan *p, const et_tt_shape *tt, char *buf, size_t size)
+{
+    enum { MAX_NAMES = 3 * ET_TT_MAX_CORES, NAME_LEN = 256 };
+    char names[MAX_NAMES][NAME_LEN];
+    int d = tt->d_in + tt->d_out;
+    snprintf(names[0], NAME_LEN, "X");
+    for (int k = 0; k < d; k++) snprintf(names[k + 1], NAME_LEN, "G%d", k);
+    int id = d + 1;
+    for (int s = 0; s < p->steps && id < MAX_NAMES; s++, id++)
+        snprintf(names[id], NAME_LEN, "(%.120s %.120s)", names[p->left[s]], names[p->right[s]]);
+    snprintf(buf, size, "%s", p->steps ? names[id - 1] : "X");
 }

@@ -15,6 +15,8 @@
 #ifndef ET_TENSOR_TRAIN_H
 #define ET_TENSOR_TRAIN_H
 
+#include <stddef.h>
+
 #include "et_error.h"
 
 #define ET_TT_MAX_CORES 10
@@ -57,6 +59,9 @@ int et_tt_plan_best(const et_tt_shape *tt, double tokens, et_tt_plan *best);
 void et_tt_plan_naive(const et_tt_shape *tt, et_tt_plan *naive);
 /* FLOPs of a plan for a token count. */
 double et_tt_plan_flops(const et_tt_plan *p, double tokens);
+
+/* Writes the order as nested products of X (the input) and cores G0..G(d-1), e.g. "((X G0) (G1 G2))". */
+void et_tt_plan_describe(const et_tt_plan *p, const et_tt_shape *tt, char *buf, size_t size);
 
 /* Embedding lookup: FLOPs per token to rebuild one row from the cores (left to right). */
 double et_tt_embedding_flops_per_token(const et_tt_shape *tt);

@@ -284,6 +284,7 @@ int main(int argc, char **argv)
     } else {
         report_print_analytic(stdout, &s, &e);
     }
+    json_decref(report_tensor_train(stdout, &s));
     if (o.top_ops > 0) report_print_top_ops(stdout, &s, (int)o.top_ops);
     int rc = 0;
     if (o.json_out) {

@@ -2,6 +2,7 @@
 
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "batch.h"
 
@@ -78,6 +79,17 @@ json_t *report_json_estimate(const et_estimate *e)
 }
 
 json_t *report_json_analytic(const et_scenario *s, const et_estimate *e)
+{
+    json_t *tt = report_tensor_train(NULL, s);
+    if (tt) {
+        json_t *j = report_json_analytic_core(s, e);
+        json_object_set_new(j, "tensor_train", tt);
+        return j;
+    }
+    return report_json_analytic_core(s, e);
+}
+
+json_t *report_json_analytic_core(const et_scenario *s, const et_estimate *e)
 {
     return json_pack("{s:s, s:s, s:o, s:o}", "tool", "etsim", "engine", "analytic", "scenario",
                      report_json_scenario(s), "estimate", report_json_estimate(e));
@@ -272,4 +284,53 @@ void report_print_top_ops(FILE *out, const et_scenario *s, int count)
     }
     free(c);
     et_graph_free(&g);
+}
+
+/* Tensor-train layers of a scenario: factors, ranks, parameters, chosen contraction order and its FLOPs
+ * against left to right, for the expected micro-batch. Returns a JSON array (NULL when not TT); prints
+ * the same when `out` is not NULL. */
+json_t *report_tensor_train(FILE *out, const et_scenario *s)
+{
+    const et_method *m = &s->method;
+    if (m->kind != ET_METHOD_TENSOR_TRAIN) return NULL;
+    json_t *rows = json_array();
+    double T = et_batch_expected(s).tokens;
+    if (out) fprintf(out, "\ntensor train (rank %d, %.0f tokens per micro-batch)\n", m->tt_rank, T);
+    for (int i = 0; i < m->n_factors; i++) {
+        const et_tt_factors *f = &m->factors[i];
+        et_tt_shape tt;
+        et_error err;
+        if (et_tt_linear(&tt, f->in, f->d_in, f->out, f->d_out, m->tt_rank, &err)) continue;
+        et_tt_plan best, naive;
+        et_tt_plan_best(&tt, T, &best);
+        et_tt_plan_naive(&tt, &naive);
+        char order[512], ranks[128] = "";
+        et_tt_plan_describe(&best, &tt, order, sizeof order);
+        for (int k = 0; k <= f->d_in + f->d_out; k++) {
+            size_t used = strlen(ranks);
+            snprintf(ranks + used, sizeof ranks - used, "%s%d", k ? "," : "", tt.rank[k]);
+        }
+        double fb = et_tt_plan_flops(&best, T), fn = et_tt_plan_flops(&naive, T);
+        if (out)
+            fprintf(out, "  %5d x %-5d ranks %-22s %8.0f parameters (dense %.0f); order %s: %.4g FLOPs, left to "
+                         "right %.4g (%.2fx)\n",
+                    f->n_in, f->n_out, ranks, et_tt_params(&tt), (double)f->n_in * f->n_out, order, fb, fn, fn / fb);
+        json_array_append_new(rows, json_pack("{s:i, s:i, s:s, s:f, s:s, s:f, s:f}", "inputs", f->n_in, "outputs",
+                                              f->n_out, "ranks", ranks, "parameters", et_tt_params(&tt), "order",
+                                              order, "flops", fb, "flops_left_to_right", fn));
+    }
+    if (m->tt_embedding) {
+        et_tt_shape tt;
+        et_error err;
+        if (!et_tt_embedding(&tt, m->emb_rows, m->emb_cols, m->emb_d, m->emb_rank, &err)) {
+            if (out)
+                fprintf(out, "  embedding %d cores, rank %d: %.0f parameters (dense %.0f), %.0f FLOPs per token lookup\n",
+                        m->emb_d, m->emb_rank, et_tt_params(&tt), (double)s->model.vocab * s->model.hidden,
+                        et_tt_embedding_flops_per_token(&tt));
+            json_array_append_new(rows, json_pack("{s:s, s:f, s:f}", "embedding", "tensor_train", "parameters",
+                                                  et_tt_params(&tt), "lookup_flops_per_token",
+                                                  et_tt_embedding_flops_per_token(&tt)));
+        }
+    }
+    return rows;
 }

@@ -15,6 +15,9 @@
 json_t *report_json_scenario(const et_scenario *s);
 json_t *report_json_estimate(const et_estimate *e);
 json_t *report_json_analytic(const et_scenario *s, const et_estimate *e);
+json_t *report_json_analytic_core(const et_scenario *s, const et_estimate *e);
+/* Tensor-train layers (factors, ranks, parameters, chosen contraction order); prints when out != NULL. */
+json_t *report_tensor_train(FILE *out, const et_scenario *s);
 void report_print_header(FILE *out, const et_scenario *s, const et_estimate *e, const char *engine);
 void report_print_memory(FILE *out, const et_memory *m);
 void report_print_analytic(FILE *out, const et_scenario *s, const et_estimate *e);
