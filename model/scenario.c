@@ -612,22 +612,24 @@ int et_scenario_gpus(const et_scenario *s)
     return s->cluster.nodes * s->cluster.gpus_per_node;
 }
 
-int et_scenario_load(const char *path, et_scenario *out, et_error *err)
+int et_scenario_parse(json_t *root, const char *source, const char *const *extra_keys, et_scenario *out,
+                      et_error *err)
 {
-    static const char *const keys[] = {"name",   "description", "model",     "method",      "data",
-                                       "batch",  "optimizer",   "precision", "parallelism", "cluster",
-                                       "target", "simulation",  NULL};
+    const char *keys[24] = {"name",   "description", "model",     "method",      "data",
+                            "batch",  "optimizer",   "precision", "parallelism", "cluster",
+                            "target", "simulation"};
+    int n_keys = 12;
+    for (int i = 0; extra_keys && extra_keys[i] && n_keys < 23; i++) keys[n_keys++] = extra_keys[i];
+    keys[n_keys] = NULL;
     memset(out, 0, sizeof *out);
-    snprintf(out->source, sizeof out->source, "%s", path);
-    snprintf(out->dir, sizeof out->dir, "%s", path);
+    snprintf(out->source, sizeof out->source, "%s", source);
+    snprintf(out->dir, sizeof out->dir, "%s", source);
     char *slash = strrchr(out->dir, '/');
     if (slash)
         *slash = 0;
     else
         snprintf(out->dir, sizeof out->dir, ".");
-    json_t *root;
-    if (et_json_load_file(path, &root, err)) return -1;
-    et_json_reader rd = {path, err}, *r = &rd;
+    et_json_reader rd = {source, err}, *r = &rd;
     const char *name, *description;
     int e, rc = -1;
     if (et_json_expect_object(r, root, "$", keys)) goto done;
@@ -650,8 +652,17 @@ int et_scenario_load(const char *path, et_scenario *out, et_error *err)
     if (read_simulation(r, root, out)) goto done;
     rc = 0;
 done:
-    json_decref(root);
     if (rc) et_scenario_free(out);
+    return rc;
+}
+
+int et_scenario_load(const char *path, et_scenario *out, et_error *err)
+{
+    json_t *root;
+    memset(out, 0, sizeof *out);
+    if (et_json_load_file(path, &root, err)) return -1;
+    int rc = et_scenario_parse(root, path, NULL, out, err);
+    json_decref(root);
     return rc;
 }
 

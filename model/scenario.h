@@ -11,6 +11,7 @@
 #ifndef ET_SCENARIO_H
 #define ET_SCENARIO_H
 
+#include <jansson.h>
 #include <stdbool.h>
 
 #include "device_profile.h"
@@ -96,6 +97,11 @@ typedef struct et_scenario {
 } et_scenario;
 
 int et_scenario_load(const char *path, et_scenario *out, et_error *err);
+/* Parses an already loaded document (`source` names it in messages and anchors relative file names);
+ * `extra_keys` (NULL-terminated, may be NULL) are further top-level keys the caller reads itself, such as
+ * a plan's "run". The caller keeps ownership of root. */
+int et_scenario_parse(json_t *root, const char *source, const char *const *extra_keys, et_scenario *out,
+                      et_error *err);
 void et_scenario_free(et_scenario *s);
 
 /* Total GPUs in the cluster. */

@@ -1,0 +1,47 @@
+/* rt_kernels: the CPU reference kernels of etrun, each with its backward. Built twice from one source:
+ * float (suffix _f, training) and double (suffix _d, gradient checks against finite differences).
+ *
+ * Shape letters as in model/graph.h: T tokens (rows), H hidden, F ffn, A heads, D = H/A, V vocabulary,
+ * P scored positions. Matrices are row-major; a linear layer's weight W is [n_out, n_in] (y = x W^T + b).
+ * Variable-length attention: sequences are packed back to back (offsets[0..B], offsets[B] = T); every
+ * sequence attends only within itself, causally when `causal`. Kernels never allocate unless stated;
+ * gradients are accumulated (+=) into dW/db/dx where noted so shared inputs can sum contributions. */
+#ifndef ET_RT_KERNELS_H
+#define ET_RT_KERNELS_H
+
+#include <stddef.h>
+
+#define RT_DECLARE(REAL, S)                                                                                    \
+    /* y[T, n_out] = x[T, n_in] W^T + b (b may be NULL) */                                                    \
+    void rt_linear_fwd##S(const REAL *x, const REAL *W, const REAL *b, REAL *y, int T, int n_in, int n_out);   \
+    /* dx[T, n_in] += dy W;  dW += dy^T x;  db += sum_rows dy  (any of dx, dW, db may be NULL) */             \
+    void rt_linear_bwd##S(const REAL *x, const REAL *W, const REAL *dy, REAL *dx, REAL *dW, REAL *db, int T,   \
+                          int n_in, int n_out);                                                               \
+    /* y = LN(x) * g + b over rows of n; keeps mean and rstd per row */                                       \
+    void rt_layernorm_fwd##S(const REAL *x, const REAL *g, const REAL *b, REAL *y, REAL *mean, REAL *rstd,    \
+                             int T, int n);                                                                   \
+    /* dx += d(LN)/dx^T dy; dg += ...; db += ... */                                                            \
+    void rt_layernorm_bwd##S(const REAL *x, const REAL *g, const REAL *mean, const REAL *rstd, const REAL *dy, \
+                             REAL *dx, REAL *dg, REAL *db, int T, int n);                                     \
+    /* tanh-approximated GELU, elementwise over n values; bwd: dx = dy * gelu'(x) (overwrites) */             \
+    void rt_gelu_fwd##S(const REAL *x, REAL *y, size_t n);                                                     \
+    void rt_gelu_bwd##S(const REAL *x, const REAL *dy, REAL *dx, size_t n);                                    \
+    /* attention of qkv[T, 3H] (q | k | v per row) -> ctx[T, H]; probs holds A * sum(l^2) values */          \
+    void rt_attention_fwd##S(const REAL *qkv, REAL *probs, REAL *ctx, const int *offsets, int B, int H,       \
+                             int A, int causal);                                                              \
+    /* dqkv[T, 3H] = gradient of the attention wrt qkv given dctx (overwrites dqkv) */                       \
+    void rt_attention_bwd##S(const REAL *qkv, const REAL *probs, const REAL *dctx, REAL *dqkv, REAL *scratch,  \
+                             const int *offsets, int B, int H, int A, int causal);                            \
+    /* out[T, H] = sum of table rows: word[tokens], position[pos within sequence], type (if not NULL) */     \
+    void rt_embedding_fwd##S(const int *tokens, const int *positions, const int *types, const REAL *word,     \
+                             const REAL *pos, const REAL *type, REAL *out, int T, int H);                     \
+    void rt_embedding_bwd##S(const int *tokens, const int *positions, const int *types, const REAL *dout,     \
+                             REAL *dword, REAL *dpos, REAL *dtype, int T, int H);                             \
+    /* softmax cross-entropy of logits[P, V] against targets; returns the mean loss and writes              \
+     * dlogits = (softmax - onehot) / P */                                                                   \
+    double rt_cross_entropy##S(const REAL *logits, const int *targets, REAL *dlogits, int P, int V);
+
+RT_DECLARE(float, _f)
+RT_DECLARE(double, _d)
+
+#endif

@@ -1,0 +1,8 @@
+/* double instantiation of the CPU kernels (gradient checks) */
+#include <cblas.h>
+
+#include "rt_kernels.h"
+#define REAL double
+#define S _d
+#define GEMM cblas_dgemm
+#include "rt_kernels_impl.h"

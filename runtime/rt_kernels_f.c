@@ -1,0 +1,8 @@
+/* float instantiation of the CPU kernels (training) */
+#include <cblas.h>
+
+#include "rt_kernels.h"
+#define REAL float
+#define S _f
+#define GEMM cblas_sgemm
+#include "rt_kernels_impl.h"

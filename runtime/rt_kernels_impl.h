@@ -1,0 +1,186 @@
+/* Body of the CPU kernels; included by rt_kernels_f.c and rt_kernels_d.c with REAL, S and GEMM defined. */
+#include <math.h>
+#include <string.h>
+
+#define CAT_(a, b) a##b
+#define CAT(a, b) CAT_(a, b)
+#define FN(name) CAT(name, S)
+
+void FN(rt_linear_fwd)(const REAL *x, const REAL *W, const REAL *b, REAL *y, int T, int n_in, int n_out)
+{
+    if (b)
+        for (int t = 0; t < T; t++) memcpy(y + (size_t)t * n_out, b, sizeof(REAL) * n_out);
+    GEMM(CblasRowMajor, CblasNoTrans, CblasTrans, T, n_out, n_in, 1, x, n_in, W, n_in, b ? 1 : 0, y, n_out);
+}
+
+void FN(rt_linear_bwd)(const REAL *x, const REAL *W, const REAL *dy, REAL *dx, REAL *dW, REAL *db, int T, int n_in,
+                       int n_out)
+{
+    if (dx) GEMM(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, n_in, n_out, 1, dy, n_out, W, n_in, 1, dx, n_in);
+    if (dW) GEMM(CblasRowMajor, CblasTrans, CblasNoTrans, n_out, n_in, T, 1, dy, n_out, x, n_in, 1, dW, n_in);
+    if (db)
+        for (int t = 0; t < T; t++)
+            for (int j = 0; j < n_out; j++) db[j] += dy[(size_t)t * n_out + j];
+}
+
+void FN(rt_layernorm_fwd)(const REAL *x, const REAL *g, const REAL *b, REAL *y, REAL *mean, REAL *rstd, int T, int n)
+{
+    for (int t = 0; t < T; t++) {
+        const REAL *xr = x + (size_t)t * n;
+        double m = 0, v = 0;
+        for (int i = 0; i < n; i++) m += xr[i];
+        m /= n;
+        for (int i = 0; i < n; i++) v += (xr[i] - m) * (xr[i] - m);
+        v /= n;
+        double rs = 1 / sqrt(v + 1e-5);
+        mean[t] = (REAL)m;
+        rstd[t] = (REAL)rs;
+        for (int i = 0; i < n; i++) y[(size_t)t * n + i] = (REAL)((xr[i] - m) * rs) * g[i] + b[i];
+    }
+}
+
+void FN(rt_layernorm_bwd)(const REAL *x, const REAL *g, const REAL *mean, const REAL *rstd, const REAL *dy, REAL *dx,
+                          REAL *dg, REAL *db, int T, int n)
+{
+    for (int t = 0; t < T; t++) {
+        const REAL *xr = x + (size_t)t * n, *dyr = dy + (size_t)t * n;
+        double s1 = 0, s2 = 0; /* mean of dxhat and of dxhat * xhat */
+        for (int i = 0; i < n; i++) {
+            double xhat = (xr[i] - mean[t]) * rstd[t], dxhat = dyr[i] * g[i];
+            s1 += dxhat;
+            s2 += dxhat * xhat;
+            dg[i] += (REAL)(dyr[i] * xhat);
+            db[i] += dyr[i];
+        }
+        s1 /= n;
+        s2 /= n;
+        for (int i = 0; i < n; i++) {
+            double xhat = (xr[i] - mean[t]) * rstd[t], dxhat = dyr[i] * g[i];
+            dx[(size_t)t * n + i] += (REAL)((dxhat - s1 - xhat * s2) * rstd[t]);
+        }
+    }
+}
+
+#define GELU_K 0.7978845608028654 /* sqrt(2/pi) */
+
+void FN(rt_gelu_fwd)(const REAL *x, REAL *y, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        double v = x[i];
+        y[i] = (REAL)(0.5 * v * (1 + tanh(GELU_K * (v + 0.044715 * v * v * v))));
+    }
+}
+
+void FN(rt_gelu_bwd)(const REAL *x, const REAL *dy, REAL *dx, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        double v = x[i], u = GELU_K * (v + 0.044715 * v * v * v), th = tanh(u);
+        double du = GELU_K * (1 + 3 * 0.044715 * v * v);
+        dx[i] = (REAL)(dy[i] * (0.5 * (1 + th) + 0.5 * v * (1 - th * th) * du));
+    }
+}
+
+/* probs layout: for sequence s (length l, offset o), head h: A * (sum of previous l^2) + h * l * l */
+void FN(rt_attention_fwd)(const REAL *qkv, REAL *probs, REAL *ctx, const int *offsets, int B, int H, int A,
+                          int causal)
+{
+    const int D = H / A, ld = 3 * H;
+    const REAL scale = (REAL)(1 / sqrt((double)D));
+    size_t p0 = 0;
+    for (int s = 0; s < B; s++) {
+        const int o = offsets[s], l = offsets[s + 1] - o;
+        for (int h = 0; h < A; h++) {
+            REAL *P = probs + p0 + (size_t)h * l * l;
+            const REAL *Q = qkv + (size_t)o * ld + h * D, *K = Q + H, *Vv = Q + 2 * H;
+            GEMM(CblasRowMajor, CblasNoTrans, CblasTrans, l, l, D, scale, Q, ld, K, ld, 0, P, l);
+            for (int i = 0; i < l; i++) {
+                REAL *row = P + (size_t)i * l;
+                int n = causal ? i + 1 : l;
+                double mx = row[0], sum = 0;
+                for (int j = 1; j < n; j++) mx = row[j] > mx ? row[j] : mx;
+                for (int j = 0; j < n; j++) sum += row[j] = (REAL)exp(row[j] - mx);
+                for (int j = 0; j < n; j++) row[j] = (REAL)(row[j] / sum);
+                for (int j = n; j < l; j++) row[j] = 0;
+            }
+            GEMM(CblasRowMajor, CblasNoTrans, CblasNoTrans, l, D, l, 1, P, l, Vv, ld, 0, ctx + (size_t)o * H + h * D,
+                 H);
+        }
+        p0 += (size_t)A * l * l;
+    }
+}
+
+void FN(rt_attention_bwd)(const REAL *qkv, const REAL *probs, const REAL *dctx, REAL *dqkv, REAL *scratch,
+                          const int *offsets, int B, int H, int A, int causal)
+{
+    (void)causal; /* masked probabilities are zero, so their gradients vanish through the softmax */
+    const int D = H / A, ld = 3 * H;
+    const REAL scale = (REAL)(1 / sqrt((double)D));
+    size_t p0 = 0;
+    memset(dqkv, 0, sizeof(REAL) * (size_t)offsets[B] * ld);
+    for (int s = 0; s < B; s++) {
+        const int o = offsets[s], l = offsets[s + 1] - o;
+        for (int h = 0; h < A; h++) {
+            const REAL *P = probs + p0 + (size_t)h * l * l;
+            const REAL *Q = qkv + (size_t)o * ld + h * D, *K = Q + H, *Vv = Q + 2 * H;
+            const REAL *dC = dctx + (size_t)o * H + h * D;
+            REAL *dQ = dqkv + (size_t)o * ld + h * D, *dK = dQ + H, *dV = dQ + 2 * H;
+            REAL *dP = scratch; /* l x l */
+            /* dV = P^T dC; dP = dC V^T */
+            GEMM(CblasRowMajor, CblasTrans, CblasNoTrans, l, D, l, 1, P, l, dC, H, 0, dV, ld);
+            GEMM(CblasRowMajor, CblasNoTrans, CblasTrans, l, l, D, 1, dC, H, Vv, ld, 0, dP, l);
+            /* softmax: dS = P * (dP - sum_j dP P), then the 1/sqrt(D) scale */
+            for (int i = 0; i < l; i++) {
+                const REAL *pr = P + (size_t)i * l;
+                REAL *dr = dP + (size_t)i * l;
+                double dot = 0;
+                for (int j = 0; j < l; j++) dot += dr[j] * pr[j];
+                for (int j = 0; j < l; j++) dr[j] = (REAL)(pr[j] * (dr[j] - dot) * scale);
+            }
+            /* dQ = dS K; dK = dS^T Q */
+            GEMM(CblasRowMajor, CblasNoTrans, CblasNoTrans, l, D, l, 1, dP, l, K, ld, 0, dQ, ld);
+            GEMM(CblasRowMajor, CblasTrans, CblasNoTrans, l, D, l, 1, dP, l, Q, ld, 0, dK, ld);
+        }
+        p0 += (size_t)A * l * l;
+    }
+}
+
+void FN(rt_embedding_fwd)(const int *tokens, const int *positions, const int *types, const REAL *word, const REAL *pos,
+                          const REAL *type, REAL *out, int T, int H)
+{
+    for (int t = 0; t < T; t++) {
+        const REAL *w = word + (size_t)tokens[t] * H, *p = pos + (size_t)positions[t] * H;
+        const REAL *ty = type && types ? type + (size_t)types[t] * H : NULL;
+        for (int i = 0; i < H; i++) out[(size_t)t * H + i] = w[i] + p[i] + (ty ? ty[i] : 0);
+    }
+}
+
+void FN(rt_embedding_bwd)(const int *tokens, const int *positions, const int *types, const REAL *dout, REAL *dword,
+                          REAL *dpos, REAL *dtype, int T, int H)
+{
+    for (int t = 0; t < T; t++) {
+        const REAL *d = dout + (size_t)t * H;
+        REAL *w = dword + (size_t)tokens[t] * H, *p = dpos + (size_t)positions[t] * H;
+        REAL *ty = dtype && types ? dtype + (size_t)types[t] * H : NULL;
+        for (int i = 0; i < H; i++) {
+            w[i] += d[i];
+            p[i] += d[i];
+            if (ty) ty[i] += d[i];
+        }
+    }
+}
+
+double FN(rt_cross_entropy)(const REAL *logits, const int *targets, REAL *dlogits, int P, int V)
+{
+    double loss = 0;
+    for (int p = 0; p < P; p++) {
+        const REAL *z = logits + (size_t)p * V;
+        REAL *dz = dlogits + (size_t)p * V;
+        double mx = z[0], sum = 0;
+        for (int v = 1; v < V; v++) mx = z[v] > mx ? z[v] : mx;
+        for (int v = 0; v < V; v++) sum += exp(z[v] - mx);
+        loss += log(sum) + mx - z[targets[p]];
+        for (int v = 0; v < V; v++) dz[v] = (REAL)(exp(z[v] - mx) / sum / P);
+        dz[targets[p]] -= (REAL)(1.0 / P);
+    }
+    return P ? loss / P : 0;
+}

@@ -1,0 +1,220 @@
+/* Every CPU kernel's backward against central finite differences, in double precision. The loss is
+ * L = sum(r * output) for a fixed random r, so dL/doutput = r. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "rt_kernels.h"
+
+static unsigned long long state = 12345;
+
+static double rnd(void)
+{
+    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+    return ((state >> 11) / 9007199254740992.0) * 2 - 1;
+}
+
+static double *randv(size_t n)
+{
+    double *v = malloc(n * sizeof *v);
+    for (size_t i = 0; i < n; i++) v[i] = rnd();
+    return v;
+}
+
+static double dot(const double *a, const double *b, size_t n)
+{
+    double s = 0;
+    for (size_t i = 0; i < n; i++) s += a[i] * b[i];
+    return s;
+}
+
+/* Compares analytic gradient g of parameter p (n values) with finite differences of f(). */
+typedef double (*loss_fn)(void *ctx);
+
+static double max_rel_error(double *p, const double *g, size_t n, loss_fn f, void *ctx)
+{
+    double worst = 0;
+    for (size_t i = 0; i < n; i++) {
+        double save = p[i], h = 1e-6;
+        p[i] = save + h;
+        double up = f(ctx);
+        p[i] = save - h;
+        double down = f(ctx);
+        p[i] = save;
+        double num = (up - down) / (2 * h), err = fabs(num - g[i]) / fmax(1e-6, fabs(num) + fabs(g[i]));
+        if (err > worst) worst = err;
+    }
+    return worst;
+}
+
+/* linear */
+typedef struct lin {
+    int T, n_in, n_out;
+    double *x, *W, *b, *y, *r;
+} lin;
+
+static double lin_loss(void *c)
+{
+    lin *l = c;
+    rt_linear_fwd_d(l->x, l->W, l->b, l->y, l->T, l->n_in, l->n_out);
+    return dot(l->y, l->r, (size_t)l->T * l->n_out);
+}
+
+static void check_linear(void)
+{
+    lin l = {.T = 5, .n_in = 4, .n_out = 3};
+    l.x = randv(20), l.W = randv(12), l.b = randv(3), l.y = randv(15), l.r = randv(15);
+    double *dx = calloc(20, sizeof(double)), *dW = calloc(12, sizeof(double)), *db = calloc(3, sizeof(double));
+    rt_linear_bwd_d(l.x, l.W, l.r, dx, dW, db, l.T, l.n_in, l.n_out);
+    CHECK(max_rel_error(l.x, dx, 20, lin_loss, &l) < 1e-6, "linear: dx");
+    CHECK(max_rel_error(l.W, dW, 12, lin_loss, &l) < 1e-6, "linear: dW");
+    CHECK(max_rel_error(l.b, db, 3, lin_loss, &l) < 1e-6, "linear: db");
+    /* a sparse layer is the dense kernel on W * mask with the gradient masked; at density 1 it is dense */
+    double *mask = malloc(12 * sizeof(double)), *Wm = malloc(12 * sizeof(double));
+    for (int i = 0; i < 12; i++) mask[i] = 1, Wm[i] = l.W[i] * mask[i];
+    double *y1 = malloc(15 * sizeof(double));
+    rt_linear_fwd_d(l.x, Wm, l.b, y1, l.T, l.n_in, l.n_out);
+    lin_loss(&l);
+    CHECK(memcmp(y1, l.y, 15 * sizeof(double)) == 0, "sparse layer at density 1 equals the dense layer");
+    free(dx), free(dW), free(db), free(mask), free(Wm), free(y1);
+    free(l.x), free(l.W), free(l.b), free(l.y), free(l.r);
+}
+
+/* layer norm */
+typedef struct ln {
+    int T, n;
+    double *x, *g, *b, *y, *mean, *rstd, *r;
+} ln;
+
+static double ln_loss(void *c)
+{
+    ln *l = c;
+    rt_layernorm_fwd_d(l->x, l->g, l->b, l->y, l->mean, l->rstd, l->T, l->n);
+    return dot(l->y, l->r, (size_t)l->T * l->n);
+}
+
+static void check_layernorm(void)
+{
+    ln l = {.T = 3, .n = 6};
+    l.x = randv(18), l.g = randv(6), l.b = randv(6), l.y = randv(18), l.mean = randv(3), l.rstd = randv(3),
+    l.r = randv(18);
+    ln_loss(&l);
+    double *dx = calloc(18, sizeof(double)), *dg = calloc(6, sizeof(double)), *db = calloc(6, sizeof(double));
+    rt_layernorm_bwd_d(l.x, l.g, l.mean, l.rstd, l.r, dx, dg, db, l.T, l.n);
+    CHECK(max_rel_error(l.x, dx, 18, ln_loss, &l) < 1e-5, "layer norm: dx");
+    CHECK(max_rel_error(l.g, dg, 6, ln_loss, &l) < 1e-6, "layer norm: dgamma");
+    CHECK(max_rel_error(l.b, db, 6, ln_loss, &l) < 1e-6, "layer norm: dbeta");
+    free(dx), free(dg), free(db), free(l.x), free(l.g), free(l.b), free(l.y), free(l.mean), free(l.rstd), free(l.r);
+}
+
+typedef struct gelu {
+    double *x, *y, *r;
+    size_t n;
+} gelu;
+
+static double gelu_loss(void *c)
+{
+    gelu *g = c;
+    rt_gelu_fwd_d(g->x, g->y, g->n);
+    return dot(g->y, g->r, g->n);
+}
+
+static void check_gelu(void)
+{
+    gelu g = {randv(16), randv(16), randv(16), 16};
+    for (int i = 0; i < 16; i++) g.x[i] *= 3;
+    double *dx = malloc(16 * sizeof(double));
+    rt_gelu_bwd_d(g.x, g.r, dx, 16);
+    CHECK(max_rel_error(g.x, dx, 16, gelu_loss, &g) < 1e-6, "GELU");
+    free(dx), free(g.x), free(g.y), free(g.r);
+}
+
+/* attention over variable lengths (3 sequences of lengths 1, 4, 3), 2 heads of 3 */
+typedef struct att {
+    int B, H, A, causal, offsets[4];
+    double *qkv, *probs, *ctx, *r;
+} att;
+
+static double att_loss(void *c)
+{
+    att *a = c;
+    rt_attention_fwd_d(a->qkv, a->probs, a->ctx, a->offsets, a->B, a->H, a->A, a->causal);
+    return dot(a->ctx, a->r, (size_t)a->offsets[a->B] * a->H);
+}
+
+static void check_attention(int causal)
+{
+    att a = {.B = 3, .H = 6, .A = 2, .causal = causal, .offsets = {0, 1, 5, 8}};
+    int T = 8;
+    a.qkv = randv((size_t)T * 18), a.probs = randv(2 * (1 + 16 + 9)), a.ctx = randv((size_t)T * 6),
+    a.r = randv((size_t)T * 6);
+    att_loss(&a);
+    double *dqkv = malloc((size_t)T * 18 * sizeof(double)), *scratch = malloc(64 * sizeof(double));
+    rt_attention_bwd_d(a.qkv, a.probs, a.r, dqkv, scratch, a.offsets, a.B, a.H, a.A, a.causal);
+    CHECK(max_rel_error(a.qkv, dqkv, (size_t)T * 18, att_loss, &a) < 1e-5, "%s attention over variable lengths",
+          causal ? "causal" : "bidirectional");
+    /* no attention across sequences: changing sequence 0 leaves sequence 1's output unchanged */
+    double before = a.ctx[1 * 6], saved = a.qkv[0];
+    a.qkv[0] += 1;
+    att_loss(&a);
+    CHECK(a.ctx[1 * 6] == before, "each sequence attends only within itself");
+    a.qkv[0] = saved;
+    free(dqkv), free(scratch), free(a.qkv), free(a.probs), free(a.ctx), free(a.r);
+}
+
+typedef struct emb {
+    int tokens[5], positions[5], types[5];
+    double *word, *pos, *type, *out, *r;
+} emb;
+
+static double emb_loss(void *c)
+{
+    emb *e = c;
+    rt_embedding_fwd_d(e->tokens, e->positions, e->types, e->word, e->pos, e->type, e->out, 5, 4);
+    return dot(e->out, e->r, 20);
+}
+
+static void check_embedding(void)
+{
+    emb e = {.tokens = {1, 3, 1, 0, 2}, .positions = {0, 1, 2, 0, 1}, .types = {0, 0, 1, 1, 1}};
+    e.word = randv(16), e.pos = randv(12), e.type = randv(8), e.out = randv(20), e.r = randv(20);
+    double *dw = calloc(16, sizeof(double)), *dp = calloc(12, sizeof(double)), *dt = calloc(8, sizeof(double));
+    rt_embedding_bwd_d(e.tokens, e.positions, e.types, e.r, dw, dp, dt, 5, 4);
+    CHECK(max_rel_error(e.word, dw, 16, emb_loss, &e) < 1e-6, "embeddings: word table (repeated token)");
+    CHECK(max_rel_error(e.pos, dp, 12, emb_loss, &e) < 1e-6, "embeddings: positions");
+    CHECK(max_rel_error(e.type, dt, 8, emb_loss, &e) < 1e-6, "embeddings: token types");
+    free(dw), free(dp), free(dt), free(e.word), free(e.pos), free(e.type), free(e.out), free(e.r);
+}
+
+typedef struct ce {
+    int targets[3];
+    double *logits, *d;
+} ce;
+
+static double ce_loss(void *c)
+{
+    ce *x = c;
+    return rt_cross_entropy_d(x->logits, x->targets, x->d, 3, 5);
+}
+
+static void check_cross_entropy(void)
+{
+    ce x = {.targets = {4, 0, 2}};
+    x.logits = randv(15), x.d = randv(15);
+    double *g = malloc(15 * sizeof(double));
+    rt_cross_entropy_d(x.logits, x.targets, g, 3, 5);
+    CHECK(max_rel_error(x.logits, g, 15, ce_loss, &x) < 1e-6, "softmax cross-entropy (both loss heads)");
+    free(g), free(x.logits), free(x.d);
+}
+
+int main(void)
+{
+    check_linear();
+    check_layernorm();
+    check_gelu();
+    check_attention(0);
+    check_attention(1);
+    check_embedding();
+    check_cross_entropy();
+    return check_summary("test_gradcheck");
+}
