@@ -81,8 +81,7 @@ void FN(rt_gelu_bwd)(const REAL *x, const REAL *dy, REAL *dx, size_t n)
 }
 
 /* probs layout: for sequence s (length l, offset o), head h: A * (sum of previous l^2) + h * l * l */
-void FN(rt_attention_fwd)(const REAL *qkv, REAL *probs, REAL *ctx, const int *offsets, int B, int H, int A,
-                          int causal)
+void FN(rt_attn_scores_fwd)(const REAL *qkv, REAL *probs, const int *offsets, int B, int H, int A)
 {
     const int D = H / A, ld = 3 * H;
     const REAL scale = (REAL)(1 / sqrt((double)D));
@@ -90,11 +89,22 @@ void FN(rt_attention_fwd)(const REAL *qkv, REAL *probs, REAL *ctx, const int *of
     for (int s = 0; s < B; s++) {
         const int o = offsets[s], l = offsets[s + 1] - o;
         for (int h = 0; h < A; h++) {
-            REAL *P = probs + p0 + (size_t)h * l * l;
-            const REAL *Q = qkv + (size_t)o * ld + h * D, *K = Q + H, *Vv = Q + 2 * H;
-            GEMM(CblasRowMajor, CblasNoTrans, CblasTrans, l, l, D, scale, Q, ld, K, ld, 0, P, l);
+            const REAL *Q = qkv + (size_t)o * ld + h * D, *K = Q + H;
+            GEMM(CblasRowMajor, CblasNoTrans, CblasTrans, l, l, D, scale, Q, ld, K, ld, 0, probs + p0 + (size_t)h * l * l,
+                 l);
+        }
+        p0 += (size_t)A * l * l;
+    }
+}
+
+void FN(rt_attn_softmax_fwd)(REAL *probs, const int *offsets, int B, int A, int causal)
+{
+    size_t p0 = 0;
+    for (int s = 0; s < B; s++) {
+        const int l = offsets[s + 1] - offsets[s];
+        for (int h = 0; h < A; h++)
             for (int i = 0; i < l; i++) {
-                REAL *row = P + (size_t)i * l;
+                REAL *row = probs + p0 + (size_t)h * l * l + (size_t)i * l;
                 int n = causal ? i + 1 : l;
                 double mx = row[0], sum = 0;
                 for (int j = 1; j < n; j++) mx = row[j] > mx ? row[j] : mx;
@@ -102,46 +112,93 @@ void FN(rt_attention_fwd)(const REAL *qkv, REAL *probs, REAL *ctx, const int *of
                 for (int j = 0; j < n; j++) row[j] = (REAL)(row[j] / sum);
                 for (int j = n; j < l; j++) row[j] = 0;
             }
-            GEMM(CblasRowMajor, CblasNoTrans, CblasNoTrans, l, D, l, 1, P, l, Vv, ld, 0, ctx + (size_t)o * H + h * D,
-                 H);
+        p0 += (size_t)A * l * l;
+    }
+}
+
+void FN(rt_attn_context_fwd)(const REAL *qkv, const REAL *probs, REAL *ctx, const int *offsets, int B, int H, int A)
+{
+    const int D = H / A, ld = 3 * H;
+    size_t p0 = 0;
+    for (int s = 0; s < B; s++) {
+        const int o = offsets[s], l = offsets[s + 1] - o;
+        for (int h = 0; h < A; h++) {
+            const REAL *Vv = qkv + (size_t)o * ld + h * D + 2 * H;
+            GEMM(CblasRowMajor, CblasNoTrans, CblasNoTrans, l, D, l, 1, probs + p0 + (size_t)h * l * l, l, Vv, ld, 0,
+                 ctx + (size_t)o * H + h * D, H);
         }
         p0 += (size_t)A * l * l;
     }
+}
+
+void FN(rt_attn_context_bwd)(const REAL *qkv, const REAL *probs, const REAL *dctx, REAL *dqkv, REAL *dprobs,
+                             const int *offsets, int B, int H, int A)
+{
+    const int D = H / A, ld = 3 * H;
+    size_t p0 = 0;
+    memset(dqkv, 0, sizeof(REAL) * (size_t)offsets[B] * ld);
+    for (int s = 0; s < B; s++) {
+        const int o = offsets[s], l = offsets[s + 1] - o;
+        for (int h = 0; h < A; h++) {
+            const REAL *P = probs + p0 + (size_t)h * l * l, *Vv = qkv + (size_t)o * ld + h * D + 2 * H;
+            const REAL *dC = dctx + (size_t)o * H + h * D;
+            REAL *dV = dqkv + (size_t)o * ld + h * D + 2 * H, *dP = dprobs + p0 + (size_t)h * l * l;
+            GEMM(CblasRowMajor, CblasTrans, CblasNoTrans, l, D, l, 1, P, l, dC, H, 0, dV, ld);
+            GEMM(CblasRowMajor, CblasNoTrans, CblasTrans, l, l, D, 1, dC, H, Vv, ld, 0, dP, l);
+        }
+        p0 += (size_t)A * l * l;
+    }
+}
+
+void FN(rt_attn_softmax_bwd)(const REAL *probs, REAL *dprobs, const int *offsets, int B, int H, int A)
+{
+    const REAL scale = (REAL)(1 / sqrt((double)(H / A)));
+    size_t p0 = 0;
+    for (int s = 0; s < B; s++) {
+        const int l = offsets[s + 1] - offsets[s];
+        for (size_t i = 0; i < (size_t)A * l; i++) {
+            const REAL *pr = probs + p0 + i * l;
+            REAL *dr = dprobs + p0 + i * l;
+            double dot = 0;
+            for (int j = 0; j < l; j++) dot += dr[j] * pr[j];
+            for (int j = 0; j < l; j++) dr[j] = (REAL)(pr[j] * (dr[j] - dot) * scale);
+        }
+        p0 += (size_t)A * l * l;
+    }
+}
+
+void FN(rt_attn_scores_bwd)(const REAL *qkv, const REAL *dscores, REAL *dqkv, const int *offsets, int B, int H, int A)
+{
+    const int D = H / A, ld = 3 * H;
+    size_t p0 = 0;
+    for (int s = 0; s < B; s++) {
+        const int o = offsets[s], l = offsets[s + 1] - o;
+        for (int h = 0; h < A; h++) {
+            const REAL *dS = dscores + p0 + (size_t)h * l * l;
+            const REAL *Q = qkv + (size_t)o * ld + h * D, *K = Q + H;
+            REAL *dQ = dqkv + (size_t)o * ld + h * D, *dK = dQ + H;
+            GEMM(CblasRowMajor, CblasNoTrans, CblasNoTrans, l, D, l, 1, dS, l, K, ld, 0, dQ, ld);
+            GEMM(CblasRowMajor, CblasTrans, CblasNoTrans, l, D, l, 1, dS, l, Q, ld, 0, dK, ld);
+        }
+        p0 += (size_t)A * l * l;
+    }
+}
+
+void FN(rt_attention_fwd)(const REAL *qkv, REAL *probs, REAL *ctx, const int *offsets, int B, int H, int A,
+                          int causal)
+{
+    FN(rt_attn_scores_fwd)(qkv, probs, offsets, B, H, A);
+    FN(rt_attn_softmax_fwd)(probs, offsets, B, A, causal);
+    FN(rt_attn_context_fwd)(qkv, probs, ctx, offsets, B, H, A);
 }
 
 void FN(rt_attention_bwd)(const REAL *qkv, const REAL *probs, const REAL *dctx, REAL *dqkv, REAL *scratch,
                           const int *offsets, int B, int H, int A, int causal)
 {
     (void)causal; /* masked probabilities are zero, so their gradients vanish through the softmax */
-    const int D = H / A, ld = 3 * H;
-    const REAL scale = (REAL)(1 / sqrt((double)D));
-    size_t p0 = 0;
-    memset(dqkv, 0, sizeof(REAL) * (size_t)offsets[B] * ld);
-    for (int s = 0; s < B; s++) {
-        const int o = offsets[s], l = offsets[s + 1] - o;
-        for (int h = 0; h < A; h++) {
-            const REAL *P = probs + p0 + (size_t)h * l * l;
-            const REAL *Q = qkv + (size_t)o * ld + h * D, *K = Q + H, *Vv = Q + 2 * H;
-            const REAL *dC = dctx + (size_t)o * H + h * D;
-            REAL *dQ = dqkv + (size_t)o * ld + h * D, *dK = dQ + H, *dV = dQ + 2 * H;
-            REAL *dP = scratch; /* l x l */
-            /* dV = P^T dC; dP = dC V^T */
-            GEMM(CblasRowMajor, CblasTrans, CblasNoTrans, l, D, l, 1, P, l, dC, H, 0, dV, ld);
-            GEMM(CblasRowMajor, CblasNoTrans, CblasTrans, l, l, D, 1, dC, H, Vv, ld, 0, dP, l);
-            /* softmax: dS = P * (dP - sum_j dP P), then the 1/sqrt(D) scale */
-            for (int i = 0; i < l; i++) {
-                const REAL *pr = P + (size_t)i * l;
-                REAL *dr = dP + (size_t)i * l;
-                double dot = 0;
-                for (int j = 0; j < l; j++) dot += dr[j] * pr[j];
-                for (int j = 0; j < l; j++) dr[j] = (REAL)(pr[j] * (dr[j] - dot) * scale);
-            }
-            /* dQ = dS K; dK = dS^T Q */
-            GEMM(CblasRowMajor, CblasNoTrans, CblasNoTrans, l, D, l, 1, dP, l, K, ld, 0, dQ, ld);
-            GEMM(CblasRowMajor, CblasTrans, CblasNoTrans, l, D, l, 1, dP, l, Q, ld, 0, dK, ld);
-        }
-        p0 += (size_t)A * l * l;
-    }
+    FN(rt_attn_context_bwd)(qkv, probs, dctx, dqkv, scratch, offsets, B, H, A);
+    FN(rt_attn_softmax_bwd)(probs, scratch, offsets, B, H, A);
+    FN(rt_attn_scores_bwd)(qkv, scratch, dqkv, offsets, B, H, A);
 }
 
 void FN(rt_embedding_fwd)(const int *tokens, const int *positions, const int *types, const REAL *word, const REAL *pos,
@@ -169,18 +226,22 @@ void FN(rt_embedding_bwd)(const int *tokens, const int *positions, const int *ty
     }
 }
 
-double FN(rt_cross_entropy)(const REAL *logits, const int *targets, REAL *dlogits, int P, int V)
+double FN(rt_cross_entropy)(const REAL *logits, const int *targets, REAL *dlogits, int P, int V, double norm)
 {
     double loss = 0;
     for (int p = 0; p < P; p++) {
         const REAL *z = logits + (size_t)p * V;
         REAL *dz = dlogits + (size_t)p * V;
+        if (targets[p] < 0) {
+            memset(dz, 0, sizeof(REAL) * V);
+            continue;
+        }
         double mx = z[0], sum = 0;
         for (int v = 1; v < V; v++) mx = z[v] > mx ? z[v] : mx;
         for (int v = 0; v < V; v++) sum += exp(z[v] - mx);
         loss += log(sum) + mx - z[targets[p]];
-        for (int v = 0; v < V; v++) dz[v] = (REAL)(exp(z[v] - mx) / sum / P);
-        dz[targets[p]] -= (REAL)(1.0 / P);
+        for (int v = 0; v < V; v++) dz[v] = (REAL)(exp(z[v] - mx) / sum / norm);
+        dz[targets[p]] -= (REAL)(1.0 / norm);
     }
-    return P ? loss / P : 0;
+    return loss;
 }
