@@ -11,48 +11,50 @@
 
 #include <stddef.h>
 
-#define RT_DECLARE(REAL, S)                                                                                    \
-    /* y[T, n_out] = x[T, n_in] W^T + b (b may be NULL) */                                                    \
-    void rt_linear_fwd##S(const REAL *x, const REAL *W, const REAL *b, REAL *y, int T, int n_in, int n_out);   \
-    /* dx[T, n_in] += dy W;  dW += dy^T x;  db += sum_rows dy  (any of dx, dW, db may be NULL) */             \
-    void rt_linear_bwd##S(const REAL *x, const REAL *W, const REAL *dy, REAL *dx, REAL *dW, REAL *db, int T,   \
-                          int n_in, int n_out);                                                               \
-    /* y = LN(x) * g + b over rows of n; keeps mean and rstd per row */                                       \
-    void rt_layernorm_fwd##S(const REAL *x, const REAL *g, const REAL *b, REAL *y, REAL *mean, REAL *rstd,    \
-                             int T, int n);                                                                   \
-    /* dx += d(LN)/dx^T dy; dg += ...; db += ... */                                                            \
-    void rt_layernorm_bwd##S(const REAL *x, const REAL *g, const REAL *mean, const REAL *rstd, const REAL *dy, \
-                             REAL *dx, REAL *dg, REAL *db, int T, int n);                                     \
-    /* tanh-approximated GELU, elementwise over n values; bwd: dx = dy * gelu'(x) (overwrites) */             \
-    void rt_gelu_fwd##S(const REAL *x, REAL *y, size_t n);                                                     \
-    void rt_gelu_bwd##S(const REAL *x, const REAL *dy, REAL *dx, size_t n);                                    \
-    /* attention in three kernels, as the cost model's ops: scores = Q K^T / sqrt(D) into probs (A * sum(l^2) \
-     * values, sequence by sequence, head by head), softmax in place (causal mask), ctx[T, H] = probs V */     \
-    void rt_attn_scores_fwd##S(const REAL *qkv, REAL *probs, const int *offsets, int B, int H, int A);        \
-    void rt_attn_softmax_fwd##S(REAL *probs, const int *offsets, int B, int A, int causal);                   \
-    void rt_attn_context_fwd##S(const REAL *qkv, const REAL *probs, REAL *ctx, const int *offsets, int B, int H, \
-                                int A);                                                                       \
-    /* backward: context.bwd writes dV into dqkv (zeroing it first) and dprobs; softmax.bwd turns dprobs into  \
-     * dscores in place (scaled by 1/sqrt(D)); scores.bwd writes dQ and dK into dqkv */                      \
-    void rt_attn_context_bwd##S(const REAL *qkv, const REAL *probs, const REAL *dctx, REAL *dqkv, REAL *dprobs, \
-                                const int *offsets, int B, int H, int A);                                     \
-    void rt_attn_softmax_bwd##S(const REAL *probs, REAL *dprobs, const int *offsets, int B, int H, int A);     \
-    void rt_attn_scores_bwd##S(const REAL *qkv, const REAL *dscores, REAL *dqkv, const int *offsets, int B,    \
-                               int H, int A);                                                                 \
-    /* the three composed: qkv[T, 3H] (q | k | v per row) -> ctx[T, H]; scratch holds A * sum(l^2) values */  \
-    void rt_attention_fwd##S(const REAL *qkv, REAL *probs, REAL *ctx, const int *offsets, int B, int H,       \
-                             int A, int causal);                                                              \
+#define RT_DECLARE(REAL, S)                                                                                  \
+    /* y[T, n_out] = x[T, n_in] W^T + b (b may be NULL) */                                                   \
+    void rt_linear_fwd##S(const REAL *x, const REAL *W, const REAL *b, REAL *y, int T, int n_in, int n_out); \
+    /* dx[T, n_in] += dy W;  dW += dy^T x;  db += sum_rows dy  (any of dx, dW, db may be NULL) */            \
+    void rt_linear_bwd##S(const REAL *x, const REAL *W, const REAL *dy, REAL *dx, REAL *dW, REAL *db, int T, \
+                          int n_in, int n_out);                                                              \
+    /* y = LN(x) * g + b over rows of n; keeps mean and rstd per row */                                      \
+    void rt_layernorm_fwd##S(const REAL *x, const REAL *g, const REAL *b, REAL *y, REAL *mean, REAL *rstd,   \
+                             int T, int n);                                                                  \
+    /* dx += d(LN)/dx^T dy; dg += ...; db += ... */                                                          \
+    void rt_layernorm_bwd##S(const REAL *x, const REAL *g, const REAL *mean, const REAL *rstd,               \
+                             const REAL *dy, REAL *dx, REAL *dg, REAL *db, int T, int n);                    \
+    /* tanh-approximated GELU, elementwise over n values; bwd: dx = dy * gelu'(x) (overwrites) */            \
+    void rt_gelu_fwd##S(const REAL *x, REAL *y, size_t n);                                                   \
+    void rt_gelu_bwd##S(const REAL *x, const REAL *dy, REAL *dx, size_t n);                                  \
+    /* attention in three kernels, as the cost model's ops: scores = Q K^T / sqrt(D) into probs (A *         \
+     * sum(l^2) values, sequence by sequence, head by head), softmax in place (causal mask), ctx[T, H] =                    \
+     * probs V */                                                                                            \
+    void rt_attn_scores_fwd##S(const REAL *qkv, REAL *probs, const int *offsets, int B, int H, int A);       \
+    void rt_attn_softmax_fwd##S(REAL *probs, const int *offsets, int B, int A, int causal);                  \
+    void rt_attn_context_fwd##S(const REAL *qkv, const REAL *probs, REAL *ctx, const int *offsets, int B,    \
+                                int H, int A);                                                               \
+    /* backward: context.bwd writes dV into dqkv (zeroing it first) and dprobs; softmax.bwd turns dprobs     \
+     * into dscores in place (scaled by 1/sqrt(D)); scores.bwd writes dQ and dK into dqkv */                            \
+    void rt_attn_context_bwd##S(const REAL *qkv, const REAL *probs, const REAL *dctx, REAL *dqkv,            \
+                                REAL *dprobs, const int *offsets, int B, int H, int A);                      \
+    void rt_attn_softmax_bwd##S(const REAL *probs, REAL *dprobs, const int *offsets, int B, int H, int A);   \
+    void rt_attn_scores_bwd##S(const REAL *qkv, const REAL *dscores, REAL *dqkv, const int *offsets, int B,  \
+                               int H, int A);                                                                \
+    /* the three composed: qkv[T, 3H] (q | k | v per row) -> ctx[T, H]; scratch holds A * sum(l^2) values */ \
+    void rt_attention_fwd##S(const REAL *qkv, REAL *probs, REAL *ctx, const int *offsets, int B, int H,      \
+                             int A, int causal);                                                             \
     /* dqkv[T, 3H] = gradient of the attention wrt qkv given dctx (overwrites dqkv) */                       \
-    void rt_attention_bwd##S(const REAL *qkv, const REAL *probs, const REAL *dctx, REAL *dqkv, REAL *scratch,  \
-                             const int *offsets, int B, int H, int A, int causal);                            \
+    void rt_attention_bwd##S(const REAL *qkv, const REAL *probs, const REAL *dctx, REAL *dqkv,               \
+                             REAL *scratch, const int *offsets, int B, int H, int A, int causal);            \
     /* out[T, H] = sum of table rows: word[tokens], position[pos within sequence], type (if not NULL) */     \
-    void rt_embedding_fwd##S(const int *tokens, const int *positions, const int *types, const REAL *word,     \
-                             const REAL *pos, const REAL *type, REAL *out, int T, int H);                     \
-    void rt_embedding_bwd##S(const int *tokens, const int *positions, const int *types, const REAL *dout,     \
-                             REAL *dword, REAL *dpos, REAL *dtype, int T, int H);                             \
-    /* softmax cross-entropy of logits[P, V] against targets (negative targets are skipped); returns the    \
+    void rt_embedding_fwd##S(const int *tokens, const int *positions, const int *types, const REAL *word,    \
+                             const REAL *pos, const REAL *type, REAL *out, int T, int H);                    \
+    void rt_embedding_bwd##S(const int *tokens, const int *positions, const int *types, const REAL *dout,    \
+                             REAL *dword, REAL *dpos, REAL *dtype, int T, int H);                            \
+    /* softmax cross-entropy of logits[P, V] against targets (negative targets are skipped); returns the     \
      * summed loss and writes dlogits = (softmax - onehot) / norm */                                         \
-    double rt_cross_entropy##S(const REAL *logits, const int *targets, REAL *dlogits, int P, int V, double norm);
+    double rt_cross_entropy##S(const REAL *logits, const int *targets, REAL *dlogits, int P, int V,          \
+                               double norm);
 
 RT_DECLARE(float, _f)
 RT_DECLARE(double, _d)

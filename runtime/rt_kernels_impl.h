@@ -9,38 +9,45 @@
 void FN(rt_linear_fwd)(const REAL *x, const REAL *W, const REAL *b, REAL *y, int T, int n_in, int n_out)
 {
     if (b)
-        for (int t = 0; t < T; t++) memcpy(y + (size_t)t * n_out, b, sizeof(REAL) * n_out);
+        for (int t = 0; t < T; t++)
+            memcpy(y + (size_t)t * n_out, b, sizeof(REAL) * n_out);
     GEMM(CblasRowMajor, CblasNoTrans, CblasTrans, T, n_out, n_in, 1, x, n_in, W, n_in, b ? 1 : 0, y, n_out);
 }
 
-void FN(rt_linear_bwd)(const REAL *x, const REAL *W, const REAL *dy, REAL *dx, REAL *dW, REAL *db, int T, int n_in,
-                       int n_out)
+void FN(rt_linear_bwd)(const REAL *x, const REAL *W, const REAL *dy, REAL *dx, REAL *dW, REAL *db, int T,
+                       int n_in, int n_out)
 {
-    if (dx) GEMM(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, n_in, n_out, 1, dy, n_out, W, n_in, 1, dx, n_in);
+    if (dx)
+        GEMM(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, n_in, n_out, 1, dy, n_out, W, n_in, 1, dx, n_in);
     if (dW) GEMM(CblasRowMajor, CblasTrans, CblasNoTrans, n_out, n_in, T, 1, dy, n_out, x, n_in, 1, dW, n_in);
     if (db)
         for (int t = 0; t < T; t++)
-            for (int j = 0; j < n_out; j++) db[j] += dy[(size_t)t * n_out + j];
+            for (int j = 0; j < n_out; j++)
+                db[j] += dy[(size_t)t * n_out + j];
 }
 
-void FN(rt_layernorm_fwd)(const REAL *x, const REAL *g, const REAL *b, REAL *y, REAL *mean, REAL *rstd, int T, int n)
+void FN(rt_layernorm_fwd)(const REAL *x, const REAL *g, const REAL *b, REAL *y, REAL *mean, REAL *rstd, int T,
+                          int n)
 {
     for (int t = 0; t < T; t++) {
         const REAL *xr = x + (size_t)t * n;
         double m = 0, v = 0;
-        for (int i = 0; i < n; i++) m += xr[i];
+        for (int i = 0; i < n; i++)
+            m += xr[i];
         m /= n;
-        for (int i = 0; i < n; i++) v += (xr[i] - m) * (xr[i] - m);
+        for (int i = 0; i < n; i++)
+            v += (xr[i] - m) * (xr[i] - m);
         v /= n;
         double rs = 1 / sqrt(v + 1e-5);
         mean[t] = (REAL)m;
         rstd[t] = (REAL)rs;
-        for (int i = 0; i < n; i++) y[(size_t)t * n + i] = (REAL)((xr[i] - m) * rs) * g[i] + b[i];
+        for (int i = 0; i < n; i++)
+            y[(size_t)t * n + i] = (REAL)((xr[i] - m) * rs) * g[i] + b[i];
     }
 }
 
-void FN(rt_layernorm_bwd)(const REAL *x, const REAL *g, const REAL *mean, const REAL *rstd, const REAL *dy, REAL *dx,
-                          REAL *dg, REAL *db, int T, int n)
+void FN(rt_layernorm_bwd)(const REAL *x, const REAL *g, const REAL *mean, const REAL *rstd, const REAL *dy,
+                          REAL *dx, REAL *dg, REAL *db, int T, int n)
 {
     for (int t = 0; t < T; t++) {
         const REAL *xr = x + (size_t)t * n, *dyr = dy + (size_t)t * n;
@@ -90,8 +97,8 @@ void FN(rt_attn_scores_fwd)(const REAL *qkv, REAL *probs, const int *offsets, in
         const int o = offsets[s], l = offsets[s + 1] - o;
         for (int h = 0; h < A; h++) {
             const REAL *Q = qkv + (size_t)o * ld + h * D, *K = Q + H;
-            GEMM(CblasRowMajor, CblasNoTrans, CblasTrans, l, l, D, scale, Q, ld, K, ld, 0, probs + p0 + (size_t)h * l * l,
-                 l);
+            GEMM(CblasRowMajor, CblasNoTrans, CblasTrans, l, l, D, scale, Q, ld, K, ld, 0,
+                 probs + p0 + (size_t)h * l * l, l);
         }
         p0 += (size_t)A * l * l;
     }
@@ -107,16 +114,21 @@ void FN(rt_attn_softmax_fwd)(REAL *probs, const int *offsets, int B, int A, int 
                 REAL *row = probs + p0 + (size_t)h * l * l + (size_t)i * l;
                 int n = causal ? i + 1 : l;
                 double mx = row[0], sum = 0;
-                for (int j = 1; j < n; j++) mx = row[j] > mx ? row[j] : mx;
-                for (int j = 0; j < n; j++) sum += row[j] = (REAL)exp(row[j] - mx);
-                for (int j = 0; j < n; j++) row[j] = (REAL)(row[j] / sum);
-                for (int j = n; j < l; j++) row[j] = 0;
+                for (int j = 1; j < n; j++)
+                    mx = row[j] > mx ? row[j] : mx;
+                for (int j = 0; j < n; j++)
+                    sum += row[j] = (REAL)exp(row[j] - mx);
+                for (int j = 0; j < n; j++)
+                    row[j] = (REAL)(row[j] / sum);
+                for (int j = n; j < l; j++)
+                    row[j] = 0;
             }
         p0 += (size_t)A * l * l;
     }
 }
 
-void FN(rt_attn_context_fwd)(const REAL *qkv, const REAL *probs, REAL *ctx, const int *offsets, int B, int H, int A)
+void FN(rt_attn_context_fwd)(const REAL *qkv, const REAL *probs, REAL *ctx, const int *offsets, int B, int H,
+                             int A)
 {
     const int D = H / A, ld = 3 * H;
     size_t p0 = 0;
@@ -124,8 +136,8 @@ void FN(rt_attn_context_fwd)(const REAL *qkv, const REAL *probs, REAL *ctx, cons
         const int o = offsets[s], l = offsets[s + 1] - o;
         for (int h = 0; h < A; h++) {
             const REAL *Vv = qkv + (size_t)o * ld + h * D + 2 * H;
-            GEMM(CblasRowMajor, CblasNoTrans, CblasNoTrans, l, D, l, 1, probs + p0 + (size_t)h * l * l, l, Vv, ld, 0,
-                 ctx + (size_t)o * H + h * D, H);
+            GEMM(CblasRowMajor, CblasNoTrans, CblasNoTrans, l, D, l, 1, probs + p0 + (size_t)h * l * l, l, Vv,
+                 ld, 0, ctx + (size_t)o * H + h * D, H);
         }
         p0 += (size_t)A * l * l;
     }
@@ -160,14 +172,17 @@ void FN(rt_attn_softmax_bwd)(const REAL *probs, REAL *dprobs, const int *offsets
             const REAL *pr = probs + p0 + i * l;
             REAL *dr = dprobs + p0 + i * l;
             double dot = 0;
-            for (int j = 0; j < l; j++) dot += dr[j] * pr[j];
-            for (int j = 0; j < l; j++) dr[j] = (REAL)(pr[j] * (dr[j] - dot) * scale);
+            for (int j = 0; j < l; j++)
+                dot += dr[j] * pr[j];
+            for (int j = 0; j < l; j++)
+                dr[j] = (REAL)(pr[j] * (dr[j] - dot) * scale);
         }
         p0 += (size_t)A * l * l;
     }
 }
 
-void FN(rt_attn_scores_bwd)(const REAL *qkv, const REAL *dscores, REAL *dqkv, const int *offsets, int B, int H, int A)
+void FN(rt_attn_scores_bwd)(const REAL *qkv, const REAL *dscores, REAL *dqkv, const int *offsets, int B,
+                            int H, int A)
 {
     const int D = H / A, ld = 3 * H;
     size_t p0 = 0;
@@ -201,18 +216,19 @@ void FN(rt_attention_bwd)(const REAL *qkv, const REAL *probs, const REAL *dctx, 
     FN(rt_attn_scores_bwd)(qkv, scratch, dqkv, offsets, B, H, A);
 }
 
-void FN(rt_embedding_fwd)(const int *tokens, const int *positions, const int *types, const REAL *word, const REAL *pos,
-                          const REAL *type, REAL *out, int T, int H)
+void FN(rt_embedding_fwd)(const int *tokens, const int *positions, const int *types, const REAL *word,
+                          const REAL *pos, const REAL *type, REAL *out, int T, int H)
 {
     for (int t = 0; t < T; t++) {
         const REAL *w = word + (size_t)tokens[t] * H, *p = pos + (size_t)positions[t] * H;
         const REAL *ty = type && types ? type + (size_t)types[t] * H : NULL;
-        for (int i = 0; i < H; i++) out[(size_t)t * H + i] = w[i] + p[i] + (ty ? ty[i] : 0);
+        for (int i = 0; i < H; i++)
+            out[(size_t)t * H + i] = w[i] + p[i] + (ty ? ty[i] : 0);
     }
 }
 
-void FN(rt_embedding_bwd)(const int *tokens, const int *positions, const int *types, const REAL *dout, REAL *dword,
-                          REAL *dpos, REAL *dtype, int T, int H)
+void FN(rt_embedding_bwd)(const int *tokens, const int *positions, const int *types, const REAL *dout,
+                          REAL *dword, REAL *dpos, REAL *dtype, int T, int H)
 {
     for (int t = 0; t < T; t++) {
         const REAL *d = dout + (size_t)t * H;
@@ -237,10 +253,13 @@ double FN(rt_cross_entropy)(const REAL *logits, const int *targets, REAL *dlogit
             continue;
         }
         double mx = z[0], sum = 0;
-        for (int v = 1; v < V; v++) mx = z[v] > mx ? z[v] : mx;
-        for (int v = 0; v < V; v++) sum += exp(z[v] - mx);
+        for (int v = 1; v < V; v++)
+            mx = z[v] > mx ? z[v] : mx;
+        for (int v = 0; v < V; v++)
+            sum += exp(z[v] - mx);
         loss += log(sum) + mx - z[targets[p]];
-        for (int v = 0; v < V; v++) dz[v] = (REAL)(exp(z[v] - mx) / sum / norm);
+        for (int v = 0; v < V; v++)
+            dz[v] = (REAL)(exp(z[v] - mx) / sum / norm);
         dz[targets[p]] -= (REAL)(1.0 / norm);
     }
     return loss;

@@ -17,14 +17,16 @@ static double rnd(void)
 static double *randv(size_t n)
 {
     double *v = malloc(n * sizeof *v);
-    for (size_t i = 0; i < n; i++) v[i] = rnd();
+    for (size_t i = 0; i < n; i++)
+        v[i] = rnd();
     return v;
 }
 
 static double dot(const double *a, const double *b, size_t n)
 {
     double s = 0;
-    for (size_t i = 0; i < n; i++) s += a[i] * b[i];
+    for (size_t i = 0; i < n; i++)
+        s += a[i] * b[i];
     return s;
 }
 
@@ -64,14 +66,16 @@ static void check_linear(void)
 {
     lin l = {.T = 5, .n_in = 4, .n_out = 3};
     l.x = randv(20), l.W = randv(12), l.b = randv(3), l.y = randv(15), l.r = randv(15);
-    double *dx = calloc(20, sizeof(double)), *dW = calloc(12, sizeof(double)), *db = calloc(3, sizeof(double));
+    double *dx = calloc(20, sizeof(double)), *dW = calloc(12, sizeof(double)),
+           *db = calloc(3, sizeof(double));
     rt_linear_bwd_d(l.x, l.W, l.r, dx, dW, db, l.T, l.n_in, l.n_out);
     CHECK(max_rel_error(l.x, dx, 20, lin_loss, &l) < 1e-6, "linear: dx");
     CHECK(max_rel_error(l.W, dW, 12, lin_loss, &l) < 1e-6, "linear: dW");
     CHECK(max_rel_error(l.b, db, 3, lin_loss, &l) < 1e-6, "linear: db");
     /* a sparse layer is the dense kernel on W * mask with the gradient masked; at density 1 it is dense */
     double *mask = malloc(12 * sizeof(double)), *Wm = malloc(12 * sizeof(double));
-    for (int i = 0; i < 12; i++) mask[i] = 1, Wm[i] = l.W[i] * mask[i];
+    for (int i = 0; i < 12; i++)
+        mask[i] = 1, Wm[i] = l.W[i] * mask[i];
     double *y1 = malloc(15 * sizeof(double));
     rt_linear_fwd_d(l.x, Wm, l.b, y1, l.T, l.n_in, l.n_out);
     lin_loss(&l);
@@ -104,7 +108,8 @@ static void check_layernorm(void)
     CHECK(max_rel_error(l.x, dx, 18, ln_loss, &l) < 1e-5, "layer norm: dx");
     CHECK(max_rel_error(l.g, dg, 6, ln_loss, &l) < 1e-6, "layer norm: dgamma");
     CHECK(max_rel_error(l.b, db, 6, ln_loss, &l) < 1e-6, "layer norm: dbeta");
-    free(dx), free(dg), free(db), free(l.x), free(l.g), free(l.b), free(l.y), free(l.mean), free(l.rstd), free(l.r);
+    free(dx), free(dg), free(db), free(l.x), free(l.g), free(l.b), free(l.y), free(l.mean), free(l.rstd),
+        free(l.r);
 }
 
 typedef struct gelu {
@@ -122,7 +127,8 @@ static double gelu_loss(void *c)
 static void check_gelu(void)
 {
     gelu g = {randv(16), randv(16), randv(16), 16};
-    for (int i = 0; i < 16; i++) g.x[i] *= 3;
+    for (int i = 0; i < 16; i++)
+        g.x[i] *= 3;
     double *dx = malloc(16 * sizeof(double));
     rt_gelu_bwd_d(g.x, g.r, dx, 16);
     CHECK(max_rel_error(g.x, dx, 16, gelu_loss, &g) < 1e-6, "GELU");
@@ -151,8 +157,8 @@ static void check_attention(int causal)
     att_loss(&a);
     double *dqkv = malloc((size_t)T * 18 * sizeof(double)), *scratch = malloc(64 * sizeof(double));
     rt_attention_bwd_d(a.qkv, a.probs, a.r, dqkv, scratch, a.offsets, a.B, a.H, a.A, a.causal);
-    CHECK(max_rel_error(a.qkv, dqkv, (size_t)T * 18, att_loss, &a) < 1e-5, "%s attention over variable lengths",
-          causal ? "causal" : "bidirectional");
+    CHECK(max_rel_error(a.qkv, dqkv, (size_t)T * 18, att_loss, &a) < 1e-5,
+          "%s attention over variable lengths", causal ? "causal" : "bidirectional");
     /* no attention across sequences: changing sequence 0 leaves sequence 1's output unchanged */
     double before = a.ctx[1 * 6], saved = a.qkv[0];
     a.qkv[0] += 1;
@@ -178,7 +184,8 @@ static void check_embedding(void)
 {
     emb e = {.tokens = {1, 3, 1, 0, 2}, .positions = {0, 1, 2, 0, 1}, .types = {0, 0, 1, 1, 1}};
     e.word = randv(16), e.pos = randv(12), e.type = randv(8), e.out = randv(20), e.r = randv(20);
-    double *dw = calloc(16, sizeof(double)), *dp = calloc(12, sizeof(double)), *dt = calloc(8, sizeof(double));
+    double *dw = calloc(16, sizeof(double)), *dp = calloc(12, sizeof(double)),
+           *dt = calloc(8, sizeof(double));
     rt_embedding_bwd_d(e.tokens, e.positions, e.types, e.r, dw, dp, dt, 5, 4);
     CHECK(max_rel_error(e.word, dw, 16, emb_loss, &e) < 1e-6, "embeddings: word table (repeated token)");
     CHECK(max_rel_error(e.pos, dp, 12, emb_loss, &e) < 1e-6, "embeddings: positions");
@@ -194,7 +201,8 @@ typedef struct ce {
 static double ce_loss(void *c)
 {
     ce *x = c;
-    return rt_cross_entropy_d(x->logits, x->targets, x->d, 3, 5, 2) / 2; /* loss normalised like the gradient */
+    return rt_cross_entropy_d(x->logits, x->targets, x->d, 3, 5, 2) /
+           2; /* loss normalised like the gradient */
 }
 
 static void check_cross_entropy(void)

@@ -1,0 +1,66 @@
+#include "rt_checkpoint.h"
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "atomic_file.h"
+
+static const char magic[8] = {'E', 'T', 'C', 'K', 'P', 'T', '0', '1'};
+
+typedef struct ckpt {
+    const rt_model *m;
+    uint64_t step;
+} ckpt;
+
+static int write_ckpt(FILE *out, void *p)
+{
+    const ckpt *c = p;
+    uint64_t n = c->m->n_params, t = (uint64_t)c->m->adam_t;
+    if (fwrite(magic, 1, 8, out) != 8 || fwrite(&c->step, 8, 1, out) != 1 || fwrite(&n, 8, 1, out) != 1 ||
+        fwrite(&t, 8, 1, out) != 1 || fwrite(c->m->params, 4, n, out) != n ||
+        fwrite(c->m->m, 4, n, out) != n || fwrite(c->m->v, 4, n, out) != n)
+        return -1;
+    return 0;
+}
+
+int rt_checkpoint_save(const char *dir, const rt_model *m, long long next_step, et_error *err)
+{
+    if (mkdir(dir, 0777) != 0 && errno != EEXIST)
+        return et_error_set(err, dir, 0, 0, NULL, "cannot create the checkpoint folder: %s", strerror(errno));
+    char path[4096];
+    snprintf(path, sizeof path, "%s/checkpoint.bin", dir);
+    ckpt c = {m, (uint64_t)next_step};
+    return et_atomic_write(path, write_ckpt, &c, err);
+}
+
+int rt_checkpoint_load(const char *dir, rt_model *m, long long *next_step, et_error *err)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/checkpoint.bin", dir);
+    FILE *f = fopen(path, "rb");
+    if (!f) return et_error_set(err, path, 0, 0, NULL, "cannot open the checkpoint: %s", strerror(errno));
+    char mg[8];
+    uint64_t step, n, t;
+    int rc = -1;
+    if (fread(mg, 1, 8, f) != 8 || memcmp(mg, magic, 8) != 0) {
+        et_error_set(err, path, 0, 0, NULL, "not an ET checkpoint (magic \"ETCKPT01\" expected)");
+    } else if (fread(&step, 8, 1, f) != 1 || fread(&n, 8, 1, f) != 1 || fread(&t, 8, 1, f) != 1) {
+        et_error_set(err, path, 0, 0, NULL, "truncated checkpoint header");
+    } else if (n != m->n_params) {
+        et_error_set(err, path, 0, 0, NULL, "the checkpoint holds %llu parameters, the plan's model %zu",
+                     (unsigned long long)n, m->n_params);
+    } else if (fread(m->params, 4, n, f) != n || fread(m->m, 4, n, f) != n || fread(m->v, 4, n, f) != n ||
+               fgetc(f) != EOF) {
+        et_error_set(err, path, 0, 0, NULL,
+                     "checkpoint size does not match its header (truncated or corrupt)");
+    } else {
+        *next_step = (long long)step;
+        m->adam_t = (long long)t;
+        rc = 0;
+    }
+    fclose(f);
+    return rc;
+}

@@ -1,0 +1,113 @@
+#include "rt_plan.h"
+
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "atomic_file.h"
+#include "json_reader.h"
+
+static int read_run(const char *path, json_t *root, rt_plan *p, et_error *err)
+{
+    static const char *const keys[] = {
+        "steps", "warmup_steps", "learning_rate",    "beta1",           "beta2", "eps", "weight_decay",
+        "seed",  "data",         "checkpoint_every", "lr_warmup_steps", NULL};
+    static const char *const data_keys[] = {"source", "file", NULL};
+    static const char *const sources[] = {"synthetic", "file", NULL};
+    et_json_reader r = {path, err};
+    json_t *run, *data;
+    long long v;
+    if (et_json_get_object(&r, root, "$", "run", true, keys, &run)) return -1;
+    if (et_json_get_int(&r, run, "$.run", "steps", true, 0, 1, 10000000, &v)) return -1;
+    p->steps = (int)v;
+    if (et_json_get_int(&r, run, "$.run", "warmup_steps", false, 1, 0, p->steps - 1, &v)) return -1;
+    p->warmup_steps = (int)v;
+    if (et_json_get_int(&r, run, "$.run", "checkpoint_every", false, 0, 0, INT_MAX, &v)) return -1;
+    p->checkpoint_every = (int)v;
+    if (et_json_get_int(&r, run, "$.run", "lr_warmup_steps", false, 0, 0, INT_MAX, &v)) return -1;
+    p->hyper.warmup_steps = (int)v;
+    p->checkpoint_every = (int)v;
+    if (et_json_get_int(&r, run, "$.run", "seed", false, (long long)p->s.simulation.seed, 0, LLONG_MAX, &v))
+        return -1;
+    p->seed = (unsigned long long)v;
+    if (et_json_get_positive(&r, run, "$.run", "learning_rate", false, 1e-3, &p->hyper.lr) ||
+        et_json_get_number(&r, run, "$.run", "beta1", false, 0.9, 0, 0.999999, &p->hyper.beta1) ||
+        et_json_get_number(&r, run, "$.run", "beta2", false, 0.999, 0, 0.999999, &p->hyper.beta2) ||
+        et_json_get_positive(&r, run, "$.run", "eps", false, 1e-8, &p->hyper.eps) ||
+        et_json_get_number(&r, run, "$.run", "weight_decay", false, 0.01, 0, 1, &p->hyper.weight_decay))
+        return -1;
+    if (et_json_get_object(&r, run, "$.run", "data", false, data_keys, &data)) return -1;
+    if (data) {
+        int src;
+        const char *file;
+        if (et_json_get_enum(&r, data, "$.run.data", "source", true, sources, 0, &src)) return -1;
+        if (et_json_get_string(&r, data, "$.run.data", "file", src == 1, NULL, &file)) return -1;
+        if (file && src != 1)
+            return et_error_set(err, path, 0, 0, "$.run.data.file", "\"file\" needs source \"file\"");
+        p->data_from_file = src == 1;
+        if (file) {
+            if (file[0] == '/')
+                snprintf(p->data_file, sizeof p->data_file, "%s", file);
+            else
+                snprintf(p->data_file, sizeof p->data_file, "%.500s/%.500s", p->s.dir, file);
+        }
+    }
+    return 0;
+}
+
+int rt_plan_load(const char *path, rt_plan *out, et_error *err)
+{
+    static const char *const extra[] = {"run", NULL};
+    memset(out, 0, sizeof *out);
+    json_t *root;
+    if (et_json_load_file(path, &root, err)) return -1;
+    int rc = et_scenario_parse(root, path, extra, &out->s, err);
+    if (!rc && read_run(path, root, out, err)) {
+        et_scenario_free(&out->s);
+        rc = -1;
+    }
+    json_decref(root);
+    return rc;
+}
+
+void rt_plan_free(rt_plan *p)
+{
+    et_scenario_free(&p->s);
+}
+
+/* Makes a relative file name absolute against the scenario's folder. */
+static void absolute(json_t *obj, const char *key, const char *dir)
+{
+    json_t *v = obj ? json_object_get(obj, key) : NULL;
+    if (!v || !json_is_string(v)) return;
+    const char *name = json_string_value(v);
+    if (name[0] == '/' || (!strchr(name, '/') && !strstr(name, ".json") && strcmp(key, "device") == 0))
+        return;
+    char *real = realpath(dir, NULL), buf[4096];
+    snprintf(buf, sizeof buf, "%s/%s", real ? real : dir, name);
+    free(real);
+    json_object_set_new(obj, key, json_string(buf));
+}
+
+int rt_plan_write_for_scenario(const char *scenario_path, const char *plan_path, int steps, et_error *err)
+{
+    et_scenario s;
+    if (et_scenario_load(scenario_path, &s, err)) return -1; /* the scenario must be valid first */
+    json_t *root;
+    if (et_json_load_file(scenario_path, &root, err)) {
+        et_scenario_free(&s);
+        return -1;
+    }
+    json_t *data = json_object_get(root, "data"), *cluster = json_object_get(root, "cluster");
+    absolute(data ? json_object_get(data, "lengths") : NULL, "file", s.dir);
+    absolute(cluster, "device", s.dir);
+    absolute(cluster, "platform_file", s.dir);
+    json_object_set_new(root, "run",
+                        json_pack("{s:i, s:i, s:f, s:I, s:{s:s}}", "steps", steps, "warmup_steps",
+                                  steps > 2 ? 2 : 0, "learning_rate", 1e-3, "seed",
+                                  (json_int_t)s.simulation.seed, "data", "source", "synthetic"));
+    int rc = et_atomic_write_json(plan_path, root, err);
+    json_decref(root);
+    et_scenario_free(&s);
+    return rc;
+}

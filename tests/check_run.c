@@ -1,0 +1,105 @@
+/* check_run: assertions on etrun's outputs for the runtime tests.
+ *   check_run loss measured.json RATIO          mean loss of the last 50 steps < RATIO x first step's loss
+ *   check_run same-loss a.json b.json FROM      losses of b equal a's from step FROM on (resumed run)
+ *   check_run checkpoints A/checkpoint.bin B/checkpoint.bin TOL   parameters equal within TOL (max abs diff)
+ *   check_run ops measured.json RANKS           every op has a timing per rank, medians >= 0
+ * Prints "N passed, M failed" and exits non-zero on failure. */
+#include <jansson.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+
+static json_t *load(const char *path)
+{
+    json_error_t e;
+    json_t *j = json_load_file(path, 0, &e);
+    if (!j) fprintf(stderr, "%s: %s\n", path, e.text);
+    return j;
+}
+
+static float *read_params(const char *path, uint64_t *n)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    char magic[8];
+    uint64_t step, t;
+    float *p = NULL;
+    if (fread(magic, 1, 8, f) == 8 && fread(&step, 8, 1, f) == 1 && fread(n, 8, 1, f) == 1 &&
+        fread(&t, 8, 1, f) == 1) {
+        p = malloc(*n * sizeof *p);
+        if (p && fread(p, 4, *n, f) != *n) {
+            free(p);
+            p = NULL;
+        }
+    }
+    fclose(f);
+    return p;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 4) {
+        fprintf(stderr, "usage: check_run loss|same-loss|checkpoints|ops ...\n");
+        return 2;
+    }
+    const char *mode = argv[1];
+    if (strcmp(mode, "loss") == 0) {
+        json_t *m = load(argv[2]), *loss = m ? json_object_get(m, "loss") : NULL;
+        size_t n = json_array_size(loss);
+        CHECK(n >= 100, "at least 100 steps of losses (%zu)", n);
+        if (n >= 100) {
+            double first = json_number_value(json_array_get(loss, 0)), last = 0;
+            for (size_t i = n - 50; i < n; i++)
+                last += json_number_value(json_array_get(loss, i)) / 50;
+            printf("loss: first step %.4f, mean of the last 50 steps %.4f (ratio %.3f, must be < %s)\n",
+                   first, last, last / first, argv[3]);
+            CHECK(last < atof(argv[3]) * first, "loss falls well below its start");
+        }
+        json_decref(m);
+    } else if (strcmp(mode, "same-loss") == 0 && argc >= 5) {
+        json_t *a = load(argv[2]), *b = load(argv[3]);
+        json_t *la = a ? json_object_get(a, "loss") : NULL, *lb = b ? json_object_get(b, "loss") : NULL;
+        size_t from = (size_t)atoi(argv[4]), same = 1;
+        CHECK(json_array_size(la) == from + json_array_size(lb), "resumed run covers the remaining steps");
+        for (size_t i = 0; i < json_array_size(lb); i++)
+            same &=
+                json_number_value(json_array_get(la, from + i)) == json_number_value(json_array_get(lb, i));
+        CHECK(same, "a resumed run continues with exactly the losses of an uninterrupted one");
+        json_decref(a);
+        json_decref(b);
+    } else if (strcmp(mode, "checkpoints") == 0 && argc >= 5) {
+        uint64_t na = 0, nb = 0;
+        float *a = read_params(argv[2], &na), *b = read_params(argv[3], &nb);
+        CHECK(a && b && na == nb, "both checkpoints readable, same size");
+        double worst = 0, scale = 0;
+        for (uint64_t i = 0; a && b && na == nb && i < na; i++) {
+            worst = fmax(worst, fabs((double)a[i] - b[i]));
+            scale = fmax(scale, fabs(a[i]));
+        }
+        printf("parameters: largest difference %.3g (largest parameter %.3g)\n", worst, scale);
+        CHECK(worst <= atof(argv[4]), "parameters equal within %s", argv[4]);
+        free(a);
+        free(b);
+    } else if (strcmp(mode, "ops") == 0) {
+        json_t *m = load(argv[2]), *ops = m ? json_object_get(m, "ops") : NULL;
+        int ranks = atoi(argv[3]), ok = 1;
+        CHECK(json_array_size(ops) > 20, "ops listed (%zu)", json_array_size(ops));
+        for (size_t i = 0; i < json_array_size(ops); i++) {
+            json_t *r = json_object_get(json_array_get(ops, i), "ranks");
+            ok &= (int)json_array_size(r) == ranks;
+            for (size_t k = 0; k < json_array_size(r); k++)
+                ok &= json_number_value(json_object_get(json_array_get(r, k), "median_s")) >= 0;
+        }
+        CHECK(ok, "every op has a median per rank");
+        CHECK(json_integer_value(json_object_get(m, "ranks")) == ranks, "ranks recorded");
+        json_decref(m);
+    } else {
+        fprintf(stderr, "check_run: unknown mode %s\n", mode);
+        return 2;
+    }
+    return check_summary("check_run");
+}

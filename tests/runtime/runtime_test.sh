@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# Runtime tests that chain etrun runs: runtime_test.sh MODE BUILD_DIR SOURCE_DIR
+set -euo pipefail
+mode=$1 build=$2 src=$3
+etrun=$build/runtime/etrun check=$build/tests/check_run
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+mpi() { mpirun --allow-run-as-root --oversubscribe --mca btl self,vader -np "$@"; }
+bert=$src/tests/data/tiny-bert-plan.json gpt=$src/tests/data/tiny-gpt-plan.json
+steps() { sed "s/\"steps\": [0-9]*, \"warmup_steps\"/\"steps\": $2, \"warmup_steps\"/" "$1"; }
+expect_error() { # expected-text command... : exit 2, message on stderr, no measured.json
+  local want=$1; shift
+  set +e
+  "$@" > "$work/out" 2> "$work/err"
+  local rc=$?
+  set -e
+  cat "$work/err"
+  [ "$rc" -eq 2 ] || { echo "FAIL: exit status $rc, expected 2"; exit 1; }
+  grep -qF -- "$want" "$work/err" || { echo "FAIL: stderr lacks: $want"; exit 1; }
+  [ ! -e "$work/measured.json" ] || { echo "FAIL: measured.json was written"; exit 1; }
+  ls "$work" | grep -q '\.tmp\.' && { echo "FAIL: temporary file left"; exit 1; }
+  echo "ok: $want"
+}
+case $mode in
+  train-bert) # 600 steps: a model that only learns token frequencies stays at 0.99 of the start
+    "$etrun" --quiet --out "$work/m.json" "$bert"
+    "$check" loss "$work/m.json" 0.6 && "$check" ops "$work/m.json" 1 ;;
+  train-gpt)
+    "$etrun" --quiet --out "$work/m.json" "$gpt"
+    "$check" loss "$work/m.json" 0.25 ;;
+  mpi-equal) # a fixed global batch over 1 or 2 ranks gives the same parameters within fp32 rounding
+    steps "$bert" 20 > "$work/p.json"
+    "$etrun" --quiet --save "$work/one" --out "$work/m1.json" "$work/p.json"
+    mpi 2 "$etrun" --quiet --save "$work/two" --out "$work/m2.json" "$work/p.json"
+    "$check" checkpoints "$work/one/checkpoint.bin" "$work/two/checkpoint.bin" 1e-5
+    "$check" ops "$work/m2.json" 2 ;;
+  resume) # 20 steps straight, or 10 then resume to 20: the same losses and parameters, bit for bit
+    steps "$gpt" 20 > "$work/p20.json"; steps "$gpt" 10 > "$work/p10.json"
+    "$etrun" --quiet --save "$work/a" --out "$work/a.json" "$work/p20.json"
+    "$etrun" --quiet --save "$work/b" --out "$work/b10.json" "$work/p10.json"
+    "$etrun" --quiet --resume "$work/b" --save "$work/b" --out "$work/b.json" "$work/p20.json"
+    "$check" same-loss "$work/a.json" "$work/b.json" 10
+    "$check" checkpoints "$work/a/checkpoint.bin" "$work/b/checkpoint.bin" 0 ;;
+  clip) # per-bucket clipping, one bucket, a norm under the threshold: exactly no clipping
+    steps "$bert" 10 | sed 's/"optimizer": {"name": "adamw"}/"optimizer": {"name": "adamw", "clip": "none"}/' > "$work/none.json"
+    steps "$bert" 10 | sed 's/"optimizer": {"name": "adamw"}/"optimizer": {"name": "adamw", "clip": "per_bucket", "max_grad_norm": 1e9}/; s/"bucket_MiB": 0.05/"bucket_MiB": 1000/' > "$work/bucket.json"
+    mpi 2 "$etrun" --quiet --save "$work/n" --out "$work/n.json" "$work/none.json"
+    mpi 2 "$etrun" --quiet --save "$work/c" --out "$work/c.json" "$work/bucket.json"
+    "$check" checkpoints "$work/n/checkpoint.bin" "$work/c/checkpoint.bin" 0 ;;
+  token-file) # a real pre-tokenized file trains; a truncated one is refused
+    "$build/tests/make_tokens" "$work/tokens.bin" 64 500
+    steps "$gpt" 30 | sed "s#\"seed\": 7}#\"seed\": 7, \"data\": {\"source\": \"file\", \"file\": \"$work/tokens.bin\"}}#" > "$work/p.json"
+    "$etrun" --quiet --out "$work/m.json" "$work/p.json"
+    "$check" ops "$work/m.json" 1
+    rm "$work/m.json"
+    "$build/tests/make_tokens" "$work/tokens.bin" 64 500 corrupt
+    cd "$work" && expect_error "the header promises" "$etrun" --quiet --out "$work/measured.json" "$work/p.json" ;;
+  errors)
+    cd "$work"
+    printf '{"name": "x",' > bad.json
+    expect_error "invalid JSON" "$etrun" --out "$work/measured.json" bad.json
+    sed 's/"run": {/"run": {"stpes": 3, /' "$bert" > typo.json
+    expect_error '$.run.stpes: unknown key "stpes" (did you mean "steps"?)' "$etrun" --out "$work/measured.json" typo.json
+    sed "s#\"seed\": 7}#\"seed\": 7, \"data\": {\"source\": \"file\", \"file\": \"$work/none.bin\"}}#" "$gpt" > nofile.json
+    expect_error "cannot open the token file" "$etrun" --out "$work/measured.json" nofile.json
+    expect_error "do not divide across 3 ranks" mpi 3 "$etrun" --out "$work/measured.json" "$bert"
+    sed 's/"loss_head": "mlm"/"loss_head": "mlm_nsp"/' "$bert" > nsp.json
+    expect_error '"mlm_nsp" is not supported yet' "$etrun" --out "$work/measured.json" nsp.json
+    sed 's/"precision": "fp32"/"precision": "fp16"/; s/"device": "host-cpu"/"device": "a100-sxm4-80gb"/' "$bert" > fp16.json
+    expect_error "the CPU backend trains in fp32" "$etrun" --out "$work/measured.json" fp16.json ;;
+  *) echo "unknown mode $mode"; exit 2 ;;
+esac
+echo "$mode: 1 passed, 0 failed"

@@ -1,0 +1,76 @@
+/* The assembled runtime model: its gradients (all ops chained through the graph) against finite differences
+ * of the loss, in fp32 with a loose tolerance, for a masked-LM encoder and a causal decoder. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "rt_data.h"
+#include "rt_model.h"
+#include "rt_plan.h"
+
+static double loss_of(rt_model *m, const rt_batch *b, double norm)
+{
+    rt_model_begin_step(m);
+    rt_model_step_micro(m, b, norm, NULL, NULL);
+    return m->loss_sum / norm;
+}
+
+static void check_plan(const char *path)
+{
+    rt_plan plan;
+    et_error err;
+    if (rt_plan_load(path, &plan, &err)) {
+        CHECK(0, "%s loads: %s", path, err.text);
+        return;
+    }
+    rt_data data;
+    rt_model m;
+    rt_batch b = {0};
+    if (rt_data_init(&data, &plan.s, 4, 0, plan.seed, NULL, &err) ||
+        rt_model_init(&m, &plan.s, plan.seed, &err)) {
+        CHECK(0, "init: %s", err.text);
+        return;
+    }
+    rt_data_batch(&data, 0, 0, &b);
+    double norm = 0;
+    for (int p = 0; p < b.P; p++)
+        norm += b.targets[p] >= 0;
+    loss_of(&m, &b, norm);
+    float *g = malloc(m.n_params * sizeof(float));
+    memcpy(g, m.grads, m.n_params * sizeof(float));
+    /* probe parameters of every tensor: the largest-gradient element of each */
+    int bad = 0, probed = 0;
+    for (int i = 0; i < m.graph.n_params; i++) {
+        size_t off = m.param_offset[i], n = (size_t)m.graph.params[i].dense, best = off;
+        for (size_t k = off; k < off + n; k++)
+            if (fabsf(g[k]) > fabsf(g[best])) best = k;
+        if (fabsf(g[best]) < 1e-4) continue;
+        float save = m.params[best];
+        double h = 1e-2;
+        m.params[best] = (float)(save + h);
+        double up = loss_of(&m, &b, norm);
+        m.params[best] = (float)(save - h);
+        double down = loss_of(&m, &b, norm);
+        m.params[best] = save;
+        double num = (up - down) / (2 * h), rel = fabs(num - g[best]) / fmax(1e-4, fabs(num));
+        probed++;
+        if (rel > 0.05) {
+            bad++;
+            fprintf(stderr, "  %s: analytic %.6g numeric %.6g\n", m.graph.params[i].id, g[best], num);
+        }
+    }
+    CHECK(probed > 10 && bad == 0, "%s: %d of %d parameter tensors disagree with finite differences",
+          plan.s.name, bad, probed);
+    free(g);
+    rt_batch_free(&b);
+    rt_model_free(&m);
+    rt_data_free(&data);
+    rt_plan_free(&plan);
+}
+
+int main(void)
+{
+    check_plan(ET_SOURCE_DIR "/tests/data/tiny-bert-plan.json");
+    check_plan(ET_SOURCE_DIR "/tests/data/tiny-gpt-plan.json");
+    return check_summary("test_runtime_model");
+}
