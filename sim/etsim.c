@@ -8,6 +8,7 @@
 #include "collective_bench.h"
 #include "compare.h"
 #include "platform.h"
+#include "rt_plan.h"
 #include "report.h"
 #include "scenario.h"
 #include "step_sim.h"
@@ -26,6 +27,7 @@ static void usage(FILE *out)
           "  --trace FILE      Chrome trace-event JSON of the last simulated step (opens in Perfetto)\n"
           "  --trace-ranks K   ranks kept in the trace, sampled evenly (default 64)\n"
           "  --platform-out FILE  write the generated SimGrid platform XML\n"
+          "  --plan-out FILE   write a plan etrun can execute (the scenario plus a \"run\" section)\n"
           "  --detailed-collectives  play rings step by step (slow; for validating the fluid form)\n"
           "  --no-overlap      start gradient collectives only after backward\n"
           "  --quiet           no progress output\n"
@@ -49,6 +51,7 @@ typedef struct options {
     long long seed; /* -1: scenario's */
     sim_options sim;
     const char *platform_out;
+    const char *plan_out;
     const char *compare_with; /* --compare: the second scenario */
     long long top_ops;
     int collective; /* -1: train */
@@ -108,6 +111,8 @@ static int parse_args(int argc, char **argv, options *o)
             if (file_arg(argc, argv, &i, &o->sim.trace_path)) return -1;
         } else if (strcmp(a, "--platform-out") == 0) {
             if (file_arg(argc, argv, &i, &o->platform_out)) return -1;
+        } else if (strcmp(a, "--plan-out") == 0) {
+            if (file_arg(argc, argv, &i, &o->plan_out)) return -1;
         } else if (strcmp(a, "--steps") == 0) {
             if (number_arg(argc, argv, &i, 1, 10000, &v)) return -1;
             o->sim.steps = (int)v;
@@ -241,6 +246,11 @@ int main(int argc, char **argv)
     }
     if (o.seed >= 0) s.simulation.seed = (unsigned long long)o.seed;
     if (o.sim.force_no_overlap) s.parallel.overlap = false;
+    if (o.plan_out && rt_plan_write_for_scenario(o.scenario, o.plan_out, o.sim.steps > 0 ? o.sim.steps : 20, &err)) {
+        print_error(&err);
+        et_scenario_free(&s);
+        return 1;
+    }
     if (o.platform_out && platform_write_file(o.platform_out, &s, &err)) {
         print_error(&err);
         et_scenario_free(&s);

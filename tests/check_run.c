@@ -3,6 +3,7 @@
  *   check_run same-loss a.json b.json FROM      losses of b equal a's from step FROM on (resumed run)
  *   check_run checkpoints A/checkpoint.bin B/checkpoint.bin TOL   parameters equal within TOL (max abs diff)
  *   check_run ops measured.json RANKS           every op has a timing per rank, medians >= 0
+ *   check_run same-ops predicted.json measured.json   etsim's simulated ops and etrun's have the same ids
  * Prints "N passed, M failed" and exits non-zero on failure. */
 #include <jansson.h>
 #include <math.h>
@@ -96,6 +97,18 @@ int main(int argc, char **argv)
         }
         CHECK(ok, "every op has a median per rank");
         CHECK(json_integer_value(json_object_get(m, "ranks")) == ranks, "ranks recorded");
+        json_decref(m);
+    } else if (strcmp(mode, "same-ops") == 0) {
+        json_t *p = load(argv[2]), *m = load(argv[3]);
+        json_t *po = p ? json_object_get(json_object_get(p, "simulation"), "ops") : NULL;
+        json_t *mo = m ? json_object_get(m, "ops") : NULL;
+        int same = json_array_size(po) == json_array_size(mo) && json_array_size(po) > 0;
+        for (size_t i = 0; same && i < json_array_size(po); i++)
+            same = strcmp(json_string_value(json_object_get(json_array_get(po, i), "id")),
+                          json_string_value(json_object_get(json_array_get(mo, i), "id"))) == 0;
+        CHECK(same, "%zu predicted and %zu measured ops, same ids in the same order", json_array_size(po),
+              json_array_size(mo));
+        json_decref(p);
         json_decref(m);
     } else {
         fprintf(stderr, "check_run: unknown mode %s\n", mode);

@@ -68,6 +68,11 @@ case $mode in
     expect_error '"mlm_nsp" is not supported yet' "$etrun" --out "$work/measured.json" nsp.json
     sed 's/"precision": "fp32"/"precision": "fp16"/; s/"device": "host-cpu"/"device": "a100-sxm4-80gb"/' "$bert" > fp16.json
     expect_error "the CPU backend trains in fp32" "$etrun" --out "$work/measured.json" fp16.json ;;
+  plan-out) # etsim writes the plan; etrun runs it on 2 ranks; measured ops line up with predicted ones by id
+    "$build/sim/etsim" --quiet --steps 8 --plan-out "$work/plan.json" --json "$work/predicted.json" "$src/scenarios/tiny-gpt-cpu.json" > /dev/null
+    mpi 2 "$etrun" --quiet --out "$work/measured.json" "$work/plan.json"
+    "$check" ops "$work/measured.json" 2
+    "$check" same-ops "$work/predicted.json" "$work/measured.json" ;;
   *) echo "unknown mode $mode"; exit 2 ;;
 esac
 echo "$mode: 1 passed, 0 failed"
