@@ -6,3 +6,5 @@
 #define S _d
 #define GEMM cblas_dgemm
 #include "rt_kernels_impl.h"
+#include "rt_tt.h"
+#include "rt_tt_impl.h"

@@ -6,3 +6,5 @@
 #define S _f
 #define GEMM cblas_sgemm
 #include "rt_kernels_impl.h"
+#include "rt_tt.h"
+#include "rt_tt_impl.h"
