@@ -27,14 +27,14 @@
     void rt_gelu_fwd##S(const REAL *x, REAL *y, size_t n);                                                   \
     void rt_gelu_bwd##S(const REAL *x, const REAL *dy, REAL *dx, size_t n);                                  \
     /* attention in three kernels, as the cost model's ops: scores = Q K^T / sqrt(D) into probs (A *         \
-     * sum(l^2) values, sequence by sequence, head by head), softmax in place (causal mask), ctx[T, H] =                    \
+     * sum(l^2) values, sequence by sequence, head by head), softmax in place (causal mask), ctx[T, H] =     \
      * probs V */                                                                                            \
     void rt_attn_scores_fwd##S(const REAL *qkv, REAL *probs, const int *offsets, int B, int H, int A);       \
     void rt_attn_softmax_fwd##S(REAL *probs, const int *offsets, int B, int A, int causal);                  \
     void rt_attn_context_fwd##S(const REAL *qkv, const REAL *probs, REAL *ctx, const int *offsets, int B,    \
                                 int H, int A);                                                               \
     /* backward: context.bwd writes dV into dqkv (zeroing it first) and dprobs; softmax.bwd turns dprobs     \
-     * into dscores in place (scaled by 1/sqrt(D)); scores.bwd writes dQ and dK into dqkv */                            \
+     * into dscores in place (scaled by 1/sqrt(D)); scores.bwd writes dQ and dK into dqkv */                 \
     void rt_attn_context_bwd##S(const REAL *qkv, const REAL *probs, const REAL *dctx, REAL *dqkv,            \
                                 REAL *dprobs, const int *offsets, int B, int H, int A);                      \
     void rt_attn_softmax_bwd##S(const REAL *probs, REAL *dprobs, const int *offsets, int B, int H, int A);   \

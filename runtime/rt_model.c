@@ -10,15 +10,23 @@
 #include "analytic.h"
 #include "rng.h"
 #include "rt_kernels.h"
+#include "rt_tt.h"
 
 typedef void (*rt_exec_fn)(rt_model *m, const rt_op *op, const rt_batch *b);
 
 /* One graph op bound to its kernel: the layer it belongs to and the parameters it touches. */
+/* Linear layers that are tensor trains: q, k, v (3 copies), out, fc1, fc2. */
+enum { ROLE_QKV, ROLE_OUT, ROLE_FC1, ROLE_FC2 };
+
 struct rt_op {
     rt_exec_fn exec;
     int layer;
     float *W, *bias, *dW, *dbias; /* weight and bias of this op's layer (or LN gamma/beta) */
     int n_in, n_out;
+    /* tensor-train ops: the layer (order from the cost model), cores and workspace per copy */
+    int role, copies;
+    rt_tt_layer *tt;
+    float *cores[3], *dcores[3], *work[3], *tmp;
 };
 
 /* Activations of one layer (T_cap rows each); names follow the encoder, the decoder reuses them:
@@ -339,6 +347,105 @@ static void ex_qkv_bwd_weight(rt_model *m, const rt_op *op, const rt_batch *b)
                     b->T, s->H, 3 * s->H);
 }
 
+/* ---- executors: tensor-train linear layers (same data flow as the dense ones above) ---- */
+
+static const float *tt_input(const state *s, const rt_op *op)
+{
+    const layer_act *a = &s->layers[op->layer];
+    switch (op->role) {
+    case ROLE_QKV:
+        return s->decoder ? a->ln1 : layer_input(s, op->layer);
+    case ROLE_OUT:
+        return a->ctx;
+    case ROLE_FC1:
+        return s->decoder ? a->ln2 : a->ln1;
+    default:
+        return a->g;
+    }
+}
+
+static float *tt_output(const state *s, const rt_op *op)
+{
+    const layer_act *a = &s->layers[op->layer];
+    return op->role == ROLE_QKV ? a->qkv : op->role == ROLE_OUT ? a->y : op->role == ROLE_FC1 ? a->u : a->v;
+}
+
+static void ex_tt_fwd(rt_model *m, const rt_op *op, const rt_batch *b)
+{
+    state *s = ST(m);
+    const int T = b->T, n_out = op->n_out, ld = n_out * op->copies;
+    float *y = tt_output(s, op);
+    for (int c = 0; c < op->copies; c++) {
+        rt_tt_fwd_f(op->tt, tt_input(s, op), op->cores[c], op->tmp, op->work[c], T);
+        for (int t = 0; t < T; t++)
+            for (int j = 0; j < n_out; j++)
+                y[(size_t)t * ld + c * n_out + j] =
+                    op->tmp[(size_t)t * n_out + j] + (op->bias ? op->bias[c * n_out + j] : 0);
+    }
+    if (op->role == ROLE_FC2 && s->decoder)
+        add(s->layers[op->layer].out, s->layers[op->layer].res1, y, (size_t)T * s->H);
+}
+
+/* Gradient of the output, as the dense backward ops see it. */
+static const float *tt_dy(const state *s, const rt_op *op)
+{
+    switch (op->role) {
+    case ROLE_QKV:
+        return s->d_qkv;
+    case ROLE_OUT:
+        return s->d_res;
+    case ROLE_FC1:
+        return s->d_ff2;
+    default:
+        return s->decoder ? s->d_out : s->d_res;
+    }
+}
+
+/* Input and core gradients (the reverse contraction yields both); bias gradients in bwd_weight. */
+static void ex_tt_bwd_data(rt_model *m, const rt_op *op, const rt_batch *b)
+{
+    state *s = ST(m);
+    const int T = b->T, n_in = op->n_in, n_out = op->n_out, ld = n_out * op->copies;
+    float *dx;
+    switch (op->role) { /* where the input gradient goes, and whether it is fresh or accumulated */
+    case ROLE_QKV:
+        dx = s->decoder ? s->d_mid : s->d_out;
+        if (s->decoder) memset(dx, 0, sizeof(float) * T * n_in);
+        break;
+    case ROLE_OUT:
+        dx = s->d_ctx, memset(dx, 0, sizeof(float) * T * n_in);
+        break;
+    case ROLE_FC1:
+        dx = s->d_mid;
+        if (s->decoder) memset(dx, 0, sizeof(float) * T * n_in);
+        break;
+    default:
+        if (s->decoder) memcpy(s->d_res, s->d_out, sizeof(float) * T * s->H);
+        dx = s->d_ff, memset(dx, 0, sizeof(float) * T * n_in);
+    }
+    const float *dy = tt_dy(s, op);
+    float *dy_c = op->tmp, *dx_c = op->tmp + (size_t)T * n_out;
+    for (int c = 0; c < op->copies; c++) {
+        for (int t = 0; t < T; t++)
+            memcpy(dy_c + (size_t)t * n_out, dy + (size_t)t * ld + c * n_out, sizeof(float) * n_out);
+        /* each copy's workspace still holds its forward intermediates */
+        rt_tt_bwd_f(op->tt, tt_input(s, op), op->cores[c], dy_c, dx_c, op->dcores[c], op->work[c], T);
+        for (size_t i = 0; i < (size_t)T * n_in; i++)
+            dx[i] += dx_c[i];
+    }
+}
+
+static void ex_tt_bwd_weight(rt_model *m, const rt_op *op, const rt_batch *b)
+{
+    state *s = ST(m);
+    const int ld = op->n_out * op->copies;
+    const float *dy = tt_dy(s, op);
+    if (op->dbias)
+        for (int t = 0; t < b->T; t++)
+            for (int j = 0; j < ld; j++)
+                op->dbias[j] += dy[(size_t)t * ld + j];
+}
+
 /* ---- executors: heads ---- */
 
 static const float *last_output(const state *s)
@@ -552,12 +659,103 @@ static void prefix_of(const char *id, const char *name, int layer, char *out, si
     (void)id;
 }
 
+/* The tensor-train record of (layer, role), shared by its forward and backward ops: the layer with the
+ * cost model's order, the cores of each copy (stored in reverse in the flat buffer), workspaces. */
+typedef struct tt_record {
+    rt_tt_layer tt;
+    int copies, n_in, n_out, ready;
+    float *cores[3], *dcores[3], *work[3], *tmp;
+} tt_record;
+
+static int bind_tt(rt_model *m, rt_op *r, const et_op *op, const char *name, et_error *err)
+{
+    static const char *const roles[] = {"attn.qkv", "attn.out", "mlp.fc1", "mlp.fc2"};
+    int role = -1;
+    for (int k = 0; k < 4; k++)
+        if (strncmp(name, roles[k], strlen(roles[k])) == 0) role = k;
+    if (role < 0 || op->layer < 0)
+        return et_error_set(err, m->s->source, 0, 0, NULL, "etrun has no tensor-train kernel for op \"%s\"",
+                            op->id);
+    tt_record *rec = (tt_record *)m->tt_records + op->layer * 4 + role;
+    const int H = m->s->model.hidden, F = m->s->model.ffn;
+    if (!rec->ready) {
+        int n_in = role == ROLE_FC2 ? F : H, n_out = role == ROLE_FC1 ? F : H;
+        const et_tt_factors *f = et_method_factors(&m->s->method, n_in, n_out);
+        et_tt_shape shape;
+        if (!f || et_tt_linear(&shape, f->in, f->d_in, f->out, f->d_out, m->s->method.tt_rank, err))
+            return -1;
+        rt_tt_layer_init(&rec->tt, &shape, m->graph.options.tokens_hint);
+        rec->copies = role == ROLE_QKV ? 3 : 1;
+        rec->n_in = n_in;
+        rec->n_out = n_out;
+        int d = shape.d_in + shape.d_out;
+        size_t ws = rt_tt_workspace_size(&rec->tt, m->T_cap);
+        rec->tmp = malloc(sizeof(float) * (size_t)m->T_cap * (n_in + n_out));
+        static const char *const copy[] = {"q", "k", "v"};
+        for (int c = 0; c < rec->copies; c++) {
+            char id[128];
+            size_t off[ET_TT_MAX_CORES] = {0};
+            for (int k = 0; k < d; k++) {
+                if (rec->copies > 1)
+                    snprintf(id, sizeof id, "layer.%d.%s.%s.core.%d", op->layer, roles[role], copy[c], k);
+                else
+                    snprintf(id, sizeof id, "layer.%d.%s.core.%d", op->layer, roles[role], k);
+                int p = param_index(&m->graph, id);
+                if (p < 0) return et_error_set(err, m->s->source, 0, 0, NULL, "no parameter %s", id);
+                off[k] = m->param_offset[p];
+            }
+            /* the graph lists cores last to first: the base is core d-1 */
+            for (int k = 0; k < d; k++)
+                rec->tt.core_offset[k] = off[k] - off[d - 1];
+            rec->cores[c] = m->params + off[d - 1];
+            rec->dcores[c] = m->grads + off[d - 1];
+            rec->work[c] = malloc(sizeof(float) * ws);
+            if (!rec->work[c] || !rec->tmp)
+                return et_error_set(err, NULL, 0, 0, NULL, "out of memory for TT workspaces");
+            /* cores drawn so the matrix they represent has the dense layers' scale (std 0.02): each entry
+             * sums prod(r_k) paths of d factors, so sigma^(2d) prod(r_k) = 0.02^2 */
+            double paths = 1;
+            for (int k = 1; k < d; k++)
+                paths *= shape.rank[k];
+            double sigma = pow(0.0004 / paths, 1.0 / (2 * d));
+            unsigned long long st =
+                et_rng_stream(m->seed, 13, (unsigned long long)(op->layer * 16 + role * 4 + c));
+            size_t total = 0;
+            for (int k = 0; k < d; k++)
+                total += (size_t)et_tt_core_params(&shape, k);
+            for (size_t k = 0; k < total; k++)
+                rec->cores[c][k] = (float)(sigma * et_rng_normal(&st));
+        }
+        rec->ready = 1;
+    }
+    r->role = role;
+    r->copies = rec->copies;
+    r->n_in = rec->n_in;
+    r->n_out = rec->n_out;
+    r->tt = &rec->tt;
+    r->tmp = rec->tmp;
+    for (int c = 0; c < 3; c++)
+        r->cores[c] = rec->cores[c], r->dcores[c] = rec->dcores[c], r->work[c] = rec->work[c];
+    char prefix[128];
+    snprintf(prefix, sizeof prefix, "layer.%d.%s.bias", op->layer, roles[role]);
+    r->bias = param(m, prefix, &r->dbias);
+    size_t len = strlen(name);
+    r->exec = len > 9 && strcmp(name + len - 9, ".bwd_data") == 0       ? ex_tt_bwd_data
+              : len > 11 && strcmp(name + len - 11, ".bwd_weight") == 0 ? ex_tt_bwd_weight
+                                                                        : ex_tt_fwd;
+    return 0;
+}
+
 static int bind_ops(rt_model *m, et_error *err)
 {
     for (int i = 0; i < m->graph.n_ops; i++) {
         const et_op *op = &m->graph.ops[i];
         rt_op *r = &m->ops[i];
         r->layer = op->layer;
+        if (op->kind == ET_OP_TT) {
+            if (bind_tt(m, r, op, strchr(strchr(op->id, '.') + 1, '.') + 1, err)) return -1;
+            continue;
+        }
         const char *name = op->id;
         const binding *table = other_ops;
         size_t n = sizeof other_ops / sizeof other_ops[0];
@@ -719,9 +917,13 @@ int rt_model_init(rt_model *m, const et_scenario *s, unsigned long long seed, et
         return et_error_set(err, s->source, 0, 0, "$.precision",
                             "the CPU backend trains in fp32, the plan says %s",
                             et_precision_names[s->precision]);
-    if (s->method.kind == ET_METHOD_TENSOR_TRAIN)
-        return et_error_set(err, s->source, 0, 0, "$.method.kind",
-                            "etrun does not run tensor-train layers yet (the cost model and simulator do)");
+    if (s->method.kind == ET_METHOD_TENSOR_TRAIN && s->method.tt_embedding)
+        return et_error_set(
+            err, s->source, 0, 0, "$.method.tensor_train.embedding",
+            "etrun runs tensor-train linear layers; tensor-train embeddings are not supported yet");
+    if (s->method.kind == ET_METHOD_TENSOR_TRAIN && s->method.n_phases > 1)
+        return et_error_set(err, s->source, 0, 0, "$.method.tensor_train.rank_schedule",
+                            "etrun trains at one rank; rank schedules are costed by etsim only");
     if (s->model.head == ET_HEAD_MLM_NSP)
         return et_error_set(
             err, s->source, 0, 0, "$.model.loss_head",
@@ -770,8 +972,11 @@ int rt_model_init(rt_model *m, const et_scenario *s, unsigned long long seed, et
     if (!st->word || !st->pos || !st->dec_W)
         return et_error_set(err, NULL, 0, 0, NULL, "the graph lacks the embedding or decoder parameters");
     /* GPT's decoder has no bias: dec_b stays NULL and the kernels skip it */
-    if (bind_ops(m, err)) return -1;
+    m->tt_records = calloc((size_t)s->model.layers * 4, sizeof(tt_record));
+    if (!m->tt_records) return et_error_set(err, NULL, 0, 0, NULL, "out of memory");
+    m->seed = seed;
     init_params(m, seed);
+    if (bind_ops(m, err)) return -1; /* also draws tensor-train cores at their own scale */
     init_masks(m, seed);
     return 0;
 }
@@ -788,6 +993,13 @@ void rt_model_free(rt_model *m)
     free(m->params), free(m->grads), free(m->m), free(m->v), free(m->mask), free(m->ops), free(m->op_time);
     free(m->param_offset);
     free(m->buckets);
+    tt_record *rec = m->tt_records;
+    for (int i = 0; rec && i < m->s->model.layers * 4; i++) {
+        free(rec[i].tmp);
+        for (int c = 0; c < 3; c++)
+            free(rec[i].work[c]);
+    }
+    free(m->tt_records);
     et_graph_free(&m->graph);
     memset(m, 0, sizeof *m);
 }

@@ -6,8 +6,12 @@
  * runtime cannot execute is an error then, never a silent skip. Sparse weights are dense buffers with a
  * fixed mask: the masked weight is used and only kept weights are updated. fp32 throughout.
  *
+ * Tensor-train layers run the cost model's contraction order (rt_tt.h); their input and core gradients come
+ * from one reverse contraction, timed under `.bwd_data` (`.bwd_weight` adds the bias gradient).
+ *
  * Contract: rt_model_init() fails with *err for unsupported plans (tensor or pipeline parallelism, ZeRO,
- * 16-bit precision, tensor-train layers, the next-sentence head). Times are per op, in seconds. */
+ * 16-bit precision, tensor-train embeddings or rank schedules, recomputation, the next-sentence head).
+ * Times are per op, in seconds. */
 #ifndef ET_RT_MODEL_H
 #define ET_RT_MODEL_H
 
@@ -42,6 +46,8 @@ struct rt_model {
     double *op_time; /* per op, accumulated over the micro-batches of the current step */
     double loss_sum; /* summed loss of the current step on this rank */
     long long adam_t;
+    void *tt_records; /* tensor-train layers: per (layer, role) */
+    unsigned long long seed;
 };
 
 int rt_model_init(rt_model *m, const et_scenario *s, unsigned long long seed, et_error *err);

@@ -26,11 +26,14 @@ size_t rt_tt_workspace_size(const rt_tt_layer *l, int T)
         int n, label[2 * ET_TT_MAX_CORES];
     } t[3 * ET_TT_MAX_CORES];
     size[0] = T;
-    for (int k = 0; k < d; k++) size[1 + k] = s->dims[k];
-    for (int k = 1; k < d; k++) size[d + k] = s->rank[k];
+    for (int k = 0; k < d; k++)
+        size[1 + k] = s->dims[k];
+    for (int k = 1; k < d; k++)
+        size[d + k] = s->rank[k];
     t[0].n = 0;
     t[0].label[t[0].n++] = 0;
-    for (int k = 0; k < s->d_in; k++) t[0].label[t[0].n++] = 1 + k;
+    for (int k = 0; k < s->d_in; k++)
+        t[0].label[t[0].n++] = 1 + k;
     for (int k = 0; k < d; k++) {
         t[k + 1].n = 0;
         if (k > 0) t[k + 1].label[t[k + 1].n++] = d + k;
@@ -45,7 +48,8 @@ size_t rt_tt_workspace_size(const rt_tt_layer *l, int T)
         t[r].n = 0;
         for (int i = 0; i < t[a].n; i++) {
             int sh = 0;
-            for (int j = 0; j < t[b].n; j++) sh |= t[a].label[i] == t[b].label[j];
+            for (int j = 0; j < t[b].n; j++)
+                sh |= t[a].label[i] == t[b].label[j];
             all *= size[t[a].label[i]];
             if (sh)
                 shared *= size[t[a].label[i]];
@@ -54,17 +58,21 @@ size_t rt_tt_workspace_size(const rt_tt_layer *l, int T)
         }
         for (int j = 0; j < t[b].n; j++) {
             int sh = 0;
-            for (int i = 0; i < t[a].n; i++) sh |= t[a].label[i] == t[b].label[j];
+            for (int i = 0; i < t[a].n; i++)
+                sh |= t[a].label[i] == t[b].label[j];
             if (!sh) {
                 t[r].label[t[r].n++] = t[b].label[j];
                 all *= size[t[b].label[j]];
             }
         }
-        for (int i = 0; i < t[r].n; i++) res *= size[t[r].label[i]];
+        for (int i = 0; i < t[r].n; i++)
+            res *= size[t[r].label[i]];
         total += 2 * res;
         double m_k = 1, k_n = 1;
-        for (int i = 0; i < t[a].n; i++) m_k *= size[t[a].label[i]];
-        for (int j = 0; j < t[b].n; j++) k_n *= size[t[b].label[j]];
+        for (int i = 0; i < t[a].n; i++)
+            m_k *= size[t[a].label[i]];
+        for (int j = 0; j < t[b].n; j++)
+            k_n *= size[t[b].label[j]];
         largest = largest > m_k ? largest : m_k;
         largest = largest > k_n ? largest : k_n;
         largest = largest > res ? largest : res;

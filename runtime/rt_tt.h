@@ -22,13 +22,14 @@ typedef struct rt_tt_layer {
 void rt_tt_layer_init(rt_tt_layer *l, const et_tt_shape *shape, double tokens_hint);
 size_t rt_tt_workspace_size(const rt_tt_layer *l, int T);
 
-#define RT_TT_DECLARE(REAL, S)                                                                                 \
+#define RT_TT_DECLARE(REAL, S)                                                                               \
     /* Y[T, n_out] = X (x) cores, in the plan's order; the workspace keeps every intermediate */             \
-    void rt_tt_fwd##S(const rt_tt_layer *l, const REAL *X, const REAL *cores, REAL *Y, REAL *work, int T);     \
-    /* dX[T, n_in] (overwritten, may be NULL) and dcores (accumulated) from dY, using the forward workspace */ \
-    void rt_tt_bwd##S(const rt_tt_layer *l, const REAL *X, const REAL *cores, const REAL *dY, REAL *dX,        \
-                      REAL *dcores, REAL *work, int T);                                                       \
-    /* The dense matrix W[n_out, n_in] the cores represent (for checks) */                                    \
+    void rt_tt_fwd##S(const rt_tt_layer *l, const REAL *X, const REAL *cores, REAL *Y, REAL *work, int T);   \
+    /* dX[T, n_in] (overwritten, may be NULL) and dcores (accumulated) from dY, using the forward workspace  \
+     */                                                                                                      \
+    void rt_tt_bwd##S(const rt_tt_layer *l, const REAL *X, const REAL *cores, const REAL *dY, REAL *dX,      \
+                      REAL *dcores, REAL *work, int T);                                                      \
+    /* The dense matrix W[n_out, n_in] the cores represent (for checks) */                                   \
     void rt_tt_dense##S(const rt_tt_layer *l, const REAL *cores, REAL *W);
 
 RT_TT_DECLARE(float, _f)

@@ -23,12 +23,15 @@ static void tt_build(const rt_tt_layer *l, int T, tt_net *net)
     int d = s->d_in + s->d_out;
     net->d = d;
     net->size[0] = T;
-    for (int k = 0; k < d; k++) net->size[1 + k] = s->dims[k];
-    for (int k = 1; k < d; k++) net->size[d + k] = s->rank[k];
+    for (int k = 0; k < d; k++)
+        net->size[1 + k] = s->dims[k];
+    for (int k = 1; k < d; k++)
+        net->size[d + k] = s->rank[k];
     tt_tensor *x = &net->t[0];
     x->n = 0;
     x->label[x->n++] = 0;
-    for (int k = 0; k < s->d_in; k++) x->label[x->n++] = 1 + k;
+    for (int k = 0; k < s->d_in; k++)
+        x->label[x->n++] = 1 + k;
     for (int k = 0; k < d; k++) {
         tt_tensor *c = &net->t[k + 1];
         c->n = 0;
@@ -43,12 +46,14 @@ static void tt_build(const rt_tt_layer *l, int T, tt_net *net)
         r->n = 0;
         for (int i = 0; i < a->n; i++) {
             int shared = 0;
-            for (int j = 0; j < b->n; j++) shared |= a->label[i] == b->label[j];
+            for (int j = 0; j < b->n; j++)
+                shared |= a->label[i] == b->label[j];
             if (!shared) r->label[r->n++] = a->label[i];
         }
         for (int j = 0; j < b->n; j++) {
             int shared = 0;
-            for (int i = 0; i < a->n; i++) shared |= a->label[i] == b->label[j];
+            for (int i = 0; i < a->n; i++)
+                shared |= a->label[i] == b->label[j];
             if (!shared) r->label[r->n++] = b->label[j];
         }
     }
@@ -57,7 +62,8 @@ static void tt_build(const rt_tt_layer *l, int T, tt_net *net)
 static size_t tt_elems(const tt_net *net, const tt_tensor *t)
 {
     double n = 1;
-    for (int i = 0; i < t->n; i++) n *= net->size[t->label[i]];
+    for (int i = 0; i < t->n; i++)
+        n *= net->size[t->label[i]];
     return (size_t)n;
 }
 
@@ -67,7 +73,8 @@ static void tt_split(const tt_tensor *a, const tt_tensor *b, tt_tensor *af, tt_t
     af->n = sh->n = bf->n = 0;
     for (int i = 0; i < a->n; i++) {
         int s = 0;
-        for (int j = 0; j < b->n; j++) s |= a->label[i] == b->label[j];
+        for (int j = 0; j < b->n; j++)
+            s |= a->label[i] == b->label[j];
         if (s)
             sh->label[sh->n++] = a->label[i];
         else
@@ -75,7 +82,8 @@ static void tt_split(const tt_tensor *a, const tt_tensor *b, tt_tensor *af, tt_t
     }
     for (int j = 0; j < b->n; j++) {
         int s = 0;
-        for (int i = 0; i < sh->n; i++) s |= sh->label[i] == b->label[j];
+        for (int i = 0; i < sh->n; i++)
+            s |= sh->label[i] == b->label[j];
         if (!s) bf->label[bf->n++] = b->label[j];
     }
 }
@@ -83,14 +91,15 @@ static void tt_split(const tt_tensor *a, const tt_tensor *b, tt_tensor *af, tt_t
 static tt_tensor tt_concat(const tt_tensor *x, const tt_tensor *y)
 {
     tt_tensor r = *x;
-    for (int i = 0; i < y->n; i++) r.label[r.n++] = y->label[i];
+    for (int i = 0; i < y->n; i++)
+        r.label[r.n++] = y->label[i];
     return r;
 }
 #endif
 
 /* dst (labels `to`) = src (labels `from`, same set) permuted; accumulate when add. */
-static void FN(tt_permute)(const tt_net *net, const REAL *src, const tt_tensor *from, REAL *dst, const tt_tensor *to,
-                           int add)
+static void FN(tt_permute)(const tt_net *net, const REAL *src, const tt_tensor *from, REAL *dst,
+                           const tt_tensor *to, int add)
 {
     size_t stride_of_label[TT_MAXL] = {0}, s = 1;
     for (int i = from->n - 1; i >= 0; i--) {
@@ -118,12 +127,13 @@ static REAL *FN(tt_result)(const tt_net *net, REAL *work, int step, int grad)
 {
     const int d = net->d;
     size_t off = 0;
-    for (int s = 0; s < step; s++) off += 2 * tt_elems(net, &net->t[d + 1 + s]);
+    for (int s = 0; s < step; s++)
+        off += 2 * tt_elems(net, &net->t[d + 1 + s]);
     return work + off + (grad ? tt_elems(net, &net->t[d + 1 + step]) : 0);
 }
 
-static const REAL *FN(tt_tensor_data)(const rt_tt_layer *l, const tt_net *net, const REAL *X, const REAL *cores,
-                                      REAL *work, int id)
+static const REAL *FN(tt_tensor_data)(const rt_tt_layer *l, const tt_net *net, const REAL *X,
+                                      const REAL *cores, REAL *work, int id)
 {
     if (id == 0) return X;
     if (id <= net->d) return cores + l->core_offset[id - 1];
@@ -150,21 +160,24 @@ void FN(rt_tt_fwd)(const rt_tt_layer *l, const REAL *X, const REAL *cores, REAL 
     }
     tt_tensor out = {0};
     out.label[out.n++] = 0;
-    for (int k = l->shape.d_in; k < d; k++) out.label[out.n++] = 1 + k;
+    for (int k = l->shape.d_in; k < d; k++)
+        out.label[out.n++] = 1 + k;
     FN(tt_permute)(&net, FN(tt_result)(&net, work, steps - 1, 0), &net.t[d + steps], Y, &out, 0);
 }
 
-void FN(rt_tt_bwd)(const rt_tt_layer *l, const REAL *X, const REAL *cores, const REAL *dY, REAL *dX, REAL *dcores,
-                   REAL *work, int T)
+void FN(rt_tt_bwd)(const rt_tt_layer *l, const REAL *X, const REAL *cores, const REAL *dY, REAL *dX,
+                   REAL *dcores, REAL *work, int T)
 {
     tt_net net;
     tt_build(l, T, &net);
     const int d = net.d, steps = l->plan.steps;
     REAL *scratch = FN(tt_result)(&net, work, steps, 0);
-    for (int st = 0; st < steps; st++) memset(FN(tt_result)(&net, work, st, 1), 0, sizeof(REAL) * tt_elems(&net, &net.t[d + 1 + st]));
+    for (int st = 0; st < steps; st++)
+        memset(FN(tt_result)(&net, work, st, 1), 0, sizeof(REAL) * tt_elems(&net, &net.t[d + 1 + st]));
     tt_tensor out = {0};
     out.label[out.n++] = 0;
-    for (int k = l->shape.d_in; k < d; k++) out.label[out.n++] = 1 + k;
+    for (int k = l->shape.d_in; k < d; k++)
+        out.label[out.n++] = 1 + k;
     FN(tt_permute)(&net, dY, &out, FN(tt_result)(&net, work, steps - 1, 1), &net.t[d + steps], 0);
     if (dX) memset(dX, 0, sizeof(REAL) * (size_t)T * (size_t)et_tt_in(&l->shape));
     for (int st = steps - 1; st >= 0; st--) {
@@ -178,11 +191,17 @@ void FN(rt_tt_bwd)(const rt_tt_layer *l, const REAL *X, const REAL *cores, const
         FN(tt_permute)(&net, FN(tt_tensor_data)(l, &net, X, cores, work, ia), a, A, &am, 0);
         FN(tt_permute)(&net, FN(tt_tensor_data)(l, &net, X, cores, work, ib), b, B, &bm, 0);
         const REAL *dC = FN(tt_result)(&net, work, st, 1); /* labels af ++ bf: already m x n */
-        GEMM(CblasRowMajor, CblasNoTrans, CblasTrans, (int)m, (int)k, (int)n, 1, dC, (int)n, B, (int)n, 0, dA, (int)k);
-        GEMM(CblasRowMajor, CblasTrans, CblasNoTrans, (int)k, (int)n, (int)m, 1, A, (int)k, dC, (int)n, 0, dB, (int)n);
+        GEMM(CblasRowMajor, CblasNoTrans, CblasTrans, (int)m, (int)k, (int)n, 1, dC, (int)n, B, (int)n, 0, dA,
+             (int)k);
+        GEMM(CblasRowMajor, CblasTrans, CblasNoTrans, (int)k, (int)n, (int)m, 1, A, (int)k, dC, (int)n, 0, dB,
+             (int)n);
         /* scatter back into each operand's own layout */
-        REAL *ga = ia == 0 ? dX : ia <= d ? dcores + l->core_offset[ia - 1] : FN(tt_result)(&net, work, ia - d - 1, 1);
-        REAL *gb = ib == 0 ? dX : ib <= d ? dcores + l->core_offset[ib - 1] : FN(tt_result)(&net, work, ib - d - 1, 1);
+        REAL *ga = ia == 0   ? dX
+                   : ia <= d ? dcores + l->core_offset[ia - 1]
+                             : FN(tt_result)(&net, work, ia - d - 1, 1);
+        REAL *gb = ib == 0   ? dX
+                   : ib <= d ? dcores + l->core_offset[ib - 1]
+                             : FN(tt_result)(&net, work, ib - d - 1, 1);
         if (ga) FN(tt_permute)(&net, dA, &am, ga, a, 1);
         if (gb) FN(tt_permute)(&net, dB, &bm, gb, b, 1);
     }
@@ -194,9 +213,11 @@ void FN(rt_tt_dense)(const rt_tt_layer *l, const REAL *cores, REAL *W)
     const size_t n_in = (size_t)et_tt_in(&l->shape), n_out = (size_t)et_tt_out(&l->shape);
     REAL *X = calloc(n_in * n_in, sizeof(REAL)), *Y = malloc(n_in * n_out * sizeof(REAL));
     REAL *work = malloc(rt_tt_workspace_size(l, (int)n_in) * sizeof(REAL));
-    for (size_t i = 0; i < n_in; i++) X[i * n_in + i] = 1;
+    for (size_t i = 0; i < n_in; i++)
+        X[i * n_in + i] = 1;
     FN(rt_tt_fwd)(l, X, cores, Y, work, (int)n_in);
     for (size_t i = 0; i < n_in; i++)
-        for (size_t j = 0; j < n_out; j++) W[j * n_in + i] = Y[i * n_out + j];
+        for (size_t j = 0; j < n_out; j++)
+            W[j * n_in + i] = Y[i * n_out + j];
     free(X), free(Y), free(work);
 }

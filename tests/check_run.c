@@ -4,6 +4,7 @@
  *   check_run checkpoints A/checkpoint.bin B/checkpoint.bin TOL   parameters equal within TOL (max abs diff)
  *   check_run ops measured.json RANKS           every op has a timing per rank, medians >= 0
  *   check_run same-ops predicted.json measured.json   etsim's simulated ops and etrun's have the same ids
+ *   check_run zeros CKPT MIN MAX                 fraction of parameters that are exactly zero in [MIN, MAX]
  * Prints "N passed, M failed" and exits non-zero on failure. */
 #include <jansson.h>
 #include <math.h>
@@ -98,6 +99,17 @@ int main(int argc, char **argv)
         CHECK(ok, "every op has a median per rank");
         CHECK(json_integer_value(json_object_get(m, "ranks")) == ranks, "ranks recorded");
         json_decref(m);
+    } else if (strcmp(mode, "zeros") == 0 && argc >= 5) {
+        uint64_t n = 0;
+        float *p = read_params(argv[2], &n);
+        double zeros = 0;
+        for (uint64_t i = 0; p && i < n; i++)
+            zeros += p[i] == 0.0f;
+        double f = n ? zeros / n : 0;
+        printf("parameters exactly zero after training: %.4f\n", f);
+        CHECK(p && f >= atof(argv[3]) && f <= atof(argv[4]), "zero fraction %.4f in [%s, %s]", f, argv[3],
+              argv[4]);
+        free(p);
     } else if (strcmp(mode, "same-ops") == 0) {
         json_t *p = load(argv[2]), *m = load(argv[3]);
         json_t *po = p ? json_object_get(json_object_get(p, "simulation"), "ops") : NULL;

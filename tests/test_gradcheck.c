@@ -247,14 +247,17 @@ static void check_tensor_train(void)
         rt_tt_dense_d(&t.layer, t.cores, W);
         rt_linear_fwd_d(t.x, W, NULL, yd, t.T, 12, 10);
         tt_loss(&t);
-        for (int i = 0; i < 50; i++) worst = fmax(worst, fabs(yd[i] - t.y[i]));
+        for (int i = 0; i < 50; i++)
+            worst = fmax(worst, fabs(yd[i] - t.y[i]));
         char order[256];
         et_tt_plan_describe(&t.layer.plan, &shape, order, sizeof order);
-        CHECK(worst < 1e-12, "TT forward equals x W^T with the reconstructed W (order %s, error %.2g)", order, worst);
+        CHECK(worst < 1e-12, "TT forward equals x W^T with the reconstructed W (order %s, error %.2g)", order,
+              worst);
         double *dx = malloc(60 * sizeof(double)), *dc = calloc(nc, sizeof(double));
         rt_tt_bwd_d(&t.layer, t.x, t.cores, t.r, dx, dc, t.work, t.T);
         CHECK(max_rel_error(t.x, dx, 60, tt_loss, &t) < 1e-6, "TT input gradient (order %s)", order);
-        CHECK(max_rel_error(t.cores, dc, nc, tt_loss, &t) < 1e-6, "TT gradient of every core (order %s)", order);
+        CHECK(max_rel_error(t.cores, dc, nc, tt_loss, &t) < 1e-6, "TT gradient of every core (order %s)",
+              order);
         free(W), free(yd), free(dx), free(dc), free(t.x), free(t.cores), free(t.y), free(t.r), free(t.work);
     }
 }

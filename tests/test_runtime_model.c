@@ -72,5 +72,6 @@ int main(void)
 {
     check_plan(ET_SOURCE_DIR "/tests/data/tiny-bert-plan.json");
     check_plan(ET_SOURCE_DIR "/tests/data/tiny-gpt-plan.json");
+    check_plan(ET_SOURCE_DIR "/tests/data/tiny-gpt-tt-plan.json");
     return check_summary("test_runtime_model");
 }

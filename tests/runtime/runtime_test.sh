@@ -28,6 +28,16 @@ case $mode in
   train-gpt)
     "$etrun" --quiet --out "$work/m.json" "$gpt"
     "$check" loss "$work/m.json" 0.25 ;;
+  train-gpt-tt) # tensor-train attention and MLP layers (rank 8) in the cost model's contraction order
+    "$etrun" --quiet --out "$work/m.json" "$src/tests/data/tiny-gpt-tt-plan.json"
+    "$check" loss "$work/m.json" 0.3 ;;
+  sparse) # 75% of the MLP weights pruned by a fixed mask stay exactly zero; only kept weights learn
+    steps "$gpt" 40 | sed 's/  "data":/  "method": {"kind": "sparse", "sparsity": {"mlp": {"density": 0.25, "pattern": "unstructured"}}},\n  "data":/' > "$work/sparse.json"
+    steps "$gpt" 40 > "$work/dense.json"
+    "$etrun" --quiet --save "$work/s" --out "$work/s.json" "$work/sparse.json"
+    "$etrun" --quiet --save "$work/d" --out "$work/d.json" "$work/dense.json"
+    "$check" zeros "$work/s/checkpoint.bin" 0.3 0.6
+    "$check" zeros "$work/d/checkpoint.bin" 0 0.1 ;;
   mpi-equal) # a fixed global batch over 1 or 2 ranks gives the same parameters within fp32 rounding
     steps "$bert" 20 > "$work/p.json"
     "$etrun" --quiet --save "$work/one" --out "$work/m1.json" "$work/p.json"
