@@ -81,6 +81,29 @@ static void check_linear(void)
     rt_linear_fwd_d(l.x, Wm, l.b, y1, l.T, l.n_in, l.n_out);
     lin_loss(&l);
     CHECK(memcmp(y1, l.y, 15 * sizeof(double)) == 0, "sparse layer at density 1 equals the dense layer");
+    /* a sparse layer at density 0.5: the loss as a function of the kept weights only (pruned ones stay 0);
+     * its weight gradient is the dense one masked */
+    for (int i = 0; i < 12; i++) {
+        mask[i] = i % 2;
+        l.W[i] *= mask[i];
+    }
+    memset(dW, 0, 12 * sizeof(double));
+    rt_linear_bwd_d(l.x, l.W, l.r, NULL, dW, NULL, l.T, l.n_in, l.n_out);
+    for (int i = 0; i < 12; i++) dW[i] *= mask[i];
+    double gk[6];
+    for (int i = 0; i < 6; i++) gk[i] = dW[2 * i + 1];
+    double worst = 0;
+    for (int i = 0; i < 6; i++) { /* finite differences over the kept weights */
+        double save = l.W[2 * i + 1], h = 1e-6;
+        l.W[2 * i + 1] = save + h;
+        double up = lin_loss(&l);
+        l.W[2 * i + 1] = save - h;
+        double down = lin_loss(&l);
+        l.W[2 * i + 1] = save;
+        double num = (up - down) / (2 * h);
+        worst = fmax(worst, fabs(num - gk[i]) / fmax(1e-6, fabs(num) + fabs(gk[i])));
+    }
+    CHECK(worst < 1e-6, "sparse layer (density 0.5): masked weight gradient");
     free(dx), free(dW), free(db), free(mask), free(Wm), free(y1);
     free(l.x), free(l.W), free(l.b), free(l.y), free(l.r);
 }
