@@ -8,8 +8,8 @@
 #include "collective_bench.h"
 #include "compare.h"
 #include "platform.h"
-#include "rt_plan.h"
 #include "report.h"
+#include "rt_plan.h"
 #include "scenario.h"
 #include "step_sim.h"
 #include <unistd.h>
@@ -246,7 +246,8 @@ int main(int argc, char **argv)
     }
     if (o.seed >= 0) s.simulation.seed = (unsigned long long)o.seed;
     if (o.sim.force_no_overlap) s.parallel.overlap = false;
-    if (o.plan_out && rt_plan_write_for_scenario(o.scenario, o.plan_out, o.sim.steps > 0 ? o.sim.steps : 20, &err)) {
+    if (o.plan_out &&
+        rt_plan_write_for_scenario(o.scenario, o.plan_out, o.sim.steps > 0 ? o.sim.steps : 20, &err)) {
         print_error(&err);
         et_scenario_free(&s);
         return 1;

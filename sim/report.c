@@ -312,23 +312,28 @@ json_t *report_tensor_train(FILE *out, const et_scenario *s)
         }
         double fb = et_tt_plan_flops(&best, T), fn = et_tt_plan_flops(&naive, T);
         if (out)
-            fprintf(out, "  %5d x %-5d ranks %-22s %8.0f parameters (dense %.0f); order %s: %.4g FLOPs, left to "
-                         "right %.4g (%.2fx)\n",
-                    f->n_in, f->n_out, ranks, et_tt_params(&tt), (double)f->n_in * f->n_out, order, fb, fn, fn / fb);
-        json_array_append_new(rows, json_pack("{s:i, s:i, s:s, s:f, s:s, s:f, s:f}", "inputs", f->n_in, "outputs",
-                                              f->n_out, "ranks", ranks, "parameters", et_tt_params(&tt), "order",
-                                              order, "flops", fb, "flops_left_to_right", fn));
+            fprintf(out,
+                    "  %5d x %-5d ranks %-22s %8.0f parameters (dense %.0f); order %s: %.4g FLOPs, left to "
+                    "right %.4g (%.2fx)\n",
+                    f->n_in, f->n_out, ranks, et_tt_params(&tt), (double)f->n_in * f->n_out, order, fb, fn,
+                    fn / fb);
+        json_array_append_new(rows,
+                              json_pack("{s:i, s:i, s:s, s:f, s:s, s:f, s:f}", "inputs", f->n_in, "outputs",
+                                        f->n_out, "ranks", ranks, "parameters", et_tt_params(&tt), "order",
+                                        order, "flops", fb, "flops_left_to_right", fn));
     }
     if (m->tt_embedding) {
         et_tt_shape tt;
         et_error err;
         if (!et_tt_embedding(&tt, m->emb_rows, m->emb_cols, m->emb_d, m->emb_rank, &err)) {
             if (out)
-                fprintf(out, "  embedding %d cores, rank %d: %.0f parameters (dense %.0f), %.0f FLOPs per token lookup\n",
+                fprintf(out,
+                        "  embedding %d cores, rank %d: %.0f parameters (dense %.0f), %.0f FLOPs per token "
+                        "lookup\n",
                         m->emb_d, m->emb_rank, et_tt_params(&tt), (double)s->model.vocab * s->model.hidden,
                         et_tt_embedding_flops_per_token(&tt));
-            json_array_append_new(rows, json_pack("{s:s, s:f, s:f}", "embedding", "tensor_train", "parameters",
-                                                  et_tt_params(&tt), "lookup_flops_per_token",
+            json_array_append_new(rows, json_pack("{s:s, s:f, s:f}", "embedding", "tensor_train",
+                                                  "parameters", et_tt_params(&tt), "lookup_flops_per_token",
                                                   et_tt_embedding_flops_per_token(&tt)));
         }
     }

@@ -131,6 +131,8 @@ static void gpu_actor(int argc, char **argv)
     const int nb = st->n_buckets, dp = w->dp.ranks > 1;
     const int overlap = s->parallel.overlap && !w->o->force_no_overlap;
     const int clip = s->optimizer.clip == ET_CLIP_PER_BUCKET;
+    /* with ZeRO-3 the forward waits for parameter gathers, so ready times are not known ahead */
+    const int ahead = s->parallel.zero_stage < 3;
     sg_bar_t bar = w->groups[r->group].comm_barrier;
     const double param_bytes = st->graph.param_count * et_precision_bytes(s->precision);
     sim_plan plan;
@@ -145,6 +147,22 @@ static void gpu_actor(int argc, char **argv)
         r->step_start[step] = simgrid_get_clock();
         r->bwd_end[step] = INFINITY; /* nothing counts as idle before backward has ended */
         sim_rank_plan(w, r->rank, step, &plan);
+        /* announce when this rank's buckets will be ready (forward and backward never wait for others) */
+        sim_group *grp = &w->groups[r->group];
+        double *latest = grp->latest + (size_t)step * (nb + 1);
+        if (ahead) {
+            double t = simgrid_get_clock() + plan.pre;
+            for (int k = 0; k <= nb; k++) {
+                t += plan.seg[k];
+                if (k < nb && clip) t += st->clip[k];
+                ready[k] = t;
+            }
+            for (int k = 0; k < nb; k++)
+                latest[k] = fmax(latest[k], overlap ? ready[k] : ready[nb]);
+            if (++grp->announced[step] == grp->size)
+                for (; grp->waiting[step] > 0; grp->waiting[step]--)
+                    sg_sem_release(grp->announce_gate);
+        }
         if (s->parallel.zero_stage >= 3 && dp) {
             /* parameters gathered before forward and backward, prefetched under the forward pass */
             double t0 = simgrid_get_clock();
@@ -178,9 +196,24 @@ static void gpu_actor(int argc, char **argv)
         const double bwd_end = t;
         for (int k = 0; k < nb && dp; k++) {
             const et_bucket *b = &st->buckets[k];
-            sg_actor_sleep_until(overlap ? ready[k] : bwd_end);
-            if (simgrid_get_clock() >= bwd_end) r->bwd_end[step] = bwd_end;
-            barrier(r, bar, step, "wait for other ranks");
+            if (ahead) {
+                /* the collective starts at the group's latest announced ready time (or now, when the previous
+                 * collective ended later): every rank computes the same start and wakes once */
+                if (grp->announced[step] < grp->size) {
+                    grp->waiting[step]++;
+                    sg_sem_acquire(grp->announce_gate);
+                }
+                double now = simgrid_get_clock(), arrive = fmax(overlap ? ready[k] : bwd_end, now);
+                double begin = fmax(latest[k], now);
+                if (begin > now) sg_actor_sleep_until(begin);
+                double from = fmax(arrive, bwd_end);
+                if (begin > from) r->idle[step] += begin - from;
+                trace(r, 1, arrive, begin - arrive, "wait for other ranks");
+            } else {
+                sg_actor_sleep_until(overlap ? ready[k] : bwd_end);
+                if (simgrid_get_clock() >= bwd_end) r->bwd_end[step] = bwd_end;
+                barrier(r, bar, step, "wait for other ranks");
+            }
             double start = simgrid_get_clock();
             et_coll_algo algo = st->algo[k];
             if (s->parallel.zero_stage >= 2)

@@ -24,6 +24,13 @@ typedef struct sim_group {
     int *members;             /* global ranks, index order = ring order */
     sg_bar_t comm_barrier;    /* bucket collectives */
     sg_bar_t compute_barrier; /* after backward: global-norm all-reduce, ZeRO parameter gather */
+    /* Collective start times announced ahead: every rank posts when its buckets will be ready at the start
+     * of a step, so a collective starts at the latest announcement and its ranks wake together (one
+     * scheduling round) instead of one by one at a barrier. */
+    double *latest; /* [step * buckets + k]: latest ready time of bucket k over the group's ranks */
+    int *announced; /* [step]: ranks that have announced */
+    int *waiting;   /* [step]: ranks blocked until the last announcement */
+    sg_sem_t announce_gate;
 } sim_group;
 
 typedef struct sim_rank {

@@ -62,6 +62,15 @@ static int build_world(sim_world *w, json_t **result)
         w->groups[g].members = malloc((size_t)dp * sizeof(int));
         if (!w->groups[g].members) return fail(result, "out of memory for %s", "groups");
         w->groups[g].comm_barrier = sg_barrier_init((unsigned)dp);
+        int nb = w->stages[g / t].n_buckets + 1;
+        w->groups[g].latest = malloc(sizeof(double) * (size_t)w->steps * nb);
+        w->groups[g].announced = calloc((size_t)w->steps, sizeof(int));
+        w->groups[g].waiting = calloc((size_t)w->steps, sizeof(int));
+        w->groups[g].announce_gate = sg_sem_init(0);
+        if (!w->groups[g].latest || !w->groups[g].announced || !w->groups[g].waiting)
+            return fail(result, "out of memory for %s", "collective schedules");
+        for (size_t i = 0; i < (size_t)w->steps * nb; i++)
+            w->groups[g].latest[i] = -INFINITY;
         w->groups[g].compute_barrier = sg_barrier_init((unsigned)dp);
     }
     size_t per_step = (size_t)w->steps;
