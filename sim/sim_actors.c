@@ -205,7 +205,7 @@ static void gpu_actor(int argc, char **argv)
                 }
                 double now = simgrid_get_clock(), arrive = fmax(overlap ? ready[k] : bwd_end, now);
                 double begin = fmax(latest[k], now);
-                if (begin > now) sg_actor_sleep_until(begin);
+                r->not_before = begin; /* the collective's first phase sleeps to begin + its latency term */
                 double from = fmax(arrive, bwd_end);
                 if (begin > from) r->idle[step] += begin - from;
                 trace(r, 1, arrive, begin - arrive, "wait for other ranks");
@@ -214,7 +214,7 @@ static void gpu_actor(int argc, char **argv)
                 if (simgrid_get_clock() >= bwd_end) r->bwd_end[step] = bwd_end;
                 barrier(r, bar, step, "wait for other ranks");
             }
-            double start = simgrid_get_clock();
+            double start = ahead ? fmax(simgrid_get_clock(), r->not_before) : simgrid_get_clock();
             et_coll_algo algo = st->algo[k];
             if (s->parallel.zero_stage >= 2)
                 sim_ring_gather(r, boxes, bar, b->bytes, 1);

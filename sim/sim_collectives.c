@@ -42,7 +42,11 @@ static void exchange(sim_rank *r, sg_mailbox_t *boxes, const sim_rank *const *ds
     double route = 0;
     for (int i = 0; i < n_send; i++)
         route = fmax(route, route_latency(r, dst[i])); /* SimGrid scales it by the latency factor */
-    if (latency_term > route) sg_actor_sleep_for(latency_term - route);
+    /* the phase starts now, or at the collective's announced start when the caller has not slept to it */
+    double t_ref = fmax(simgrid_get_clock(), r->not_before);
+    r->not_before = 0;
+    if (t_ref + latency_term - route > simgrid_get_clock())
+        sg_actor_sleep_until(t_ref + latency_term - route);
     for (int i = 0; i < n_send; i++)
         comms[n++] = sg_mailbox_put_async(boxes[dst[i]->rank], &payload, (long)bytes[i]);
     sg_comm_wait_all(comms, (size_t)n);

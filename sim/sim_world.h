@@ -42,6 +42,7 @@ typedef struct sim_rank {
     int route_dst[6]; /* small cache of route latencies to the peers this rank sends to */
     double route_latency[6];
     int route_cached;
+    double not_before; /* the next collective phase starts no earlier than this (0: now) */
     /* per step, filled by the actors */
     double *step_start, *step_end, *busy, *bwd_end, *wait_end, *idle;
 } sim_rank;
