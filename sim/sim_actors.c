@@ -1,4 +1,4 @@
-/* The two actors of every simulated GPU: compute and communication. */
+/* The actor of every simulated GPU, playing its compute and communication streams. */
 #include <math.h>
 #ifndef M_PI
 #define M_PI 3.14159265358979323846
@@ -10,7 +10,7 @@
 #include "batch.h"
 #include "sim_world.h"
 
-XBT_LOG_NEW_DEFAULT_CATEGORY(et_actors, "etsim compute and communication actors");
+XBT_LOG_NEW_DEFAULT_CATEGORY(et_actors, "etsim GPU actors");
 
 sim_world *sim_w;
 
