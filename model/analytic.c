@@ -69,20 +69,23 @@ double et_pipeline_send_time(const et_scenario *s, const et_batch_shape *b)
     return lat + bytes / bw;
 }
 
-double et_model_flops(const et_scenario *s, const et_batch_shape *b)
+/* The whole model on one GPU, without recomputation: its parameters and its model FLOPs. */
+static int whole_model_graph(const et_scenario *s, et_graph *g, et_error *err)
 {
-    et_graph g;
-    et_error err;
     et_graph_options o = et_scenario_graph_options(s, 0);
     o.tensor = 1;
     o.pipeline = 1;
     o.recompute = false;
     o.optimizer_shards = 1;
-    if (et_graph_build(&s->model, &o, &g, &err)) return 0;
+    return et_graph_build(&s->model, &o, g, err);
+}
+
+/* Forward + backward FLOPs of one micro-batch of a graph. */
+static double graph_flops(const et_graph *g, const et_batch_shape *b)
+{
     double f = 0;
-    for (int i = 0; i < g.n_ops; i++)
-        if (g.ops[i].phase != ET_PHASE_OPTIMIZER) f += et_linear_eval(&g.ops[i].flops, b);
-    et_graph_free(&g);
+    for (int i = 0; i < g->n_ops; i++)
+        if (g->ops[i].phase != ET_PHASE_OPTIMIZER) f += et_linear_eval(&g->ops[i].flops, b);
     return f;
 }
 
@@ -202,11 +205,10 @@ static int estimate_phase(const et_scenario *s, et_estimate *out, et_error *err)
     const int pp = s->parallel.pipeline;
     const et_comm_group dp = et_dp_group(s);
     et_graph whole;
-    et_graph_options wo = et_scenario_graph_options(s, 0);
-    wo.tensor = wo.pipeline = 1;
-    if (et_graph_build(&s->model, &wo, &whole, err)) return -1;
+    if (whole_model_graph(s, &whole, err)) return -1;
     out->params_total = whole.param_count;
     out->params_dense = whole.param_dense;
+    const double micro_flops = graph_flops(&whole, &b);
     et_graph_free(&whole);
     /* balance of per-rank compute across the sampled batches, and the largest micro-batch */
     out->straggler_factor = 1;
@@ -283,7 +285,7 @@ static int estimate_phase(const et_scenario *s, et_estimate *out, et_error *err)
     out->step_time_stragglers = out->step_time + (out->straggler_factor - 1) * (out->forward + out->backward);
 
     double micro_batches = m * s->parallel.data;
-    out->model_flops_per_step = et_model_flops(s, &b) * micro_batches;
+    out->model_flops_per_step = micro_flops * micro_batches;
     out->tokens_per_step = b.tokens * micro_batches;
     out->flops_per_token = out->tokens_per_step > 0 ? out->model_flops_per_step / out->tokens_per_step : 0;
     int gpus = et_scenario_gpus(s);

@@ -107,7 +107,5 @@ double et_pipeline_send_time(const et_scenario *s, const et_batch_shape *b);
 double et_backward_segments(const et_scenario *s, const et_graph *g, const et_bucket *buckets, int nb,
                             const et_batch_shape *b, double *seg);
 
-/* Model FLOPs (forward + backward, no recomputation) of one micro-batch of the whole model. */
-double et_model_flops(const et_scenario *s, const et_batch_shape *b);
 
 #endif

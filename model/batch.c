@@ -13,17 +13,3 @@ et_batch_shape et_batch_expected(const et_scenario *s)
     et_sampler_free(&sampler);
     return shape;
 }
-
-et_batch_shape et_batch_from_lengths(const et_scenario *s, const int *lengths, int count)
-{
-    et_batch_shape shape = {.sequences = count};
-    for (int i = 0; i < count; i++) {
-        double l = s->data.unpadded ? lengths[i] : s->data.seq_len;
-        shape.tokens += l;
-        shape.tokens_sq += l * l;
-        shape.predictions += s->data.unpadded || s->model.head == ET_HEAD_CAUSAL_LM
-                                 ? et_model_predictions_for_length(&s->model, (int)l)
-                                 : s->model.max_predictions;
-    }
-    return shape;
-}

@@ -1,8 +1,8 @@
 /* batch: the shape (B, T, Q, P; see graph.h) of one micro-batch of a scenario.
  *
  * Contract: et_batch_expected() gives the expected shape of one GPU's micro-batch of `local` sequences
- * drawn from the scenario's length distribution, computed unpadded (real lengths) or padded to seq_len as
- * the scenario says. et_batch_from_lengths() gives the exact shape of a concrete list of lengths. */
+ * drawn from the scenario's length distribution and sampling scheme, computed unpadded (real lengths) or
+ * padded to seq_len as the scenario says. Shapes of concrete sampled batches: et_sampler_shapes(). */
 #ifndef ET_BATCH_H
 #define ET_BATCH_H
 
@@ -10,6 +10,5 @@
 #include "scenario.h"
 
 et_batch_shape et_batch_expected(const et_scenario *s);
-et_batch_shape et_batch_from_lengths(const et_scenario *s, const int *lengths, int count);
 
 #endif

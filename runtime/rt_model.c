@@ -836,7 +836,6 @@ static int allocate_state(rt_model *m, et_error *err)
     s->d_probs = take(&c, s->probs_cap);
     s->d_head = take(&c, P * H), s->d_head2 = take(&c, P * H);
     m->act = (float *)s;
-    m->act_floats = total;
     /* keep the block pointer for free(): it is the first layer's qkv */
     return 0;
 }
@@ -954,7 +953,6 @@ int rt_model_init(rt_model *m, const et_scenario *s, unsigned long long seed, et
     if (et_buckets_build(&m->graph, s->parallel.bucket_bytes, 4, &m->buckets, &m->n_buckets, err)) return -1;
     m->T_cap = (int)(s->batch.local * s->data.seq_len);
     m->P_cap = m->T_cap;
-    m->B_cap = (int)s->batch.local * (s->data.sampling.scheme == ET_SAMPLING_PACKED ? s->data.seq_len : 1);
     if (allocate_state(m, err)) return -1;
     state *st = ST(m);
     st->word = param(m, "embed.word_embeddings", &st->dword);

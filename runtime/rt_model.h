@@ -40,9 +40,8 @@ struct rt_model {
     size_t n_params;
     float *params, *grads, *m, *v, *mask; /* mask: NULL when dense */
     size_t *param_offset;                 /* per graph parameter */
-    int T_cap, B_cap, P_cap;              /* activation capacity */
+    int T_cap, P_cap;                     /* activation capacity: tokens and scored positions */
     float *act;                           /* activations, sized for T_cap tokens */
-    size_t act_floats;
     double *op_time; /* per op, accumulated over the micro-batches of the current step */
     double loss_sum; /* summed loss of the current step on this rank */
     long long adam_t;
