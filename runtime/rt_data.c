@@ -225,42 +225,29 @@ static void sequence_tokens(const rt_data *d, unsigned long long *st, int *out, 
         out[i] = RT_FIRST_TOKEN + (x + i * stride) % span;
 }
 
-/* The lengths of chunk c of a step: chunk c is the sampler's rank c. */
-static int chunk_lengths(const rt_data *d, int step, int chunk, int *lengths, int *count)
+/* Every chunk's lengths of a step, drawn once: chunk c is the sampler's rank c (presorting couples them).
+ * The caller frees *all and *counts. */
+static int draw_step(const rt_data *d, int step, int **all, int **counts)
 {
     int per = et_sampler_max_per_rank(&d->sampler);
-    int *all = malloc((size_t)d->chunks * per * sizeof *all),
-        *counts = malloc((size_t)d->chunks * sizeof *counts);
-    if (!all || !counts || et_sampler_draw(&d->sampler, step, all, per, counts)) {
-        free(all);
-        free(counts);
+    *all = malloc((size_t)d->chunks * per * sizeof **all);
+    *counts = malloc((size_t)d->chunks * sizeof **counts);
+    if (!*all || !*counts || et_sampler_draw(&d->sampler, step, *all, per, *counts)) {
+        free(*all);
+        free(*counts);
         return -1;
     }
-    *count = counts[chunk];
-    memcpy(lengths, all + (size_t)chunk * per, (size_t)counts[chunk] * sizeof *lengths);
-    free(all);
-    free(counts);
     return 0;
 }
 
-static int build_batch(const rt_data *d, int step, int chunk, rt_batch *b)
+/* Chunk `chunk` of a step from its drawn lengths (padded runs use full-length sequences). */
+static int build_batch(const rt_data *d, int step, int chunk, const int *drawn, int n, rt_batch *b)
 {
     const et_scenario *s = d->s;
-    int per = et_sampler_max_per_rank(&d->sampler), n;
-    int *lengths = malloc((size_t)per * sizeof *lengths);
-    if (!lengths || chunk_lengths(d, step, chunk, lengths, &n)) {
-        free(lengths);
-        return -1;
-    }
     int T = 0;
-    for (int i = 0; i < n; i++) {
-        if (!s->data.unpadded) lengths[i] = s->data.seq_len; /* padded runs use full-length sequences */
-        T += lengths[i];
-    }
-    if (reserve(b, T, n)) {
-        free(lengths);
-        return -1;
-    }
+    for (int i = 0; i < n; i++)
+        T += s->data.unpadded ? drawn[i] : s->data.seq_len;
+    if (reserve(b, T, n)) return -1;
     b->B = n;
     b->T = T;
     b->P = 0;
@@ -268,7 +255,7 @@ static int build_batch(const rt_data *d, int step, int chunk, rt_batch *b)
     for (int i = 0; i < n; i++) {
         unsigned long long st = et_rng_stream(d->seed ^ 0x5eed5eedULL, (unsigned long long)step,
                                               (unsigned long long)chunk * 100003ULL + (unsigned long long)i);
-        int l = lengths[i];
+        int l = s->data.unpadded ? drawn[i] : s->data.seq_len;
         b->offsets[i] = o;
         sequence_tokens(d, &st, b->tokens + o, l);
         for (int k = 0; k < l; k++)
@@ -299,24 +286,33 @@ static int build_batch(const rt_data *d, int step, int chunk, rt_batch *b)
         o += l;
     }
     b->offsets[n] = o;
-    free(lengths);
     return 0;
 }
 
 int rt_data_batch(const rt_data *d, int step, int micro, rt_batch *b)
 {
-    return build_batch(d, step, d->rank * d->accum + micro, b);
+    int *all, *counts, chunk = d->rank * d->accum + micro;
+    if (draw_step(d, step, &all, &counts)) return -1;
+    int rc = build_batch(d, step, chunk, all + (size_t)chunk * et_sampler_max_per_rank(&d->sampler),
+                         counts[chunk], b);
+    free(all);
+    free(counts);
+    return rc;
 }
 
 double rt_data_global_predictions(const rt_data *d, int step)
 {
+    int *all, *counts, per = et_sampler_max_per_rank(&d->sampler);
+    if (draw_step(d, step, &all, &counts)) return 0;
     rt_batch b = {0};
     double total = 0;
     for (int c = 0; c < d->chunks; c++) {
-        if (build_batch(d, step, c, &b)) break;
+        if (build_batch(d, step, c, all + (size_t)c * per, counts[c], &b)) break;
         for (int p = 0; p < b.P; p++)
             total += b.targets[p] >= 0;
     }
     rt_batch_free(&b);
+    free(all);
+    free(counts);
     return total;
 }
