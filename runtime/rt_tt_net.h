@@ -20,56 +20,6 @@ typedef struct tt_net {
     tt_tensor t[3 * ET_TT_MAX_CORES];
 } tt_net;
 
-static inline void tt_build(const rt_tt_layer *l, int T, tt_net *net)
-{
-    const et_tt_shape *s = &l->shape;
-    int d = s->d_in + s->d_out;
-    net->d = d;
-    net->size[0] = T;
-    for (int k = 0; k < d; k++)
-        net->size[1 + k] = s->dims[k];
-    for (int k = 1; k < d; k++)
-        net->size[d + k] = s->rank[k];
-    tt_tensor *x = &net->t[0];
-    x->n = 0;
-    x->label[x->n++] = 0;
-    for (int k = 0; k < s->d_in; k++)
-        x->label[x->n++] = 1 + k;
-    for (int k = 0; k < d; k++) {
-        tt_tensor *c = &net->t[k + 1];
-        c->n = 0;
-        if (k > 0) c->label[c->n++] = d + k;
-        c->label[c->n++] = 1 + k;
-        if (k < d - 1) c->label[c->n++] = d + k + 1;
-    }
-    net->tensors = d + 1;
-    for (int st = 0; st < l->plan.steps; st++) {
-        const tt_tensor *a = &net->t[l->plan.left[st]], *b = &net->t[l->plan.right[st]];
-        tt_tensor *r = &net->t[net->tensors++];
-        r->n = 0;
-        for (int i = 0; i < a->n; i++) {
-            int shared = 0;
-            for (int j = 0; j < b->n; j++)
-                shared |= a->label[i] == b->label[j];
-            if (!shared) r->label[r->n++] = a->label[i];
-        }
-        for (int j = 0; j < b->n; j++) {
-            int shared = 0;
-            for (int i = 0; i < a->n; i++)
-                shared |= a->label[i] == b->label[j];
-            if (!shared) r->label[r->n++] = b->label[j];
-        }
-    }
-}
-
-static inline size_t tt_elems(const tt_net *net, const tt_tensor *t)
-{
-    double n = 1;
-    for (int i = 0; i < t->n; i++)
-        n *= net->size[t->label[i]];
-    return (size_t)n;
-}
-
 /* Splits a step into A's free labels, the shared labels (A's order) and B's free labels. */
 static inline void tt_split(const tt_tensor *a, const tt_tensor *b, tt_tensor *af, tt_tensor *sh,
                             tt_tensor *bf)
@@ -98,6 +48,45 @@ static inline tt_tensor tt_concat(const tt_tensor *x, const tt_tensor *y)
     for (int i = 0; i < y->n; i++)
         r.label[r.n++] = y->label[i];
     return r;
+}
+
+static inline void tt_build(const rt_tt_layer *l, int T, tt_net *net)
+{
+    const et_tt_shape *s = &l->shape;
+    int d = s->d_in + s->d_out;
+    net->d = d;
+    net->size[0] = T;
+    for (int k = 0; k < d; k++)
+        net->size[1 + k] = s->dims[k];
+    for (int k = 1; k < d; k++)
+        net->size[d + k] = s->rank[k];
+    tt_tensor *x = &net->t[0];
+    x->n = 0;
+    x->label[x->n++] = 0;
+    for (int k = 0; k < s->d_in; k++)
+        x->label[x->n++] = 1 + k;
+    for (int k = 0; k < d; k++) {
+        tt_tensor *c = &net->t[k + 1];
+        c->n = 0;
+        if (k > 0) c->label[c->n++] = d + k;
+        c->label[c->n++] = 1 + k;
+        if (k < d - 1) c->label[c->n++] = d + k + 1;
+    }
+    net->tensors = d + 1;
+    for (int st = 0; st < l->plan.steps; st++) {
+        const tt_tensor *a = &net->t[l->plan.left[st]], *b = &net->t[l->plan.right[st]];
+        tt_tensor af, sh, bf; /* the result keeps both sides' free labels; the shared ones are contracted */
+        tt_split(a, b, &af, &sh, &bf);
+        net->t[net->tensors++] = tt_concat(&af, &bf);
+    }
+}
+
+static inline size_t tt_elems(const tt_net *net, const tt_tensor *t)
+{
+    double n = 1;
+    for (int i = 0; i < t->n; i++)
+        n *= net->size[t->label[i]];
+    return (size_t)n;
 }
 
 #endif
