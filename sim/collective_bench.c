@@ -2,10 +2,7 @@
 
 #include <math.h>
 
-static double num(const json_t *o, const char *k)
-{
-    return json_number_value(json_object_get(o, k));
-}
+#include "report.h"
 
 int collective_bench_print(FILE *out, const json_t *r, double tolerance)
 {
@@ -20,11 +17,12 @@ int collective_bench_print(FILE *out, const json_t *r, double tolerance)
     double worst = 0;
     for (size_t i = 0; i < json_array_size(rows); i++) {
         const json_t *row = json_array_get(rows, i);
-        double err = num(row, "error");
+        double err = report_num(row, "error");
         worst = fmax(worst, fabs(err));
-        fprintf(out, " %15.0f %13s %12.2f %12.2f %12.2f %16.2f %9.3f\n", num(row, "bytes"),
-                json_string_value(json_object_get(row, "algorithm")), num(row, "time_s") * 1e6,
-                num(row, "algbw_GBps"), num(row, "busbw_GBps"), num(row, "closed_form_s") * 1e6, 100 * err);
+        fprintf(out, " %15.0f %13s %12.2f %12.2f %12.2f %16.2f %9.3f\n", report_num(row, "bytes"),
+                json_string_value(json_object_get(row, "algorithm")), report_num(row, "time_s") * 1e6,
+                report_num(row, "algbw_GBps"), report_num(row, "busbw_GBps"),
+                report_num(row, "closed_form_s") * 1e6, 100 * err);
     }
     int pass = worst <= tolerance;
     fprintf(out, "# verdict: %s (largest deviation from the closed form %.3f%%, tolerance %.1f%%)\n",

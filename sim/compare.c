@@ -6,11 +6,6 @@
 #include "batch.h"
 #include "report.h"
 
-static double num(const json_t *o, const char *key)
-{
-    return json_number_value(json_object_get(o, key));
-}
-
 /* One row; `time` rows show A/B, rate rows B/A. */
 static void row(FILE *out, const char *name, double a, double b, double scale, int time)
 {
@@ -29,11 +24,11 @@ static side summarize(const et_scenario *s, const et_estimate *e, const json_t *
 {
     side x;
     if (sim) {
-        x.step = num(json_object_get(sim, "step_time_s"), "mean");
-        x.compute = num(sim, "compute_s");
-        x.exposed = num(sim, "exposed_comm_s");
-        x.idle = num(sim, "idle_s");
-        x.factor = num(sim, "straggler_factor");
+        x.step = report_num(json_object_get(sim, "step_time_s"), "mean");
+        x.compute = report_num(sim, "compute_s");
+        x.exposed = report_num(sim, "exposed_comm_s");
+        x.idle = report_num(sim, "idle_s");
+        x.factor = report_num(sim, "straggler_factor");
     } else {
         x.step = e->step_time;
         x.compute = e->compute + e->optimizer;

@@ -170,7 +170,7 @@ void report_print_analytic(FILE *out, const et_scenario *s, const et_estimate *e
             total);
 }
 
-static double jnum(const json_t *o, const char *key)
+double report_num(const json_t *o, const char *key)
 {
     return json_number_value(json_object_get(o, key));
 }
@@ -179,11 +179,11 @@ double report_sim_train_time(const et_estimate *e, const json_t *sim)
 {
     const json_t *phases = json_object_get(sim, "phases");
     if (!phases || (int)json_array_size(phases) != e->n_phases)
-        return e->steps * jnum(json_object_get(sim, "step_time_s"), "mean");
+        return e->steps * report_num(json_object_get(sim, "step_time_s"), "mean");
     double t = 0;
     for (int i = 0; i < e->n_phases; i++)
         t += e->phases[i].steps *
-             jnum(json_object_get(json_array_get(phases, (size_t)i), "step_time_s"), "mean");
+             report_num(json_object_get(json_array_get(phases, (size_t)i), "step_time_s"), "mean");
     return t;
 }
 
@@ -192,17 +192,17 @@ void report_print_simulated(FILE *out, const et_scenario *s, const et_estimate *
     report_print_header(out, s, e, "simgrid");
     report_print_memory(out, &e->memory);
     const json_t *st = json_object_get(sim, "step_time_s");
-    double mean = jnum(st, "mean");
+    double mean = report_num(st, "mean");
     fprintf(out,
             "\nsimulated    steps  mean[ms]  p50[ms]  p99[ms]  compute[ms]  exposed_comm[ms]  idle[ms]\n");
     fprintf(out, "             %5d %9.2f %8.2f %8.2f %12.2f %17.2f %9.2f\n",
             (int)json_integer_value(json_object_get(sim, "simulated_steps")), mean * 1e3,
-            jnum(st, "p50") * 1e3, jnum(st, "p99") * 1e3, jnum(sim, "compute_s") * 1e3,
-            jnum(sim, "exposed_comm_s") * 1e3, jnum(sim, "idle_s") * 1e3);
+            report_num(st, "p50") * 1e3, report_num(st, "p99") * 1e3, report_num(sim, "compute_s") * 1e3,
+            report_num(sim, "exposed_comm_s") * 1e3, report_num(sim, "idle_s") * 1e3);
     fprintf(
         out,
         "balance      straggler factor max/mean compute %.3f simulated, %.3f sampled by the analytic model\n",
-        jnum(sim, "straggler_factor"), e->straggler_factor);
+        report_num(sim, "straggler_factor"), e->straggler_factor);
     fprintf(out,
             "analytic     step %.2f ms: compute %.2f ms, exposed communication %.2f ms, optimizer %.2f ms\n",
             e->step_time * 1e3, e->compute * 1e3,
@@ -214,15 +214,15 @@ void report_print_simulated(FILE *out, const et_scenario *s, const et_estimate *
         const json_t *big = NULL;
         for (size_t i = 0; i < nb; i++) {
             const json_t *b = json_array_get(buckets, i);
-            if (!big || jnum(b, "bytes") > jnum(big, "bytes")) big = b;
+            if (!big || report_num(b, "bytes") > report_num(big, "bytes")) big = b;
         }
         fprintf(
             out,
             "\ncollective   size[MiB]  algorithm      time[us]  algbw[GB/s]  busbw[GB/s]  closed_form[us]\n");
         fprintf(out, "             %9.1f  %-12s %10.1f %12.1f %12.1f %16.1f\n",
-                jnum(big, "bytes") / 1048576.0, json_string_value(json_object_get(big, "algorithm")),
-                jnum(big, "time_s") * 1e6, jnum(big, "algbw_GBps"), jnum(big, "busbw_GBps"),
-                jnum(big, "closed_form_s") * 1e6);
+                report_num(big, "bytes") / 1048576.0, json_string_value(json_object_get(big, "algorithm")),
+                report_num(big, "time_s") * 1e6, report_num(big, "algbw_GBps"), report_num(big, "busbw_GBps"),
+                report_num(big, "closed_form_s") * 1e6);
     }
     int gpus = et_scenario_gpus(s);
     double mfu = e->model_flops_per_step / (mean * gpus * s->cluster.device.peak_flops[s->precision]);
@@ -233,7 +233,7 @@ void report_print_simulated(FILE *out, const et_scenario *s, const et_estimate *
         for (size_t i = 0; i < json_array_size(phases) && (int)i < e->n_phases; i++)
             fprintf(out, "             %7.1f %5d %6lld %19.3f %18.3f %11.4g\n", 100 * e->phases[i].from,
                     e->phases[i].rank, e->phases[i].steps,
-                    jnum(json_object_get(json_array_get(phases, i), "step_time_s"), "mean") * 1e3,
+                    report_num(json_object_get(json_array_get(phases, i), "step_time_s"), "mean") * 1e3,
                     e->phases[i].step_time * 1e3, e->phases[i].params);
     }
     double train = report_sim_train_time(e, sim), total = train + e->eval_time;

@@ -27,6 +27,8 @@ void report_print_simulated(FILE *out, const et_scenario *s, const et_estimate *
 void report_print_top_ops(FILE *out, const et_scenario *s, int count);
 /* Training time from a simulation: steps x mean simulated step, phase by phase under a rank schedule. */
 double report_sim_train_time(const et_estimate *e, const json_t *sim);
+/* A number member of a JSON object (0 when absent). */
+double report_num(const json_t *o, const char *key);
 /* Writes a duration with a unit chosen for readability (s, min, h, days). */
 void report_format_duration(char *buf, size_t size, double seconds);
 
