@@ -180,17 +180,26 @@ static void print_error(const et_error *err)
     et_error_print(stderr, err);
 }
 
-/* Loads, estimates and (unless analytic) simulates one scenario; returns an exit status. */
-static int evaluate(const options *o, const char *path, et_scenario *s, et_estimate *e, json_t **sim)
+/* Loads a scenario and applies the command line's overrides; returns an exit status. */
+static int load(const options *o, const char *path, et_scenario *s)
 {
     et_error err;
-    *sim = NULL;
     if (et_scenario_load(path, s, &err)) {
         print_error(&err);
         return EXIT_INPUT;
     }
     if (o->seed >= 0) s->simulation.seed = (unsigned long long)o->seed;
     if (o->sim.force_no_overlap) s->parallel.overlap = false;
+    return 0;
+}
+
+/* Loads, estimates and (unless analytic) simulates one scenario; returns an exit status. */
+static int evaluate(const options *o, const char *path, et_scenario *s, et_estimate *e, json_t **sim)
+{
+    et_error err;
+    *sim = NULL;
+    int rc = load(o, path, s);
+    if (rc) return rc;
     if (et_analytic_estimate(s, e, &err) || (!o->analytic && sim_run_phases(s, &o->sim, sim, &err))) {
         print_error(&err);
         et_scenario_free(s);
@@ -240,12 +249,8 @@ int main(int argc, char **argv)
     if (o.compare_with) return compare_main(&o);
     et_error err;
     et_scenario s;
-    if (et_scenario_load(o.scenario, &s, &err)) {
-        print_error(&err);
-        return EXIT_INPUT;
-    }
-    if (o.seed >= 0) s.simulation.seed = (unsigned long long)o.seed;
-    if (o.sim.force_no_overlap) s.parallel.overlap = false;
+    int loaded = load(&o, o.scenario, &s);
+    if (loaded) return loaded;
     if (o.plan_out &&
         rt_plan_write_for_scenario(o.scenario, o.plan_out, o.sim.steps > 0 ? o.sim.steps : 20, &err)) {
         print_error(&err);
@@ -257,14 +262,8 @@ int main(int argc, char **argv)
         et_scenario_free(&s);
         return 1;
     }
-    et_estimate e;
-    if (et_analytic_estimate(&s, &e, &err)) {
-        print_error(&err);
-        et_scenario_free(&s);
-        return 1;
-    }
     json_t *sim = NULL;
-    if (o.collective >= 0) {
+    if (o.collective >= 0) { /* no training step: the analytic estimate is not needed */
         double sizes[64];
         int n = 0;
         for (double b = (double)o.min_bytes; b <= (double)o.max_bytes && n < 64; b *= (double)o.step_factor)
@@ -283,6 +282,12 @@ int main(int argc, char **argv)
         json_decref(sim);
         et_scenario_free(&s);
         return rc;
+    }
+    et_estimate e;
+    if (et_analytic_estimate(&s, &e, &err)) {
+        print_error(&err);
+        et_scenario_free(&s);
+        return 1;
     }
     if (!o.analytic) {
         o.sim.progress = !o.quiet && isatty(2);
