@@ -90,13 +90,18 @@ static double graph_flops(const et_graph *g, const et_batch_shape *b)
 }
 
 double et_backward_segments(const et_scenario *s, const et_graph *g, const et_bucket *buckets, int nb,
-                            const et_batch_shape *b, double *seg)
+                            const et_batch_shape *b, double *seg, double *tp_comm)
 {
     double t = 0, total = 0;
     int k = 0;
+    et_comm_group tp = et_tp_group(s);
     for (int i = 0; i < g->n_ops; i++) {
         const et_op *op = &g->ops[i];
-        if (op->phase != ET_PHASE_BACKWARD || op->kind == ET_OP_TP_ALLREDUCE) continue;
+        if (op->phase != ET_PHASE_BACKWARD) continue;
+        if (op->kind == ET_OP_TP_ALLREDUCE) {
+            if (tp_comm) *tp_comm += et_ring_allreduce_time(&tp, et_linear_eval(&op->bytes, b));
+            continue;
+        }
         double dt = et_op_time(op, b, &s->cluster.device, s->precision);
         t += dt;
         total += dt;
@@ -120,7 +125,7 @@ static double overlap_buckets(const et_scenario *s, const et_graph *g, const et_
     int per_bucket_clip = s->optimizer.clip == ET_CLIP_PER_BUCKET;
     double *seg = malloc(((size_t)nb + 1) * sizeof *seg);
     if (!seg) return 0;
-    et_backward_segments(s, g, buckets, nb, b, seg);
+    et_backward_segments(s, g, buckets, nb, b, seg, NULL);
     double t = 0, comm_end = 0, sum = 0, clip = 0;
     for (int k = 0; k < nb; k++) {
         t += seg[k];

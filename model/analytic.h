@@ -102,10 +102,10 @@ double et_phase_time(const et_scenario *s, const et_graph *g, et_phase phase, co
 double et_pipeline_send_time(const et_scenario *s, const et_batch_shape *b);
 
 /* Splits one micro-batch's backward at the points where buckets become ready: seg[k] (k < nb) is the compute
- * time from the previous ready point to bucket k's, seg[nb] the rest of backward. Clipping is not included.
- * Returns the whole backward time. */
+ * time from the previous ready point to bucket k's, seg[nb] the rest of backward. Clipping is not included;
+ * tensor-parallel all-reduces are added to *tp_comm (may be NULL), as et_phase_time does.
+ * Returns the whole backward compute time. */
 double et_backward_segments(const et_scenario *s, const et_graph *g, const et_bucket *buckets, int nb,
-                            const et_batch_shape *b, double *seg);
-
+                            const et_batch_shape *b, double *seg, double *tp_comm);
 
 #endif

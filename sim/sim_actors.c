@@ -60,8 +60,7 @@ void sim_rank_plan(const sim_world *w, int rank, int step, sim_plan *plan)
             pre += F + tp_f + Bw + tp_b + 2 * send;
             mean_micro += (F + tp_f + Bw + tp_b + 2 * send) / m;
         } else {
-            Bw = et_backward_segments(s, &st->graph, st->buckets, nb, b, plan->seg);
-            et_phase_time(s, &st->graph, ET_PHASE_BACKWARD, b, &tp_b);
+            Bw = et_backward_segments(s, &st->graph, st->buckets, nb, b, plan->seg, &tp_b);
             mean_micro += (F + tp_f + Bw + tp_b + 2 * send) / m;
             pre += F + tp_f + send;
             plan->opt = et_phase_time(s, &st->graph, ET_PHASE_OPTIMIZER, b, NULL) * f;
