@@ -146,23 +146,27 @@ static double overlap_buckets(const et_scenario *s, const et_graph *g, const et_
     return fmax(0, comm_end - t);
 }
 
-int et_rank_loads(const et_scenario *s, const et_graph *g, int step, double *loads, et_batch_shape *largest)
+/* Forward + backward compute of one micro-batch on graph g (no communication), in one pass. */
+static double micro_compute(const et_scenario *s, const et_graph *g, const et_batch_shape *b)
+{
+    double t = 0;
+    for (int i = 0; i < g->n_ops; i++)
+        if (g->ops[i].phase != ET_PHASE_OPTIMIZER)
+            t += et_op_time(&g->ops[i], b, &s->cluster.device, s->precision); /* TP all-reduces cost 0 here */
+    return t;
+}
+
+/* Per-rank compute seconds (all micro-batches) of one sampled step; raises *largest component-wise. */
+static int rank_loads(const et_scenario *s, const et_graph *g, const et_sampler *sampler,
+                      et_batch_shape *shapes, int step, double *loads, et_batch_shape *largest)
 {
     const int dp = s->parallel.data, m = (int)s->batch.grad_accum;
-    et_sampler sampler;
-    et_error err;
-    if (et_sampler_init(&sampler, &s->data.lengths, &s->data.sampling, (int)s->batch.local, dp,
-                        s->simulation.seed, NULL, "$.data.sampling", &err))
-        return -1;
-    et_batch_shape *shapes = malloc((size_t)dp * sizeof *shapes);
-    int rc = shapes ? 0 : -1;
     for (int r = 0; r < dp; r++)
         loads[r] = 0;
-    for (int i = 0; i < m && !rc; i++) {
-        rc = et_sampler_shapes(&sampler, &s->model, s->data.unpadded, step * m + i, shapes);
-        for (int r = 0; r < dp && !rc; r++) {
-            loads[r] += et_phase_time(s, g, ET_PHASE_FORWARD, &shapes[r], NULL) +
-                        et_phase_time(s, g, ET_PHASE_BACKWARD, &shapes[r], NULL);
+    for (int i = 0; i < m; i++) {
+        if (et_sampler_shapes(sampler, &s->model, s->data.unpadded, step * m + i, shapes)) return -1;
+        for (int r = 0; r < dp; r++) {
+            loads[r] += micro_compute(s, g, &shapes[r]);
             if (largest) {
                 largest->sequences = fmax(largest->sequences, shapes[r].sequences);
                 largest->tokens = fmax(largest->tokens, shapes[r].tokens);
@@ -171,32 +175,35 @@ int et_rank_loads(const et_scenario *s, const et_graph *g, int step, double *loa
             }
         }
     }
-    free(shapes);
-    et_sampler_free(&sampler);
-    return rc;
+    return 0;
 }
 
 int et_straggler_factor(const et_scenario *s, const et_graph *g, int steps, double *factor,
                         et_batch_shape *largest)
 {
     const int dp = s->parallel.data;
+    et_sampler sampler;
+    et_error err;
+    if (et_sampler_init(&sampler, &s->data.lengths, &s->data.sampling, (int)s->batch.local, dp,
+                        s->simulation.seed, NULL, "$.data.sampling", &err))
+        return -1;
     double *loads = malloc((size_t)dp * sizeof *loads), sum = 0;
-    if (!loads) return -1;
-    for (int k = 0; k < steps; k++) {
-        if (et_rank_loads(s, g, k, loads, largest)) {
-            free(loads);
-            return -1;
-        }
+    et_batch_shape *shapes = malloc((size_t)dp * sizeof *shapes);
+    int rc = loads && shapes ? 0 : -1;
+    for (int k = 0; k < steps && !rc; k++) {
+        rc = rank_loads(s, g, &sampler, shapes, k, loads, largest);
         double mx = 0, mean = 0;
-        for (int r = 0; r < dp; r++) {
+        for (int r = 0; r < dp && !rc; r++) {
             mx = fmax(mx, loads[r]);
             mean += loads[r] / dp;
         }
         sum += mean > 0 ? mx / mean : 1;
     }
     free(loads);
+    free(shapes);
+    et_sampler_free(&sampler);
     *factor = steps > 0 ? sum / steps : 1;
-    return 0;
+    return rc;
 }
 
 /* Sampled steps behind the analytic straggler factor and the activation sizing. */

@@ -75,13 +75,9 @@ typedef struct et_estimate {
 
 int et_analytic_estimate(const et_scenario *s, et_estimate *out, et_error *err);
 
-/* Per-rank compute seconds (forward + backward of all micro-batches of a step) on graph g for the sampled
- * batches of `step`; loads has one entry per data-parallel rank. If `largest` is not NULL it is raised to
- * the largest micro-batch seen (component-wise). Returns -1 on out of memory. */
-int et_rank_loads(const et_scenario *s, const et_graph *g, int step, double *loads, et_batch_shape *largest);
-
-/* Straggler factor E[max/mean] of per-rank compute over `steps` sampled steps (1 when every rank's batch
- * costs the same). */
+/* Straggler factor E[max/mean] over `steps` sampled steps of per-rank compute (forward + backward of a
+ * step's micro-batches on graph g; 1 when every rank's batch costs the same). If `largest` is not NULL it is
+ * raised to the largest micro-batch sampled (component-wise). Returns -1 on out of memory. */
 int et_straggler_factor(const et_scenario *s, const et_graph *g, int steps, double *factor,
                         et_batch_shape *largest);
 
