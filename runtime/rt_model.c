@@ -646,7 +646,7 @@ static const binding other_ops[] = {
 };
 
 /* The parameter prefix of an op id: "layer.3.mlp.fc2.bwd_data" -> "layer.3.mlp.fc2". */
-static void prefix_of(const char *id, const char *name, int layer, char *out, size_t size)
+static void prefix_of(const char *name, int layer, char *out, size_t size)
 {
     char base[96];
     snprintf(base, sizeof base, "%s", name);
@@ -656,7 +656,6 @@ static void prefix_of(const char *id, const char *name, int layer, char *out, si
         snprintf(out, size, "layer.%d.%s", layer, base);
     else
         snprintf(out, size, "%s", base);
-    (void)id;
 }
 
 /* The tensor-train record of (layer, role), shared by its forward and backward ops: the layer with the
@@ -776,7 +775,7 @@ static int bind_ops(rt_model *m, et_error *err)
         r->exec = found->exec;
         if (found->weight) {
             char prefix[128];
-            prefix_of(op->id, name, op->layer, prefix, sizeof prefix);
+            prefix_of(name, op->layer, prefix, sizeof prefix);
             bind(m, r, prefix, found->weight, found->bias);
             if (!r->W)
                 return et_error_set(err, m->s->source, 0, 0, NULL, "op %s: no parameter %s.%s", op->id,
