@@ -29,6 +29,7 @@ static void usage(FILE *out)
           "  --platform-out FILE  write the generated SimGrid platform XML\n"
           "  --plan-out FILE   write a plan etrun can execute (the scenario plus a \"run\" section)\n"
           "  --detailed-collectives  play rings step by step (slow; for validating the fluid form)\n"
+          "  --all-flows       play every flow (no mirroring of identical flows alone on their links)\n"
           "  --no-overlap      start gradient collectives only after backward\n"
           "  --quiet           no progress output\n"
           "  --top-ops N       also list the N most expensive ops of one micro-batch\n"
@@ -101,6 +102,8 @@ static int parse_args(int argc, char **argv, options *o)
             o->analytic = 1;
         } else if (strcmp(a, "--quiet") == 0) {
             o->quiet = 1;
+        } else if (strcmp(a, "--all-flows") == 0) {
+            o->sim.all_flows = true;
         } else if (strcmp(a, "--detailed-collectives") == 0) {
             o->sim.detailed = true;
         } else if (strcmp(a, "--no-overlap") == 0) {

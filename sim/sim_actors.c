@@ -115,11 +115,41 @@ static void barrier(sim_rank *r, sg_bar_t bar, int step, const char *name)
     trace(r, 1, arrive, start - arrive, "%s", name);
 }
 
-static sg_mailbox_t *boxes;
+/* Announces when this rank's buckets will be ready; the last rank of the group to announce opens the
+ * communicator's gate for the step. */
+static void announce(sim_group *grp, int step, int nb, int overlap, const double *ready)
+{
+    double *latest = grp->latest + (size_t)step * (nb + 1);
+    for (int k = 0; k < nb; k++)
+        latest[k] = fmax(latest[k], overlap ? ready[k] : ready[nb]);
+    if (++grp->announced[step] == grp->size) sg_sem_release(grp->announce_gate);
+}
+
+/* After meeting the communicator: this rank's view of the bucket collectives it played (idle time while
+ * waiting for later ranks, and the trace). */
+static void account_buckets(sim_rank *r, const sim_group *grp, const sim_stage *st, int step, int overlap,
+                            const double *ready, double bwd_end)
+{
+    const et_scenario *s = sim_w->s;
+    const int nb = st->n_buckets;
+    const double *start = grp->coll_start + (size_t)step * (nb + 1);
+    const double *end = grp->coll_end + (size_t)step * (nb + 1);
+    double previous_end = grp->stream_start[step];
+    for (int k = 0; k < nb; k++) {
+        double arrive = fmax(overlap ? ready[k] : bwd_end, previous_end);
+        double from = fmax(arrive, bwd_end);
+        if (start[k] > from) r->idle[step] += start[k] - from;
+        trace(r, 1, arrive, start[k] - arrive, "wait for other ranks");
+        trace(r, 1, start[k], end[k] - start[k], "%s bucket %d (%.1f MiB)",
+              s->parallel.zero_stage >= 2 ? "reduce-scatter" : et_coll_algo_names[st->algo[k]], k,
+              st->buckets[k].bytes / 1048576.0);
+        previous_end = end[k];
+    }
+}
 
 /* Compute never waits for communication during backward, so its timeline is known in advance: backward
- * runs as one asynchronous execution, and the communication stream waits for each bucket's ready time
- * (sleep_until) before its collective. One actor per GPU plays both streams. */
+ * runs as one asynchronous execution, and the rank announces when each bucket will be ready, which hands
+ * the bucket to the communicator's actor (the communication stream). */
 static void gpu_actor(int argc, char **argv)
 {
     (void)argc;
@@ -130,10 +160,7 @@ static void gpu_actor(int argc, char **argv)
     const int nb = st->n_buckets, dp = w->dp.ranks > 1;
     const int overlap = s->parallel.overlap && !w->o->force_no_overlap;
     const int clip = s->optimizer.clip == ET_CLIP_PER_BUCKET;
-    /* with ZeRO-3 the forward waits for parameter gathers, so ready times are not known ahead */
-    const int ahead = s->parallel.zero_stage < 3;
-    sg_bar_t bar = w->groups[r->group].comm_barrier;
-    const double param_bytes = st->graph.param_count * et_precision_bytes(s->precision);
+    sim_group *grp = &w->groups[r->group];
     sim_plan plan;
     plan.seg = malloc(((size_t)nb + 1) * sizeof *plan.seg);
     double *ready = malloc(((size_t)nb + 1) * sizeof *ready);
@@ -146,38 +173,30 @@ static void gpu_actor(int argc, char **argv)
         r->step_start[step] = simgrid_get_clock();
         r->bwd_end[step] = INFINITY; /* nothing counts as idle before backward has ended */
         sim_rank_plan(w, r->rank, step, &plan);
-        /* announce when this rank's buckets will be ready (forward and backward never wait for others) */
-        sim_group *grp = &w->groups[r->group];
-        double *latest = grp->latest + (size_t)step * (nb + 1);
-        if (ahead) {
-            double t = simgrid_get_clock() + plan.pre;
-            for (int k = 0; k <= nb; k++) {
-                t += plan.seg[k];
-                if (k < nb && clip) t += st->clip[k];
-                ready[k] = t;
-            }
-            for (int k = 0; k < nb; k++)
-                latest[k] = fmax(latest[k], overlap ? ready[k] : ready[nb]);
-            if (++grp->announced[step] == grp->size)
-                for (; grp->waiting[step] > 0; grp->waiting[step]--)
-                    sg_sem_release(grp->announce_gate);
-        }
-        if (s->parallel.zero_stage >= 3 && dp) {
-            /* parameters gathered before forward and backward, prefetched under the forward pass */
-            double t0 = simgrid_get_clock();
+        /* bucket k is ready after backward's segment k and its clipping kernel; forward and backward never
+         * wait for other ranks, so the times are known once forward's start is */
+        const int zero3 = s->parallel.zero_stage >= 3 && dp;
+        double fwd_start = simgrid_get_clock();
+        if (zero3) {
+            /* parameters gathered before forward and backward (the communicator plays the gathers),
+             * prefetched under the forward pass */
             sg_exec_t fwd = sg_actor_exec_async(plan.pre * sg_host_get_speed(r->host));
-            for (int i = 0; i < 2 * s->batch.grad_accum; i++) {
-                barrier(r, bar, step, "wait for other ranks");
-                sim_ring_gather(r, boxes, bar, param_bytes, 1);
-            }
+            barrier(r, grp->meet, step, "wait for other ranks");
+            sg_barrier_wait(grp->meet);
             sg_exec_wait(fwd);
             r->busy[step] += plan.pre;
-            trace(r, 0, t0, plan.pre, "forward");
-        } else {
-            exec(r, plan.pre, "forward", step);
+            trace(r, 0, fwd_start, plan.pre, "forward");
         }
-        /* backward: one execution; bucket k is ready after its segment (and its clipping kernel) */
-        double t0 = simgrid_get_clock(), t = t0;
+        double t0 = zero3 ? simgrid_get_clock() : fwd_start + plan.pre, t = t0;
+        for (int k = 0; k <= nb; k++) {
+            t += plan.seg[k];
+            if (k < nb && clip) t += st->clip[k];
+            ready[k] = t;
+        }
+        if (dp) announce(grp, step, nb, overlap, ready);
+        if (!zero3) exec(r, plan.pre, "forward", step);
+        /* backward: one execution */
+        t = t0;
         for (int k = 0; k <= nb; k++) {
             if (k < nb)
                 trace(r, 0, t, plan.seg[k], "backward to bucket %d", k);
@@ -188,62 +207,29 @@ static void gpu_actor(int argc, char **argv)
                 trace(r, 0, t, st->clip[k], "clip bucket %d", k);
                 t += st->clip[k];
             }
-            ready[k] = t;
         }
         sg_exec_t bwd = t > t0 ? sg_actor_exec_async((t - t0) * sg_host_get_speed(r->host)) : NULL;
         r->busy[step] += t - t0;
         const double bwd_end = t;
-        for (int k = 0; k < nb && dp; k++) {
-            const et_bucket *b = &st->buckets[k];
-            if (ahead) {
-                /* the collective starts at the group's latest announced ready time (or now, when the previous
-                 * collective ended later): every rank computes the same start and wakes once */
-                if (grp->announced[step] < grp->size) {
-                    grp->waiting[step]++;
-                    sg_sem_acquire(grp->announce_gate);
-                }
-                double now = simgrid_get_clock(), arrive = fmax(overlap ? ready[k] : bwd_end, now);
-                double begin = fmax(latest[k], now);
-                r->not_before = begin; /* the collective's first phase sleeps to begin + its latency term */
-                double from = fmax(arrive, bwd_end);
-                if (begin > from) r->idle[step] += begin - from;
-                trace(r, 1, arrive, begin - arrive, "wait for other ranks");
-            } else {
-                sg_actor_sleep_until(overlap ? ready[k] : bwd_end);
-                if (simgrid_get_clock() >= bwd_end) r->bwd_end[step] = bwd_end;
-                barrier(r, bar, step, "wait for other ranks");
-            }
-            double start = ahead ? fmax(simgrid_get_clock(), r->not_before) : simgrid_get_clock();
-            et_coll_algo algo = st->algo[k];
-            if (s->parallel.zero_stage >= 2)
-                sim_ring_gather(r, boxes, bar, b->bytes, 1);
-            else
-                sim_allreduce(r, boxes, bar, algo, b->bytes);
-            double end = simgrid_get_clock();
-            if (r->group == 0) {
-                double *e = &w->bucket_end[step * nb + k];
-                if (end > *e) *e = end;
-                w->bucket_start[step * nb + k] = start;
-            }
-            trace(r, 1, start, end - start, "%s bucket %d (%.1f MiB)",
-                  s->parallel.zero_stage >= 2 ? "reduce-scatter" : et_coll_algo_names[algo], k,
-                  b->bytes / 1048576.0);
+        if (dp) {
+            sg_barrier_wait(grp->meet); /* the communicator has played every bucket's collective */
+            account_buckets(r, grp, st, step, overlap, ready, bwd_end);
         }
         if (bwd) sg_exec_wait(bwd);
         r->bwd_end[step] = bwd_end;
         r->wait_end[step] = simgrid_get_clock();
         if (s->optimizer.clip == ET_CLIP_AFTER_ALLREDUCE && dp) {
             /* global norm: a latency-bound all-reduce of one value */
-            barrier(r, w->groups[r->group].compute_barrier, step, "wait for other ranks");
+            barrier(r, grp->compute_barrier, step, "wait for other ranks");
             double c0 = simgrid_get_clock();
             sg_actor_sleep_for(et_allreduce_time(&w->dp, ET_COLL_AUTO, 4, NULL));
             trace(r, 1, c0, simgrid_get_clock() - c0, "global-norm all-reduce");
         }
         exec(r, plan.opt, "optimizer", step);
         if (s->parallel.zero_stage >= 1 && dp) {
-            barrier(r, w->groups[r->group].compute_barrier, step, "wait for other ranks");
+            barrier(r, grp->meet, step, "wait for other ranks");
             double g0 = simgrid_get_clock();
-            sim_ring_gather(r, boxes, w->groups[r->group].compute_barrier, param_bytes, 1);
+            sg_barrier_wait(grp->meet); /* the communicator has gathered the updated parameters */
             trace(r, 1, g0, simgrid_get_clock() - g0, "ZeRO parameter all-gather");
         }
         r->step_end[step] = simgrid_get_clock();
@@ -252,45 +238,86 @@ static void gpu_actor(int argc, char **argv)
     free(ready);
 }
 
-/* Collective benchmark: every rank runs the same sequence of collectives, back to back. */
+/* The communication stream of a data-parallel group: per step, the ZeRO-3 parameter gathers, then each
+ * bucket's collective from the latest ready time of its ranks, then the ZeRO parameter all-gather. */
+static void communicator_actor(int argc, char **argv)
+{
+    (void)argc;
+    sim_world *w = sim_w;
+    const int id = atoi(argv[1]);
+    sim_group *g = &w->groups[id];
+    const sim_stage *st = &w->stages[g->stage];
+    const et_scenario *s = w->s;
+    const int nb = st->n_buckets, zero = s->parallel.zero_stage;
+    const double param_bytes = st->graph.param_count * et_precision_bytes(s->precision);
+    for (int step = 0; step < w->steps; step++) {
+        if (zero >= 3) {
+            sg_barrier_wait(g->meet);
+            for (int i = 0; i < 2 * s->batch.grad_accum; i++)
+                sim_ring_gather(g, param_bytes, 1, simgrid_get_clock());
+            sg_barrier_wait(g->meet);
+        }
+        sg_sem_acquire(g->announce_gate);
+        g->stream_start[step] = simgrid_get_clock();
+        const double *latest = g->latest + (size_t)step * (nb + 1);
+        double *start = g->coll_start + (size_t)step * (nb + 1), *end = g->coll_end + (size_t)step * (nb + 1);
+        for (int k = 0; k < nb; k++) {
+            start[k] = fmax(latest[k], simgrid_get_clock());
+            if (zero >= 2)
+                sim_ring_gather(g, st->buckets[k].bytes, 1, start[k]);
+            else
+                sim_allreduce(g, st->algo[k], st->buckets[k].bytes, start[k]);
+            end[k] = simgrid_get_clock();
+            if (id == 0) {
+                w->bucket_start[step * nb + k] = start[k];
+                w->bucket_end[step * nb + k] = end[k];
+            }
+        }
+        sg_barrier_wait(g->meet);
+        if (zero >= 1) {
+            sg_barrier_wait(g->meet);
+            sim_ring_gather(g, param_bytes, 1, simgrid_get_clock());
+            sg_barrier_wait(g->meet);
+        }
+    }
+}
+
+/* Collective benchmark: the communicator runs the same sequence of collectives, back to back. */
 static void bench_actor(int argc, char **argv)
 {
     (void)argc;
     sim_world *w = sim_w;
-    sim_rank *r = &w->ranks[atoi(argv[1])];
+    sim_group *g = &w->groups[atoi(argv[1])];
     const sim_options *o = w->o;
     for (int i = 0; i < o->bench_sizes; i++) {
-        sg_barrier_wait(w->groups[r->group].comm_barrier);
         double start = simgrid_get_clock(), bytes = o->bench_bytes[i];
         if (o->bench_op == 0) {
             et_coll_algo algo;
             et_allreduce_time(&w->dp, o->bench_algo, bytes, &algo);
-            sim_allreduce(r, boxes, w->groups[r->group].comm_barrier, algo, bytes);
+            sim_allreduce(g, algo, bytes, start);
         } else {
-            sim_ring_gather(r, boxes, w->groups[r->group].comm_barrier, bytes, 1);
+            sim_ring_gather(g, bytes, 1, start);
         }
-        double end = simgrid_get_clock();
-        if (r->group == 0) {
+        if (g == &w->groups[0]) {
             w->bucket_start[i] = start;
-            if (end > w->bucket_end[i]) w->bucket_end[i] = end;
+            w->bucket_end[i] = simgrid_get_clock();
         }
     }
 }
 
 void sim_start_actors(sim_world *w)
 {
-    boxes = malloc((size_t)w->n_ranks * sizeof *boxes);
-    char name[32], arg[16];
-    for (int i = 0; i < w->n_ranks; i++) {
-        snprintf(name, sizeof name, "gpu-%d", i);
-        boxes[i] = sg_mailbox_by_name(name);
+    char arg[16];
+    const int bench = w->o->bench_sizes > 0;
+    for (int i = 0; i < w->n_groups && w->dp.ranks > 1; i++) {
+        snprintf(arg, sizeof arg, "%d", i);
+        const char *argv[] = {"communicator", arg};
+        sg_host_t host = w->ranks[w->groups[i].members[0]].host;
+        sg_actor_create("communicator", host, bench ? bench_actor : communicator_actor, 2, (char **)argv);
     }
-    for (int i = 0; i < w->n_ranks; i++) {
+    for (int i = 0; i < w->n_ranks && !bench; i++) {
         snprintf(arg, sizeof arg, "%d", i);
         const char *argv[] = {"gpu", arg};
-        if (w->o->bench_sizes > 0)
-            sg_actor_create("bench", w->ranks[i].host, bench_actor, 2, (char **)argv);
-        else
-            sg_actor_create("gpu", w->ranks[i].host, gpu_actor, 2, (char **)argv);
+        sg_actor_create("gpu", w->ranks[i].host, gpu_actor, 2, (char **)argv);
     }
 }

@@ -1,158 +1,312 @@
-/* NCCL-style collectives as SimGrid flows. Fluid form: each algorithm phase is one flow per rank carrying
- * everything that rank sends in the phase (a pipelined ring or tree keeps every link busy for the whole
- * phase), preceded by the phase's latency term; detailed form: the 2(N-1) ring steps one message each. */
+/* NCCL-style collectives as SimGrid flows, played by a communicator's actor. Fluid form: each algorithm
+ * phase is one flow per sending rank and peer carrying everything it sends in the phase (a pipelined ring
+ * or tree keeps every link busy for the whole phase), preceded by the phase's latency term; detailed form:
+ * the 2(N-1) ring steps, one message each.
+ *
+ * Mirroring: a flow alone on every link of its route (no other flow of the phase crosses any of them, and
+ * no other communicator's flows ever do) progresses independently of all other traffic, so flows alone on
+ * routes with the same link properties, of the same size and start, progress identically. One of each such
+ * set is played and stands for the others: NVLink flows inside every node, and ring flows between nodes,
+ * collapse to a handful per phase, with no change to any time (docs/simulator.md). */
 #include <math.h>
-#include <simgrid/comm.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <simgrid/link.h>
+#include <xbt/dynar.h>
 
+#include "sg_sendto.h"
 #include "sim_world.h"
 
 XBT_LOG_NEW_DEFAULT_CATEGORY(et_collectives, "etsim collectives");
 
-static char payload; /* SimGrid refuses NULL payloads; flows carry sizes only */
-
-/* Route latency to a peer, cached: SimGrid computes routes on every call. */
-static double route_latency(sim_rank *r, const sim_rank *dst)
+static int grow_links(sim_links *l)
 {
-    for (int i = 0; i < r->route_cached; i++)
-        if (r->route_dst[i] == dst->rank) return r->route_latency[i];
-    double lat = sg_host_get_route_latency(r->host, dst->host) * sim_w->s->cluster.latency_factor;
-    if (r->route_cached < 6) {
-        r->route_dst[r->route_cached] = dst->rank;
-        r->route_latency[r->route_cached++] = lat;
-    }
-    return lat;
+    int cap = l->capacity ? 2 * l->capacity : 1024;
+    double *bw = realloc(l->bandwidth, (size_t)cap * sizeof *bw);
+    if (bw) l->bandwidth = bw;
+    double *lat = realloc(l->latency, (size_t)cap * sizeof *lat);
+    if (lat) l->latency = lat;
+    int *shared = realloc(l->shared, (size_t)cap * sizeof *shared);
+    if (shared) l->shared = shared;
+    int *owner = realloc(l->owner, (size_t)cap * sizeof *owner);
+    if (owner) l->owner = owner;
+    int *use = realloc(l->in_use, (size_t)cap * sizeof *use);
+    if (use) l->in_use = use;
+    if (!bw || !lat || !shared || !owner || !use) return -1;
+    l->capacity = cap;
+    return 0;
 }
 
-static sim_rank *member(const sim_rank *r, int index)
+/* The id of a link, numbered on first sight (its SimGrid user data holds id + 1); -1 when out of memory. */
+static int link_id(sim_links *l, sg_link_t link)
 {
-    const sim_group *g = &sim_w->groups[r->group];
+    intptr_t id = (intptr_t)sg_link_get_data(link);
+    if (id > 0) return (int)id - 1;
+    if (l->count == l->capacity && grow_links(l)) return -1;
+    int i = l->count++;
+    l->bandwidth[i] = sg_link_get_bandwidth(link);
+    l->latency[i] = sg_link_get_latency(link);
+    l->shared[i] = sg_link_is_shared(link);
+    l->owner[i] = -1;
+    l->in_use[i] = 0;
+    sg_link_set_data(link, (void *)(intptr_t)(i + 1));
+    return i;
+}
+
+static void resolve(const sim_rank *r, const sim_rank *dst, sim_route *route)
+{
+    route->dst = dst->rank;
+    route->latency = sg_host_get_route_latency(r->host, dst->host) * sim_w->s->cluster.latency_factor;
+    xbt_dynar_t links = xbt_dynar_new(sizeof(sg_link_t), NULL);
+    sg_host_get_route(r->host, dst->host, links);
+    unsigned long n = xbt_dynar_length(links);
+    route->n_links = n <= SIM_ROUTE_LINKS ? (int)n : -1;
+    for (int i = 0; i < route->n_links; i++) {
+        route->link[i] = link_id(&sim_w->links, xbt_dynar_get_as(links, i, sg_link_t));
+        if (route->link[i] < 0) route->n_links = -1;
+    }
+    xbt_dynar_free(&links);
+}
+
+/* The route to a peer, cached per rank (SimGrid resolves routes on every call); `spare` holds it when the
+ * cache is full. */
+static const sim_route *route_to(sim_rank *r, const sim_rank *dst, sim_route *spare)
+{
+    for (int i = 0; i < r->n_routes; i++)
+        if (r->routes[i].dst == dst->rank) return &r->routes[i];
+    sim_route *route = r->n_routes < SIM_ROUTES ? &r->routes[r->n_routes++] : spare;
+    resolve(r, dst, route);
+    return route;
+}
+
+static sim_rank *member(const sim_group *g, int index)
+{
     return &sim_w->ranks[g->members[index]];
 }
 
-/* Sends `bytes` to `dst` so that the flow ends `latency_term` + transfer time after now (the route's own
- * latency is part of the term), while receiving `n_recv` flows on `self`. */
-static void exchange(sim_rank *r, sg_mailbox_t *boxes, const sim_rank *const *dst, const double *bytes,
-                     int n_send, int n_recv, double latency_term)
+static void add_flow(sim_group *g, int *n, int src, int dst, double bytes)
 {
-    sg_comm_t comms[16];
-    void *data;
+    g->flows[*n] = (sim_flow){.src = member(g, src), .dst = member(g, dst), .bytes = bytes, .order = *n};
+    (*n)++;
+}
+
+/* Flow sets of the algorithms' phases, in g->flows; each returns the count. A sender's flows are
+ * consecutive. */
+
+/* Every rank sends `bytes` to the next one of its ring: inside its node (inter = 0), or to the same local
+ * rank of the next node (inter = 1). k ranks per node, n nodes; k = N, n = 1 is one ring over all ranks. */
+static int ring_flows(sim_group *g, double bytes, int k, int n_nodes, int inter)
+{
     int n = 0;
-    for (int i = 0; i < n_recv; i++)
-        comms[n++] = sg_mailbox_get_async(boxes[r->rank], &data);
-    double route = 0;
-    for (int i = 0; i < n_send; i++)
-        route = fmax(route, route_latency(r, dst[i])); /* SimGrid scales it by the latency factor */
-    /* the phase starts now, or at the collective's announced start when the caller has not slept to it */
-    double t_ref = fmax(simgrid_get_clock(), r->not_before);
-    r->not_before = 0;
-    if (t_ref + latency_term - route > simgrid_get_clock())
-        sg_actor_sleep_until(t_ref + latency_term - route);
-    for (int i = 0; i < n_send; i++)
-        comms[n++] = sg_mailbox_put_async(boxes[dst[i]->rank], &payload, (long)bytes[i]);
-    sg_comm_wait_all(comms, (size_t)n);
-}
-
-static void ring_phase(sim_rank *r, sg_mailbox_t *boxes, int next_index, double bytes, double latency_term)
-{
-    const sim_rank *dst = member(r, next_index);
-    exchange(r, boxes, &dst, &bytes, 1, 1, latency_term);
-}
-
-void sim_ring_gather(sim_rank *r, sg_mailbox_t *boxes, sg_bar_t barrier, double bytes, int factor_num)
-{
-    /* factor_num 1: reduce-scatter or all-gather, (N-1)/N S and N-1 steps; 2: all-reduce */
-    const et_comm_group *g = &sim_w->dp;
-    int N = g->ranks;
-    if (N <= 1) return;
-    double alpha = g->nodes > 1 ? g->alpha_inter : g->alpha_intra;
-    ring_phase(r, boxes, (r->index + 1) % N, factor_num * (N - 1.0) / N * bytes,
-               factor_num * (N - 1) * alpha);
-    sg_barrier_wait(barrier);
-}
-
-static void ring_allreduce_detailed(sim_rank *r, sg_mailbox_t *boxes, double bytes)
-{
-    const et_comm_group *g = &sim_w->dp;
-    int N = g->ranks;
-    double alpha = g->nodes > 1 ? g->alpha_inter : g->alpha_intra;
-    for (int step = 0; step < 2 * (N - 1); step++)
-        ring_phase(r, boxes, (r->index + 1) % N, bytes / N, alpha);
-}
-
-static void hierarchical(sim_rank *r, sg_mailbox_t *boxes, sg_bar_t barrier, double bytes)
-{
-    const et_comm_group *g = &sim_w->dp;
-    int k = g->ranks_per_node, n = g->nodes, node = r->index / k, local = r->index % k;
-    if (k > 1) /* intra-node reduce-scatter */
-        ring_phase(r, boxes, node * k + (local + 1) % k, (k - 1.0) / k * bytes, (k - 1) * g->alpha_intra);
-    sg_barrier_wait(barrier);
-    if (n > 1) /* k concurrent inter-node rings, one per local rank, on S/k each */
-        ring_phase(r, boxes, ((node + 1) % n) * k + local, 2.0 * (n - 1) / n * bytes / k,
-                   2 * (n - 1) * g->alpha_inter);
-    sg_barrier_wait(barrier);
-    if (k > 1) /* intra-node all-gather */
-        ring_phase(r, boxes, node * k + (local + 1) % k, (k - 1.0) / k * bytes, (k - 1) * g->alpha_intra);
+    for (int i = 0; i < g->size; i++) {
+        int node = i / k, local = i % k;
+        int next = inter ? ((node + 1) % n_nodes) * k + local : node * k + (local + 1) % k;
+        add_flow(g, &n, i, next, bytes);
+    }
+    return n;
 }
 
 /* One tree phase: reduce (flows towards the roots) or broadcast (away from them). Inside a node a chain
  * towards local rank 0 carries S; between nodes, two mirrored binary trees carry S/2 each. */
-static void tree_phase(sim_rank *r, sg_mailbox_t *boxes, double bytes, int reduce)
+static int tree_flows(sim_group *g, double bytes, int reduce)
 {
-    const et_comm_group *g = &sim_w->dp;
-    int k = g->ranks_per_node, n = g->nodes, node = r->index / k, local = r->index % k;
-    const sim_rank *dst[8];
-    double sizes[8];
-    int n_send = 0, n_recv = 0;
-    /* intra-node chain: local j sends to j-1 when reducing, receives from j-1 when broadcasting */
-    if (reduce) {
-        if (local > 0) dst[n_send] = member(r, r->index - 1), sizes[n_send++] = bytes;
-        if (local < k - 1) n_recv++;
-    } else {
-        if (local < k - 1) dst[n_send] = member(r, r->index + 1), sizes[n_send++] = bytes;
-        if (local > 0) n_recv++;
-    }
-    if (local == 0 && n > 1)
-        for (int t = 0; t < 2; t++) {
-            int parent = et_tree_parent(n, t, node), children[2];
-            int n_children = et_tree_children(n, t, node, children);
-            if (reduce) {
-                if (parent >= 0) dst[n_send] = member(r, parent * k), sizes[n_send++] = bytes / 2;
-                n_recv += n_children;
-            } else {
-                for (int c = 0; c < n_children; c++)
-                    dst[n_send] = member(r, children[c] * k), sizes[n_send++] = bytes / 2;
-                n_recv += parent >= 0;
+    const et_comm_group *c = &sim_w->dp;
+    int k = c->ranks_per_node, n_nodes = c->nodes, n = 0;
+    for (int i = 0; i < g->size; i++) {
+        int node = i / k, local = i % k;
+        /* intra-node chain: local j sends to j-1 when reducing, to j+1 when broadcasting */
+        if (reduce && local > 0) add_flow(g, &n, i, i - 1, bytes);
+        if (!reduce && local < k - 1) add_flow(g, &n, i, i + 1, bytes);
+        if (local == 0 && n_nodes > 1)
+            for (int t = 0; t < 2; t++) {
+                int parent = et_tree_parent(n_nodes, t, node), children[2];
+                int n_children = et_tree_children(n_nodes, t, node, children);
+                if (reduce && parent >= 0) add_flow(g, &n, i, parent * k, bytes / 2);
+                if (!reduce)
+                    for (int x = 0; x < n_children; x++)
+                        add_flow(g, &n, i, children[x] * k, bytes / 2);
             }
-        }
-    double latency = (k - 1) * g->alpha_intra + et_tree_depth(n) * g->alpha_inter;
-    exchange(r, boxes, dst, sizes, n_send, n_recv, latency);
+    }
+    return n;
 }
 
-static void tree(sim_rank *r, sg_mailbox_t *boxes, sg_bar_t barrier, double bytes)
+/* Same size, start and link properties along the route: flows alone on their links then end together. */
+static int same_progress(const sim_flow *a, const sim_flow *b)
 {
-    tree_phase(r, boxes, bytes, 1);
-    sg_barrier_wait(barrier);
-    tree_phase(r, boxes, bytes, 0);
+    const sim_links *l = &sim_w->links;
+    const sim_route *x = a->route, *y = b->route;
+    if (a->bytes != b->bytes || a->start != b->start || x->n_links != y->n_links || x->latency != y->latency)
+        return 0;
+    for (int i = 0; i < x->n_links; i++) {
+        int p = x->link[i], q = y->link[i];
+        if (l->bandwidth[p] != l->bandwidth[q] || l->latency[p] != l->latency[q] || l->shared[p] != l->shared[q])
+            return 0;
+    }
+    return 1;
 }
 
-void sim_allreduce(sim_rank *r, sg_mailbox_t *boxes, sg_bar_t barrier, et_coll_algo algo, double bytes)
+static int by_start(const void *a, const void *b)
+{
+    const sim_flow *x = a, *y = b;
+    if (x->start != y->start) return x->start < y->start ? -1 : 1;
+    return x->order - y->order;
+}
+
+#define MAX_PLAYED_FOR_OTHERS 64
+
+/* Plays the n flows of g->flows as one phase and returns when the last has ended. Each sender's flows are
+ * launched so that they end `latency_term` + transfer time after t_ref (the route's own latency is part of
+ * the term: a sender starts its longest route's latency early), or now if that is later. */
+static void run_phase(sim_group *g, int n, double t_ref, double latency_term)
+{
+    if (n == 0) return;
+    sim_links *l = &sim_w->links;
+    const int mirror = !sim_w->o->all_flows && !sim_w->o->detailed;
+    for (int i = 0; i < n;) {
+        int j = i;
+        double route = 0;
+        for (; j < n && g->flows[j].src == g->flows[i].src; j++) {
+            sim_flow *f = &g->flows[j];
+            f->route = route_to(f->src, f->dst, &f->spare);
+            if (f->route == &f->spare) f->route = NULL; /* not cached: never mirrored */
+            route = fmax(route, f->route ? f->route->latency : f->spare.latency);
+        }
+        for (; i < j; i++)
+            g->flows[i].start = t_ref + latency_term - route;
+    }
+    /* which flows are alone on all their links in this phase */
+    if (mirror)
+        for (int i = 0; i < n; i++)
+            for (int x = 0; g->flows[i].route && x < g->flows[i].route->n_links; x++)
+                l->in_use[g->flows[i].route->link[x]]++;
+    for (int i = 0; i < n; i++) {
+        sim_flow *f = &g->flows[i];
+        f->alone = mirror && f->route && f->route->n_links >= 0;
+        for (int x = 0; f->alone && x < f->route->n_links; x++) {
+            int id = f->route->link[x];
+            if (l->in_use[id] != 1 || l->owner[id] == SIM_LINK_SHARED_BY_GROUPS) f->alone = 0;
+        }
+    }
+    if (mirror)
+        for (int i = 0; i < n; i++)
+            for (int x = 0; g->flows[i].route && x < g->flows[i].route->n_links; x++)
+                l->in_use[g->flows[i].route->link[x]] = 0;
+    qsort(g->flows, (size_t)n, sizeof *g->flows, by_start);
+    const sim_flow *played[MAX_PLAYED_FOR_OTHERS];
+    int n_played = 0, n_comms = 0;
+    for (int i = 0; i < n; i++) {
+        const sim_flow *f = &g->flows[i];
+        if (f->alone) {
+            int same = 0;
+            for (int p = 0; p < n_played && !same; p++)
+                same = same_progress(f, played[p]);
+            if (same) continue; /* an identical flow, played already, ends when this one would */
+            if (n_played < MAX_PLAYED_FOR_OTHERS) played[n_played++] = f;
+        }
+        if (f->start > simgrid_get_clock()) sg_actor_sleep_until(f->start);
+        g->comms[n_comms++] = et_sendto_async(f->src->host, f->dst->host, f->bytes);
+    }
+    sg_comm_wait_all(g->comms, (size_t)n_comms);
+}
+
+static void ring_phase(sim_group *g, double t_ref, double bytes, double latency_term, int k, int n_nodes,
+                       int inter)
+{
+    run_phase(g, ring_flows(g, bytes, k, n_nodes, inter), t_ref, latency_term);
+}
+
+void sim_ring_gather(sim_group *g, double bytes, int factor_num, double start)
+{
+    /* factor_num 1: reduce-scatter or all-gather, (N-1)/N S and N-1 steps; 2: all-reduce */
+    const et_comm_group *c = &sim_w->dp;
+    int N = c->ranks;
+    if (N <= 1) return;
+    double alpha = c->nodes > 1 ? c->alpha_inter : c->alpha_intra;
+    ring_phase(g, fmax(start, simgrid_get_clock()), factor_num * (N - 1.0) / N * bytes,
+               factor_num * (N - 1) * alpha, N, 1, 0);
+}
+
+static void ring_allreduce_detailed(sim_group *g, double bytes, double start)
+{
+    const et_comm_group *c = &sim_w->dp;
+    int N = c->ranks;
+    double alpha = c->nodes > 1 ? c->alpha_inter : c->alpha_intra;
+    for (int step = 0; step < 2 * (N - 1); step++)
+        ring_phase(g, fmax(start, simgrid_get_clock()), bytes / N, alpha, N, 1, 0);
+}
+
+static void hierarchical(sim_group *g, double bytes, double start)
+{
+    const et_comm_group *c = &sim_w->dp;
+    int k = c->ranks_per_node, n = c->nodes;
+    double t = fmax(start, simgrid_get_clock());
+    if (k > 1) /* intra-node reduce-scatter */
+        ring_phase(g, t, (k - 1.0) / k * bytes, (k - 1) * c->alpha_intra, k, n, 0);
+    if (n > 1) /* k concurrent inter-node rings, one per local rank, on S/k each */
+        ring_phase(g, fmax(t, simgrid_get_clock()), 2.0 * (n - 1) / n * bytes / k,
+                   2 * (n - 1) * c->alpha_inter, k, n, 1);
+    if (k > 1) /* intra-node all-gather */
+        ring_phase(g, fmax(t, simgrid_get_clock()), (k - 1.0) / k * bytes, (k - 1) * c->alpha_intra, k, n,
+                   0);
+}
+
+static void tree(sim_group *g, double bytes, double start)
+{
+    const et_comm_group *c = &sim_w->dp;
+    double latency = (c->ranks_per_node - 1) * c->alpha_intra + et_tree_depth(c->nodes) * c->alpha_inter;
+    run_phase(g, tree_flows(g, bytes, 1), fmax(start, simgrid_get_clock()), latency);
+    run_phase(g, tree_flows(g, bytes, 0), simgrid_get_clock(), latency);
+}
+
+void sim_allreduce(sim_group *g, et_coll_algo algo, double bytes, double start)
 {
     if (sim_w->dp.ranks <= 1) return;
     switch (algo) {
     case ET_COLL_TREE:
-        tree(r, boxes, barrier, bytes);
+        tree(g, bytes, start);
         break;
     case ET_COLL_HIERARCHICAL:
-        hierarchical(r, boxes, barrier, bytes);
+        hierarchical(g, bytes, start);
         break;
     default:
-        if (sim_w->o->detailed) {
-            ring_allreduce_detailed(r, boxes, bytes);
-        } else {
-            sim_ring_gather(r, boxes, barrier, bytes, 2);
-            return; /* ends with its barrier */
+        if (sim_w->o->detailed)
+            ring_allreduce_detailed(g, bytes, start);
+        else
+            sim_ring_gather(g, bytes, 2, start);
+    }
+    XBT_DEBUG("all-reduce of %.0f bytes on %d ranks done at %f", bytes, g->size, simgrid_get_clock());
+}
+
+static void claim(sim_group *g, int id, int n)
+{
+    sim_links *l = &sim_w->links;
+    for (int i = 0; i < n; i++) {
+        sim_flow *f = &g->flows[i];
+        const sim_route *r = route_to(f->src, f->dst, &f->spare);
+        for (int x = 0; x < r->n_links; x++) {
+            int *owner = &l->owner[r->link[x]];
+            if (*owner == -1)
+                *owner = id;
+            else if (*owner != id)
+                *owner = SIM_LINK_SHARED_BY_GROUPS;
         }
     }
-    sg_barrier_wait(barrier);
-    XBT_DEBUG("rank %d all-reduce of %.0f bytes done at %f", r->rank, bytes, simgrid_get_clock());
+}
+
+/* A route's links that could not be numbered (out of memory) make it untracked: never mirrored. */
+int sim_claim_links(sim_world *w)
+{
+    if (w->n_groups <= 1 || w->dp.ranks <= 1) return 0;
+    const et_comm_group *c = &w->dp;
+    int k = c->ranks_per_node, n = c->nodes;
+    for (int id = 0; id < w->n_groups; id++) {
+        sim_group *g = &w->groups[id];
+        claim(g, id, ring_flows(g, 1, g->size, 1, 0));
+        claim(g, id, ring_flows(g, 1, k, n, 0));
+        claim(g, id, ring_flows(g, 1, k, n, 1));
+        claim(g, id, tree_flows(g, 1, 1));
+        claim(g, id, tree_flows(g, 1, 0));
+    }
+    return 0;
 }

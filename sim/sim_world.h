@@ -19,18 +19,60 @@
 #include "step_sim.h"
 #include "trace.h"
 
+/* A route from a rank to a peer, as SimGrid resolves it: its latency (scaled by the latency factor) and
+ * its links as ids into sim_links (n_links < 0: too long to track, never mirrored). */
+#define SIM_ROUTES 8
+#define SIM_ROUTE_LINKS 12
+typedef struct sim_route {
+    int dst;
+    int n_links;
+    double latency;
+    int link[SIM_ROUTE_LINKS];
+} sim_route;
+
+/* The links collective flows cross, numbered as routes are first resolved, with the properties that decide
+ * how a flow alone on them progresses. */
+#define SIM_LINK_SHARED_BY_GROUPS (-2)
+typedef struct sim_links {
+    int count, capacity;
+    double *bandwidth, *latency;
+    int *shared;  /* sharing policy other than FATPIPE */
+    int *owner;   /* the only communicator whose flows cross it, -1 none yet, or SIM_LINK_SHARED_BY_GROUPS */
+    int *in_use;  /* flows of the current phase crossing it */
+} sim_links;
+
+/* One flow of a collective phase, between two GPU hosts. */
+typedef struct sim_flow {
+    struct sim_rank *src;
+    const struct sim_rank *dst;
+    double bytes;
+    double start; /* simulated time the flow is launched */
+    int order;    /* position in the phase, for a deterministic launch order */
+    const sim_route *route; /* NULL when not cached (then never mirrored) */
+    int alone;              /* no other flow crosses any of its links: mirrored from an identical one */
+    sim_route spare;
+} sim_flow;
+
+/* A data-parallel communicator. Its actor plays the communication stream of all its ranks, NCCL-style:
+ * every bucket's collective in backward order, each phase a set of flows from GPU host to GPU host. The
+ * GPU actors only compute; they hand their buckets over by announcing when each will be ready, and meet the
+ * communicator where they must wait for it (after backward, around ZeRO parameter gathers). */
 typedef struct sim_group {
     int size;
-    int *members;             /* global ranks, index order = ring order */
-    sg_bar_t comm_barrier;    /* bucket collectives */
-    sg_bar_t compute_barrier; /* after backward: global-norm all-reduce, ZeRO parameter gather */
-    /* Collective start times announced ahead: every rank posts when its buckets will be ready at the start
-     * of a step, so a collective starts at the latest announcement and its ranks wake together (one
-     * scheduling round) instead of one by one at a barrier. */
-    double *latest; /* [step * buckets + k]: latest ready time of bucket k over the group's ranks */
-    int *announced; /* [step]: ranks that have announced */
-    int *waiting;   /* [step]: ranks blocked until the last announcement */
-    sg_sem_t announce_gate;
+    int stage;
+    int *members;            /* global ranks, index order = ring order */
+    sg_bar_t meet;           /* the ranks and the communicator actor (size + 1) */
+    sg_bar_t compute_barrier; /* the ranks: global-norm all-reduce after backward */
+    /* Bucket-ready times announced ahead: a collective starts at the latest announcement of its bucket (or
+     * when the previous collective ends, if later). */
+    double *latest;   /* [step * (buckets + 1) + k]: latest ready time of bucket k over the group's ranks */
+    int *announced;   /* [step]: ranks that have announced */
+    sg_sem_t announce_gate; /* released once per step, by the last rank to announce */
+    /* what the communicator played, read by the ranks after they meet it */
+    double *stream_start;          /* [step]: when every rank had announced */
+    double *coll_start, *coll_end; /* [step * (buckets + 1) + k] */
+    sim_flow *flows;               /* one phase's flows (at most 4 per rank) */
+    sg_comm_t *comms;
 } sim_group;
 
 typedef struct sim_rank {
@@ -39,10 +81,8 @@ typedef struct sim_rank {
     int group; /* data-parallel communicator */
     int index; /* position in the communicator */
     sg_host_t host;
-    int route_dst[6]; /* small cache of route latencies to the peers this rank sends to */
-    double route_latency[6];
-    int route_cached;
-    double not_before; /* the next collective phase starts no earlier than this (0: now) */
+    sim_route routes[SIM_ROUTES]; /* the routes to the peers this rank sends to, cached */
+    int n_routes;
     /* per step, filled by the actors */
     double *step_start, *step_end, *busy, *bwd_end, *wait_end, *idle;
 } sim_rank;
@@ -70,6 +110,7 @@ typedef struct sim_world {
     et_batch_shape *shapes;            /* [(step * grad_accum + micro) * dp + dp_index]: each rank's batch */
     int trace_every;                   /* keep ranks with rank % trace_every == 0 in the trace */
     sim_trace trace;
+    sim_links links;
 } sim_world;
 
 extern sim_world *sim_w;
@@ -83,10 +124,15 @@ typedef struct sim_plan {
 
 void sim_rank_plan(const sim_world *w, int rank, int step, sim_plan *plan);
 
-/* Collectives over a rank's data-parallel group, run by the calling actor with its own mailboxes and
- * barrier; they return when the last rank of the group is done (a collective ends for everyone together). */
-void sim_allreduce(sim_rank *r, sg_mailbox_t *boxes, sg_bar_t barrier, et_coll_algo algo, double bytes);
-void sim_ring_gather(sim_rank *r, sg_mailbox_t *boxes, sg_bar_t barrier, double bytes, int factor_num);
+/* Collectives over a data-parallel group, played by the group's communicator actor from simulated time
+ * `start` (or now, if later); they return when the last flow of the last phase has ended. A phase's flows
+ * start together (less each route's own latency), and the next phase starts when the last one ends. */
+void sim_allreduce(sim_group *g, et_coll_algo algo, double bytes, double start);
+void sim_ring_gather(sim_group *g, double bytes, int factor_num, double start); /* factor 1 RS/AG, 2 AR */
+
+/* Marks the links that flows of more than one communicator may cross (every collective pattern of every
+ * group), so that flows on them are never mirrored. Needed only with several groups. Returns 0. */
+int sim_claim_links(sim_world *w);
 
 /* Creates the actor of every rank. */
 void sim_start_actors(sim_world *w);

@@ -61,17 +61,24 @@ static int build_world(sim_world *w, json_t **result)
         w->groups[g].size = dp;
         w->groups[g].members = malloc((size_t)dp * sizeof(int));
         if (!w->groups[g].members) return fail(result, "out of memory for %s", "groups");
-        w->groups[g].comm_barrier = sg_barrier_init((unsigned)dp);
-        int nb = w->stages[g / t].n_buckets + 1;
-        w->groups[g].latest = malloc(sizeof(double) * (size_t)w->steps * nb);
-        w->groups[g].announced = calloc((size_t)w->steps, sizeof(int));
-        w->groups[g].waiting = calloc((size_t)w->steps, sizeof(int));
-        w->groups[g].announce_gate = sg_sem_init(0);
-        if (!w->groups[g].latest || !w->groups[g].announced || !w->groups[g].waiting)
+        sim_group *grp = &w->groups[g];
+        grp->stage = g / t;
+        grp->meet = sg_barrier_init((unsigned)dp + 1);
+        grp->compute_barrier = sg_barrier_init((unsigned)dp);
+        size_t nb = (size_t)w->stages[grp->stage].n_buckets + 1, records = (size_t)w->steps * nb;
+        grp->latest = malloc(sizeof(double) * records);
+        grp->coll_start = calloc(records, sizeof(double));
+        grp->coll_end = calloc(records, sizeof(double));
+        grp->stream_start = calloc((size_t)w->steps, sizeof(double));
+        grp->announced = calloc((size_t)w->steps, sizeof(int));
+        grp->announce_gate = sg_sem_init(0);
+        grp->flows = malloc((4 * (size_t)dp + 8) * sizeof *grp->flows);
+        grp->comms = malloc((4 * (size_t)dp + 8) * sizeof *grp->comms);
+        if (!grp->latest || !grp->coll_start || !grp->coll_end || !grp->stream_start || !grp->announced ||
+            !grp->flows || !grp->comms)
             return fail(result, "out of memory for %s", "collective schedules");
-        for (size_t i = 0; i < (size_t)w->steps * nb; i++)
-            w->groups[g].latest[i] = -INFINITY;
-        w->groups[g].compute_barrier = sg_barrier_init((unsigned)dp);
+        for (size_t i = 0; i < records; i++)
+            grp->latest[i] = -INFINITY;
     }
     size_t per_step = (size_t)w->steps;
     for (int rank = 0; rank < gpus; rank++) {
@@ -115,6 +122,7 @@ static int build_world(sim_world *w, json_t **result)
             return fail(result, "out of memory for %s", "sampled batches");
         }
     et_sampler_free(&sampler);
+    sim_claim_links(w);
     int keep = w->o->trace_ranks > 0 ? w->o->trace_ranks : 64;
     w->trace_every = gpus > keep ? (gpus + keep - 1) / keep : 1;
     return 0;

@@ -24,11 +24,30 @@ void sim_trace_add(sim_trace *t, int rank, int lane, const char *name, double st
     e->duration = duration;
 }
 
+static const sim_trace_event *sort_base;
+
+/* By rank, lane and start time, then by the order they were added: a stable order for review. */
+static int by_lane_and_time(const void *a, const void *b)
+{
+    int i = *(const int *)a, j = *(const int *)b;
+    const sim_trace_event *x = &sort_base[i], *y = &sort_base[j];
+    if (x->rank != y->rank) return x->rank - y->rank;
+    if (x->lane != y->lane) return x->lane - y->lane;
+    if (x->start != y->start) return x->start < y->start ? -1 : 1;
+    return i - j;
+}
+
 int sim_trace_write(const sim_trace *t, const char *path, const char *scenario_name, et_error *err)
 {
+    int *order = malloc(((size_t)t->count + 1) * sizeof *order);
+    if (!order) return et_error_set(err, path, 0, 0, NULL, "out of memory for the trace");
+    for (int i = 0; i < t->count; i++)
+        order[i] = i;
+    sort_base = t->events;
+    qsort(order, (size_t)t->count, sizeof *order, by_lane_and_time);
     json_t *events = json_array();
     for (int i = 0; i < t->count; i++) {
-        const sim_trace_event *e = &t->events[i];
+        const sim_trace_event *e = &t->events[order[i]];
         if (e->start < t->window_start) continue; /* only the last simulated step */
         json_array_append_new(events, json_pack("{s:s, s:s, s:s, s:f, s:f, s:i, s:i}", "name", e->name, "cat",
                                                 e->lane ? "comm" : "compute", "ph", "X", "ts", e->start * 1e6,
@@ -54,6 +73,7 @@ int sim_trace_write(const sim_trace *t, const char *path, const char *scenario_n
                                                     lane ? "communication" : "compute"));
     }
     free(seen);
+    free(order);
     json_t *root = json_pack("{s:o, s:s, s:{s:s}}", "traceEvents", events, "displayTimeUnit", "ms",
                              "otherData", "scenario", scenario_name);
     int rc = et_atomic_write_json(path, root, err);
