@@ -7,6 +7,42 @@ void platform_host_name(char *buf, size_t size, int node, int local)
     snprintf(buf, size, "gpu-%d-%d", node, local);
 }
 
+/* Every link of the platform, in one zone that comes first: SimGrid resolves a route's link names by a
+ * depth-first search of the zones, so links kept inside each node's zone cost a walk over all earlier
+ * zones per name (quadratic in nodes); here the first zone searched has them all. */
+static void write_links(FILE *out, const et_scenario *s, int leaves)
+{
+    const et_cluster *c = &s->cluster;
+    fprintf(out, "    <zone id=\"links\" routing=\"None\">\n");
+    for (int node = 0; node < c->nodes; node++) {
+        for (int j = 0; j < c->gpus_per_node; j++)
+            fprintf(out,
+                    "      <link id=\"nvl-%d-%d\" bandwidth=\"%.17gBps\" latency=\"%.17gs\" "
+                    "sharing_policy=\"SPLITDUPLEX\"/>\n",
+                    node, j, c->intra_node_bandwidth, c->intra_node_latency / 2);
+        fprintf(out,
+                "      <link id=\"nic-%d\" bandwidth=\"%.17gBps\" latency=\"%.17gs\" "
+                "sharing_policy=\"SPLITDUPLEX\"/>\n",
+                node, c->nics_per_node * c->nic_bandwidth, c->nic_latency / 2);
+        /* each node's cable to its leaf switch carries half a switch hop's latency */
+        fprintf(out,
+                "      <link id=\"cable-%d\" bandwidth=\"%.17gBps\" latency=\"%.17gs\" "
+                "sharing_policy=\"SPLITDUPLEX\"/>\n",
+                node, c->nics_per_node * c->nic_bandwidth, c->switch_latency / 2);
+    }
+    for (int leaf = 0; leaf < leaves; leaf++) {
+        int per_leaf = c->nodes_per_leaf;
+        int nodes_in_leaf = (leaf + 1) * per_leaf < c->nodes ? per_leaf : c->nodes - leaf * per_leaf;
+        double up = nodes_in_leaf * c->nics_per_node * c->nic_bandwidth / c->oversubscription;
+        /* a cross-leaf route takes two up-links: each carries one spine hop's latency */
+        fprintf(out,
+                "      <link id=\"leaf-%d-up\" bandwidth=\"%.17gBps\" latency=\"%.17gs\" "
+                "sharing_policy=\"SPLITDUPLEX\"/>\n",
+                leaf, up, c->switch_latency);
+    }
+    fprintf(out, "    </zone>\n");
+}
+
 static void write_node(FILE *out, const et_scenario *s, int node)
 {
     const et_cluster *c = &s->cluster;
@@ -15,15 +51,6 @@ static void write_node(FILE *out, const et_scenario *s, int node)
     for (int j = 0; j < k; j++)
         fprintf(out, "        <host id=\"gpu-%d-%d\" speed=\"1Gf\"/>\n", node, j);
     fprintf(out, "        <router id=\"node-%d-gw\"/>\n", node);
-    for (int j = 0; j < k; j++)
-        fprintf(out,
-                "        <link id=\"nvl-%d-%d\" bandwidth=\"%.17gBps\" latency=\"%.17gs\" "
-                "sharing_policy=\"SPLITDUPLEX\"/>\n",
-                node, j, c->intra_node_bandwidth, c->intra_node_latency / 2);
-    fprintf(out,
-            "        <link id=\"nic-%d\" bandwidth=\"%.17gBps\" latency=\"%.17gs\" "
-            "sharing_policy=\"SPLITDUPLEX\"/>\n",
-            node, c->nics_per_node * c->nic_bandwidth, c->nic_latency / 2);
     for (int a = 0; a < k; a++) {
         for (int b = a + 1; b < k; b++)
             fprintf(out,
@@ -59,6 +86,7 @@ int platform_write(FILE *out, const et_scenario *s)
             "    <prop id=\"network/crosstraffic\" value=\"0\"/>\n  </config>\n",
             c->latency_factor, c->bandwidth_factor);
     fprintf(out, "  <zone id=\"world\" routing=\"Full\">\n");
+    write_links(out, s, leaves);
     for (int leaf = 0; leaf < leaves; leaf++) {
         int first = leaf * per_leaf, last = first + per_leaf < c->nodes ? first + per_leaf : c->nodes;
         fprintf(out, "    <zone id=\"leaf-%d\" routing=\"Full\">\n", leaf);
@@ -67,13 +95,8 @@ int platform_write(FILE *out, const et_scenario *s)
                 leaf, leaf);
         for (int n = first; n < last; n++)
             write_node(out, s, n);
-        /* Each node's cable to its leaf switch carries half a switch hop's latency. A switch is no link of
-         * its own: one shared switch link would tie every flow of the leaf into one max-min component. */
-        for (int x = first; x < last; x++)
-            fprintf(out,
-                    "      <link id=\"cable-%d\" bandwidth=\"%.17gBps\" latency=\"%.17gs\" "
-                    "sharing_policy=\"SPLITDUPLEX\"/>\n",
-                    x, c->nics_per_node * c->nic_bandwidth, c->switch_latency / 2);
+        /* A switch is no link of its own: one shared switch link would tie every flow of the leaf into one
+         * max-min component. Nodes reach each other over their two cables. */
         for (int x = first; x < last; x++) {
             for (int y = x + 1; y < last; y++)
                 fprintf(out,
@@ -87,15 +110,6 @@ int platform_write(FILE *out, const et_scenario *s)
                     x, leaf, x, leaf, x);
         }
         fprintf(out, "    </zone>\n");
-    }
-    for (int leaf = 0; leaf < leaves; leaf++) {
-        int nodes_in_leaf = (leaf + 1) * per_leaf < c->nodes ? per_leaf : c->nodes - leaf * per_leaf;
-        double up = nodes_in_leaf * c->nics_per_node * c->nic_bandwidth / c->oversubscription;
-        /* a cross-leaf route takes two up-links: each carries one spine hop's latency */
-        fprintf(out,
-                "    <link id=\"leaf-%d-up\" bandwidth=\"%.17gBps\" latency=\"%.17gs\" "
-                "sharing_policy=\"SPLITDUPLEX\"/>\n",
-                leaf, up, c->switch_latency);
     }
     for (int a = 0; a < leaves; a++)
         for (int b = a + 1; b < leaves; b++)

@@ -25,6 +25,25 @@ static int fail(json_t **result, const char *fmt, const char *a)
     return -1;
 }
 
+/* The host of every rank, from one pass over the platform's hosts named gpu-<node>-<local> (looking each up
+ * by name walks every zone); NULL entries for ranks without a host. NULL when out of memory. */
+static sg_host_t *hosts_by_rank(const et_scenario *s)
+{
+    const int k = s->cluster.gpus_per_node, gpus = et_scenario_gpus(s);
+    sg_host_t *by_rank = calloc((size_t)gpus, sizeof *by_rank);
+    sg_host_t *all = sg_host_list();
+    size_t n = sg_host_count();
+    for (size_t i = 0; i < n && by_rank && all; i++) {
+        int node, local, end = 0;
+        const char *name = sg_host_get_name(all[i]);
+        if (sscanf(name, "gpu-%d-%d%n", &node, &local, &end) == 2 && name[end] == '\0' && node >= 0 &&
+            local >= 0 && local < k && (long)node * k + local < gpus)
+            by_rank[node * k + local] = all[i];
+    }
+    free(all);
+    return by_rank;
+}
+
 static int build_world(sim_world *w, json_t **result)
 {
     const et_scenario *s = w->s;
@@ -81,6 +100,8 @@ static int build_world(sim_world *w, json_t **result)
             grp->latest[i] = -INFINITY;
     }
     size_t per_step = (size_t)w->steps;
+    sg_host_t *by_rank = hosts_by_rank(s);
+    if (!by_rank) return fail(result, "out of memory for %s", "the host table");
     for (int rank = 0; rank < gpus; rank++) {
         sim_rank *r = &w->ranks[rank];
         int st = rank / per_stage, within = rank % per_stage, d = within / t, tp = within % t;
@@ -89,12 +110,14 @@ static int build_world(sim_world *w, json_t **result)
         r->group = st * t + tp;
         r->index = d;
         w->groups[r->group].members[d] = rank;
-        char host[64];
-        platform_host_name(host, sizeof host, rank / s->cluster.gpus_per_node,
-                           rank % s->cluster.gpus_per_node);
-        r->host = sg_host_by_name(host);
-        if (!r->host)
+        r->host = by_rank[rank];
+        if (!r->host) {
+            char host[64];
+            platform_host_name(host, sizeof host, rank / s->cluster.gpus_per_node,
+                               rank % s->cluster.gpus_per_node);
+            free(by_rank);
             return fail(result, "the platform has no host named %s (hosts must be gpu-<node>-<local>)", host);
+        }
         double *block = calloc(6 * per_step, sizeof(double));
         if (!block) return fail(result, "out of memory for %s", "per-step records");
         r->step_start = block;
@@ -104,6 +127,7 @@ static int build_world(sim_world *w, json_t **result)
         r->wait_end = block + 4 * per_step;
         r->idle = block + 5 * per_step;
     }
+    free(by_rank);
     size_t records =
         w->o->bench_sizes > 0 ? (size_t)w->o->bench_sizes : per_step * (size_t)w->stages[0].n_buckets;
     w->bucket_start = calloc(records + 1, sizeof(double));
