@@ -147,17 +147,56 @@ static double overlap_buckets(const et_scenario *s, const et_graph *g, const et_
 }
 
 /* Forward + backward compute of one micro-batch on graph g (no communication), in one pass. */
-static double micro_compute(const et_scenario *s, const et_graph *g, const et_batch_shape *b)
+/* The compute ops of one micro-batch, each distinct cost once with how many ops share it: transformer
+ * layers repeat the same ops, so a rank's load costs a few dozen op evaluations instead of thousands. */
+typedef struct op_class {
+    const et_op *op;
+    double count;
+} op_class;
+
+static int same_linear(const et_linear *a, const et_linear *b)
+{
+    return a->fixed == b->fixed && a->per_sequence == b->per_sequence && a->per_token == b->per_token &&
+           a->per_token_sq == b->per_token_sq && a->per_prediction == b->per_prediction;
+}
+
+/* Everything et_op_time reads. */
+static int same_cost(const et_op *a, const et_op *b)
+{
+    return a->kind == b->kind && same_linear(&a->m, &b->m) && same_linear(&a->n, &b->n) &&
+           same_linear(&a->k, &b->k) && same_linear(&a->flops, &b->flops) && same_linear(&a->bytes, &b->bytes) &&
+           a->weight_bytes == b->weight_bytes && a->kernels == b->kernels &&
+           a->sparse.density == b->sparse.density && a->sparse.pattern == b->sparse.pattern &&
+           a->sparse.block == b->sparse.block;
+}
+
+/* Forward and backward ops grouped by cost; NULL when out of memory. */
+static op_class *compute_classes(const et_graph *g, int *n)
+{
+    op_class *c = malloc(((size_t)g->n_ops + 1) * sizeof *c);
+    *n = 0;
+    for (int i = 0; i < g->n_ops && c; i++) {
+        const et_op *op = &g->ops[i];
+        if (op->phase == ET_PHASE_OPTIMIZER) continue;
+        int j = 0;
+        while (j < *n && !same_cost(c[j].op, op))
+            j++;
+        if (j == *n) c[(*n)++] = (op_class){op, 0};
+        c[j].count++;
+    }
+    return c;
+}
+
+static double micro_compute(const et_scenario *s, const op_class *c, int n, const et_batch_shape *b)
 {
     double t = 0;
-    for (int i = 0; i < g->n_ops; i++)
-        if (g->ops[i].phase != ET_PHASE_OPTIMIZER)
-            t += et_op_time(&g->ops[i], b, &s->cluster.device, s->precision); /* TP all-reduces cost 0 here */
+    for (int i = 0; i < n; i++) /* TP all-reduces cost 0 here */
+        t += c[i].count * et_op_time(c[i].op, b, &s->cluster.device, s->precision);
     return t;
 }
 
 /* Per-rank compute seconds (all micro-batches) of one sampled step; raises *largest component-wise. */
-static int rank_loads(const et_scenario *s, const et_graph *g, const et_sampler *sampler,
+static int rank_loads(const et_scenario *s, const op_class *c, int n, const et_sampler *sampler,
                       et_batch_shape *shapes, int step, double *loads, et_batch_shape *largest)
 {
     const int dp = s->parallel.data, m = (int)s->batch.grad_accum;
@@ -166,7 +205,7 @@ static int rank_loads(const et_scenario *s, const et_graph *g, const et_sampler 
     for (int i = 0; i < m; i++) {
         if (et_sampler_shapes(sampler, &s->model, s->data.unpadded, step * m + i, shapes)) return -1;
         for (int r = 0; r < dp; r++) {
-            loads[r] += micro_compute(s, g, &shapes[r]);
+            loads[r] += micro_compute(s, c, n, &shapes[r]);
             if (largest) {
                 largest->sequences = fmax(largest->sequences, shapes[r].sequences);
                 largest->tokens = fmax(largest->tokens, shapes[r].tokens);
@@ -189,9 +228,11 @@ int et_straggler_factor(const et_scenario *s, const et_graph *g, int steps, doub
         return -1;
     double *loads = malloc((size_t)dp * sizeof *loads), sum = 0;
     et_batch_shape *shapes = malloc((size_t)dp * sizeof *shapes);
-    int rc = loads && shapes ? 0 : -1;
+    int n_classes = 0;
+    op_class *classes = compute_classes(g, &n_classes);
+    int rc = loads && shapes && classes ? 0 : -1;
     for (int k = 0; k < steps && !rc; k++) {
-        rc = rank_loads(s, g, &sampler, shapes, k, loads, largest);
+        rc = rank_loads(s, classes, n_classes, &sampler, shapes, k, loads, largest);
         double mx = 0, mean = 0;
         for (int r = 0; r < dp && !rc; r++) {
             mx = fmax(mx, loads[r]);
@@ -201,6 +242,7 @@ int et_straggler_factor(const et_scenario *s, const et_graph *g, int steps, doub
     }
     free(loads);
     free(shapes);
+    free(classes);
     et_sampler_free(&sampler);
     *factor = steps > 0 ? sum / steps : 1;
     return rc;
