@@ -131,7 +131,25 @@ static int tree_flows(sim_group *g, double bytes, int reduce)
     return n;
 }
 
-/* Same size, start and link properties along the route: flows alone on their links then end together. */
+/* The flows of a pattern, each carrying its share of the phase's bytes. */
+static int pattern_flows(sim_group *g, sim_pattern p)
+{
+    const et_comm_group *c = &sim_w->dp;
+    switch (p) {
+    case SIM_RING:
+        return ring_flows(g, 1, g->size, 1, 0);
+    case SIM_RING_INTRA:
+        return ring_flows(g, 1, c->ranks_per_node, c->nodes, 0);
+    case SIM_RING_INTER:
+        return ring_flows(g, 1, c->ranks_per_node, c->nodes, 1);
+    case SIM_TREE_REDUCE:
+        return tree_flows(g, 1, 1);
+    default:
+        return tree_flows(g, 1, 0);
+    }
+}
+
+/* Same share, start and link properties along the route: flows alone on their links then end together. */
 static int same_progress(const sim_flow *a, const sim_flow *b)
 {
     const sim_links *l = &sim_w->links;
@@ -155,25 +173,26 @@ static int by_start(const void *a, const void *b)
 
 #define MAX_PLAYED_FOR_OTHERS 64
 
-/* Plays the n flows of g->flows as one phase and returns when the last has ended. Each sender's flows are
- * launched so that they end `latency_term` + transfer time after t_ref (the route's own latency is part of
- * the term: a sender starts its longest route's latency early), or now if that is later. */
-static void run_phase(sim_group *g, int n, double t_ref, double latency_term)
+/* Builds a pattern's launch plan. Each sender's flows start so that they end the phase's latency term plus
+ * their transfer time after its reference time (the route's own latency is part of the term: a sender
+ * starts its longest route's latency early). */
+static void plan_phase(sim_group *g, sim_pattern pattern)
 {
-    if (n == 0) return;
+    sim_phase_plan *plan = &g->plans[pattern];
     sim_links *l = &sim_w->links;
     const int mirror = !sim_w->o->all_flows && !sim_w->o->detailed;
+    const int n = pattern_flows(g, pattern);
     for (int i = 0; i < n;) {
         int j = i;
         double route = 0;
         for (; j < n && g->flows[j].src == g->flows[i].src; j++) {
             sim_flow *f = &g->flows[j];
             f->route = route_to(f->src, f->dst, &f->spare);
+            route = fmax(route, f->route->latency);
             if (f->route == &f->spare) f->route = NULL; /* not cached: never mirrored */
-            route = fmax(route, f->route ? f->route->latency : f->spare.latency);
         }
         for (; i < j; i++)
-            g->flows[i].start = t_ref + latency_term - route;
+            g->flows[i].start = -route;
     }
     /* which flows are alone on all their links in this phase */
     if (mirror)
@@ -194,7 +213,8 @@ static void run_phase(sim_group *g, int n, double t_ref, double latency_term)
                 l->in_use[g->flows[i].route->link[x]] = 0;
     qsort(g->flows, (size_t)n, sizeof *g->flows, by_start);
     const sim_flow *played[MAX_PLAYED_FOR_OTHERS];
-    int n_played = 0, n_comms = 0;
+    int n_played = 0;
+    plan->n = 0;
     for (int i = 0; i < n; i++) {
         const sim_flow *f = &g->flows[i];
         if (f->alone) {
@@ -204,16 +224,22 @@ static void run_phase(sim_group *g, int n, double t_ref, double latency_term)
             if (same) continue; /* an identical flow, played already, ends when this one would */
             if (n_played < MAX_PLAYED_FOR_OTHERS) played[n_played++] = f;
         }
-        if (f->start > simgrid_get_clock()) sg_actor_sleep_until(f->start);
-        g->comms[n_comms++] = et_sendto_async(f->src->host, f->dst->host, f->bytes);
+        plan->launch[plan->n++] = (sim_launch){f->src->host, f->dst->host, f->bytes, f->start};
     }
-    sg_comm_wait_all(g->comms, (size_t)n_comms);
 }
 
-static void ring_phase(sim_group *g, double t_ref, double bytes, double latency_term, int k, int n_nodes,
-                       int inter)
+/* Plays one phase of a pattern on `bytes` and returns when its last flow has ended. */
+static void run_phase(sim_group *g, sim_pattern pattern, double bytes, double t_ref, double latency_term)
 {
-    run_phase(g, ring_flows(g, bytes, k, n_nodes, inter), t_ref, latency_term);
+    sim_phase_plan *plan = &g->plans[pattern];
+    if (plan->n < 0) plan_phase(g, pattern);
+    for (int i = 0; i < plan->n; i++) {
+        const sim_launch *f = &plan->launch[i];
+        double start = t_ref + latency_term + f->offset;
+        if (start > simgrid_get_clock()) sg_actor_sleep_until(start);
+        g->comms[i] = et_sendto_async(f->src, f->dst, f->share * bytes);
+    }
+    sg_comm_wait_all(g->comms, (size_t)plan->n);
 }
 
 void sim_ring_gather(sim_group *g, double bytes, int factor_num, double start)
@@ -223,8 +249,8 @@ void sim_ring_gather(sim_group *g, double bytes, int factor_num, double start)
     int N = c->ranks;
     if (N <= 1) return;
     double alpha = c->nodes > 1 ? c->alpha_inter : c->alpha_intra;
-    ring_phase(g, fmax(start, simgrid_get_clock()), factor_num * (N - 1.0) / N * bytes,
-               factor_num * (N - 1) * alpha, N, 1, 0);
+    run_phase(g, SIM_RING, factor_num * (N - 1.0) / N * bytes, fmax(start, simgrid_get_clock()),
+              factor_num * (N - 1) * alpha);
 }
 
 static void ring_allreduce_detailed(sim_group *g, double bytes, double start)
@@ -233,7 +259,7 @@ static void ring_allreduce_detailed(sim_group *g, double bytes, double start)
     int N = c->ranks;
     double alpha = c->nodes > 1 ? c->alpha_inter : c->alpha_intra;
     for (int step = 0; step < 2 * (N - 1); step++)
-        ring_phase(g, fmax(start, simgrid_get_clock()), bytes / N, alpha, N, 1, 0);
+        run_phase(g, SIM_RING, bytes / N, fmax(start, simgrid_get_clock()), alpha);
 }
 
 static void hierarchical(sim_group *g, double bytes, double start)
@@ -242,21 +268,21 @@ static void hierarchical(sim_group *g, double bytes, double start)
     int k = c->ranks_per_node, n = c->nodes;
     double t = fmax(start, simgrid_get_clock());
     if (k > 1) /* intra-node reduce-scatter */
-        ring_phase(g, t, (k - 1.0) / k * bytes, (k - 1) * c->alpha_intra, k, n, 0);
+        run_phase(g, SIM_RING_INTRA, (k - 1.0) / k * bytes, t, (k - 1) * c->alpha_intra);
     if (n > 1) /* k concurrent inter-node rings, one per local rank, on S/k each */
-        ring_phase(g, fmax(t, simgrid_get_clock()), 2.0 * (n - 1) / n * bytes / k,
-                   2 * (n - 1) * c->alpha_inter, k, n, 1);
+        run_phase(g, SIM_RING_INTER, 2.0 * (n - 1) / n * bytes / k, fmax(t, simgrid_get_clock()),
+                  2 * (n - 1) * c->alpha_inter);
     if (k > 1) /* intra-node all-gather */
-        ring_phase(g, fmax(t, simgrid_get_clock()), (k - 1.0) / k * bytes, (k - 1) * c->alpha_intra, k, n,
-                   0);
+        run_phase(g, SIM_RING_INTRA, (k - 1.0) / k * bytes, fmax(t, simgrid_get_clock()),
+                  (k - 1) * c->alpha_intra);
 }
 
 static void tree(sim_group *g, double bytes, double start)
 {
     const et_comm_group *c = &sim_w->dp;
     double latency = (c->ranks_per_node - 1) * c->alpha_intra + et_tree_depth(c->nodes) * c->alpha_inter;
-    run_phase(g, tree_flows(g, bytes, 1), fmax(start, simgrid_get_clock()), latency);
-    run_phase(g, tree_flows(g, bytes, 0), simgrid_get_clock(), latency);
+    run_phase(g, SIM_TREE_REDUCE, bytes, fmax(start, simgrid_get_clock()), latency);
+    run_phase(g, SIM_TREE_BROADCAST, bytes, simgrid_get_clock(), latency);
 }
 
 void sim_allreduce(sim_group *g, et_coll_algo algo, double bytes, double start)
@@ -298,15 +324,8 @@ static void claim(sim_group *g, int id, int n)
 int sim_claim_links(sim_world *w)
 {
     if (w->n_groups <= 1 || w->dp.ranks <= 1) return 0;
-    const et_comm_group *c = &w->dp;
-    int k = c->ranks_per_node, n = c->nodes;
-    for (int id = 0; id < w->n_groups; id++) {
-        sim_group *g = &w->groups[id];
-        claim(g, id, ring_flows(g, 1, g->size, 1, 0));
-        claim(g, id, ring_flows(g, 1, k, n, 0));
-        claim(g, id, ring_flows(g, 1, k, n, 1));
-        claim(g, id, tree_flows(g, 1, 1));
-        claim(g, id, tree_flows(g, 1, 0));
-    }
+    for (int id = 0; id < w->n_groups; id++)
+        for (int p = 0; p < SIM_PATTERNS; p++)
+            claim(&w->groups[id], id, pattern_flows(&w->groups[id], (sim_pattern)p));
     return 0;
 }

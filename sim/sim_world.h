@@ -53,6 +53,31 @@ typedef struct sim_flow {
     sim_route spare;
 } sim_flow;
 
+/* The flow patterns of the algorithms' phases: one ring over the group, the intra-node rings and the
+ * inter-node rings of the hierarchical form, the tree's reduce and broadcast. */
+typedef enum sim_pattern {
+    SIM_RING,
+    SIM_RING_INTRA,
+    SIM_RING_INTER,
+    SIM_TREE_REDUCE,
+    SIM_TREE_BROADCAST,
+    SIM_PATTERNS
+} sim_pattern;
+
+/* A flow to launch, scaled to the phase: share x the phase's bytes, starting `offset` after the phase's
+ * reference time plus its latency term (minus its sender's longest route latency). */
+typedef struct sim_launch {
+    sg_host_t src, dst;
+    double share, offset;
+} sim_launch;
+
+/* The flows a pattern launches, in launch order, without those mirrored from an identical flow: the same
+ * for every bucket, so built once per group. */
+typedef struct sim_phase_plan {
+    sim_launch *launch;
+    int n; /* -1: not built yet */
+} sim_phase_plan;
+
 /* A data-parallel communicator. Its actor plays the communication stream of all its ranks, NCCL-style:
  * every bucket's collective in backward order, each phase a set of flows from GPU host to GPU host. The
  * GPU actors only compute; they hand their buckets over by announcing when each will be ready, and meet the
@@ -71,8 +96,9 @@ typedef struct sim_group {
     /* what the communicator played, read by the ranks after they meet it */
     double *stream_start;          /* [step]: when every rank had announced */
     double *coll_start, *coll_end; /* [step * (buckets + 1) + k] */
-    sim_flow *flows;               /* one phase's flows (at most 4 per rank) */
+    sim_flow *flows;               /* one phase's flows (at most 4 per rank), while planning it */
     sg_comm_t *comms;
+    sim_phase_plan plans[SIM_PATTERNS];
 } sim_group;
 
 typedef struct sim_rank {

@@ -93,8 +93,14 @@ static int build_world(sim_world *w, json_t **result)
         grp->announce_gate = sg_sem_init(0);
         grp->flows = malloc((4 * (size_t)dp + 8) * sizeof *grp->flows);
         grp->comms = malloc((4 * (size_t)dp + 8) * sizeof *grp->comms);
+        int plans_ok = 1;
+        for (int p = 0; p < SIM_PATTERNS; p++) {
+            grp->plans[p].n = -1;
+            grp->plans[p].launch = malloc((4 * (size_t)dp + 8) * sizeof *grp->plans[p].launch);
+            plans_ok = plans_ok && grp->plans[p].launch;
+        }
         if (!grp->latest || !grp->coll_start || !grp->coll_end || !grp->stream_start || !grp->announced ||
-            !grp->flows || !grp->comms)
+            !grp->flows || !grp->comms || !plans_ok)
             return fail(result, "out of memory for %s", "collective schedules");
         for (size_t i = 0; i < records; i++)
             grp->latest[i] = -INFINITY;
