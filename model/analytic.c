@@ -1,5 +1,7 @@
 #include "analytic.h"
 
+#include "op_classes.h"
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,6 +45,12 @@ double et_bucket_clip_time(const et_scenario *s, double bytes)
 double et_phase_time(const et_scenario *s, const et_graph *g, et_phase phase, const et_batch_shape *b,
                      double *tp_comm)
 {
+    return et_phase_time_of(s, g, phase, b, NULL, tp_comm);
+}
+
+double et_phase_time_of(const et_scenario *s, const et_graph *g, et_phase phase, const et_batch_shape *b,
+                        const double *op_time, double *tp_comm)
+{
     double t = 0;
     et_comm_group tp = et_tp_group(s);
     for (int i = 0; i < g->n_ops; i++) {
@@ -51,7 +59,7 @@ double et_phase_time(const et_scenario *s, const et_graph *g, et_phase phase, co
         if (op->kind == ET_OP_TP_ALLREDUCE) {
             if (tp_comm) *tp_comm += et_ring_allreduce_time(&tp, et_linear_eval(&op->bytes, b));
         } else {
-            t += et_op_time(op, b, &s->cluster.device, s->precision);
+            t += op_time ? op_time[i] : et_op_time(op, b, &s->cluster.device, s->precision);
         }
     }
     return t;
@@ -92,6 +100,12 @@ static double graph_flops(const et_graph *g, const et_batch_shape *b)
 double et_backward_segments(const et_scenario *s, const et_graph *g, const et_bucket *buckets, int nb,
                             const et_batch_shape *b, double *seg, double *tp_comm)
 {
+    return et_backward_segments_of(s, g, buckets, nb, b, NULL, seg, tp_comm);
+}
+
+double et_backward_segments_of(const et_scenario *s, const et_graph *g, const et_bucket *buckets, int nb,
+                               const et_batch_shape *b, const double *op_time, double *seg, double *tp_comm)
+{
     double t = 0, total = 0;
     int k = 0;
     et_comm_group tp = et_tp_group(s);
@@ -102,7 +116,7 @@ double et_backward_segments(const et_scenario *s, const et_graph *g, const et_bu
             if (tp_comm) *tp_comm += et_ring_allreduce_time(&tp, et_linear_eval(&op->bytes, b));
             continue;
         }
-        double dt = et_op_time(op, b, &s->cluster.device, s->precision);
+        double dt = op_time ? op_time[i] : et_op_time(op, b, &s->cluster.device, s->precision);
         t += dt;
         total += dt;
         while (k < nb && buckets[k].ready_op == i) {
@@ -147,56 +161,17 @@ static double overlap_buckets(const et_scenario *s, const et_graph *g, const et_
 }
 
 /* Forward + backward compute of one micro-batch on graph g (no communication), in one pass. */
-/* The compute ops of one micro-batch, each distinct cost once with how many ops share it: transformer
- * layers repeat the same ops, so a rank's load costs a few dozen op evaluations instead of thousands. */
-typedef struct op_class {
-    const et_op *op;
-    double count;
-} op_class;
-
-static int same_linear(const et_linear *a, const et_linear *b)
-{
-    return a->fixed == b->fixed && a->per_sequence == b->per_sequence && a->per_token == b->per_token &&
-           a->per_token_sq == b->per_token_sq && a->per_prediction == b->per_prediction;
-}
-
-/* Everything et_op_time reads. */
-static int same_cost(const et_op *a, const et_op *b)
-{
-    return a->kind == b->kind && same_linear(&a->m, &b->m) && same_linear(&a->n, &b->n) &&
-           same_linear(&a->k, &b->k) && same_linear(&a->flops, &b->flops) && same_linear(&a->bytes, &b->bytes) &&
-           a->weight_bytes == b->weight_bytes && a->kernels == b->kernels &&
-           a->sparse.density == b->sparse.density && a->sparse.pattern == b->sparse.pattern &&
-           a->sparse.block == b->sparse.block;
-}
-
-/* Forward and backward ops grouped by cost; NULL when out of memory. */
-static op_class *compute_classes(const et_graph *g, int *n)
-{
-    op_class *c = malloc(((size_t)g->n_ops + 1) * sizeof *c);
-    *n = 0;
-    for (int i = 0; i < g->n_ops && c; i++) {
-        const et_op *op = &g->ops[i];
-        if (op->phase == ET_PHASE_OPTIMIZER) continue;
-        int j = 0;
-        while (j < *n && !same_cost(c[j].op, op))
-            j++;
-        if (j == *n) c[(*n)++] = (op_class){op, 0};
-        c[j].count++;
-    }
-    return c;
-}
-
-static double micro_compute(const et_scenario *s, const op_class *c, int n, const et_batch_shape *b)
+/* One micro-batch's compute (forward and backward) from the time of every op. */
+static double micro_compute(const et_graph *g, const double *op_time)
 {
     double t = 0;
-    for (int i = 0; i < n; i++) /* TP all-reduces cost 0 here */
-        t += c[i].count * et_op_time(c[i].op, b, &s->cluster.device, s->precision);
+    for (int i = 0; i < g->n_ops; i++)
+        if (g->ops[i].phase != ET_PHASE_OPTIMIZER) t += op_time[i]; /* TP all-reduces cost 0 here */
     return t;
 }
 
 /* Per-rank compute seconds (all micro-batches) of one sampled step; raises *largest component-wise. */
-static int rank_loads(const et_scenario *s, const op_class *c, int n, const et_sampler *sampler,
+static int rank_loads(const et_scenario *s, et_op_classes *c, double *op_time, const et_sampler *sampler,
                       et_batch_shape *shapes, int step, double *loads, et_batch_shape *largest)
 {
     const int dp = s->parallel.data, m = (int)s->batch.grad_accum;
@@ -205,7 +180,8 @@ static int rank_loads(const et_scenario *s, const op_class *c, int n, const et_s
     for (int i = 0; i < m; i++) {
         if (et_sampler_shapes(sampler, &s->model, s->data.unpadded, step * m + i, shapes)) return -1;
         for (int r = 0; r < dp; r++) {
-            loads[r] += micro_compute(s, c, n, &shapes[r]);
+            et_op_classes_times(c, &shapes[r], &s->cluster.device, s->precision, op_time);
+            loads[r] += micro_compute(c->graph, op_time);
             if (largest) {
                 largest->sequences = fmax(largest->sequences, shapes[r].sequences);
                 largest->tokens = fmax(largest->tokens, shapes[r].tokens);
@@ -228,11 +204,11 @@ int et_straggler_factor(const et_scenario *s, const et_graph *g, int steps, doub
         return -1;
     double *loads = malloc((size_t)dp * sizeof *loads), sum = 0;
     et_batch_shape *shapes = malloc((size_t)dp * sizeof *shapes);
-    int n_classes = 0;
-    op_class *classes = compute_classes(g, &n_classes);
-    int rc = loads && shapes && classes ? 0 : -1;
+    et_op_classes classes;
+    double *op_time = malloc(((size_t)g->n_ops + 1) * sizeof *op_time);
+    int rc = loads && shapes && op_time && !et_op_classes_build(g, &classes) ? 0 : -1;
     for (int k = 0; k < steps && !rc; k++) {
-        rc = rank_loads(s, classes, n_classes, &sampler, shapes, k, loads, largest);
+        rc = rank_loads(s, &classes, op_time, &sampler, shapes, k, loads, largest);
         double mx = 0, mean = 0;
         for (int r = 0; r < dp && !rc; r++) {
             mx = fmax(mx, loads[r]);
@@ -242,7 +218,8 @@ int et_straggler_factor(const et_scenario *s, const et_graph *g, int steps, doub
     }
     free(loads);
     free(shapes);
-    free(classes);
+    free(op_time);
+    et_op_classes_free(&classes);
     et_sampler_free(&sampler);
     *factor = steps > 0 ? sum / steps : 1;
     return rc;

@@ -94,6 +94,11 @@ double et_bucket_clip_time(const et_scenario *s, double bytes);
 double et_phase_time(const et_scenario *s, const et_graph *g, et_phase phase, const et_batch_shape *b,
                      double *tp_comm);
 
+/* The same with the time of every op of the graph given (op_time[i] for g->ops[i], as from
+ * et_op_classes_times), or computed when op_time is NULL. */
+double et_phase_time_of(const et_scenario *s, const et_graph *g, et_phase phase, const et_batch_shape *b,
+                        const double *op_time, double *tp_comm);
+
 /* Pipeline activation send per micro-batch and direction, seconds (0 with one stage). */
 double et_pipeline_send_time(const et_scenario *s, const et_batch_shape *b);
 
@@ -103,5 +108,7 @@ double et_pipeline_send_time(const et_scenario *s, const et_batch_shape *b);
  * Returns the whole backward compute time. */
 double et_backward_segments(const et_scenario *s, const et_graph *g, const et_bucket *buckets, int nb,
                             const et_batch_shape *b, double *seg, double *tp_comm);
+double et_backward_segments_of(const et_scenario *s, const et_graph *g, const et_bucket *buckets, int nb,
+                               const et_batch_shape *b, const double *op_time, double *seg, double *tp_comm);
 
 #endif

@@ -40,11 +40,11 @@ static double noise_factor(const sim_world *w, int rank, int step)
     return exp(sigma * z - sigma * sigma / 2);
 }
 
-void sim_rank_plan(const sim_world *w, int rank, int step, sim_plan *plan)
+void sim_rank_plan(sim_world *w, int rank, int step, sim_plan *plan)
 {
     const et_scenario *s = w->s;
     const sim_rank *r = &w->ranks[rank];
-    const sim_stage *st = &w->stages[r->stage];
+    sim_stage *st = &w->stages[r->stage];
     const int m = (int)s->batch.grad_accum, p = s->parallel.pipeline, nb = st->n_buckets;
     const double f = noise_factor(w, rank, step);
     /* every micro-batch but the last runs forward and backward whole; the last one's backward is split at
@@ -52,18 +52,20 @@ void sim_rank_plan(const sim_world *w, int rank, int step, sim_plan *plan)
     double pre = 0, mean_micro = 0, tp_f = 0, tp_b = 0, F = 0, Bw = 0, send = 0;
     for (int i = 0; i < m; i++) {
         const et_batch_shape *b = &w->shapes[((size_t)step * m + i) * s->parallel.data + r->index];
+        const double *t = st->op_time;
+        et_op_classes_times(&st->classes, b, &s->cluster.device, s->precision, st->op_time);
         tp_f = tp_b = 0;
-        F = et_phase_time(s, &st->graph, ET_PHASE_FORWARD, b, &tp_f);
+        F = et_phase_time_of(s, &st->graph, ET_PHASE_FORWARD, b, t, &tp_f);
         send = et_pipeline_send_time(s, b);
         if (i < m - 1) {
-            Bw = et_phase_time(s, &st->graph, ET_PHASE_BACKWARD, b, &tp_b);
+            Bw = et_phase_time_of(s, &st->graph, ET_PHASE_BACKWARD, b, t, &tp_b);
             pre += F + tp_f + Bw + tp_b + 2 * send;
             mean_micro += (F + tp_f + Bw + tp_b + 2 * send) / m;
         } else {
-            Bw = et_backward_segments(s, &st->graph, st->buckets, nb, b, plan->seg, &tp_b);
+            Bw = et_backward_segments_of(s, &st->graph, st->buckets, nb, b, t, plan->seg, &tp_b);
             mean_micro += (F + tp_f + Bw + tp_b + 2 * send) / m;
             pre += F + tp_f + send;
-            plan->opt = et_phase_time(s, &st->graph, ET_PHASE_OPTIMIZER, b, NULL) * f;
+            plan->opt = et_phase_time_of(s, &st->graph, ET_PHASE_OPTIMIZER, b, t, NULL) * f;
         }
     }
     pre += (p - 1) * mean_micro;

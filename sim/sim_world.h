@@ -15,6 +15,7 @@
 #include "buckets.h"
 #include "collectives.h"
 #include "graph.h"
+#include "op_classes.h"
 #include "scenario.h"
 #include "step_sim.h"
 #include "trace.h"
@@ -119,6 +120,8 @@ typedef struct sim_stage {
     int n_buckets;
     double *clip;       /* per bucket: clipping kernel seconds */
     et_coll_algo *algo; /* per bucket: the all-reduce algorithm (auto resolved) */
+    et_op_classes classes;
+    double *op_time; /* [op]: scratch, the times of one rank's batch */
 } sim_stage;
 
 typedef struct sim_world {
@@ -148,7 +151,7 @@ typedef struct sim_plan {
     double opt;
 } sim_plan;
 
-void sim_rank_plan(const sim_world *w, int rank, int step, sim_plan *plan);
+void sim_rank_plan(sim_world *w, int rank, int step, sim_plan *plan);
 
 /* Collectives over a data-parallel group, played by the group's communicator actor from simulated time
  * `start` (or now, if later); they return when the last flow of the last phase has ended. A phase's flows

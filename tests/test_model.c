@@ -10,6 +10,7 @@
 #include "graph.h"
 #include "memory.h"
 #include "model_config.h"
+#include "op_classes.h"
 
 static et_graph build(const char *preset, int tensor, int pipeline, int stage, et_error *err)
 {
@@ -173,8 +174,38 @@ static void test_tensor_parallel_flops(void)
     et_graph_free(&g8);
 }
 
+/* Op classes give every op exactly its own et_op_time, with far fewer evaluations on repeated layers. */
+static void test_op_classes(void)
+{
+    et_error err;
+    const char *presets[] = {"bert-large", "gpt3-13b", "encoder-6x768"};
+    et_device_profile d;
+    CHECK(et_device_profile_load(ET_SOURCE_DIR "/scenarios/profiles/a100-sxm4-80gb.json", &d, &err) == 0,
+          "a100 profile: %s", err.text);
+    et_batch_shape shapes[] = {{.sequences = 16, .tokens = 3000, .tokens_sq = 7e5, .predictions = 300},
+                               {.sequences = 1, .tokens = 2048, .tokens_sq = 2048.0 * 2048, .predictions = 2048}};
+    for (int i = 0; i < 3; i++) {
+        et_graph g = build(presets[i], i == 1 ? 2 : 1, 1, 0, &err);
+        et_op_classes c;
+        CHECK(et_op_classes_build(&g, &c) == 0, "op classes of %s", presets[i]);
+        CHECK(c.n_classes * 4 < g.n_ops, "%s: %d classes for %d ops", presets[i], c.n_classes, g.n_ops);
+        double *t = malloc((size_t)g.n_ops * sizeof *t);
+        for (int k = 0; k < 2 && t; k++) {
+            et_op_classes_times(&c, &shapes[k], &d, ET_FP16, t);
+            int same = 1;
+            for (int j = 0; j < g.n_ops; j++)
+                same = same && t[j] == et_op_time(&g.ops[j], &shapes[k], &d, ET_FP16);
+            CHECK(same, "%s: class times equal et_op_time for every op (shape %d)", presets[i], k);
+        }
+        free(t);
+        et_op_classes_free(&c);
+        et_graph_free(&g);
+    }
+}
+
 int main(void)
 {
+    test_op_classes();
     test_param_counts();
     test_flops_per_token();
     test_order();
