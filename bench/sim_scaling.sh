@@ -36,18 +36,44 @@ wall() { # command... -> seconds
 }
 
 echo "# simulating BERT-large data-parallel steps (21 buckets of 25 MiB, fp16, per-bucket clipping)"
-echo "# wall_1: one step including start-up (platform, actors); per_step: (wall_3 - wall_1) / 2"
-printf "%8s %10s %12s %12s %14s %18s\n" "GPUs" "algorithm" "wall_1[s]" "wall_3[s]" "per_step[s]" "per_step/GPU[ms]"
-for nodes in 1 8 32 128 512; do
-  for algo in auto ring; do
+echo "# wall_1: one step including start-up (platform, actors); per_step: (wall_5 - wall_1) / 4"
+echo "# growth: the same figure divided by the one at 4x fewer GPUs (linear cost: 4.0)"
+printf "%8s %10s %12s %12s %14s %18s %14s %16s\n" "GPUs" "algorithm" "wall_1[s]" "wall_5[s]" "per_step[s]" \
+  "per_step/GPU[ms]" "wall_1_growth" "per_step_growth"
+for algo in auto ring; do
+  prev1="" prevs=""
+  for nodes in 1 8 32 128 512; do
     f=$(scenario $nodes $algo)
     w1=$(wall "$etsim" --quiet --steps 1 "$f")
-    w3=$(wall "$etsim" --quiet --steps 3 "$f")
-    ps=$(echo "($w3 - $w1) / 2" | bc -l)
-    printf "%8d %10s %12.3f %12.3f %14.3f %18.4f\n" $((nodes * 8)) $algo "$w1" "$w3" "$ps" "$(echo "$ps * 1000 / ($nodes * 8)" | bc -l)"
+    w5=$(wall "$etsim" --quiet --steps 5 "$f")
+    ps=$(echo "($w5 - $w1) / 4" | bc -l)
+    g1=- gs=-
+    if [ -n "$prev1" ]; then
+      g1=$(printf "%.1f" "$(echo "$w1 / $prev1" | bc -l)")
+      gs=$(printf "%.1f" "$(echo "$ps / $prevs" | bc -l)")
+    fi
+    printf "%8d %10s %12.3f %12.3f %14.3f %18.4f %14s %16s\n" $((nodes * 8)) $algo "$w1" "$w5" "$ps" \
+      "$(echo "$ps * 1000 / ($nodes * 8)" | bc -l)" "$g1" "$gs"
+    # growth is quoted against 4x fewer GPUs: 8 -> 64 is 8x, so start comparing from 64 -> 256
+    if [ $nodes -ge 8 ]; then prev1=$w1 prevs=$ps; fi
   done
 done
 
+echo
+echo "# mirroring identical flows alone on their links against playing every flow (--all-flows), auto algorithm"
+printf "%8s %18s %18s %12s %14s %14s\n" "GPUs" "mirrored_step[ms]" "all_flows_step[ms]" "same_json" \
+  "mirrored[s]" "all_flows[s]"
+for nodes in 8 32 128; do
+  f=$(scenario $nodes auto)
+  "$etsim" --quiet --steps 2 --json "$work/m.json" "$f" > /dev/null
+  "$etsim" --quiet --steps 2 --all-flows --json "$work/a.json" "$f" > /dev/null
+  wm=$(wall "$etsim" --quiet --steps 2 "$f")
+  wa=$(wall "$etsim" --quiet --steps 2 --all-flows "$f")
+  a=$(python3 -c "import json;print(json.load(open('$work/m.json'))['simulation']['step_time_s']['mean']*1e3)")
+  b=$(python3 -c "import json;print(json.load(open('$work/a.json'))['simulation']['step_time_s']['mean']*1e3)")
+  same=$(cmp -s "$work/m.json" "$work/a.json" && echo yes || echo NO)
+  printf "%8d %18.3f %18.3f %12s %14.3f %14.3f\n" $((nodes * 8)) "$a" "$b" "$same" "$wm" "$wa"
+done
 echo
 echo "# fluid versus detailed ring (2(N-1) messages per all-reduce): step time and wall time"
 printf "%8s %18s %18s %12s %12s %12s\n" "GPUs" "fluid_step[ms]" "detailed_step[ms]" "diff[%]" "fluid[s]" "detailed[s]"

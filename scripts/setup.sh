@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what ET needs to build and test on Debian/Ubuntu (run as root or with sudo available).
 set -euo pipefail
-packages=(build-essential cmake pkg-config libjansson-dev libsimgrid-dev libopenblas-dev libopenmpi-dev openmpi-bin)
+packages=(build-essential cmake pkg-config libjansson-dev libsimgrid-dev libjemalloc-dev libopenblas-dev libopenmpi-dev
+  openmpi-bin)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

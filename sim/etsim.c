@@ -286,15 +286,24 @@ int main(int argc, char **argv)
         et_scenario_free(&s);
         return rc;
     }
-    et_estimate e;
-    if (et_analytic_estimate(&s, &e, &err)) {
+    /* the simulation runs in a child process: start it first and compute the analytic estimate meanwhile */
+    o.sim.progress = !o.analytic && !o.quiet && isatty(2);
+    sim_child child;
+    const int early = !o.analytic && sim_runs_once(&s, &o.sim);
+    if (early && sim_start(&s, &o.sim, &child, &err)) {
         print_error(&err);
         et_scenario_free(&s);
         return 1;
     }
+    et_estimate e;
+    if (et_analytic_estimate(&s, &e, &err)) {
+        print_error(&err);
+        if (early && !sim_finish(&child, &s, &sim, &err)) json_decref(sim);
+        et_scenario_free(&s);
+        return 1;
+    }
     if (!o.analytic) {
-        o.sim.progress = !o.quiet && isatty(2);
-        if (sim_run_phases(&s, &o.sim, &sim, &err)) {
+        if (early ? sim_finish(&child, &s, &sim, &err) : sim_run_phases(&s, &o.sim, &sim, &err)) {
             print_error(&err);
             et_scenario_free(&s);
             return 1;

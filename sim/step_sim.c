@@ -369,9 +369,10 @@ int sim_child_main(const et_scenario *s, const sim_options *o, int fd)
     return write_json_fd(fd, o->bench_sizes > 0 ? bench_results(&w) : results(&w)) ? 1 : 0;
 }
 
-int sim_run(const et_scenario *s, const sim_options *o, json_t **out, et_error *err)
+int sim_start(const et_scenario *s, const sim_options *o, sim_child *child, et_error *err)
 {
-    *out = NULL;
+    child->pid = -1;
+    child->fd = -1;
     int fds[2];
     if (pipe(fds)) return et_error_set(err, NULL, 0, 0, NULL, "cannot create a pipe: %s", strerror(errno));
     fflush(stdout);
@@ -389,10 +390,20 @@ int sim_run(const et_scenario *s, const sim_options *o, json_t **out, et_error *
         _exit(rc);
     }
     close(fds[1]);
-    json_t *j = read_json_fd(fds[0]);
-    close(fds[0]);
+    child->pid = pid;
+    child->fd = fds[0];
+    return 0;
+}
+
+int sim_finish(sim_child *child, const et_scenario *s, json_t **out, et_error *err)
+{
+    *out = NULL;
+    json_t *j = read_json_fd(child->fd);
+    close(child->fd);
     int status = 0;
-    waitpid(pid, &status, 0);
+    waitpid(child->pid, &status, 0);
+    child->pid = -1;
+    child->fd = -1;
     json_t *e = j ? json_object_get(j, "error") : NULL;
     if (e) {
         et_error_set(err, s->source, 0, 0, NULL, "simulation failed: %s", json_string_value(e));
@@ -412,11 +423,24 @@ int sim_run(const et_scenario *s, const sim_options *o, json_t **out, et_error *
     return 0;
 }
 
+int sim_run(const et_scenario *s, const sim_options *o, json_t **out, et_error *err)
+{
+    sim_child child;
+    *out = NULL;
+    if (sim_start(s, o, &child, err)) return -1;
+    return sim_finish(&child, s, out, err);
+}
+
+int sim_runs_once(const et_scenario *s, const sim_options *o)
+{
+    const et_method *m = &s->method;
+    return m->kind != ET_METHOD_TENSOR_TRAIN || m->n_phases <= 1 || o->bench_sizes > 0;
+}
+
 int sim_run_phases(const et_scenario *s, const sim_options *o, json_t **out, et_error *err)
 {
     const et_method *m = &s->method;
-    if (m->kind != ET_METHOD_TENSOR_TRAIN || m->n_phases <= 1 || o->bench_sizes > 0)
-        return sim_run(s, o, out, err);
+    if (sim_runs_once(s, o)) return sim_run(s, o, out, err);
     json_t *phases = json_array(), *first = NULL;
     et_scenario phase = *s;
     phase.method.n_phases = 1;

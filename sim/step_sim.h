@@ -41,6 +41,17 @@ extern const char *const sim_bench_op_names[]; /* "allreduce", "reduce_scatter",
 
 int sim_run(const et_scenario *s, const sim_options *o, json_t **out, et_error *err);
 
+/* sim_run in two halves, so the caller can work while the child simulates: sim_start forks the child,
+ * sim_finish waits for it and returns its result as sim_run does. Every started child must be finished. */
+typedef struct sim_child {
+    int pid, fd;
+} sim_child;
+int sim_start(const et_scenario *s, const sim_options *o, sim_child *child, et_error *err);
+int sim_finish(sim_child *child, const et_scenario *s, json_t **out, et_error *err);
+
+/* Whether sim_run_phases runs the simulation once (everything but tensor-train rank schedules). */
+int sim_runs_once(const et_scenario *s, const sim_options *o);
+
 /* Like sim_run, once per phase of a tensor-train rank schedule: the result is the first phase's simulation
  * with a "phases" array ({from, rank, step_time_s}) added. Other scenarios: exactly sim_run. */
 int sim_run_phases(const et_scenario *s, const sim_options *o, json_t **out, et_error *err);
