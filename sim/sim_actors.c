@@ -196,8 +196,12 @@ static void gpu_actor(int argc, char **argv)
             ready[k] = t;
         }
         if (dp) announce(grp, step, nb, overlap, ready);
-        if (!zero3) exec(r, plan.pre, "forward", step);
-        /* backward: one execution */
+        /* forward (unless ZeRO-3 ran it under the gathers) and backward: one execution */
+        const double exec_start = zero3 ? t0 : fwd_start;
+        if (!zero3 && plan.pre > 0) {
+            r->busy[step] += plan.pre;
+            trace(r, 0, fwd_start, plan.pre, "forward");
+        }
         t = t0;
         for (int k = 0; k <= nb; k++) {
             if (k < nb)
@@ -210,7 +214,8 @@ static void gpu_actor(int argc, char **argv)
                 t += st->clip[k];
             }
         }
-        sg_exec_t bwd = t > t0 ? sg_actor_exec_async((t - t0) * sg_host_get_speed(r->host)) : NULL;
+        sg_exec_t bwd =
+            t > exec_start ? sg_actor_exec_async((t - exec_start) * sg_host_get_speed(r->host)) : NULL;
         r->busy[step] += t - t0;
         const double bwd_end = t;
         if (dp) {
