@@ -15,7 +15,7 @@
 #include <simgrid/link.h>
 #include <xbt/dynar.h>
 
-#include "sg_sendto.h"
+#include "sg_cxx.h"
 #include "sim_world.h"
 
 XBT_LOG_NEW_DEFAULT_CATEGORY(et_collectives, "etsim collectives");
@@ -180,7 +180,7 @@ static void plan_phase(sim_group *g, sim_pattern pattern)
 {
     sim_phase_plan *plan = &g->plans[pattern];
     sim_links *l = &sim_w->links;
-    const int mirror = !sim_w->o->all_flows && !sim_w->o->detailed;
+    const int mirror = sim_w->mirror_allowed && !sim_w->o->all_flows && !sim_w->o->detailed;
     const int n = pattern_flows(g, pattern);
     for (int i = 0; i < n;) {
         int j = i;

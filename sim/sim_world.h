@@ -140,6 +140,7 @@ typedef struct sim_world {
     int trace_every;                   /* keep ranks with rank % trace_every == 0 in the trace */
     sim_trace trace;
     sim_links links;
+    int mirror_allowed; /* the network model shares bandwidth per link only: flows alone on links can be mirrored */
 } sim_world;
 
 extern sim_world *sim_w;

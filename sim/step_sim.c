@@ -13,6 +13,7 @@
 
 #include "batch.h"
 #include "platform.h"
+#include "sg_cxx.h"
 #include "sim_world.h"
 
 const char *const sim_bench_op_names[] = {"allreduce", "reduce_scatter", "allgather", NULL};
@@ -154,6 +155,13 @@ static int build_world(sim_world *w, json_t **result)
             return fail(result, "out of memory for %s", "sampled batches");
         }
     et_sampler_free(&sampler);
+    /* Mirroring needs flows whose progress depends only on the links they cross: true of CM02 and of LV08
+     * and SMPI without cross-traffic (a reverse flow would load links the route does not list); not of
+     * the IB model, which penalises flows by the others at their hosts. */
+    char model[32];
+    et_network_model(model, sizeof model);
+    w->mirror_allowed = !sg_cfg_get_boolean("network/crosstraffic") &&
+                        (!strcmp(model, "CM02") || !strcmp(model, "LV08") || !strcmp(model, "SMPI"));
     sim_claim_links(w);
     int keep = w->o->trace_ranks > 0 ? w->o->trace_ranks : 64;
     w->trace_every = gpus > keep ? (gpus + keep - 1) / keep : 1;

@@ -1,12 +1,22 @@
-// The one SimGrid call etsim needs that has no C binding: see sg_sendto.h.
-#include "sg_sendto.h"
+// The SimGrid calls etsim needs that have no C binding: see sg_cxx.h.
+#include "sg_cxx.h"
 
+#include <cstdio>
 #include <simgrid/s4u/Comm.hpp>
 #include <simgrid/s4u/Host.hpp>
+#include <string>
+#include <xbt/config.hpp>
 
 extern "C" sg_comm_t et_sendto_async(sg_host_t from, sg_host_t to, double bytes)
 {
     simgrid::s4u::CommPtr comm = simgrid::s4u::Comm::sendto_async(from, to, static_cast<uint64_t>(bytes));
     comm->add_ref(); // the caller's reference, dropped by sg_comm_wait_all as for sg_mailbox_put_async
     return comm.get();
+}
+
+extern "C" char *et_network_model(char *buf, size_t size)
+{
+    std::string model = simgrid::config::get_value<std::string>("network/model");
+    std::snprintf(buf, size, "%s", model.c_str());
+    return buf;
 }
