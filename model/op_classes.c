@@ -13,10 +13,10 @@ static int same_linear(const et_linear *a, const et_linear *b)
 static int same_cost(const et_op *a, const et_op *b)
 {
     return a->kind == b->kind && same_linear(&a->m, &b->m) && same_linear(&a->n, &b->n) &&
-           same_linear(&a->k, &b->k) && same_linear(&a->flops, &b->flops) && same_linear(&a->bytes, &b->bytes) &&
-           a->weight_bytes == b->weight_bytes && a->kernels == b->kernels &&
-           a->sparse.density == b->sparse.density && a->sparse.pattern == b->sparse.pattern &&
-           a->sparse.block == b->sparse.block;
+           same_linear(&a->k, &b->k) && same_linear(&a->flops, &b->flops) &&
+           same_linear(&a->bytes, &b->bytes) && a->weight_bytes == b->weight_bytes &&
+           a->kernels == b->kernels && a->sparse.density == b->sparse.density &&
+           a->sparse.pattern == b->sparse.pattern && a->sparse.block == b->sparse.block;
 }
 
 int et_op_classes_build(const et_graph *g, et_op_classes *c)
@@ -41,8 +41,8 @@ int et_op_classes_build(const et_graph *g, et_op_classes *c)
     return 0;
 }
 
-void et_op_classes_times(et_op_classes *c, const et_batch_shape *b, const et_device_profile *d, et_precision p,
-                         double *op_time)
+void et_op_classes_times(et_op_classes *c, const et_batch_shape *b, const et_device_profile *d,
+                         et_precision p, double *op_time)
 {
     const et_graph *g = c->graph;
     for (int k = 0; k < c->n_classes; k++)

@@ -22,8 +22,8 @@ typedef struct et_op_classes {
 } et_op_classes;
 
 int et_op_classes_build(const et_graph *g, et_op_classes *c);
-void et_op_classes_times(et_op_classes *c, const et_batch_shape *b, const et_device_profile *d, et_precision p,
-                         double *op_time);
+void et_op_classes_times(et_op_classes *c, const et_batch_shape *b, const et_device_profile *d,
+                         et_precision p, double *op_time);
 void et_op_classes_free(et_op_classes *c);
 
 #endif

@@ -9,10 +9,10 @@
  * set is played and stands for the others: NVLink flows inside every node, and ring flows between nodes,
  * collapse to a handful per phase, with no change to any time (docs/simulator.md). */
 #include <math.h>
+#include <simgrid/link.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <simgrid/link.h>
 #include <xbt/dynar.h>
 
 #include "sg_cxx.h"
@@ -158,7 +158,8 @@ static int same_progress(const sim_flow *a, const sim_flow *b)
         return 0;
     for (int i = 0; i < x->n_links; i++) {
         int p = x->link[i], q = y->link[i];
-        if (l->bandwidth[p] != l->bandwidth[q] || l->latency[p] != l->latency[q] || l->shared[p] != l->shared[q])
+        if (l->bandwidth[p] != l->bandwidth[q] || l->latency[p] != l->latency[q] ||
+            l->shared[p] != l->shared[q])
             return 0;
     }
     return 1;

@@ -37,9 +37,9 @@ typedef struct sim_route {
 typedef struct sim_links {
     int count, capacity;
     double *bandwidth, *latency;
-    int *shared;  /* sharing policy other than FATPIPE */
-    int *owner;   /* the only communicator whose flows cross it, -1 none yet, or SIM_LINK_SHARED_BY_GROUPS */
-    int *in_use;  /* flows of the current phase crossing it */
+    int *shared; /* sharing policy other than FATPIPE */
+    int *owner;  /* the only communicator whose flows cross it, -1 none yet, or SIM_LINK_SHARED_BY_GROUPS */
+    int *in_use; /* flows of the current phase crossing it */
 } sim_links;
 
 /* One flow of a collective phase, between two GPU hosts. */
@@ -47,8 +47,8 @@ typedef struct sim_flow {
     struct sim_rank *src;
     const struct sim_rank *dst;
     double bytes;
-    double start; /* simulated time the flow is launched */
-    int order;    /* position in the phase, for a deterministic launch order */
+    double start;           /* simulated time the flow is launched */
+    int order;              /* position in the phase, for a deterministic launch order */
     const sim_route *route; /* NULL when not cached (then never mirrored) */
     int alone;              /* no other flow crosses any of its links: mirrored from an identical one */
     sim_route spare;
@@ -86,13 +86,13 @@ typedef struct sim_phase_plan {
 typedef struct sim_group {
     int size;
     int stage;
-    int *members;            /* global ranks, index order = ring order */
-    sg_bar_t meet;           /* the ranks and the communicator actor (size + 1) */
+    int *members;             /* global ranks, index order = ring order */
+    sg_bar_t meet;            /* the ranks and the communicator actor (size + 1) */
     sg_bar_t compute_barrier; /* the ranks: global-norm all-reduce after backward */
     /* Bucket-ready times announced ahead: a collective starts at the latest announcement of its bucket (or
      * when the previous collective ends, if later). */
-    double *latest;   /* [step * (buckets + 1) + k]: latest ready time of bucket k over the group's ranks */
-    int *announced;   /* [step]: ranks that have announced */
+    double *latest; /* [step * (buckets + 1) + k]: latest ready time of bucket k over the group's ranks */
+    int *announced; /* [step]: ranks that have announced */
     sg_sem_t announce_gate; /* released once per step, by the last rank to announce */
     /* what the communicator played, read by the ranks after they meet it */
     double *stream_start;          /* [step]: when every rank had announced */
@@ -140,7 +140,8 @@ typedef struct sim_world {
     int trace_every;                   /* keep ranks with rank % trace_every == 0 in the trace */
     sim_trace trace;
     sim_links links;
-    int mirror_allowed; /* the network model shares bandwidth per link only: flows alone on links can be mirrored */
+    int mirror_allowed; /* the network model shares bandwidth per link only: flows alone on links can be
+                           mirrored */
 } sim_world;
 
 extern sim_world *sim_w;

@@ -182,8 +182,9 @@ static void test_op_classes(void)
     et_device_profile d;
     CHECK(et_device_profile_load(ET_SOURCE_DIR "/scenarios/profiles/a100-sxm4-80gb.json", &d, &err) == 0,
           "a100 profile: %s", err.text);
-    et_batch_shape shapes[] = {{.sequences = 16, .tokens = 3000, .tokens_sq = 7e5, .predictions = 300},
-                               {.sequences = 1, .tokens = 2048, .tokens_sq = 2048.0 * 2048, .predictions = 2048}};
+    et_batch_shape shapes[] = {
+        {.sequences = 16, .tokens = 3000, .tokens_sq = 7e5, .predictions = 300},
+        {.sequences = 1, .tokens = 2048, .tokens_sq = 2048.0 * 2048, .predictions = 2048}};
     for (int i = 0; i < 3; i++) {
         et_graph g = build(presets[i], i == 1 ? 2 : 1, 1, 0, &err);
         et_op_classes c;
