@@ -9,10 +9,12 @@
  * set is played and stands for the others: NVLink flows inside every node, and ring flows between nodes,
  * collapse to a handful per phase, with no change to any time (docs/simulator.md). */
 #include <math.h>
-#include <simgrid/link.h>
+#include <stddef.h> /* simgrid/link.h uses size_t without it */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <simgrid/link.h>
 #include <xbt/dynar.h>
 
 #include "sg_cxx.h"
