@@ -136,7 +136,7 @@ static void account_buckets(sim_rank *r, const sim_group *grp, const sim_stage *
     const int nb = st->n_buckets;
     const double *start = grp->coll_start + (size_t)step * (nb + 1);
     const double *end = grp->coll_end + (size_t)step * (nb + 1);
-    double previous_end = grp->stream_start[step];
+    double previous_end = -INFINITY; /* bucket 0 waits from its own ready time */
     for (int k = 0; k < nb; k++) {
         double arrive = fmax(overlap ? ready[k] : bwd_end, previous_end);
         double from = fmax(arrive, bwd_end);
@@ -265,7 +265,6 @@ static void communicator_actor(int argc, char **argv)
             sg_barrier_wait(g->meet);
         }
         sg_sem_acquire(g->announce_gate);
-        g->stream_start[step] = simgrid_get_clock();
         const double *latest = g->latest + (size_t)step * (nb + 1);
         double *start = g->coll_start + (size_t)step * (nb + 1), *end = g->coll_end + (size_t)step * (nb + 1);
         for (int k = 0; k < nb; k++) {

@@ -95,7 +95,6 @@ typedef struct sim_group {
     int *announced; /* [step]: ranks that have announced */
     sg_sem_t announce_gate; /* released once per step, by the last rank to announce */
     /* what the communicator played, read by the ranks after they meet it */
-    double *stream_start;          /* [step]: when every rank had announced */
     double *coll_start, *coll_end; /* [step * (buckets + 1) + k] */
     sim_flow *flows;               /* one phase's flows (at most 4 per rank), while planning it */
     sg_comm_t *comms;

@@ -92,7 +92,6 @@ static int build_world(sim_world *w, json_t **result)
         grp->latest = malloc(sizeof(double) * records);
         grp->coll_start = calloc(records, sizeof(double));
         grp->coll_end = calloc(records, sizeof(double));
-        grp->stream_start = calloc((size_t)w->steps, sizeof(double));
         grp->announced = calloc((size_t)w->steps, sizeof(int));
         grp->announce_gate = sg_sem_init(0);
         grp->flows = malloc((4 * (size_t)dp + 8) * sizeof *grp->flows);
@@ -103,8 +102,8 @@ static int build_world(sim_world *w, json_t **result)
             grp->plans[p].launch = malloc((4 * (size_t)dp + 8) * sizeof *grp->plans[p].launch);
             plans_ok = plans_ok && grp->plans[p].launch;
         }
-        if (!grp->latest || !grp->coll_start || !grp->coll_end || !grp->stream_start || !grp->announced ||
-            !grp->flows || !grp->comms || !plans_ok)
+        if (!grp->latest || !grp->coll_start || !grp->coll_end || !grp->announced || !grp->flows ||
+            !grp->comms || !plans_ok)
             return fail(result, "out of memory for %s", "collective schedules");
         for (size_t i = 0; i < records; i++)
             grp->latest[i] = -INFINITY;
