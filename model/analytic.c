@@ -42,6 +42,13 @@ double et_bucket_clip_time(const et_scenario *s, double bytes)
                           3 * bytes, 0, 0, 0);
 }
 
+/* Seconds of op i: given in op_time, or from the cost model when op_time is NULL. */
+static double op_seconds(const et_scenario *s, const et_graph *g, int i, const et_batch_shape *b,
+                         const double *op_time)
+{
+    return op_time ? op_time[i] : et_op_time(&g->ops[i], b, &s->cluster.device, s->precision);
+}
+
 double et_phase_time(const et_scenario *s, const et_graph *g, et_phase phase, const et_batch_shape *b,
                      double *tp_comm)
 {
@@ -59,7 +66,7 @@ double et_phase_time_of(const et_scenario *s, const et_graph *g, et_phase phase,
         if (op->kind == ET_OP_TP_ALLREDUCE) {
             if (tp_comm) *tp_comm += et_ring_allreduce_time(&tp, et_linear_eval(&op->bytes, b));
         } else {
-            t += op_time ? op_time[i] : et_op_time(op, b, &s->cluster.device, s->precision);
+            t += op_seconds(s, g, i, b, op_time);
         }
     }
     return t;
@@ -116,7 +123,7 @@ double et_backward_segments_of(const et_scenario *s, const et_graph *g, const et
             if (tp_comm) *tp_comm += et_ring_allreduce_time(&tp, et_linear_eval(&op->bytes, b));
             continue;
         }
-        double dt = op_time ? op_time[i] : et_op_time(op, b, &s->cluster.device, s->precision);
+        double dt = op_seconds(s, g, i, b, op_time);
         t += dt;
         total += dt;
         while (k < nb && buckets[k].ready_op == i) {

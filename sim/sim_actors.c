@@ -191,19 +191,6 @@ static void gpu_actor(int argc, char **argv)
         }
         double t0 = zero3 ? simgrid_get_clock() : fwd_start + plan.pre, t = t0;
         for (int k = 0; k <= nb; k++) {
-            t += plan.seg[k];
-            if (k < nb && clip) t += st->clip[k];
-            ready[k] = t;
-        }
-        if (dp) announce(grp, step, nb, overlap, ready);
-        /* forward (unless ZeRO-3 ran it under the gathers) and backward: one execution */
-        const double exec_start = zero3 ? t0 : fwd_start;
-        if (!zero3 && plan.pre > 0) {
-            r->busy[step] += plan.pre;
-            trace(r, 0, fwd_start, plan.pre, "forward");
-        }
-        t = t0;
-        for (int k = 0; k <= nb; k++) {
             if (k < nb)
                 trace(r, 0, t, plan.seg[k], "backward to bucket %d", k);
             else
@@ -213,6 +200,14 @@ static void gpu_actor(int argc, char **argv)
                 trace(r, 0, t, st->clip[k], "clip bucket %d", k);
                 t += st->clip[k];
             }
+            ready[k] = t;
+        }
+        if (dp) announce(grp, step, nb, overlap, ready);
+        /* forward (unless ZeRO-3 ran it under the gathers) and backward: one execution */
+        const double exec_start = zero3 ? t0 : fwd_start;
+        if (!zero3 && plan.pre > 0) {
+            r->busy[step] += plan.pre;
+            trace(r, 0, fwd_start, plan.pre, "forward");
         }
         sg_exec_t bwd =
             t > exec_start ? sg_actor_exec_async((t - exec_start) * sg_host_get_speed(r->host)) : NULL;
@@ -224,7 +219,6 @@ static void gpu_actor(int argc, char **argv)
         }
         if (bwd) sg_exec_wait(bwd);
         r->bwd_end[step] = bwd_end;
-        r->wait_end[step] = simgrid_get_clock();
         if (s->optimizer.clip == ET_CLIP_AFTER_ALLREDUCE && dp) {
             /* global norm: a latency-bound all-reduce of one value */
             barrier(r, grp->compute_barrier, step, "wait for other ranks");

@@ -7,7 +7,6 @@
 #include <simgrid/engine.h>
 #include <simgrid/exec.h>
 #include <simgrid/host.h>
-#include <simgrid/mailbox.h>
 #include <simgrid/semaphore.h>
 #include <xbt/log.h>
 
@@ -110,7 +109,7 @@ typedef struct sim_rank {
     sim_route routes[SIM_ROUTES]; /* the routes to the peers this rank sends to, cached */
     int n_routes;
     /* per step, filled by the actors */
-    double *step_start, *step_end, *busy, *bwd_end, *wait_end, *idle;
+    double *step_start, *step_end, *busy, *bwd_end, *idle;
 } sim_rank;
 
 typedef struct sim_stage {

@@ -127,14 +127,13 @@ static int build_world(sim_world *w, json_t **result)
             free(by_rank);
             return fail(result, "the platform has no host named %s (hosts must be gpu-<node>-<local>)", host);
         }
-        double *block = calloc(6 * per_step, sizeof(double));
+        double *block = calloc(5 * per_step, sizeof(double));
         if (!block) return fail(result, "out of memory for %s", "per-step records");
         r->step_start = block;
         r->step_end = block + per_step;
         r->busy = block + 2 * per_step;
         r->bwd_end = block + 3 * per_step;
-        r->wait_end = block + 4 * per_step;
-        r->idle = block + 5 * per_step;
+        r->idle = block + 4 * per_step;
     }
     free(by_rank);
     size_t records =
