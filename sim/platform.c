@@ -7,38 +7,41 @@ void platform_host_name(char *buf, size_t size, int node, int local)
     snprintf(buf, size, "gpu-%d-%d", node, local);
 }
 
+static void write_link(FILE *out, const char *id, double bandwidth, double latency)
+{
+    fprintf(
+        out,
+        "      <link id=\"%s\" bandwidth=\"%.17gBps\" latency=\"%.17gs\" sharing_policy=\"SPLITDUPLEX\"/>\n",
+        id, bandwidth, latency);
+}
+
 /* Every link of the platform, in one zone that comes first: SimGrid resolves a route's link names by a
  * depth-first search of the zones, so links kept inside each node's zone cost a walk over all earlier
  * zones per name (quadratic in nodes); here the first zone searched has them all. */
 static void write_links(FILE *out, const et_scenario *s, int leaves)
 {
     const et_cluster *c = &s->cluster;
+    const double node_nic = c->nics_per_node * c->nic_bandwidth;
+    char id[48];
     fprintf(out, "    <zone id=\"links\" routing=\"None\">\n");
     for (int node = 0; node < c->nodes; node++) {
-        for (int j = 0; j < c->gpus_per_node; j++)
-            fprintf(out,
-                    "      <link id=\"nvl-%d-%d\" bandwidth=\"%.17gBps\" latency=\"%.17gs\" "
-                    "sharing_policy=\"SPLITDUPLEX\"/>\n",
-                    node, j, c->intra_node_bandwidth, c->intra_node_latency / 2);
-        fprintf(out,
-                "      <link id=\"nic-%d\" bandwidth=\"%.17gBps\" latency=\"%.17gs\" "
-                "sharing_policy=\"SPLITDUPLEX\"/>\n",
-                node, c->nics_per_node * c->nic_bandwidth, c->nic_latency / 2);
+        for (int j = 0; j < c->gpus_per_node; j++) {
+            snprintf(id, sizeof id, "nvl-%d-%d", node, j);
+            write_link(out, id, c->intra_node_bandwidth, c->intra_node_latency / 2);
+        }
+        snprintf(id, sizeof id, "nic-%d", node);
+        write_link(out, id, node_nic, c->nic_latency / 2);
         /* each node's cable to its leaf switch carries half a switch hop's latency */
-        fprintf(out,
-                "      <link id=\"cable-%d\" bandwidth=\"%.17gBps\" latency=\"%.17gs\" "
-                "sharing_policy=\"SPLITDUPLEX\"/>\n",
-                node, c->nics_per_node * c->nic_bandwidth, c->switch_latency / 2);
+        snprintf(id, sizeof id, "cable-%d", node);
+        write_link(out, id, node_nic, c->switch_latency / 2);
     }
     for (int leaf = 0; leaf < leaves; leaf++) {
         int per_leaf = c->nodes_per_leaf;
         int nodes_in_leaf = (leaf + 1) * per_leaf < c->nodes ? per_leaf : c->nodes - leaf * per_leaf;
-        double up = nodes_in_leaf * c->nics_per_node * c->nic_bandwidth / c->oversubscription;
         /* a cross-leaf route takes two up-links: each carries one spine hop's latency */
-        fprintf(out,
-                "      <link id=\"leaf-%d-up\" bandwidth=\"%.17gBps\" latency=\"%.17gs\" "
-                "sharing_policy=\"SPLITDUPLEX\"/>\n",
-                leaf, up, c->switch_latency);
+        snprintf(id, sizeof id, "leaf-%d-up", leaf);
+        write_link(out, id, nodes_in_leaf * c->nics_per_node * c->nic_bandwidth / c->oversubscription,
+                   c->switch_latency);
     }
     fprintf(out, "    </zone>\n");
 }
