@@ -82,52 +82,59 @@ static const sim_route *route_to(sim_rank *r, const sim_rank *dst, sim_route *sp
     return route;
 }
 
+/* Whether flows alone on identical routes are played once (see the top of this file). */
+static int mirroring(void)
+{
+    return sim_w->mirror_allowed && !sim_w->o->all_flows && !sim_w->o->detailed;
+}
+
 static sim_rank *member(const sim_group *g, int index)
 {
     return &sim_w->ranks[g->members[index]];
 }
 
-static void add_flow(sim_group *g, int *n, int src, int dst, double bytes)
+static void add_flow(sim_group *g, int *n, int src, int dst, double share)
 {
-    g->flows[*n] = (sim_flow){.src = member(g, src), .dst = member(g, dst), .bytes = bytes, .order = *n};
+    g->flows[*n] = (sim_flow){.src = member(g, src), .dst = member(g, dst), .share = share, .order = *n};
     (*n)++;
 }
 
 /* Flow sets of the algorithms' phases, in g->flows; each returns the count. A sender's flows are
  * consecutive. */
 
-/* Every rank sends `bytes` to the next one of its ring: inside its node (inter = 0), or to the same local
- * rank of the next node (inter = 1). k ranks per node, n nodes; k = N, n = 1 is one ring over all ranks. */
-static int ring_flows(sim_group *g, double bytes, int k, int n_nodes, int inter)
+/* Every rank sends the phase's bytes to the next one of its ring: inside its node (inter = 0), or to the same
+ * local rank of the next node (inter = 1). k ranks per node, n nodes; k = N, n = 1 is one ring over all
+ * ranks. */
+static int ring_flows(sim_group *g, int k, int n_nodes, int inter)
 {
     int n = 0;
     for (int i = 0; i < g->size; i++) {
         int node = i / k, local = i % k;
         int next = inter ? ((node + 1) % n_nodes) * k + local : node * k + (local + 1) % k;
-        add_flow(g, &n, i, next, bytes);
+        add_flow(g, &n, i, next, 1);
     }
     return n;
 }
 
 /* One tree phase: reduce (flows towards the roots) or broadcast (away from them). Inside a node a chain
  * towards local rank 0 carries S; between nodes, two mirrored binary trees carry S/2 each. */
-static int tree_flows(sim_group *g, double bytes, int reduce)
+static int tree_flows(sim_group *g, int reduce)
 {
     const et_comm_group *c = &sim_w->dp;
     int k = c->ranks_per_node, n_nodes = c->nodes, n = 0;
     for (int i = 0; i < g->size; i++) {
         int node = i / k, local = i % k;
         /* intra-node chain: local j sends to j-1 when reducing, to j+1 when broadcasting */
-        if (reduce && local > 0) add_flow(g, &n, i, i - 1, bytes);
-        if (!reduce && local < k - 1) add_flow(g, &n, i, i + 1, bytes);
+        if (reduce && local > 0) add_flow(g, &n, i, i - 1, 1);
+        if (!reduce && local < k - 1) add_flow(g, &n, i, i + 1, 1);
         if (local == 0 && n_nodes > 1)
             for (int t = 0; t < 2; t++) {
                 int parent = et_tree_parent(n_nodes, t, node), children[2];
                 int n_children = et_tree_children(n_nodes, t, node, children);
-                if (reduce && parent >= 0) add_flow(g, &n, i, parent * k, bytes / 2);
+                if (reduce && parent >= 0) add_flow(g, &n, i, parent * k, 0.5);
                 if (!reduce)
                     for (int x = 0; x < n_children; x++)
-                        add_flow(g, &n, i, children[x] * k, bytes / 2);
+                        add_flow(g, &n, i, children[x] * k, 0.5);
             }
     }
     return n;
@@ -139,15 +146,15 @@ static int pattern_flows(sim_group *g, sim_pattern p)
     const et_comm_group *c = &sim_w->dp;
     switch (p) {
     case SIM_RING:
-        return ring_flows(g, 1, g->size, 1, 0);
+        return ring_flows(g, g->size, 1, 0);
     case SIM_RING_INTRA:
-        return ring_flows(g, 1, c->ranks_per_node, c->nodes, 0);
+        return ring_flows(g, c->ranks_per_node, c->nodes, 0);
     case SIM_RING_INTER:
-        return ring_flows(g, 1, c->ranks_per_node, c->nodes, 1);
+        return ring_flows(g, c->ranks_per_node, c->nodes, 1);
     case SIM_TREE_REDUCE:
-        return tree_flows(g, 1, 1);
+        return tree_flows(g, 1);
     default:
-        return tree_flows(g, 1, 0);
+        return tree_flows(g, 0);
     }
 }
 
@@ -156,7 +163,7 @@ static int same_progress(const sim_flow *a, const sim_flow *b)
 {
     const sim_links *l = &sim_w->links;
     const sim_route *x = a->route, *y = b->route;
-    if (a->bytes != b->bytes || a->start != b->start || x->n_links != y->n_links || x->latency != y->latency)
+    if (a->share != b->share || a->start != b->start || x->n_links != y->n_links || x->latency != y->latency)
         return 0;
     for (int i = 0; i < x->n_links; i++) {
         int p = x->link[i], q = y->link[i];
@@ -183,7 +190,7 @@ static void plan_phase(sim_group *g, sim_pattern pattern)
 {
     sim_phase_plan *plan = &g->plans[pattern];
     sim_links *l = &sim_w->links;
-    const int mirror = sim_w->mirror_allowed && !sim_w->o->all_flows && !sim_w->o->detailed;
+    const int mirror = mirroring();
     const int n = pattern_flows(g, pattern);
     for (int i = 0; i < n;) {
         int j = i;
@@ -227,7 +234,7 @@ static void plan_phase(sim_group *g, sim_pattern pattern)
             if (same) continue; /* an identical flow, played already, ends when this one would */
             if (n_played < MAX_PLAYED_FOR_OTHERS) played[n_played++] = f;
         }
-        plan->launch[plan->n++] = (sim_launch){f->src->host, f->dst->host, f->bytes, f->start};
+        plan->launch[plan->n++] = (sim_launch){f->src->host, f->dst->host, f->share, f->start};
     }
 }
 
@@ -326,7 +333,7 @@ static void claim(sim_group *g, int id, int n)
 /* A route's links that could not be numbered (out of memory) make it untracked: never mirrored. */
 int sim_claim_links(sim_world *w)
 {
-    if (w->n_groups <= 1 || w->dp.ranks <= 1) return 0;
+    if (w->n_groups <= 1 || w->dp.ranks <= 1 || !mirroring()) return 0;
     for (int id = 0; id < w->n_groups; id++)
         for (int p = 0; p < SIM_PATTERNS; p++)
             claim(&w->groups[id], id, pattern_flows(&w->groups[id], (sim_pattern)p));

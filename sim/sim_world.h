@@ -45,7 +45,7 @@ typedef struct sim_links {
 typedef struct sim_flow {
     struct sim_rank *src;
     const struct sim_rank *dst;
-    double bytes;
+    double share;           /* of the phase's bytes */
     double start;           /* simulated time the flow is launched */
     int order;              /* position in the phase, for a deterministic launch order */
     const sim_route *route; /* NULL when not cached (then never mirrored) */

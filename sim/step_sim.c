@@ -128,7 +128,10 @@ static int build_world(sim_world *w, json_t **result)
             return fail(result, "the platform has no host named %s (hosts must be gpu-<node>-<local>)", host);
         }
         double *block = calloc(5 * per_step, sizeof(double));
-        if (!block) return fail(result, "out of memory for %s", "per-step records");
+        if (!block) {
+            free(by_rank);
+            return fail(result, "out of memory for %s", "per-step records");
+        }
         r->step_start = block;
         r->step_end = block + per_step;
         r->busy = block + 2 * per_step;
