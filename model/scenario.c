@@ -1,7 +1,9 @@
 #include "scenario.h"
 
+#include <errno.h>
 #include <limits.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -259,7 +261,14 @@ static int read_cluster(const et_json_reader *r, json_t *root, et_scenario *s)
     if (et_json_get_number(r, o, "$.cluster", "latency_factor", false, 1.0, 0, 1000, &c->latency_factor))
         return -1;
     if (et_json_get_string(r, o, "$.cluster", "platform_file", false, NULL, &platform)) return -1;
-    if (platform) resolve(c->platform_file, sizeof c->platform_file, s->dir, platform);
+    if (platform) {
+        resolve(c->platform_file, sizeof c->platform_file, s->dir, platform);
+        FILE *pf = fopen(c->platform_file, "r");
+        if (!pf)
+            FAIL("$.cluster.platform_file", "cannot open platform file %s: %s", c->platform_file,
+                 strerror(errno));
+        fclose(pf);
+    }
     if (et_json_get_object(r, o, "$.cluster", "fabric", false, fabric_keys, &fabric)) return -1;
     json_t *f = fabric ? fabric : json_object();
     int rc = et_json_get_enum(r, f, "$.cluster.fabric", "topology", false, et_topology_names,

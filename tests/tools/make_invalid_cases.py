@@ -61,6 +61,7 @@ case("zero-stage-4", setp(["parallelism"], {"zero_stage": 4}), '$.parallelism.ze
 case("bucket-zero", setp(["parallelism"], {"bucket_MiB": 0}), '$.parallelism.bucket_MiB: expected a positive number, got 0')
 case("target-both", setp(["target"], {"steps": 10, "samples": 1000}), '$.target: give exactly one of "samples" or "steps"')
 case("recompute-not-bool", setp(["parallelism"], {"recompute": "yes"}), '$.parallelism.recompute: expected a boolean, got a string')
+case("platform-file-missing", setp(["cluster","platform_file"], "no-such-platform.xml"), '$.cluster.platform_file: cannot open platform file')
 case("histogram-missing", setp(["data"], {"seq_len": 512, "lengths": {"distribution": "histogram", "file": "no-such-file.csv"}}), 'no-such-file.csv: cannot open length histogram')
 case("histogram-malformed", setp(["data"], {"seq_len": 512, "lengths": {"distribution": "histogram", "file": "bad.csv"}}), 'bad.csv:4:3: expected a count (a non-negative integer) and nothing after it',
      files={"bad.csv": "# a histogram with a typo\nlength,count\n1,10\n2,1x0\n"})
