@@ -8,24 +8,7 @@ etsim=${1:-$root/build}/sim/etsim
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-scenario() { # nodes allreduce -> path
-  local nodes=$1 algo=$2 f="$work/bert-$1-$2.json"
-  cat > "$f" <<JSON
-{
-  "name": "bench-bert-large-$nodes-nodes",
-  "model": {"preset": "bert-large"},
-  "data": {"seq_len": 512, "lengths": {"distribution": "histogram", "file": "$root/scenarios/data/wikipedia-bert-seqlen-512.csv"}, "unpadded": true},
-  "batch": {"local": 16},
-  "optimizer": {"name": "adam", "clip": "per_bucket"},
-  "precision": "fp16",
-  "parallelism": {"bucket_MiB": 25, "allreduce": "$algo"},
-  "cluster": {"device": "a100-sxm4-80gb", "nodes": $nodes, "gpus_per_node": 8, "nics_per_node": 4, "nic_Gbps": 200},
-  "target": {"steps": 1},
-  "simulation": {"steps": 1}
-}
-JSON
-  echo "$f"
-}
+source "$root/bench/bert_scenario.sh"
 
 wall() { # command... -> seconds
   local t0 t1
@@ -66,6 +49,22 @@ for algo in auto ring; do
       "$(echo "$ps * 1000 / ($nodes * 8)" | bc -l)" "$g1" "$gs"
     # growth is quoted against 4x fewer GPUs: 8 -> 64 is 8x, so start comparing from 64 -> 256
     if [ $nodes -ge 8 ]; then prev1=$w1 prevs=$ps; fi
+  done
+done
+
+echo
+echo "# where the time goes (etsim --stats, 5 steps, one run each): flows per step the model describes and"
+echo "# those played in SimGrid (the rest mirrored), and the simulation's wall time per played flow and per GPU-step"
+printf "%8s %10s %18s %18s %12s %14s %18s\n" "GPUs" "algorithm" "modelled/step" "simulated/step" "setup[s]" \
+  "simulation[s]" "us/simulated_flow"
+for algo in auto ring; do
+  for nodes in 32 128 512; do
+    f=$(scenario $nodes $algo)
+    line=$("$etsim" --quiet --stats --steps 5 "$f" 2>&1 > /dev/null | grep "etsim: stats:")
+    read -r setup run modelled simulated <<< "$(echo "$line" |
+      sed -E 's/.*set-up ([0-9.]+) s, simulation ([0-9.]+) s; flows ([0-9]+) modelled, ([0-9]+) simulated.*/\1 \2 \3 \4/')"
+    printf "%8d %10s %18d %18d %12.3f %14.3f %18.2f\n" $((nodes * 8)) $algo $((modelled / 5)) $((simulated / 5)) \
+      "$setup" "$run" "$(echo "$run * 1000000 / $simulated" | bc -l)"
   done
 done
 

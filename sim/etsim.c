@@ -32,6 +32,7 @@ static void usage(FILE *out)
           "  --all-flows       play every flow (no mirroring of identical flows alone on their links)\n"
           "  --no-overlap      start gradient collectives only after backward\n"
           "  --quiet           no progress output\n"
+          "  --stats           the simulator's own cost on stderr: wall times, flows modelled and played\n"
           "  --top-ops N       also list the N most expensive ops of one micro-batch\n"
           "  --compare A.json B.json  both scenarios side by side with the speedup of each part\n"
           "  --collective OP   benchmark one collective (allreduce, reduce_scatter, allgather) on the\n"
@@ -106,6 +107,8 @@ static int parse_args(int argc, char **argv, options *o)
             o->sim.all_flows = true;
         } else if (strcmp(a, "--detailed-collectives") == 0) {
             o->sim.detailed = true;
+        } else if (strcmp(a, "--stats") == 0) {
+            o->sim.stats = true;
         } else if (strcmp(a, "--no-overlap") == 0) {
             o->sim.force_no_overlap = true;
         } else if (strcmp(a, "--json") == 0) {

@@ -225,6 +225,7 @@ static void plan_phase(sim_group *g, sim_pattern pattern)
     const sim_flow *played[MAX_PLAYED_FOR_OTHERS];
     int n_played = 0;
     plan->n = 0;
+    plan->n_modelled = n;
     for (int i = 0; i < n; i++) {
         const sim_flow *f = &g->flows[i];
         if (f->alone) {
@@ -250,6 +251,8 @@ static void run_phase(sim_group *g, sim_pattern pattern, double bytes, double t_
         g->comms[i] = et_sendto_async(f->src, f->dst, f->share * bytes);
     }
     sg_comm_wait_all(g->comms, (size_t)plan->n);
+    sim_w->flows_modelled += plan->n_modelled;
+    sim_w->flows_simulated += plan->n;
 }
 
 void sim_ring_gather(sim_group *g, double bytes, int factor_num, double start)

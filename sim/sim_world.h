@@ -75,7 +75,8 @@ typedef struct sim_launch {
  * for every bucket, so built once per group. */
 typedef struct sim_phase_plan {
     sim_launch *launch;
-    int n; /* -1: not built yet */
+    int n;         /* -1: not built yet */
+    int n_modelled; /* the pattern's flows, mirrored ones included */
 } sim_phase_plan;
 
 /* A data-parallel communicator. Its actor plays the communication stream of all its ranks, NCCL-style:
@@ -140,6 +141,7 @@ typedef struct sim_world {
     sim_links links;
     int mirror_allowed; /* the network model shares bandwidth per link only: flows alone on links can be
                            mirrored */
+    long long flows_modelled, flows_simulated; /* for --stats: flows of all phases, and those played */
 } sim_world;
 
 extern sim_world *sim_w;

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 #include <xbt/config.h>
 #include <xbt/log.h>
@@ -336,11 +337,29 @@ static json_t *read_json_fd(int fd)
     return NULL;
 }
 
+static double wall_seconds(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* --stats: what the simulation cost, for the scaling benchmark (bench/sim_scaling.sh). */
+static void print_stats(const sim_world *w, double setup_s, double run_s)
+{
+    fprintf(stderr,
+            "etsim: stats: %d GPUs, %d steps: set-up %.3f s, simulation %.3f s; flows %lld modelled, %lld "
+            "simulated (%.2f us of simulation per simulated flow)\n",
+            w->n_ranks, w->steps, setup_s, run_s, w->flows_modelled, w->flows_simulated,
+            w->flows_simulated > 0 ? 1e6 * run_s / (double)w->flows_simulated : 0.0);
+}
+
 int sim_child_main(const et_scenario *s, const sim_options *o, int fd)
 {
     json_t *result = NULL;
     int argc = 1;
     char *argv[] = {"etsim", NULL};
+    const double t_begin = wall_seconds();
     xbt_log_control_set("root.thresh:warning");
     simgrid_init(&argc, argv);
     sg_cfg_set_int("contexts/stack-size", 128); /* KiB; actors here are shallow */
@@ -366,8 +385,10 @@ int sim_child_main(const et_scenario *s, const sim_options *o, int fd)
         return 1;
     }
     sim_start_actors(&w);
+    const double t_run = wall_seconds();
     simgrid_run();
     if (o->progress) fputc('\n', stderr);
+    if (o->stats) print_stats(&w, t_run - t_begin, wall_seconds() - t_run);
     if (o->trace_path) {
         et_error err;
         if (sim_trace_write(&w.trace, o->trace_path, s->name, &err)) {

@@ -28,6 +28,7 @@ typedef struct sim_options {
     const char *trace_path;   /* Chrome trace of the last simulated step, NULL for none */
     int trace_ranks;          /* ranks kept in the trace (sampled evenly), 0 = all up to 64 */
     bool progress;            /* progress line on stderr */
+    bool stats;               /* simulator cost on stderr: wall times, flows modelled and played */
     const char *platform_out; /* also write the generated platform here */
     /* collective benchmark (nccl-tests style) instead of training steps: one collective per size on the
      * data-parallel communicator, no compute */
