@@ -7,7 +7,15 @@
  * no other communicator's flows ever do) progresses independently of all other traffic, so flows alone on
  * routes with the same link properties, of the same size and start, progress identically. One of each such
  * set is played and stands for the others: NVLink flows inside every node, and ring flows between nodes,
- * collapse to a handful per phase, with no change to any time (docs/simulator.md). */
+ * collapse to a handful per phase, with no change to any time (docs/simulator.md).
+ *
+ * Most contended link: when flows share links equally and start together (CM02 or LV08 with flows paying
+ * no latency of their own and no TCP window), a flow's max-min rate is never below the smallest equal
+ * share C/n along its route, and the flows of the link where C/n is smallest in the phase, r, can together
+ * take no more than C: each runs at exactly r, whatever else runs, until they all end together. Every other
+ * flow runs at r or faster and, carrying the same bytes, ends no later. So the flows of that link, played
+ * alone, end the phase exactly when all of them would: a tree phase on 4096 GPUs plays 2 inter-node flows
+ * instead of about 1030, with no change to any time. */
 #include <math.h>
 #include <stddef.h> /* simgrid/link.h uses size_t without it */
 #include <stdint.h>
@@ -59,7 +67,7 @@ static int link_id(sim_links *l, sg_link_t link)
 static void resolve(const sim_rank *r, const sim_rank *dst, sim_route *route)
 {
     route->dst = dst->rank;
-    route->latency = sg_host_get_route_latency(r->host, dst->host) * sim_w->s->cluster.latency_factor;
+    route->latency = sg_host_get_route_latency(r->host, dst->host) * sim_w->flow_latency_factor;
     xbt_dynar_t links = xbt_dynar_new(sizeof(sg_link_t), NULL);
     sg_host_get_route(r->host, dst->host, links);
     unsigned long n = xbt_dynar_length(links);
@@ -183,9 +191,66 @@ static int by_start(const void *a, const void *b)
 
 #define MAX_PLAYED_FOR_OTHERS 64
 
+/* A link's equal share per flow in this phase (FATPIPE links give every flow all of it). */
+static double link_share(const sim_links *l, int id)
+{
+    return l->shared[id] ? l->bandwidth[id] / l->in_use[id] : l->bandwidth[id];
+}
+
+/* The smallest link share along a flow's route, and the link that gives it. */
+static double flow_bottleneck(const sim_flow *f, int *link)
+{
+    const sim_links *l = &sim_w->links;
+    double best = INFINITY;
+    for (int x = 0; x < f->route->n_links; x++) {
+        double share = link_share(l, f->route->link[x]);
+        if (share < best) {
+            best = share;
+            *link = f->route->link[x];
+        }
+    }
+    return best;
+}
+
+/* Equal-share phases (see the top of this file): with l->in_use counting the phase's flows, returns the
+ * most contended link of the flows that are not alone (the smallest equal share C/n along their routes),
+ * if they all carry the same share of bytes; -1 otherwise. Max-min fairness gives every flow crossing a
+ * link of that share exactly that rate until they all end together; every other flow runs at least as
+ * fast and ends no later. The flows of the returned link, played without the others, get that rate too
+ * (every link they cross carries at most as many flows as in the phase), so they end the phase when all of
+ * them would. */
+static int most_contended_link(const sim_group *g, int n)
+{
+    const sim_links *l = &sim_w->links;
+    double rate = INFINITY, share = -1;
+    int link = -1;
+    for (int i = 0; i < n; i++) {
+        const sim_flow *f = &g->flows[i];
+        if (f->alone) continue;
+        if (!f->route || f->route->n_links < 0 || (share >= 0 && f->share != share)) return -1;
+        share = f->share;
+        for (int x = 0; x < f->route->n_links; x++)
+            if (l->owner[f->route->link[x]] == SIM_LINK_SHARED_BY_GROUPS) return -1;
+        int at = -1;
+        double b = flow_bottleneck(f, &at);
+        if (b < rate) {
+            rate = b;
+            link = at;
+        }
+    }
+    return link;
+}
+
+static int crosses(const sim_flow *f, int link)
+{
+    for (int x = 0; x < f->route->n_links; x++)
+        if (f->route->link[x] == link) return 1;
+    return 0;
+}
+
 /* Builds a pattern's launch plan. Each sender's flows start so that they end the phase's latency term plus
- * their transfer time after its reference time (the route's own latency is part of the term: a sender
- * starts its longest route's latency early). */
+ * their transfer time after its reference time (the route's own latency, where SimGrid makes a flow pay
+ * it, is part of the term: a sender starts its longest route's latency early). */
 static void plan_phase(sim_group *g, sim_pattern pattern)
 {
     sim_phase_plan *plan = &g->plans[pattern];
@@ -217,6 +282,7 @@ static void plan_phase(sim_group *g, sim_pattern pattern)
             if (l->in_use[id] != 1 || l->owner[id] == SIM_LINK_SHARED_BY_GROUPS) f->alone = 0;
         }
     }
+    const int bottleneck = mirror && sim_w->equal_shares ? most_contended_link(g, n) : -1;
     if (mirror)
         for (int i = 0; i < n; i++)
             for (int x = 0; g->flows[i].route && x < g->flows[i].route->n_links; x++)
@@ -234,6 +300,8 @@ static void plan_phase(sim_group *g, sim_pattern pattern)
                 same = same_progress(f, played[p]);
             if (same) continue; /* an identical flow, played already, ends when this one would */
             if (n_played < MAX_PLAYED_FOR_OTHERS) played[n_played++] = f;
+        } else if (bottleneck >= 0 && !crosses(f, bottleneck)) {
+            continue; /* the flows of the most contended link end when this one would, or later */
         }
         plan->launch[plan->n++] = (sim_launch){f->src->host, f->dst->host, f->share, f->start};
     }

@@ -75,7 +75,7 @@ typedef struct sim_launch {
  * for every bucket, so built once per group. */
 typedef struct sim_phase_plan {
     sim_launch *launch;
-    int n;         /* -1: not built yet */
+    int n;          /* -1: not built yet */
     int n_modelled; /* the pattern's flows, mirrored ones included */
 } sim_phase_plan;
 
@@ -141,6 +141,9 @@ typedef struct sim_world {
     sim_links links;
     int mirror_allowed; /* the network model shares bandwidth per link only: flows alone on links can be
                            mirrored */
+    int equal_shares;   /* flows share links equally, start together and have no rate bound of their own: a
+                           phase's flows that are not alone can be played by those of its most contended link */
+    double flow_latency_factor; /* route latency -> the latency SimGrid makes a flow pay (0: none) */
     long long flows_modelled, flows_simulated; /* for --stats: flows of all phases, and those played */
 } sim_world;
 

@@ -165,6 +165,18 @@ static int build_world(sim_world *w, json_t **result)
     et_network_model(model, sizeof model);
     w->mirror_allowed = !sg_cfg_get_boolean("network/crosstraffic") &&
                         (!strcmp(model, "CM02") || !strcmp(model, "LV08") || !strcmp(model, "SMPI"));
+    /* Each phase's latency is its closed form's alpha term, slept by the communicator; flows then start
+     * together. CM02 and LV08 would also make every flow wait its route latency and, worse, weigh its
+     * share of a link by the inverse of that latency (TCP's RTT unfairness, which RDMA fabrics do not
+     * have): their flows pay no latency of their own. Other models keep theirs, and flows start early by
+     * it. */
+    w->flow_latency_factor = s->cluster.latency_factor;
+    if (!strcmp(model, "CM02") || !strcmp(model, "LV08")) {
+        sg_cfg_set_double("network/latency-factor", 0.0);
+        w->flow_latency_factor = 0;
+        /* and with no TCP window (gamma 0), no flow has a rate bound below its links' shares */
+        w->equal_shares = w->mirror_allowed && sg_cfg_get_double("network/TCP-gamma") == 0;
+    }
     sim_claim_links(w);
     int keep = w->o->trace_ranks > 0 ? w->o->trace_ranks : 64;
     w->trace_every = gpus > keep ? (gpus + keep - 1) / keep : 1;
