@@ -361,9 +361,9 @@ static void print_stats(const sim_world *w, double setup_s, double run_s)
 {
     fprintf(stderr,
             "etsim: stats: %d GPUs, %d steps: set-up %.3f s, simulation %.3f s; flows %lld modelled, %lld "
-            "simulated (%.2f us of simulation per simulated flow)\n",
+            "simulated; %.2f us of simulation per GPU and step\n",
             w->n_ranks, w->steps, setup_s, run_s, w->flows_modelled, w->flows_simulated,
-            w->flows_simulated > 0 ? 1e6 * run_s / (double)w->flows_simulated : 0.0);
+            1e6 * run_s / ((double)w->n_ranks * w->steps));
 }
 
 int sim_child_main(const et_scenario *s, const sim_options *o, int fd)
