@@ -1,6 +1,11 @@
+#define _POSIX_C_SOURCE 200809L
 /* The SimGrid simulator against the analytic model: equal without overlap or stragglers, exposed
- * communication bounded with overlap, deterministic output, stragglers cost time. */
+ * communication bounded with overlap, deterministic output, stragglers cost time; mirrored flows and the
+ * most contended link change nothing on randomly drawn clusters. */
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "analytic.h"
 #include "check.h"
@@ -133,6 +138,66 @@ static void check_determinism_and_stragglers(void)
     et_scenario_free(&s);
 }
 
+/* Draws from a fixed splitmix64 stream, so the cases are the same on every run. */
+static unsigned long long draw_state = 20261129;
+static int draw(int n)
+{
+    unsigned long long z = (draw_state += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return (int)((z ^ (z >> 31)) % (unsigned long long)n);
+}
+
+/* Mirroring and the most contended link are exact: on clusters drawn at random (nodes, GPUs per node,
+ * NICs, leaves, oversubscription, algorithm, ZeRO, tensor parallelism, stragglers, calibration factors),
+ * the simulation gives the same JSON whether flows are mirrored or all played. */
+static void check_mirroring_random(int cases)
+{
+    static const char *const algos[] = {"auto", "ring", "tree", "hierarchical"};
+    static const int nodes[] = {2, 3, 5, 8, 12, 16}, gpus[] = {2, 4, 8}, leaf[] = {1, 2, 3, 4, 8, 16};
+    static const double oversub[] = {1, 1, 1.5, 2, 4}, bw[] = {1, 1, 0.83}, lat[] = {1, 1, 1.7};
+    for (int c = 0; c < cases; c++) {
+        int g = gpus[draw(3)], tensor = draw(4) == 0 ? 2 : 1;
+        char text[1024], path[] = "/tmp/et-test-mirroring-XXXXXX";
+        snprintf(
+            text, sizeof text,
+            "{\"name\": \"random-%d\", \"model\": {\"preset\": \"bert-base\"}, \"data\": {\"seq_len\": 128},"
+            " \"batch\": {\"local\": 4}, \"optimizer\": {\"name\": \"adam\", \"clip\": \"%s\"},"
+            " \"precision\": \"fp16\", \"parallelism\": {\"allreduce\": \"%s\", \"zero_stage\": %d, "
+            "\"tensor\": %d},"
+            " \"cluster\": {\"device\": \"a100-sxm4-80gb\", \"nodes\": %d, \"gpus_per_node\": %d,"
+            " \"nics_per_node\": %d, \"nic_Gbps\": 200, \"bandwidth_factor\": %g, \"latency_factor\": %g,"
+            " \"fabric\": {\"nodes_per_leaf\": %d, \"oversubscription\": %g}},"
+            " \"target\": {\"steps\": 1}, \"simulation\": {\"steps\": 2, \"seed\": %d, \"straggler_sigma\": "
+            "%g}}",
+            c, draw(2) ? "per_bucket" : "after_allreduce", algos[draw(4)], draw(3) == 0 ? 1 + draw(3) : 0,
+            tensor, nodes[draw(6)], g, 1 + draw(4), bw[draw(3)], lat[draw(3)], leaf[draw(6)],
+            oversub[draw(5)], 1 + draw(1000), draw(3) * 0.05);
+        int fd = mkstemp(path);
+        FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+        if (!f || fputs(text, f) < 0 || fclose(f)) {
+            CHECK(0, "cannot write a scenario to %s", path);
+            return;
+        }
+        et_scenario s;
+        et_error err;
+        int loaded = et_scenario_load(path, &s, &err) == 0;
+        unlink(path);
+        CHECK(loaded, "random case %d loads: %s\n%s", c, loaded ? "" : err.text, text);
+        if (!loaded) continue;
+        sim_options mirrored = {.steps = 2}, all = {.steps = 2, .all_flows = true};
+        json_t *a = NULL, *b = NULL;
+        if (sim_run(&s, &mirrored, &a, &err) || sim_run(&s, &all, &b, &err))
+            CHECK(0, "random case %d simulates: %s", c, err.text);
+        else
+            CHECK(json_equal(a, b), "random case %d: the same simulation with every flow played\n%s", c,
+                  text);
+        json_decref(a);
+        json_decref(b);
+        et_scenario_free(&s);
+    }
+}
+
 int main(void)
 {
     check_scenario(SCEN("mlperf-bert-8.json"), 2);
@@ -141,5 +206,6 @@ int main(void)
     check_scenario(SCEN("gpt3-13b-dense-a100.json"), 1);
     check_determinism_and_stragglers();
     check_presorted_bert();
+    check_mirroring_random(16);
     return check_summary("test_sim");
 }
