@@ -166,19 +166,30 @@ static void gpu_actor(int argc, char **argv)
     sim_plan plan;
     plan.seg = malloc(((size_t)nb + 1) * sizeof *plan.seg);
     double *ready = malloc(((size_t)nb + 1) * sizeof *ready);
+    /* With nothing to wait for between meeting the communicator and the optimizer, nor after it, a step's
+     * optimizer runs in one execution with the next step's forward and backward: one wake-up less a step. */
+    const int fold_optimizer =
+        !(dp && (s->optimizer.clip == ET_CLIP_AFTER_ALLREDUCE || s->parallel.zero_stage >= 1));
+    double optimizer_pending = 0; /* the previous step's optimizer, at the start of this step's execution */
     for (int step = 0; step < w->steps; step++) {
         if (r->rank == 0 && w->o->progress) {
             fprintf(stderr, "\retsim: simulating step %d/%d on %d GPUs", step + 1, w->steps, w->n_ranks);
             fflush(stderr);
         }
-        if (step == w->steps - 1 && r->rank == 0) w->trace.window_start = simgrid_get_clock();
-        r->step_start[step] = simgrid_get_clock();
+        const double now = simgrid_get_clock(), step_start = now + optimizer_pending;
+        if (optimizer_pending > 0) {
+            r->busy[step - 1] += optimizer_pending;
+            trace(r, 0, now, optimizer_pending, "optimizer");
+            r->step_end[step - 1] = step_start;
+        }
+        if (step == w->steps - 1 && r->rank == 0) w->trace.window_start = step_start;
+        r->step_start[step] = step_start;
         r->bwd_end[step] = INFINITY; /* nothing counts as idle before backward has ended */
         sim_rank_plan(w, r->rank, step, &plan);
         /* bucket k is ready after backward's segment k and its clipping kernel; forward and backward never
          * wait for other ranks, so the times are known once forward's start is */
         const int zero3 = s->parallel.zero_stage >= 3 && dp;
-        double fwd_start = simgrid_get_clock();
+        double fwd_start = step_start;
         if (zero3) {
             /* parameters gathered before forward and backward (the communicator plays the gathers),
              * prefetched under the forward pass */
@@ -203,8 +214,9 @@ static void gpu_actor(int argc, char **argv)
             ready[k] = t;
         }
         if (dp) announce(grp, step, nb, overlap, ready);
-        /* forward (unless ZeRO-3 ran it under the gathers) and backward: one execution */
-        const double exec_start = zero3 ? t0 : fwd_start;
+        /* the previous optimizer (if folded), forward (unless ZeRO-3 ran it under the gathers) and backward:
+         * one execution */
+        const double exec_start = zero3 ? t0 : now;
         if (!zero3 && plan.pre > 0) {
             r->busy[step] += plan.pre;
             trace(r, 0, fwd_start, plan.pre, "forward");
@@ -225,6 +237,10 @@ static void gpu_actor(int argc, char **argv)
             double c0 = simgrid_get_clock();
             sg_actor_sleep_for(et_allreduce_time(&w->dp, ET_COLL_AUTO, 4, NULL));
             trace(r, 1, c0, simgrid_get_clock() - c0, "global-norm all-reduce");
+        }
+        if (fold_optimizer && step < w->steps - 1) {
+            optimizer_pending = plan.opt;
+            continue;
         }
         exec(r, plan.opt, "optimizer", step);
         if (s->parallel.zero_stage >= 1 && dp) {

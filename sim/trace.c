@@ -53,16 +53,13 @@ int sim_trace_write(const sim_trace *t, const char *path, const char *scenario_n
                                                 e->lane ? "comm" : "compute", "ph", "X", "ts", e->start * 1e6,
                                                 "dur", e->duration * 1e6, "pid", e->rank, "tid", e->lane));
     }
-    /* name the lanes */
-    int max_rank = 0;
-    for (int i = 0; i < t->count; i++)
-        if (t->events[i].start >= t->window_start && t->events[i].rank > max_rank)
-            max_rank = t->events[i].rank;
-    char *seen = calloc((size_t)max_rank + 1, 1);
-    for (int i = 0; i < t->count && seen; i++) {
-        int r = t->events[i].rank;
-        if (t->events[i].start < t->window_start || seen[r]) continue;
-        seen[r] = 1;
+    /* name the lanes, in rank order */
+    int previous = -1;
+    for (int i = 0; i < t->count; i++) {
+        const sim_trace_event *e = &t->events[order[i]];
+        int r = e->rank;
+        if (e->start < t->window_start || r == previous) continue;
+        previous = r;
         char name[32];
         snprintf(name, sizeof name, "GPU %d", r);
         json_array_append_new(events, json_pack("{s:s, s:s, s:i, s:{s:s}}", "name", "process_name", "ph", "M",
@@ -72,7 +69,6 @@ int sim_trace_write(const sim_trace *t, const char *path, const char *scenario_n
                                                     "ph", "M", "pid", r, "tid", lane, "args", "name",
                                                     lane ? "communication" : "compute"));
     }
-    free(seen);
     free(order);
     json_t *root = json_pack("{s:o, s:s, s:{s:s}}", "traceEvents", events, "displayTimeUnit", "ms",
                              "otherData", "scenario", scenario_name);
