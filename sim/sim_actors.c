@@ -189,7 +189,6 @@ static void gpu_actor(int argc, char **argv)
         /* bucket k is ready after backward's segment k and its clipping kernel; forward and backward never
          * wait for other ranks, so the times are known once forward's start is */
         const int zero3 = s->parallel.zero_stage >= 3 && dp;
-        double fwd_start = step_start;
         if (zero3) {
             /* parameters gathered before forward and backward (the communicator plays the gathers),
              * prefetched under the forward pass */
@@ -198,9 +197,9 @@ static void gpu_actor(int argc, char **argv)
             sg_barrier_wait(grp->meet);
             sg_exec_wait(fwd);
             r->busy[step] += plan.pre;
-            trace(r, 0, fwd_start, plan.pre, "forward");
+            trace(r, 0, step_start, plan.pre, "forward");
         }
-        double t0 = zero3 ? simgrid_get_clock() : fwd_start + plan.pre, t = t0;
+        double t0 = zero3 ? simgrid_get_clock() : step_start + plan.pre, t = t0;
         for (int k = 0; k <= nb; k++) {
             if (k < nb)
                 trace(r, 0, t, plan.seg[k], "backward to bucket %d", k);
@@ -219,7 +218,7 @@ static void gpu_actor(int argc, char **argv)
         const double exec_start = zero3 ? t0 : now;
         if (!zero3 && plan.pre > 0) {
             r->busy[step] += plan.pre;
-            trace(r, 0, fwd_start, plan.pre, "forward");
+            trace(r, 0, step_start, plan.pre, "forward");
         }
         sg_exec_t bwd =
             t > exec_start ? sg_actor_exec_async((t - exec_start) * sg_host_get_speed(r->host)) : NULL;
