@@ -51,7 +51,7 @@ int et_atomic_write(const char *path, et_file_writer writer, void *ctx, et_error
 
 static int write_json(FILE *out, void *ctx)
 {
-    if (json_dumpf((const json_t *)ctx, out, JSON_INDENT(2) | JSON_REAL_PRECISION(12))) return -1;
+    if (json_dumpf((const json_t *)ctx, out, ET_JSON_FILE_FLAGS)) return -1;
     return fputc('\n', out) == EOF ? -1 : 0;
 }
 

@@ -11,6 +11,9 @@
 
 #include "et_error.h"
 
+/* How ET writes JSON files (reports, traces, plans): 2-space indentation, 12 significant digits. */
+#define ET_JSON_FILE_FLAGS (JSON_INDENT(2) | JSON_REAL_PRECISION(12))
+
 typedef int (*et_file_writer)(FILE *out, void *ctx);
 
 int et_atomic_write(const char *path, et_file_writer writer, void *ctx, et_error *err);
