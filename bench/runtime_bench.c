@@ -6,19 +6,12 @@
 #include <cblas.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
 
 #include "analytic.h"
 #include "batch.h"
 #include "rt_data.h"
 #include "rt_model.h"
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
+#include "wall_clock.h"
 
 /* OpenBLAS's rate on a large square product, best of a few runs. */
 static double large_gemm_gflops(int n)
@@ -29,9 +22,9 @@ static double large_gemm_gflops(int n)
         a[i] = b[i] = 0.001f * (float)(i % 97);
     double best = 0;
     for (int rep = 0; rep < 4; rep++) {
-        double t0 = now();
+        double t0 = et_wall_seconds();
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1, a, n, b, n, 0, c, n);
-        double g = 2.0 * n * n * n / (now() - t0) / 1e9;
+        double g = 2.0 * n * n * n / (et_wall_seconds() - t0) / 1e9;
         if (g > best) best = g;
     }
     free(a), free(b), free(c);
@@ -59,7 +52,7 @@ int main(int argc, char **argv)
     double gemm_time = 0, gemm_flops = 0, step_time = 0, tokens = 0;
     rt_hyper h = {1e-4, 0.9, 0.999, 1e-8, 0.01, 0};
     for (int step = 0; step <= steps; step++) {
-        double t0 = now();
+        double t0 = et_wall_seconds();
         rt_model_begin_step(&m);
         double norm = rt_data_global_predictions(&data, step);
         for (int micro = 0; micro < data.accum; micro++) {
@@ -78,7 +71,7 @@ int main(int argc, char **argv)
         }
         rt_model_update(&m, &h);
         if (step == 0) continue;
-        step_time += now() - t0;
+        step_time += et_wall_seconds() - t0;
         for (int i = 0; i < m.graph.n_ops; i++)
             if (m.graph.ops[i].kind == ET_OP_GEMM) gemm_time += m.op_time[i];
     }

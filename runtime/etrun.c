@@ -7,7 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "atomic_file.h"
@@ -15,6 +14,7 @@
 #include "rt_data.h"
 #include "rt_model.h"
 #include "rt_plan.h"
+#include "wall_clock.h"
 
 #define EXIT_INPUT 2
 
@@ -75,13 +75,6 @@ static int parse_args(int argc, char **argv, options *o)
         return -1;
     }
     return 0;
-}
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
 /* Gradient buckets: all-reduced (non-blocking, in backward order) as soon as backward finalises them. */
@@ -253,7 +246,7 @@ int main(int argc, char **argv)
     double tokens_per_step = 0;
     int progress = !o.quiet && rank == 0 && isatty(2), measured = 0;
     for (long long step = start; step < steps; step++) {
-        double t0 = now();
+        double t0 = et_wall_seconds();
         rt_model_begin_step(&model);
         double norm = rt_data_global_predictions(&data, (int)step), tokens = 0;
         red.next = 0;
@@ -281,7 +274,7 @@ int main(int argc, char **argv)
             if (total > max) rt_model_scale_grads(&model, 0, model.n_params, max / (total + 1e-6));
         }
         rt_model_update(&model, &plan.hyper);
-        step_times[step] = now() - t0;
+        step_times[step] = et_wall_seconds() - t0;
         losses[step] = loss / norm;
         tokens_per_step = all_tokens;
         if (step >= plan.warmup_steps)

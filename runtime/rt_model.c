@@ -5,12 +5,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "analytic.h"
 #include "rng.h"
 #include "rt_kernels.h"
 #include "rt_tt.h"
+#include "wall_clock.h"
 
 typedef void (*rt_exec_fn)(rt_model *m, const rt_op *op, const rt_batch *b);
 
@@ -54,13 +54,6 @@ typedef struct state {
 } state;
 
 #define ST(m) ((state *)(m)->act)
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 /* ---- parameter lookup ---- */
 
@@ -1015,7 +1008,7 @@ int rt_model_step_micro(rt_model *m, const rt_batch *b, double norm, rt_grad_rea
     for (int i = 0; i < m->graph.n_ops; i++) {
         const et_op *op = &m->graph.ops[i];
         if (op->phase == ET_PHASE_OPTIMIZER) continue;
-        double t0 = now();
+        double t0 = et_wall_seconds();
         m->ops[i].exec(m, &m->ops[i], b);
         if (op->phase == ET_PHASE_BACKWARD && m->mask && op->grad_count) {
             /* only kept weights learn: mask the gradients as soon as they are final */
@@ -1025,7 +1018,7 @@ int rt_model_step_micro(rt_model *m, const rt_batch *b, double norm, rt_grad_rea
                     m->grads[off + k] *= m->mask[off + k];
             }
         }
-        m->op_time[i] += now() - t0;
+        m->op_time[i] += et_wall_seconds() - t0;
         if (ready && op->phase == ET_PHASE_BACKWARD) ready(ctx, i);
     }
     return 0;
@@ -1051,7 +1044,7 @@ void rt_model_update(rt_model *m, const rt_hyper *h)
     const et_optimizer opt = m->s->optimizer.name;
     m->adam_t++;
     const double c1 = 1 - pow(h->beta1, (double)m->adam_t), c2 = 1 - pow(h->beta2, (double)m->adam_t);
-    double t0 = now();
+    double t0 = et_wall_seconds();
     for (int i = 0; i < m->graph.n_params; i++) {
         size_t off = m->param_offset[i], n = (size_t)m->graph.params[i].dense;
         float *w = m->params + off, *g = m->grads + off, *mm = m->m + off, *vv = m->v + off;
@@ -1074,7 +1067,7 @@ void rt_model_update(rt_model *m, const rt_hyper *h)
         for (size_t k = 0; k < n; k++)
             w[k] = (float)(w[k] - rate * g[k]);
     }
-    double dt = now() - t0;
+    double dt = et_wall_seconds() - t0;
     /* attribute the time to the graph's optimizer ops (one for Adam, three for LAMB) */
     int n_opt = 0;
     for (int i = 0; i < m->graph.n_ops; i++)

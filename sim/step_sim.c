@@ -7,7 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 #include <xbt/config.h>
 #include <xbt/log.h>
@@ -16,6 +15,7 @@
 #include "platform.h"
 #include "sg_cxx.h"
 #include "sim_world.h"
+#include "wall_clock.h"
 
 const char *const sim_bench_op_names[] = {"allreduce", "reduce_scatter", "allgather", NULL};
 
@@ -349,13 +349,6 @@ static json_t *read_json_fd(int fd)
     return NULL;
 }
 
-static double wall_seconds(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
 /* --stats: what the simulation cost, for the scaling benchmark (bench/sim_scaling.sh). */
 static void print_stats(const sim_world *w, double setup_s, double run_s)
 {
@@ -371,7 +364,7 @@ int sim_child_main(const et_scenario *s, const sim_options *o, int fd)
     json_t *result = NULL;
     int argc = 1;
     char *argv[] = {"etsim", NULL};
-    const double t_begin = wall_seconds();
+    const double t_begin = et_wall_seconds();
     xbt_log_control_set("root.thresh:warning");
     simgrid_init(&argc, argv);
     sg_cfg_set_int("contexts/stack-size", 128); /* KiB; actors here are shallow */
@@ -397,10 +390,10 @@ int sim_child_main(const et_scenario *s, const sim_options *o, int fd)
         return 1;
     }
     sim_start_actors(&w);
-    const double t_run = wall_seconds();
+    const double t_run = et_wall_seconds();
     simgrid_run();
     if (o->progress) fputc('\n', stderr);
-    if (o->stats) print_stats(&w, t_run - t_begin, wall_seconds() - t_run);
+    if (o->stats) print_stats(&w, t_run - t_begin, et_wall_seconds() - t_run);
     if (o->trace_path) {
         et_error err;
         if (sim_trace_write(&w.trace, o->trace_path, s->name, &err)) {
