@@ -6,6 +6,7 @@
 #include "analytic.h"
 #include "batch.h"
 #include "check.h"
+#include "check_scenario.h"
 #include "scenario.h"
 #include "tensor_train.h"
 
@@ -142,10 +143,7 @@ static void test_sparse(void)
 {
     et_scenario s;
     et_error err;
-    if (et_scenario_load(SCEN("gpt3-13b-sparse75-a100.json"), &s, &err)) {
-        CHECK(0, "sparse scenario loads: %s", err.text);
-        return;
-    }
+    if (check_scenario_load(SCEN("gpt3-13b-sparse75-a100.json"), &s)) return;
     et_batch_shape b = et_batch_expected(&s);
     et_graph_options o = et_scenario_graph_options(&s, 0);
     et_method sparse = s.method, dense = {.kind = ET_METHOD_DENSE};
@@ -201,8 +199,8 @@ static void test_sparse(void)
           e_dense.step_time);
     et_scenario_free(&s);
     et_scenario df_sparse, df_dense;
-    if (!et_scenario_load(SCEN("gpt3-13b-sparse75-dataflow.json"), &df_sparse, &err) &&
-        !et_scenario_load(SCEN("gpt3-13b-dense-dataflow.json"), &df_dense, &err)) {
+    if (!check_scenario_load(SCEN("gpt3-13b-sparse75-dataflow.json"), &df_sparse) &&
+        !check_scenario_load(SCEN("gpt3-13b-dense-dataflow.json"), &df_dense)) {
         et_analytic_estimate(&df_sparse, &e_sparse, &err);
         et_analytic_estimate(&df_dense, &e_dense, &err);
         CHECK(e_sparse.step_time < 0.5 * e_dense.step_time,
@@ -211,8 +209,6 @@ static void test_sparse(void)
         CHECK(e_sparse.memory.total < e_dense.memory.total, "and needs less memory");
         et_scenario_free(&df_sparse);
         et_scenario_free(&df_dense);
-    } else {
-        CHECK(0, "dataflow scenarios load: %s", err.text);
     }
 }
 
@@ -220,11 +216,9 @@ static void test_tt_scenario(void)
 {
     et_scenario dense, tt;
     et_error err;
-    if (et_scenario_load(SCEN("encoder-6x768-dense.json"), &dense, &err) ||
-        et_scenario_load(SCEN("encoder-6x768-tt.json"), &tt, &err)) {
-        CHECK(0, "encoder scenarios load: %s", err.text);
+    if (check_scenario_load(SCEN("encoder-6x768-dense.json"), &dense) ||
+        check_scenario_load(SCEN("encoder-6x768-tt.json"), &tt))
         return;
-    }
     et_estimate ed, et;
     et_analytic_estimate(&dense, &ed, &err);
     et_analytic_estimate(&tt, &et, &err);

@@ -5,6 +5,7 @@
 
 #include "analytic.h"
 #include "check.h"
+#include "check_scenario.h"
 #include "sampling.h"
 #include "scenario.h"
 
@@ -108,10 +109,7 @@ static void test_straggler_factors(void)
 {
     et_scenario s;
     et_error err;
-    if (et_scenario_load(ET_SOURCE_DIR "/scenarios/mlperf-bert-1024-samsung.json", &s, &err)) {
-        CHECK(0, "scenario loads: %s", err.text);
-        return;
-    }
+    if (check_scenario_load(ET_SOURCE_DIR "/scenarios/mlperf-bert-1024-samsung.json", &s)) return;
     CHECK(s.parallel.data == 1024 && s.batch.local == 16, "1024 GPUs, local batch 16");
     et_graph g;
     et_graph_options o = et_scenario_graph_options(&s, 0);

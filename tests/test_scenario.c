@@ -4,6 +4,7 @@
 #include "analytic.h"
 #include "batch.h"
 #include "check.h"
+#include "check_scenario.h"
 #include "collectives.h"
 #include "length_dist.h"
 #include "scenario.h"
@@ -40,9 +41,7 @@ static void test_load(void)
 {
     et_scenario s;
     et_error err;
-    int rc = et_scenario_load(SCEN("mlperf-bert-1024-samsung.json"), &s, &err);
-    CHECK(rc == 0, "samsung scenario loads: %s", err.text);
-    if (rc) return;
+    if (check_scenario_load(SCEN("mlperf-bert-1024-samsung.json"), &s)) return;
     CHECK(et_scenario_gpus(&s) == 1024 && s.parallel.data == 1024, "1024 data-parallel GPUs");
     CHECK(s.batch.grad_accum == 1, "grad_accum derived as 1");
     CHECK(s.target.steps == 179, "179 steps");
@@ -91,10 +90,7 @@ static void test_memory(void)
 {
     et_scenario s;
     et_error err;
-    if (et_scenario_load(SCEN("gpt3-13b-dense-a100.json"), &s, &err)) {
-        CHECK(0, "gpt3 scenario loads: %s", err.text);
-        return;
-    }
+    if (check_scenario_load(SCEN("gpt3-13b-dense-a100.json"), &s)) return;
     et_estimate e;
     CHECK(et_analytic_estimate(&s, &e, &err) == 0, "estimate");
     CHECK(e.memory.fits, "13B with TP 8 x PP 2 and ZeRO-1 fits in 80 GB (%.1f GiB)",

@@ -7,6 +7,7 @@
 #include "analytic.h"
 #include "atomic_file.h"
 #include "check.h"
+#include "check_scenario.h"
 #include "scenario.h"
 #include "step_sim.h"
 
@@ -38,10 +39,7 @@ static void check_scenario(const char *path, int steps)
 {
     et_scenario s;
     et_error err;
-    if (et_scenario_load(path, &s, &err)) {
-        CHECK(0, "%s loads: %s", path, err.text);
-        return;
-    }
+    if (check_scenario_load(path, &s)) return;
     /* no overlap, no stragglers (padded batches cost the same on every rank): the simulated step equals
      * the analytic step */
     s.parallel.overlap = false;
@@ -74,11 +72,7 @@ static void check_scenario(const char *path, int steps)
 static void check_presorted_bert(void)
 {
     et_scenario s;
-    et_error err;
-    if (et_scenario_load(SCEN("mlperf-bert-1024-samsung.json"), &s, &err)) {
-        CHECK(0, "samsung scenario loads: %s", err.text);
-        return;
-    }
+    if (check_scenario_load(SCEN("mlperf-bert-1024-samsung.json"), &s)) return;
     et_sampling presorted = s.data.sampling;
     json_t *balanced = simulate(&s, 2, 0);
     s.data.sampling.scheme = ET_SAMPLING_RANDOM;
@@ -106,8 +100,7 @@ static void check_presorted_bert(void)
 static void check_determinism_and_stragglers(void)
 {
     et_scenario s;
-    et_error err;
-    if (et_scenario_load(SCEN("mlperf-bert-8.json"), &s, &err)) return;
+    if (check_scenario_load(SCEN("mlperf-bert-8.json"), &s)) return;
     s.data.unpadded = false; /* equal batches: only the noise below makes stragglers */
     s.simulation.straggler_sigma = 0.05;
     json_t *a = simulate(&s, 4, 0), *b = simulate(&s, 4, 0);
