@@ -42,11 +42,17 @@ double et_bucket_clip_time(const et_scenario *s, double bytes)
                           3 * bytes, 0, 0, 0);
 }
 
-/* Seconds of op i: given in op_time, or from the cost model when op_time is NULL. */
+/* Compute seconds of op i: given in op_time, or from the cost model when op_time is NULL. A tensor-parallel
+ * all-reduce takes no compute time: its time is added to *tp_comm (when not NULL) instead. */
 static double op_seconds(const et_scenario *s, const et_graph *g, int i, const et_batch_shape *b,
-                         const double *op_time)
+                         const double *op_time, const et_comm_group *tp, double *tp_comm)
 {
-    return op_time ? op_time[i] : et_op_time(&g->ops[i], b, &s->cluster.device, s->precision);
+    const et_op *op = &g->ops[i];
+    if (op->kind == ET_OP_TP_ALLREDUCE) {
+        if (tp_comm) *tp_comm += et_ring_allreduce_time(tp, et_linear_eval(&op->bytes, b));
+        return 0;
+    }
+    return op_time ? op_time[i] : et_op_time(op, b, &s->cluster.device, s->precision);
 }
 
 double et_phase_time(const et_scenario *s, const et_graph *g, et_phase phase, const et_batch_shape *b,
@@ -60,15 +66,8 @@ double et_phase_time_of(const et_scenario *s, const et_graph *g, et_phase phase,
 {
     double t = 0;
     et_comm_group tp = et_tp_group(s);
-    for (int i = 0; i < g->n_ops; i++) {
-        const et_op *op = &g->ops[i];
-        if (op->phase != phase) continue;
-        if (op->kind == ET_OP_TP_ALLREDUCE) {
-            if (tp_comm) *tp_comm += et_ring_allreduce_time(&tp, et_linear_eval(&op->bytes, b));
-        } else {
-            t += op_seconds(s, g, i, b, op_time);
-        }
-    }
+    for (int i = 0; i < g->n_ops; i++)
+        if (g->ops[i].phase == phase) t += op_seconds(s, g, i, b, op_time, &tp, tp_comm);
     return t;
 }
 
@@ -117,13 +116,8 @@ double et_backward_segments_of(const et_scenario *s, const et_graph *g, const et
     int k = 0;
     et_comm_group tp = et_tp_group(s);
     for (int i = 0; i < g->n_ops; i++) {
-        const et_op *op = &g->ops[i];
-        if (op->phase != ET_PHASE_BACKWARD) continue;
-        if (op->kind == ET_OP_TP_ALLREDUCE) {
-            if (tp_comm) *tp_comm += et_ring_allreduce_time(&tp, et_linear_eval(&op->bytes, b));
-            continue;
-        }
-        double dt = op_seconds(s, g, i, b, op_time);
+        if (g->ops[i].phase != ET_PHASE_BACKWARD) continue;
+        double dt = op_seconds(s, g, i, b, op_time, &tp, tp_comm);
         t += dt;
         total += dt;
         while (k < nb && buckets[k].ready_op == i) {
