@@ -67,7 +67,9 @@ static int link_id(sim_links *l, sg_link_t link)
 static void resolve(const sim_rank *r, const sim_rank *dst, sim_route *route)
 {
     route->dst = dst->rank;
-    route->latency = sg_host_get_route_latency(r->host, dst->host) * sim_w->flow_latency_factor;
+    route->latency = sim_w->flow_latency_factor > 0
+                         ? sg_host_get_route_latency(r->host, dst->host) * sim_w->flow_latency_factor
+                         : 0; /* flows pay no latency of their own: no need to walk the route for it */
     xbt_dynar_t links = xbt_dynar_new(sizeof(sg_link_t), NULL);
     sg_host_get_route(r->host, dst->host, links);
     unsigned long n = xbt_dynar_length(links);
