@@ -43,14 +43,15 @@ int main(int argc, char **argv)
     rt_data data;
     rt_model m;
     rt_batch b = {0};
-    if (rt_data_init(&data, &s, 1, 0, 1, NULL, &err) || rt_model_init(&m, &s, 1, &err)) {
+    rt_backend *be = rt_backend_cpu_create(&err);
+    if (!be || rt_data_init(&data, &s, 1, 0, 1, NULL, &err) || rt_model_init(&m, &s, be, 1, &err)) {
         et_error_print(stderr, &err);
         return 2;
     }
     double peak = large_gemm_gflops(2048);
     const int steps = 3;
     double gemm_time = 0, gemm_flops = 0, step_time = 0, tokens = 0;
-    rt_hyper h = {1e-4, 0.9, 0.999, 1e-8, 0.01, 0};
+    et_hyper h = {1e-4, 0.9, 0.999, 1e-8, 0.01, 0};
     for (int step = 0; step <= steps; step++) {
         double t0 = et_wall_seconds();
         rt_model_begin_step(&m);
@@ -94,6 +95,7 @@ int main(int argc, char **argv)
            achieved >= 0.7 * peak ? "PASS" : "BELOW TARGET");
     rt_batch_free(&b);
     rt_model_free(&m);
+    be->destroy(be);
     rt_data_free(&data);
     et_scenario_free(&s);
     return 0;

@@ -9,24 +9,6 @@
 #include "batch.h"
 #include "sampling.h"
 
-et_graph_options et_scenario_graph_options(const et_scenario *s, int stage)
-{
-    et_graph_options o = {
-        .tensor = s->parallel.tensor,
-        .pipeline = s->parallel.pipeline,
-        .stage = stage,
-        .precision = s->precision,
-        .recompute = s->parallel.recompute,
-        .optimizer = s->optimizer.name,
-        .optimizer_shards = s->parallel.zero_stage >= 1 ? s->parallel.data : 1,
-        .clip_global = s->optimizer.clip == ET_CLIP_AFTER_ALLREDUCE,
-        .method = &s->method,
-        .tt_rank = 0,
-    };
-    if (s->method.kind == ET_METHOD_TENSOR_TRAIN) o.tokens_hint = et_batch_expected(s).tokens;
-    return o;
-}
-
 double et_bucket_comm_time(const et_scenario *s, const et_comm_group *dp, double bytes, et_coll_algo *chosen)
 {
     if (s->parallel.zero_stage >= 2) {

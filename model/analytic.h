@@ -18,6 +18,7 @@
 #include "graph.h"
 #include "memory.h"
 #include "scenario.h"
+#include "scenario_graph.h"
 
 /* One phase of a tensor-train rank schedule. */
 typedef struct et_phase_estimate {
@@ -80,9 +81,6 @@ int et_analytic_estimate(const et_scenario *s, et_estimate *out, et_error *err);
  * raised to the largest micro-batch sampled (component-wise). Returns -1 on out of memory. */
 int et_straggler_factor(const et_scenario *s, const et_graph *g, int steps, double *factor,
                         et_batch_shape *largest);
-
-/* Graph options for a stage of a scenario. */
-et_graph_options et_scenario_graph_options(const et_scenario *s, int stage);
 
 /* Collective time of one gradient bucket under the scenario's data parallelism and ZeRO stage. */
 double et_bucket_comm_time(const et_scenario *s, const et_comm_group *dp, double bytes, et_coll_algo *chosen);

@@ -6,7 +6,7 @@
 #ifndef ET_BATCH_H
 #define ET_BATCH_H
 
-#include "graph.h"
+#include "batch_shape.h"
 #include "scenario.h"
 
 et_batch_shape et_batch_expected(const et_scenario *s);

@@ -7,7 +7,6 @@
 
 const char *const et_op_kind_names[] = {"gemm",      "attention",    "elementwise",  "embedding", "loss",
                                         "optimizer", "tp_allreduce", "tensor_train", NULL};
-const char *const et_optimizer_names[] = {"adam", "adamw", "lamb", NULL};
 const char *const et_phase_names[] = {"forward", "backward", "optimizer", NULL};
 
 /* Shorthands for linear forms in the batch letters (see graph.h). */

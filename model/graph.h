@@ -17,10 +17,12 @@
 
 #include <stdbool.h>
 
+#include "batch_shape.h"
 #include "device_profile.h"
 #include "et_error.h"
 #include "method.h"
 #include "model_config.h"
+#include "optimizer.h"
 
 typedef enum {
     ET_OP_GEMM,         /* dense matrix product M x N x K */
@@ -34,9 +36,6 @@ typedef enum {
 } et_op_kind;
 extern const char *const et_op_kind_names[];
 
-typedef enum { ET_OPT_ADAM, ET_OPT_ADAMW, ET_OPT_LAMB } et_optimizer;
-extern const char *const et_optimizer_names[]; /* "adam", "adamw", "lamb", NULL */
-
 typedef enum { ET_PHASE_FORWARD, ET_PHASE_BACKWARD, ET_PHASE_OPTIMIZER } et_phase;
 extern const char *const et_phase_names[];
 
@@ -44,13 +43,6 @@ extern const char *const et_phase_names[];
 typedef struct et_linear {
     double fixed, per_sequence, per_token, per_token_sq, per_prediction;
 } et_linear;
-
-typedef struct et_batch_shape {
-    double sequences;   /* B */
-    double tokens;      /* T */
-    double tokens_sq;   /* Q */
-    double predictions; /* P */
-} et_batch_shape;
 
 typedef struct et_op {
     char id[80];

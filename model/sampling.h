@@ -19,7 +19,7 @@
 #define ET_SAMPLING_H
 
 #include "et_error.h"
-#include "graph.h"
+#include "batch_shape.h"
 #include "length_dist.h"
 #include "model_config.h"
 

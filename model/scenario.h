@@ -16,9 +16,10 @@
 
 #include "device_profile.h"
 #include "et_error.h"
-#include "graph.h"
 #include "length_dist.h"
+#include "method.h"
 #include "model_config.h"
+#include "optimizer.h"
 #include "sampling.h"
 
 typedef enum { ET_CLIP_NONE, ET_CLIP_AFTER_ALLREDUCE, ET_CLIP_PER_BUCKET } et_clip_mode;

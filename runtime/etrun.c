@@ -1,29 +1,29 @@
-/* etrun: trains a plan for real, one MPI rank per device (CPU backend: OpenBLAS + Open MPI), timing every
- * op of the cost model's graph. Only this file prints and exits. */
+/* etrun: trains a plan for real, one MPI rank per device, on a backend (rt_backend.h; CPU: OpenBLAS) with
+ * a communicator (rt_comm.h; MPI), timing every op of the cost model's graph. Only this file prints and
+ * exits. */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
-#include <unistd.h>
 
-#include "atomic_file.h"
 #include "rt_checkpoint.h"
+#include "rt_comm.h"
 #include "rt_data.h"
+#include "rt_measured.h"
 #include "rt_model.h"
-#include "rt_plan.h"
+#include "rt_reducer.h"
 #include "wall_clock.h"
 
 #define EXIT_INPUT 2
 
 typedef struct options {
-    const char *plan, *out, *save, *resume;
-    int quiet;
+    const char *plan, *out, *save, *resume, *backend;
+    int quiet, log_every;
 } options;
 
-static int rank = 0, world = 1;
+static int rank = 0;
 
 static void fail_message(const et_error *err)
 {
@@ -32,36 +32,51 @@ static void fail_message(const et_error *err)
     et_error_print(stderr, err);
 }
 
+static const char usage[] =
+    "usage: [mpirun -np N] etrun [--out measured.json] [--backend auto|cpu|cuda] [--log-every N]\n"
+    "                            [--save DIR] [--resume DIR] [--quiet] plan.json\n"
+    "  trains the plan (etsim --plan-out writes one) and writes per-op timings beside the cost model's\n"
+    "  predictions, losses, step times and communication timings to measured.json. Rank 0 prints a\n"
+    "  progress line every N steps (default: run.log_every, else about ten a run) and a summary.\n"
+    "  --save writes a checkpoint every run.checkpoint_every steps and at the end; --resume continues\n"
+    "  from one.";
+
 static int parse_args(int argc, char **argv, options *o)
 {
     memset(o, 0, sizeof *o);
     o->out = "measured.json";
+    o->log_every = -1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
-        const char **slot = strcmp(a, "--out") == 0      ? &o->out
-                            : strcmp(a, "--save") == 0   ? &o->save
-                            : strcmp(a, "--resume") == 0 ? &o->resume
-                                                         : NULL;
-        if (slot) {
+        const char **slot = strcmp(a, "--out") == 0       ? &o->out
+                            : strcmp(a, "--save") == 0    ? &o->save
+                            : strcmp(a, "--resume") == 0  ? &o->resume
+                            : strcmp(a, "--backend") == 0 ? &o->backend
+                                                          : NULL;
+        if (slot || strcmp(a, "--log-every") == 0) {
             if (++i >= argc) {
                 if (!rank) fprintf(stderr, "etrun: %s needs a value\n", a);
                 return -1;
             }
-            *slot = argv[i];
+            if (slot) {
+                *slot = argv[i];
+                continue;
+            }
+            char *end;
+            long v = strtol(argv[i], &end, 10);
+            if (*end || end == argv[i] || v < 0 || v > 100000000) {
+                if (!rank)
+                    fprintf(stderr, "etrun: --log-every expects a whole number >= 0, got \"%s\"\n", argv[i]);
+                return -1;
+            }
+            o->log_every = (int)v;
         } else if (strcmp(a, "--quiet") == 0) {
             o->quiet = 1;
         } else if (strcmp(a, "--help") == 0) {
-            if (!rank)
-                puts("usage: [mpirun -np N] etrun [--out measured.json] [--save DIR] [--resume DIR] "
-                     "[--quiet] plan.json\n"
-                     "  trains the plan (etsim --plan-out writes one) and writes per-op timings, losses and "
-                     "step\n"
-                     "  times to measured.json; --save writes a checkpoint every run.checkpoint_every steps "
-                     "and at\n"
-                     "  the end; --resume continues from one.");
+            if (!rank) puts(usage);
             return 1;
         } else if (a[0] == '-') {
-            if (!rank) fprintf(stderr, "etrun: unknown option %s\n", a);
+            if (!rank) fprintf(stderr, "etrun: unknown option %s (--help lists them)\n", a);
             return -1;
         } else if (o->plan) {
             if (!rank) fprintf(stderr, "etrun: more than one plan given\n");
@@ -77,50 +92,41 @@ static int parse_args(int argc, char **argv, options *o)
     return 0;
 }
 
-/* Gradient buckets: all-reduced (non-blocking, in backward order) as soon as backward finalises them. */
-typedef struct reducer {
-    rt_model *m;
-    const rt_plan *plan;
-    MPI_Request *req;
-    int next;   /* next bucket to start */
-    int active; /* only during the last micro-batch */
-} reducer;
-
-static size_t bucket_first(const rt_model *m, int k)
+/* The backend the user asked for, else the plan's; "auto" is the CPU until a GPU backend is built. */
+static const char *backend_name(const options *o, const et_plan *p)
 {
-    return m->param_offset[m->buckets[k].param_first];
+    const char *name = o->backend ? o->backend : p->backend;
+    return strcmp(name, "auto") == 0 ? "cpu" : name;
 }
 
-static size_t bucket_count(const rt_model *m, int k)
+static et_batch_shape shape_of(const rt_batch *b)
 {
-    const et_bucket *b = &m->buckets[k];
-    int last = b->param_first + b->param_count - 1;
-    return m->param_offset[last] + (size_t)m->graph.params[last].dense - bucket_first(m, k);
+    et_batch_shape s = {.sequences = b->B, .tokens = b->T, .predictions = b->P};
+    for (int i = 0; i < b->B; i++) {
+        double l = b->offsets[i + 1] - b->offsets[i];
+        s.tokens_sq += l * l;
+    }
+    return s;
 }
 
-static void on_grad_ready(void *ctx, int op_index)
+/* Adds the cost model's time and FLOPs of every op for this batch (the prediction beside each measurement).
+ */
+static void predict(const et_plan *p, const rt_model *m, const et_batch_shape *shape, double *op_pred,
+                    double *flops, int with_optimizer)
 {
-    reducer *r = ctx;
-    if (!r->active) return;
-    rt_model *m = r->m;
-    while (r->next < m->n_buckets && m->buckets[r->next].ready_op == op_index) {
-        int k = r->next++;
-        size_t first = bucket_first(m, k), count = bucket_count(m, k);
-        if (r->plan->s.optimizer.clip == ET_CLIP_PER_BUCKET) {
-            /* clip this bucket by its own local norm before it is reduced: no wait for the last bucket */
-            double norm = sqrt(rt_model_grad_sq(m, first, count)), max = r->plan->s.optimizer.max_grad_norm;
-            if (norm > max) rt_model_scale_grads(m, first, count, max / (norm + 1e-6));
-        }
-        if (world > 1)
-            MPI_Iallreduce(MPI_IN_PLACE, m->grads + first, (int)count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD,
-                           &r->req[k]);
-        else
-            r->req[k] = MPI_REQUEST_NULL;
+    for (int i = 0; i < m->graph.n_ops; i++) {
+        const et_op *op = &m->graph.ops[i];
+        if ((op->phase == ET_PHASE_OPTIMIZER) != with_optimizer) continue;
+        op_pred[i] += et_op_time(op, shape, &p->s.cluster.device, p->s.precision);
+        *flops += et_linear_eval(&op->flops, shape);
     }
-    if (world > 1 && r->next > 0) { /* let MPI progress the reductions under the rest of backward */
-        int done;
-        MPI_Testall(r->next, r->req, &done, MPI_STATUSES_IGNORE);
-    }
+}
+
+static void print_progress(long long step, int steps, double step_s, double tokens, double flops, double loss)
+{
+    fprintf(stderr,
+            "etrun: step %7lld/%d | %9.1f ms/step | %10.0f tokens/s | %7.3f TFLOP/s per device | loss %.4f\n",
+            step, steps, step_s * 1e3, tokens / step_s, flops / step_s / 1e12, loss);
 }
 
 static int compare_double(const void *a, const void *b)
@@ -129,81 +135,35 @@ static int compare_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-static double quantile(double *v, int n, double q)
+static void print_summary(const options *o, const et_plan *p, const rt_model *m, const rt_comm *comm,
+                          const rt_run_log *log)
 {
-    qsort(v, (size_t)n, sizeof *v, compare_double);
-    int i = (int)floor(q * (n - 1) + 0.5);
-    return v[i < 0 ? 0 : i >= n ? n - 1 : i];
-}
-
-/* measured.json on rank 0: per op and rank, median and spread of the per-step times after warm-up. */
-static int write_measured(const options *o, const rt_plan *p, const rt_model *m, const double *op_steps,
-                          int measured_steps, const double *step_times, const double *losses, int n_steps,
-                          double tokens_per_step, et_error *err)
-{
-    const int n_ops = m->graph.n_ops, M = measured_steps;
-    double *stats = calloc((size_t)n_ops * 5, sizeof *stats), *all = NULL;
-    double *col = malloc((size_t)(M > 0 ? M : 1) * sizeof *col);
-    for (int i = 0; i < n_ops && M > 0 && stats && col; i++) {
-        for (int k = 0; k < M; k++)
-            col[k] = op_steps[(size_t)k * n_ops + i];
-        stats[i * 5 + 0] = quantile(col, M, 0.5);
-        stats[i * 5 + 1] = col[0];
-        stats[i * 5 + 2] = col[M - 1];
-        stats[i * 5 + 3] = quantile(col, M, 0.1);
-        stats[i * 5 + 4] = quantile(col, M, 0.9);
-    }
-    if (rank == 0) all = malloc((size_t)world * n_ops * 5 * sizeof *all);
-    MPI_Gather(stats, n_ops * 5, MPI_DOUBLE, all, n_ops * 5, MPI_DOUBLE, 0, MPI_COMM_WORLD);
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
-    double rss = ru.ru_maxrss / 1024.0, peak_rss;
-    MPI_Reduce(&rss, &peak_rss, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
-    int rc = 0;
-    if (rank == 0) {
-        json_t *ops = json_array(), *loss = json_array();
-        for (int i = 0; i < n_ops; i++) {
-            const et_op *op = &m->graph.ops[i];
-            json_t *ranks = json_array();
-            for (int r = 0; r < world; r++) {
-                const double *x = all + ((size_t)r * n_ops + i) * 5;
-                json_array_append_new(ranks,
-                                      json_pack("{s:i, s:f, s:f, s:f, s:f, s:f}", "rank", r, "median_s", x[0],
-                                                "min_s", x[1], "max_s", x[2], "p10_s", x[3], "p90_s", x[4]));
-            }
-            json_array_append_new(ops, json_pack("{s:s, s:s, s:s, s:o}", "id", op->id, "kind",
-                                                 et_op_kind_names[op->kind], "phase",
-                                                 et_phase_names[op->phase], "ranks", ranks));
-        }
-        double *st = malloc((size_t)(n_steps > 0 ? n_steps : 1) * sizeof *st);
-        int ms = 0;
-        for (int k = 0; k < n_steps; k++) {
-            json_array_append_new(loss, json_real(losses[k]));
-            if (k >= p->warmup_steps) st[ms++] = step_times[k];
-        }
-        double med = ms ? quantile(st, ms, 0.5) : 0;
-        json_t *j = json_pack("{s:s, s:s, s:s, s:i, s:i, s:i, s:{s:f, s:f, s:f}, s:f, s:o, s:f, s:I, s:o}",
-                              "tool", "etrun", "plan", p->s.name, "backend", "cpu", "ranks", world, "steps",
-                              n_steps, "warmup_steps", p->warmup_steps, "step_time_s", "median", med, "min",
-                              ms ? st[0] : 0, "max", ms ? st[ms - 1] : 0, "tokens_per_second",
-                              med > 0 ? tokens_per_step / med : 0, "loss", loss, "peak_memory_MiB", peak_rss,
-                              "parameters", (json_int_t)m->n_params, "ops", ops);
-        rc = et_atomic_write_json(o->out, j, err);
-        json_decref(j);
+    double *st = malloc((size_t)(log->steps > 0 ? log->steps : 1) * sizeof *st);
+    int n = 0;
+    for (int k = 0; st && k < log->steps; k++)
+        if (log->first_step + k >= p->warmup_steps) st[n++] = log->step_s[k];
+    if (!st || n == 0) {
         free(st);
+        fprintf(stderr, "etrun: done: %d steps, none measured after %d warm-up steps; wrote %s\n", log->steps,
+                p->warmup_steps, o->out);
+        return;
     }
-    free(stats);
-    free(all);
-    free(col);
-    MPI_Bcast(&rc, 1, MPI_INT, 0, MPI_COMM_WORLD);
-    return rc;
+    qsort(st, (size_t)n, sizeof *st, compare_double);
+    double med = st[n / 2];
+    fprintf(
+        stderr,
+        "etrun: done: %d steps on %d rank%s (%s backend), median %.1f ms/step over %d steps after warm-up, "
+        "%.0f tokens/s, %.3f TFLOP/s per device, loss %.4f -> %.4f; wrote %s\n",
+        log->steps, comm->size, comm->size == 1 ? "" : "s", m->be->name, med * 1e3, n,
+        log->tokens_per_step / med, log->flops_per_step / med / 1e12, log->loss[0], log->loss[log->steps - 1],
+        o->out);
+    free(st);
 }
 
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &world);
     options o;
     int a = parse_args(argc, argv, &o);
     if (a) {
@@ -211,101 +171,119 @@ int main(int argc, char **argv)
         return a > 0 ? 0 : EXIT_INPUT;
     }
     et_error err;
-    rt_plan plan;
+    et_plan plan;
     rt_token_file file = {0};
-    rt_data data;
+    rt_data data = {0};
     rt_model model;
+    rt_reducer red = {0};
+    rt_run_log log = {0};
+    rt_batch batch = {0};
+    rt_backend *be = NULL;
+    rt_comm *comm = NULL;
+    double *op_pred = NULL;
     memset(&model, 0, sizeof model);
-    int status = 0;
-    if (rt_plan_load(o.plan, &plan, &err)) {
+    int status = EXIT_INPUT;
+    if (et_plan_load(o.plan, &plan, &err)) {
         fail_message(&err);
         MPI_Finalize();
         return EXIT_INPUT;
     }
+    if (!(comm = rt_comm_mpi_create(1, &err))) goto fail;
     if ((plan.data_from_file &&
          rt_token_file_load(plan.data_file, plan.s.model.vocab, plan.s.data.seq_len, &file, &err)) ||
-        rt_data_init(&data, &plan.s, world, rank, plan.seed, plan.data_from_file ? &file : NULL, &err) ||
-        rt_model_init(&model, &plan.s, plan.seed, &err)) {
-        fail_message(&err);
-        rt_plan_free(&plan);
-        MPI_Finalize();
-        return EXIT_INPUT;
-    }
+        rt_data_init(&data, &plan.s, comm->size, comm->rank, plan.seed, plan.data_from_file ? &file : NULL,
+                     &err))
+        goto fail;
+    if (!(be = rt_backend_create(backend_name(&o, &plan), &err))) goto fail;
+    if (rt_model_init(&model, &plan.s, be, plan.seed, &err)) goto fail;
+    comm->destroy(comm); /* one slot per bucket, now that the model knows its buckets */
+    if (!(comm = rt_comm_mpi_create(model.n_buckets, &err))) goto fail;
     long long start = 0;
-    if (o.resume && rt_checkpoint_load(o.resume, &model, &start, &err)) {
-        fail_message(&err);
-        status = EXIT_INPUT;
-        goto finish;
-    }
+    if (o.resume && rt_checkpoint_load(o.resume, &model, &start, &err)) goto fail;
     const int steps = plan.steps, n_ops = model.graph.n_ops;
-    double *op_steps = calloc((size_t)steps * n_ops, sizeof *op_steps);
-    double *step_times = calloc((size_t)steps, sizeof *step_times),
-           *losses = calloc((size_t)steps, sizeof *losses);
-    reducer red = {&model, &plan, calloc((size_t)model.n_buckets + 1, sizeof(MPI_Request)), 0, 0};
-    rt_batch batch = {0};
-    double tokens_per_step = 0;
-    int progress = !o.quiet && rank == 0 && isatty(2), measured = 0;
+    if (rt_reducer_init(&red, &model, comm, &err) ||
+        rt_run_log_init(&log, &model, (int)(steps - start), start, &err))
+        goto fail;
+    status = 1;
+    const int log_every = o.log_every >= 0     ? o.log_every
+                          : plan.log_every > 0 ? plan.log_every
+                                               : (steps >= 10 ? steps / 10 : 1);
+    const int progress = !o.quiet && rank == 0 && log_every > 0;
+    if (!(op_pred = calloc((size_t)n_ops, sizeof *op_pred))) {
+        et_error_set(&err, NULL, 0, 0, NULL, "out of memory");
+        goto fail;
+    }
     for (long long step = start; step < steps; step++) {
-        double t0 = et_wall_seconds();
+        const int k = (int)(step - start);
+        double t0 = et_wall_seconds(), flops = 0;
         rt_model_begin_step(&model);
-        double norm = rt_data_global_predictions(&data, (int)step), tokens = 0;
-        red.next = 0;
+        rt_reducer_begin_step(&red, t0);
+        memset(op_pred, 0, (size_t)n_ops * sizeof *op_pred);
+        double norm = rt_data_global_predictions(&data, (int)step), sums[2] = {0, 0};
+        et_batch_shape shape = {0};
         for (int micro = 0; micro < data.accum; micro++) {
             red.active = micro == data.accum - 1;
             if (rt_data_batch(&data, (int)step, micro, &batch) ||
-                rt_model_step_micro(&model, &batch, norm, on_grad_ready, &red)) {
+                rt_model_step_micro(&model, &batch, norm, rt_reducer_on_grad_ready, &red)) {
                 et_error_set(&err, o.plan, 0, 0, NULL, "out of memory at step %lld", step);
-                fail_message(&err);
-                status = 1;
-                goto done;
+                goto fail;
             }
-            tokens += batch.T;
+            shape = shape_of(&batch);
+            predict(&plan, &model, &shape, op_pred, &flops, 0);
+            sums[1] += batch.T;
         }
-        if (world > 1) MPI_Waitall(red.next, red.req, MPI_STATUSES_IGNORE);
-        double loss = model.loss_sum, all_tokens = tokens;
-        if (world > 1) {
-            MPI_Allreduce(MPI_IN_PLACE, &loss, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
-            MPI_Allreduce(MPI_IN_PLACE, &all_tokens, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+        predict(&plan, &model, &shape, op_pred, &flops, 1);
+        if (rt_reducer_finish(&red)) {
+            et_error_set(&err, NULL, 0, 0, NULL, "a gradient all-reduce failed at step %lld", step);
+            goto fail;
         }
-        if (plan.s.optimizer.clip == ET_CLIP_AFTER_ALLREDUCE) {
-            /* every rank holds the same reduced gradient: the global norm needs no further communication */
-            double total = sqrt(rt_model_grad_sq(&model, 0, model.n_params)),
-                   max = plan.s.optimizer.max_grad_norm;
-            if (total > max) rt_model_scale_grads(&model, 0, model.n_params, max / (total + 1e-6));
-        }
+        sums[0] = model.loss_sum;
+        comm->allreduce_sum_doubles(comm, sums, 2);
         rt_model_update(&model, &plan.hyper);
-        step_times[step] = et_wall_seconds() - t0;
-        losses[step] = loss / norm;
-        tokens_per_step = all_tokens;
-        if (step >= plan.warmup_steps)
-            memcpy(op_steps + (size_t)measured++ * n_ops, model.op_time, (size_t)n_ops * sizeof *op_steps);
-        if (progress)
-            fprintf(stderr, "etrun: step %lld/%d  loss %.4f  %.1f ms  %.0f tokens/s\n", step + 1, steps,
-                    losses[step], step_times[step] * 1e3, all_tokens / step_times[step]);
+        log.step_s[k] = et_wall_seconds() - t0;
+        log.loss[k] = sums[0] / norm;
+        log.grad_norm[k] = model.last_grad_norm;
+        log.tokens_per_step = sums[1];
+        log.flops_per_step = flops;
+        if (step >= plan.warmup_steps) {
+            const size_t at = (size_t)log.measured * n_ops;
+            memcpy(log.op_s + at, model.op_time, (size_t)n_ops * sizeof *log.op_s);
+            memcpy(log.op_predicted_s + at, op_pred, (size_t)n_ops * sizeof *op_pred);
+            memcpy(log.buckets + (size_t)log.measured * model.n_buckets, red.rec,
+                   (size_t)model.n_buckets * sizeof *red.rec);
+            log.predicted_step_s = 0;
+            for (int i = 0; i < n_ops; i++)
+                log.predicted_step_s += op_pred[i];
+            log.measured++;
+        }
+        if (progress && ((step + 1) % log_every == 0 || step + 1 == steps))
+            print_progress(step + 1, steps, log.step_s[k], sums[1], flops, log.loss[k]);
         if (o.save &&
             ((plan.checkpoint_every > 0 && (step + 1) % plan.checkpoint_every == 0) || step + 1 == steps)) {
             int rc = rank == 0 ? rt_checkpoint_save(o.save, &model, step + 1, &err) : 0;
-            MPI_Bcast(&rc, 1, MPI_INT, 0, MPI_COMM_WORLD);
-            if (rc) {
-                fail_message(&err);
-                status = 1;
-                goto done;
-            }
+            comm->broadcast_int(comm, &rc);
+            if (rc) goto fail;
         }
     }
-    if (write_measured(&o, &plan, &model, op_steps, measured, step_times + start, losses + start,
-                       (int)(steps - start), tokens_per_step, &err)) {
-        fail_message(&err);
-        status = 1;
-    }
-done:
-    rt_batch_free(&batch);
-    free(op_steps), free(step_times), free(losses), free(red.req);
+    free(op_pred);
+    op_pred = NULL;
+    if (rt_measured_write(o.out, &plan, &model, comm, &log, &err)) goto fail;
+    if (!o.quiet && rank == 0) print_summary(&o, &plan, &model, comm, &log);
+    status = 0;
+    goto finish;
+fail:
+    fail_message(&err);
 finish:
+    free(op_pred);
+    rt_batch_free(&batch);
+    rt_run_log_free(&log);
+    rt_reducer_free(&red);
     rt_model_free(&model);
+    if (be) be->destroy(be);
+    if (comm) comm->destroy(comm);
     rt_data_free(&data);
     rt_token_file_free(&file);
-    rt_plan_free(&plan);
+    et_plan_free(&plan);
     MPI_Finalize();
     return status;
 }

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -13,6 +14,7 @@ static const char magic[8] = {'E', 'T', 'C', 'K', 'P', 'T', '0', '1'};
 typedef struct ckpt {
     const rt_model *m;
     uint64_t step;
+    float *params, *m1, *v; /* host copies */
 } ckpt;
 
 static int write_ckpt(FILE *out, void *p)
@@ -20,8 +22,8 @@ static int write_ckpt(FILE *out, void *p)
     const ckpt *c = p;
     uint64_t n = c->m->n_params, t = (uint64_t)c->m->adam_t;
     if (fwrite(magic, 1, 8, out) != 8 || fwrite(&c->step, 8, 1, out) != 1 || fwrite(&n, 8, 1, out) != 1 ||
-        fwrite(&t, 8, 1, out) != 1 || fwrite(c->m->params, 4, n, out) != n ||
-        fwrite(c->m->m, 4, n, out) != n || fwrite(c->m->v, 4, n, out) != n)
+        fwrite(&t, 8, 1, out) != 1 || fwrite(c->params, 4, n, out) != n || fwrite(c->m1, 4, n, out) != n ||
+        fwrite(c->v, 4, n, out) != n)
         return -1;
     return 0;
 }
@@ -32,8 +34,17 @@ int rt_checkpoint_save(const char *dir, const rt_model *m, long long next_step, 
         return et_error_set(err, dir, 0, 0, NULL, "cannot create the checkpoint folder: %s", strerror(errno));
     char path[4096];
     snprintf(path, sizeof path, "%s/checkpoint.bin", dir);
-    ckpt c = {m, (uint64_t)next_step};
-    return et_atomic_write(path, write_ckpt, &c, err);
+    const size_t n = m->n_params ? m->n_params : 1;
+    ckpt c = {m, (uint64_t)next_step, malloc(n * 4), malloc(n * 4), malloc(n * 4)};
+    int rc;
+    if (!c.params || !c.m1 || !c.v) {
+        rc = et_error_set(err, path, 0, 0, NULL, "out of memory for the checkpoint");
+    } else {
+        rt_model_get_state(m, c.params, c.m1, c.v, NULL);
+        rc = et_atomic_write(path, write_ckpt, &c, err);
+    }
+    free(c.params), free(c.m1), free(c.v);
+    return rc;
 }
 
 int rt_checkpoint_load(const char *dir, rt_model *m, long long *next_step, et_error *err)
@@ -45,6 +56,7 @@ int rt_checkpoint_load(const char *dir, rt_model *m, long long *next_step, et_er
     char mg[8];
     uint64_t step, n, t;
     int rc = -1;
+    float *host[3] = {NULL, NULL, NULL};
     if (fread(mg, 1, 8, f) != 8 || memcmp(mg, magic, 8) != 0) {
         et_error_set(err, path, 0, 0, NULL, "not an ET checkpoint (magic \"ETCKPT01\" expected)");
     } else if (fread(&step, 8, 1, f) != 1 || fread(&n, 8, 1, f) != 1 || fread(&t, 8, 1, f) != 1) {
@@ -52,15 +64,20 @@ int rt_checkpoint_load(const char *dir, rt_model *m, long long *next_step, et_er
     } else if (n != m->n_params) {
         et_error_set(err, path, 0, 0, NULL, "the checkpoint holds %llu parameters, the plan's model %zu",
                      (unsigned long long)n, m->n_params);
-    } else if (fread(m->params, 4, n, f) != n || fread(m->m, 4, n, f) != n || fread(m->v, 4, n, f) != n ||
+    } else if (!(host[0] = malloc(n * 4 + 4)) || !(host[1] = malloc(n * 4 + 4)) ||
+               !(host[2] = malloc(n * 4 + 4))) {
+        et_error_set(err, path, 0, 0, NULL, "out of memory reading the checkpoint");
+    } else if (fread(host[0], 4, n, f) != n || fread(host[1], 4, n, f) != n || fread(host[2], 4, n, f) != n ||
                fgetc(f) != EOF) {
         et_error_set(err, path, 0, 0, NULL,
                      "checkpoint size does not match its header (truncated or corrupt)");
     } else {
+        rt_model_set_state(m, host[0], host[1], host[2]);
         *next_step = (long long)step;
         m->adam_t = (long long)t;
         rc = 0;
     }
+    free(host[0]), free(host[1]), free(host[2]);
     fclose(f);
     return rc;
 }

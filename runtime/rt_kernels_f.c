@@ -5,6 +5,7 @@
 #define REAL float
 #define S _f
 #define GEMM cblas_sgemm
+#define RT_FAST_ELEMENTWISE
 #include "rt_kernels_impl.h"
 #include "rt_tt.h"
 #include "rt_tt_impl.h"

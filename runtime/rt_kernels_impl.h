@@ -26,6 +26,7 @@ void FN(rt_linear_bwd)(const REAL *x, const REAL *W, const REAL *dy, REAL *dx, R
                 db[j] += dy[(size_t)t * n_out + j];
 }
 
+#ifndef RT_FAST_ELEMENTWISE /* the float build has its own (rt_kernels_fast.c) */
 void FN(rt_layernorm_fwd)(const REAL *x, const REAL *g, const REAL *b, REAL *y, REAL *mean, REAL *rstd, int T,
                           int n)
 {
@@ -87,6 +88,8 @@ void FN(rt_gelu_bwd)(const REAL *x, const REAL *dy, REAL *dx, size_t n)
     }
 }
 
+#endif
+
 /* probs layout: for sequence s (length l, offset o), head h: A * (sum of previous l^2) + h * l * l */
 void FN(rt_attn_scores_fwd)(const REAL *qkv, REAL *probs, const int *offsets, int B, int H, int A)
 {
@@ -104,6 +107,7 @@ void FN(rt_attn_scores_fwd)(const REAL *qkv, REAL *probs, const int *offsets, in
     }
 }
 
+#ifndef RT_FAST_ELEMENTWISE /* the float build has its own (rt_kernels_fast.c) */
 void FN(rt_attn_softmax_fwd)(REAL *probs, const int *offsets, int B, int A, int causal)
 {
     size_t p0 = 0;
@@ -126,6 +130,8 @@ void FN(rt_attn_softmax_fwd)(REAL *probs, const int *offsets, int B, int A, int 
         p0 += (size_t)A * l * l;
     }
 }
+
+#endif
 
 void FN(rt_attn_context_fwd)(const REAL *qkv, const REAL *probs, REAL *ctx, const int *offsets, int B, int H,
                              int A)
@@ -162,6 +168,7 @@ void FN(rt_attn_context_bwd)(const REAL *qkv, const REAL *probs, const REAL *dct
     }
 }
 
+#ifndef RT_FAST_ELEMENTWISE /* the float build has its own (rt_kernels_fast.c) */
 void FN(rt_attn_softmax_bwd)(const REAL *probs, REAL *dprobs, const int *offsets, int B, int H, int A)
 {
     const REAL scale = (REAL)(1 / sqrt((double)(H / A)));
@@ -180,6 +187,8 @@ void FN(rt_attn_softmax_bwd)(const REAL *probs, REAL *dprobs, const int *offsets
         p0 += (size_t)A * l * l;
     }
 }
+
+#endif
 
 void FN(rt_attn_scores_bwd)(const REAL *qkv, const REAL *dscores, REAL *dqkv, const int *offsets, int B,
                             int H, int A)
@@ -242,6 +251,7 @@ void FN(rt_embedding_bwd)(const int *tokens, const int *positions, const int *ty
     }
 }
 
+#ifndef RT_FAST_ELEMENTWISE
 double FN(rt_cross_entropy)(const REAL *logits, const int *targets, REAL *dlogits, int P, int V, double norm)
 {
     double loss = 0;
@@ -264,3 +274,4 @@ double FN(rt_cross_entropy)(const REAL *logits, const int *targets, REAL *dlogit
     }
     return loss;
 }
+#endif

@@ -9,7 +9,7 @@
 #include "compare.h"
 #include "platform.h"
 #include "report.h"
-#include "rt_plan.h"
+#include "plan.h"
 #include "scenario.h"
 #include "step_sim.h"
 #include <unistd.h>
@@ -258,7 +258,7 @@ int main(int argc, char **argv)
     int loaded = load(&o, o.scenario, &s);
     if (loaded) return loaded;
     if (o.plan_out &&
-        rt_plan_write_for_scenario(o.scenario, o.plan_out, o.sim.steps > 0 ? o.sim.steps : 20, &err)) {
+        et_plan_write_for_scenario(o.scenario, o.plan_out, o.sim.steps > 0 ? o.sim.steps : 20, &err)) {
         print_error(&err);
         et_scenario_free(&s);
         return 1;

@@ -4,9 +4,9 @@
 #include <string.h>
 
 #include "check.h"
+#include "plan.h"
 #include "rt_data.h"
 #include "rt_model.h"
-#include "rt_plan.h"
 
 static double loss_of(rt_model *m, const rt_batch *b, double norm)
 {
@@ -17,17 +17,18 @@ static double loss_of(rt_model *m, const rt_batch *b, double norm)
 
 static void check_plan(const char *path)
 {
-    rt_plan plan;
+    et_plan plan;
     et_error err;
-    if (rt_plan_load(path, &plan, &err)) {
+    if (et_plan_load(path, &plan, &err)) {
         CHECK(0, "%s loads: %s", path, err.text);
         return;
     }
     rt_data data;
     rt_model m;
     rt_batch b = {0};
-    if (rt_data_init(&data, &plan.s, 4, 0, plan.seed, NULL, &err) ||
-        rt_model_init(&m, &plan.s, plan.seed, &err)) {
+    rt_backend *be = rt_backend_cpu_create(&err);
+    if (!be || rt_data_init(&data, &plan.s, 4, 0, plan.seed, NULL, &err) ||
+        rt_model_init(&m, &plan.s, be, plan.seed, &err)) {
         CHECK(0, "init: %s", err.text);
         return;
     }
@@ -36,8 +37,8 @@ static void check_plan(const char *path)
     for (int p = 0; p < b.P; p++)
         norm += b.targets[p] >= 0;
     loss_of(&m, &b, norm);
-    float *g = malloc(m.n_params * sizeof(float));
-    memcpy(g, m.grads, m.n_params * sizeof(float));
+    float *g = malloc(m.n_params * sizeof(float)), *w = malloc(m.n_params * sizeof(float));
+    rt_model_get_state(&m, w, NULL, NULL, g);
     /* probe parameters of every tensor: the largest-gradient element of each */
     int bad = 0, probed = 0;
     for (int i = 0; i < m.graph.n_params; i++) {
@@ -45,13 +46,16 @@ static void check_plan(const char *path)
         for (size_t k = off; k < off + n; k++)
             if (fabsf(g[k]) > fabsf(g[best])) best = k;
         if (fabsf(g[best]) < 1e-4) continue;
-        float save = m.params[best];
+        float save = w[best];
         double h = 1e-2;
-        m.params[best] = (float)(save + h);
+        w[best] = (float)(save + h);
+        rt_model_set_state(&m, w, NULL, NULL);
         double up = loss_of(&m, &b, norm);
-        m.params[best] = (float)(save - h);
+        w[best] = (float)(save - h);
+        rt_model_set_state(&m, w, NULL, NULL);
         double down = loss_of(&m, &b, norm);
-        m.params[best] = save;
+        w[best] = save;
+        rt_model_set_state(&m, w, NULL, NULL);
         double num = (up - down) / (2 * h), rel = fabs(num - g[best]) / fmax(1e-4, fabs(num));
         probed++;
         if (rel > 0.05) {
@@ -61,11 +65,12 @@ static void check_plan(const char *path)
     }
     CHECK(probed > 10 && bad == 0, "%s: %d of %d parameter tensors disagree with finite differences",
           plan.s.name, bad, probed);
-    free(g);
+    free(g), free(w);
     rt_batch_free(&b);
     rt_model_free(&m);
+    be->destroy(be);
     rt_data_free(&data);
-    rt_plan_free(&plan);
+    et_plan_free(&plan);
 }
 
 int main(void)

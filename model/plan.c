@@ -1,17 +1,19 @@
-#include "rt_plan.h"
+#include "plan.h"
 
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "atomic_file.h"
 #include "json_reader.h"
 
-static int read_run(const char *path, json_t *root, rt_plan *p, et_error *err)
+static int read_run(const char *path, json_t *root, et_plan *p, et_error *err)
 {
     static const char *const keys[] = {
-        "steps", "warmup_steps", "learning_rate",    "beta1",           "beta2", "eps", "weight_decay",
-        "seed",  "data",         "checkpoint_every", "lr_warmup_steps", NULL};
+        "steps", "warmup_steps",     "learning_rate",   "beta1",     "beta2",   "eps", "weight_decay", "seed",
+        "data",  "checkpoint_every", "lr_warmup_steps", "log_every", "backend", NULL};
+    static const char *const backends[] = {"auto", "cpu", "cuda", NULL};
     static const char *const data_keys[] = {"source", "file", NULL};
     static const char *const sources[] = {"synthetic", "file", NULL};
     et_json_reader r = {path, err};
@@ -26,7 +28,11 @@ static int read_run(const char *path, json_t *root, rt_plan *p, et_error *err)
     p->checkpoint_every = (int)v;
     if (et_json_get_int(&r, run, "$.run", "lr_warmup_steps", false, 0, 0, INT_MAX, &v)) return -1;
     p->hyper.warmup_steps = (int)v;
-    p->checkpoint_every = (int)v;
+    if (et_json_get_int(&r, run, "$.run", "log_every", false, 0, 0, INT_MAX, &v)) return -1;
+    p->log_every = (int)v;
+    int backend;
+    if (et_json_get_enum(&r, run, "$.run", "backend", false, backends, 0, &backend)) return -1;
+    snprintf(p->backend, sizeof p->backend, "%s", backends[backend]);
     if (et_json_get_int(&r, run, "$.run", "seed", false, (long long)p->s.simulation.seed, 0, LLONG_MAX, &v))
         return -1;
     p->seed = (unsigned long long)v;
@@ -55,7 +61,7 @@ static int read_run(const char *path, json_t *root, rt_plan *p, et_error *err)
     return 0;
 }
 
-int rt_plan_load(const char *path, rt_plan *out, et_error *err)
+int et_plan_load(const char *path, et_plan *out, et_error *err)
 {
     static const char *const extra[] = {"run", NULL};
     memset(out, 0, sizeof *out);
@@ -70,7 +76,7 @@ int rt_plan_load(const char *path, rt_plan *out, et_error *err)
     return rc;
 }
 
-void rt_plan_free(rt_plan *p)
+void et_plan_free(et_plan *p)
 {
     et_scenario_free(&p->s);
 }
@@ -89,7 +95,7 @@ static void absolute(json_t *obj, const char *key, const char *dir)
     json_object_set_new(obj, key, json_string(buf));
 }
 
-int rt_plan_write_for_scenario(const char *scenario_path, const char *plan_path, int steps, et_error *err)
+int et_plan_write_for_scenario(const char *scenario_path, const char *plan_path, int steps, et_error *err)
 {
     et_scenario s;
     if (et_scenario_load(scenario_path, &s, err)) return -1; /* the scenario must be valid first */

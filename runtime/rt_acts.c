@@ -1,0 +1,78 @@
+/* Activation layout: one function walks the table of buffers twice, once to size the block and once to
+ * hand out the pointers, so the size and the pointers cannot disagree; the second walk checks they do not. */
+#include <stdlib.h>
+
+#include "rt_exec.h"
+
+typedef struct cursor {
+    float *base; /* NULL while sizing */
+    size_t used; /* floats handed out */
+} cursor;
+
+static float *take(cursor *c, size_t n)
+{
+    float *p = c->base ? c->base + c->used : NULL;
+    c->used += n;
+    return p;
+}
+
+static void layout(rt_acts *a, cursor *c, size_t T, size_t P)
+{
+    const size_t H = (size_t)a->H, F = (size_t)a->F, V = (size_t)a->V;
+    for (int i = 0; i < a->L; i++) {
+        rt_layer_acts *l = &a->layers[i];
+        l->qkv = take(c, T * 3 * H), l->ctx = take(c, T * H), l->y = take(c, T * H), l->res1 = take(c, T * H);
+        l->ln1 = take(c, T * H), l->ln2 = take(c, T * H), l->v = take(c, T * H), l->res2 = take(c, T * H);
+        l->out = take(c, T * H), l->u = take(c, T * F), l->g = take(c, T * F);
+        l->probs = take(c, a->probs_cap);
+        l->ln1_mean = take(c, T), l->ln1_rstd = take(c, T), l->ln2_mean = take(c, T),
+        l->ln2_rstd = take(c, T);
+    }
+    a->emb = take(c, T * H), a->x0 = take(c, T * H), a->emb_mean = take(c, T), a->emb_rstd = take(c, T);
+    a->hs = take(c, P * H), a->t1 = take(c, P * H), a->t2 = take(c, P * H), a->t3 = take(c, P * H);
+    a->t3_mean = take(c, P), a->t3_rstd = take(c, P);
+    a->fin = take(c, T * H), a->fin_mean = take(c, T), a->fin_rstd = take(c, T);
+    a->logits = take(c, P * V), a->dlogits = take(c, P * V);
+    a->d_out = take(c, T * H), a->d_res = take(c, T * H), a->d_mid = take(c, T * H),
+    a->d_ctx = take(c, T * H);
+    a->d_qkv = take(c, T * 3 * H), a->d_ff = take(c, T * F), a->d_ff2 = take(c, T * F);
+    a->d_probs = take(c, a->probs_cap);
+    a->d_head = take(c, P * H), a->d_head2 = take(c, P * H);
+}
+
+int rt_acts_alloc(rt_model *m, et_error *err)
+{
+    const et_scenario *sc = m->s;
+    rt_acts *a = calloc(1, sizeof *a);
+    if (!a) return et_error_set(err, NULL, 0, 0, NULL, "out of memory");
+    m->acts = a;
+    a->H = sc->model.hidden, a->F = sc->model.ffn, a->A = sc->model.heads, a->V = sc->model.vocab;
+    a->L = sc->model.layers, a->decoder = sc->model.arch == ET_ARCH_DECODER;
+    a->probs_cap = (size_t)a->A * sc->batch.local * sc->data.seq_len * sc->data.seq_len;
+    a->layers = calloc((size_t)a->L, sizeof *a->layers);
+    if (!a->layers) return et_error_set(err, NULL, 0, 0, NULL, "out of memory");
+    cursor size = {NULL, 0};
+    layout(a, &size, (size_t)m->T_cap, (size_t)m->P_cap);
+    a->block = m->be->alloc(m->be, size.used * sizeof(float));
+    if (!a->block)
+        return et_error_set(err, NULL, 0, 0, NULL, "out of %s memory for activations (%.1f MiB)", m->be->name,
+                            size.used * 4.0 / 1048576);
+    a->floats = size.used;
+    cursor hand = {a->block, 0};
+    layout(a, &hand, (size_t)m->T_cap, (size_t)m->P_cap);
+    if (hand.used != size.used)
+        return et_error_set(err, NULL, 0, 0, NULL,
+                            "internal: activation layout handed out %zu floats, sized %zu", hand.used,
+                            size.used);
+    return 0;
+}
+
+void rt_acts_free(rt_model *m)
+{
+    rt_acts *a = m->acts;
+    if (!a) return;
+    if (a->block) m->be->free(m->be, a->block);
+    free(a->layers);
+    free(a);
+    m->acts = NULL;
+}

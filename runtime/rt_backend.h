@@ -1,0 +1,163 @@
+/* rt_backend: the one table of buffer, kernel, optimizer and timing operations that etrun's model walk
+ * calls (ggml's backend habit). The walk (rt_model.c and the executors rt_exec_*.c) never touches device
+ * memory itself and never knows which backend runs it; a new backend fills one rt_backend and says, per
+ * kernel family, what it supports.
+ *
+ * Memory: every float and int pointer passed to a kernel is device memory obtained from `alloc` (for the
+ * CPU backend that is host memory). Host data goes in through `upload` and comes back through `download`.
+ * Shapes and layouts are rt_kernels.h's (shape letters as in model/graph.h: T tokens, H hidden, F ffn,
+ * A heads, V vocabulary, P scored positions); row-major throughout. A kernel whose contract says "+="
+ * accumulates.
+ *
+ * Batches: rt_dev_batch carries the micro-batch's index arrays on the device plus the sequence offsets on
+ * the host (attention loops over sequences), so a backend may launch per-sequence products from the host.
+ *
+ * Results that a host decision needs (the loss, a squared norm) are returned as doubles: the call
+ * synchronises with the device. Everything else may run asynchronously on the backend's stream; `sync`
+ * waits for it.
+ *
+ * Timing: op_timers_init sizes the timers for a graph of n_ops ops (the model calls it at start-up);
+ * op_timer_begin/op_timer_end bracket graph op i; op_timers_collect adds every bracketed op's
+ * seconds since the last collect into op_time[i] (events on a GPU, the wall clock on the CPU).
+ *
+ * Support: `supports` answers per kernel family (rt_kernel_family); the model refuses at start-up any
+ * op whose executor needs a family the backend lacks, naming the op and the family, never skipping it.
+ *
+ * Errors: `alloc` returns NULL when out of memory; creation functions fill *err. Ownership: the caller owns
+ * the backend and releases it with destroy(). */
+#ifndef ET_RT_BACKEND_H
+#define ET_RT_BACKEND_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "et_error.h"
+#include "rt_tt.h"
+
+typedef enum {
+    RT_FAMILY_BUFFERS,       /* alloc, free, upload, download, fill, copy, copy_2d */
+    RT_FAMILY_LINEAR,        /* linear_fwd, linear_bwd */
+    RT_FAMILY_LAYERNORM,     /* layernorm_fwd, layernorm_bwd */
+    RT_FAMILY_GELU,          /* gelu_fwd, gelu_bwd */
+    RT_FAMILY_ATTENTION,     /* the six attention kernels, variable length, causal or not */
+    RT_FAMILY_EMBEDDING,     /* embedding_fwd, embedding_bwd */
+    RT_FAMILY_CROSS_ENTROPY, /* cross_entropy */
+    RT_FAMILY_GLUE,          /* add, axpy, gather_rows, scatter_add_rows, mask_mul, scale, sum_sq, bias */
+    RT_FAMILY_TENSOR_TRAIN,  /* tt_fwd, tt_bwd */
+    RT_FAMILY_ADAM,          /* adam_update (Adam and AdamW) */
+    RT_FAMILY_LAMB,          /* lamb_update */
+    RT_FAMILY_COUNT
+} rt_kernel_family;
+extern const char *const rt_kernel_family_names[]; /* "buffers", "linear", ... */
+
+typedef struct rt_dev_batch {
+    int B, T, P;
+    const int *offsets_host;                                         /* B + 1 sequence offsets on the host */
+    int *tokens, *positions, *types, *offsets, *pred_rows, *targets; /* device; types all 0 */
+} rt_dev_batch;
+
+/* One optimizer update: moments m, v and bias corrections c1 = 1 - beta1^t, c2 = 1 - beta2^t. */
+typedef struct rt_adam_args {
+    float lr, beta1, beta2, eps, weight_decay;
+    float c1, c2;
+    bool decoupled_decay; /* AdamW: u += weight_decay * w; Adam: no decay */
+} rt_adam_args;
+
+typedef struct rt_backend rt_backend;
+struct rt_backend {
+    const char *name; /* "cpu", "cuda" */
+    void *ctx;        /* the backend's own state */
+
+    bool (*supports)(const rt_backend *be, rt_kernel_family family);
+
+    /* ---- buffers ---- */
+    void *(*alloc)(rt_backend *be, size_t bytes); /* zero-filled; NULL when out of memory */
+    void (*free)(rt_backend *be, void *p);
+    void (*upload)(rt_backend *be, void *dst_dev, const void *src_host, size_t bytes);
+    void (*download)(rt_backend *be, void *dst_host, const void *src_dev, size_t bytes);
+    void (*fill)(rt_backend *be, float *x, float value, size_t n);
+    void (*copy)(rt_backend *be, float *dst, const float *src, size_t n);
+    /* dst[r * ld_dst + c] = src[r * ld_src + c] for r < rows, c < cols */
+    void (*copy_2d)(rt_backend *be, float *dst, int ld_dst, const float *src, int ld_src, int rows, int cols);
+
+    /* ---- kernels (rt_kernels.h contracts) ---- */
+    void (*linear_fwd)(rt_backend *be, const float *x, const float *W, const float *b, float *y, int T,
+                       int n_in, int n_out);
+    void (*linear_bwd)(rt_backend *be, const float *x, const float *W, const float *dy, float *dx, float *dW,
+                       float *db, int T, int n_in, int n_out);
+    void (*layernorm_fwd)(rt_backend *be, const float *x, const float *g, const float *b, float *y,
+                          float *mean, float *rstd, int T, int n);
+    void (*layernorm_bwd)(rt_backend *be, const float *x, const float *g, const float *mean,
+                          const float *rstd, const float *dy, float *dx, float *dg, float *db, int T, int n);
+    void (*gelu_fwd)(rt_backend *be, const float *x, float *y, size_t n);
+    void (*gelu_bwd)(rt_backend *be, const float *x, const float *dy, float *dx, size_t n);
+    void (*attn_scores_fwd)(rt_backend *be, const float *qkv, float *probs, const rt_dev_batch *b, int H,
+                            int A);
+    void (*attn_softmax_fwd)(rt_backend *be, float *probs, const rt_dev_batch *b, int A, bool causal);
+    void (*attn_context_fwd)(rt_backend *be, const float *qkv, const float *probs, float *ctx,
+                             const rt_dev_batch *b, int H, int A);
+    void (*attn_context_bwd)(rt_backend *be, const float *qkv, const float *probs, const float *dctx,
+                             float *dqkv, float *dprobs, const rt_dev_batch *b, int H, int A);
+    void (*attn_softmax_bwd)(rt_backend *be, const float *probs, float *dprobs, const rt_dev_batch *b, int H,
+                             int A);
+    void (*attn_scores_bwd)(rt_backend *be, const float *qkv, const float *dscores, float *dqkv,
+                            const rt_dev_batch *b, int H, int A);
+    /* out[T, H] = word[tokens] + pos[positions] (+ type[types] when type is not NULL) */
+    void (*embedding_fwd)(rt_backend *be, const rt_dev_batch *b, const float *word, const float *pos,
+                          const float *type, float *out, int H);
+    void (*embedding_bwd)(rt_backend *be, const rt_dev_batch *b, const float *dout, float *dword, float *dpos,
+                          float *dtype, int H);
+    /* summed loss over b->P rows of logits[P, V]; dlogits = (softmax - onehot) / norm; synchronises */
+    double (*cross_entropy)(rt_backend *be, const float *logits, const rt_dev_batch *b, float *dlogits, int V,
+                            double norm);
+
+    /* ---- glue ---- */
+    void (*add)(rt_backend *be, float *out, const float *x, const float *y, size_t n); /* out = x + y */
+    void (*axpy)(rt_backend *be, float *y, const float *x, float a, size_t n);         /* y += a x */
+    /* dst[p, :] = src[rows[p], :] for p < n_rows (width values a row); rows on the device */
+    void (*gather_rows)(rt_backend *be, float *dst, const float *src, const int *rows, int n_rows, int width);
+    /* dst[rows[p], :] += src[p, :] */
+    void (*scatter_add_rows)(rt_backend *be, float *dst, const float *src, const int *rows, int n_rows,
+                             int width);
+    void (*mask_mul)(rt_backend *be, float *x, const float *mask, size_t n); /* x *= mask */
+    void (*scale)(rt_backend *be, float *x, float factor, size_t n);
+    double (*sum_sq)(rt_backend *be, const float *x, size_t n); /* synchronises */
+    /* y[r * ld + c] += b[c] for r < rows, c < cols */
+    void (*add_bias)(rt_backend *be, float *y, int ld, const float *b, int rows, int cols);
+    /* db[c] += sum_r dy[r * ld + c] */
+    void (*bias_grad)(rt_backend *be, float *db, const float *dy, int ld, int rows, int cols);
+
+    /* ---- tensor-train layers (rt_tt.h contracts; cores and workspace on the device) ---- */
+    void (*tt_fwd)(rt_backend *be, const rt_tt_layer *l, const float *X, const float *cores, float *Y,
+                   float *work, int T);
+    void (*tt_bwd)(rt_backend *be, const rt_tt_layer *l, const float *X, const float *cores, const float *dY,
+                   float *dX, float *dcores, float *work, int T);
+
+    /* ---- optimizer, fused over a contiguous slice of n values (mask may be NULL: dense) ---- */
+    /* m, v updated; w -= lr * (m/c1) / (sqrt(v/c2) + eps) (+ decoupled decay), masked */
+    void (*adam_update)(rt_backend *be, float *w, const float *g, float *m, float *v, const float *mask,
+                        size_t n, const rt_adam_args *a);
+    /* LAMB's first half: m, v updated; u (written over g) = Adam direction + decay, masked; returns
+     * sum(w^2) and sum(u^2) for the per-tensor trust ratio; the caller applies w -= rate * u (axpy) */
+    void (*lamb_update)(rt_backend *be, const float *w, float *g, float *m, float *v, const float *mask,
+                        size_t n, const rt_adam_args *a, double *w_sq, double *u_sq);
+
+    /* ---- timing and synchronisation ---- */
+    int (*op_timers_init)(rt_backend *be, int n_ops); /* -1: out of memory */
+    void (*op_timer_begin)(rt_backend *be, int op);
+    void (*op_timer_end)(rt_backend *be, int op);
+    void (*op_timers_collect)(rt_backend *be, double *op_time, int n_ops);
+    void (*sync)(rt_backend *be);
+
+    void (*destroy)(rt_backend *be);
+};
+
+/* The CPU backend: OpenBLAS GEMMs, vectorised float element-wise kernels, host memory, wall-clock timing.
+ * Returns NULL and fills *err when out of memory. */
+rt_backend *rt_backend_cpu_create(et_error *err);
+
+/* The backend named `name` ("cpu"; "cuda" where etrun was built with CUDA), or NULL with *err naming the
+ * backends this build has. */
+rt_backend *rt_backend_create(const char *name, et_error *err);
+
+#endif

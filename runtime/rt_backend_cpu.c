@@ -1,0 +1,455 @@
+/* The CPU backend (rt_backend.h): rt_kernels.h's float kernels (OpenBLAS GEMMs, rt_kernels_fast.c's
+ * element-wise loops), host memory, vectorised glue and a fused optimizer pass, wall-clock op timers. */
+#include <cblas.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rt_backend.h"
+#include "rt_kernels.h"
+#include "rt_vector.h"
+#include "wall_clock.h"
+
+const char *const rt_kernel_family_names[] = {"buffers",
+                                              "linear",
+                                              "layer norm",
+                                              "GELU",
+                                              "attention",
+                                              "embedding",
+                                              "cross-entropy",
+                                              "glue",
+                                              "tensor-train contraction",
+                                              "Adam/AdamW update",
+                                              "LAMB update",
+                                              NULL};
+
+typedef struct cpu_ctx {
+    int n_ops;
+    double *begin,
+        *elapsed; /* per op: wall-clock start of the open bracket, seconds since the last collect */
+} cpu_ctx;
+
+static bool cpu_supports(const rt_backend *be, rt_kernel_family family)
+{
+    (void)be;
+    return family >= 0 && family < RT_FAMILY_COUNT;
+}
+
+/* ---- buffers ---- */
+
+static void *cpu_alloc(rt_backend *be, size_t bytes)
+{
+    (void)be;
+    return calloc(1, bytes ? bytes : 1);
+}
+
+static void cpu_free(rt_backend *be, void *p)
+{
+    (void)be;
+    free(p);
+}
+
+static void cpu_memcpy(rt_backend *be, void *dst, const void *src, size_t bytes)
+{
+    (void)be;
+    if (bytes) memcpy(dst, src, bytes);
+}
+
+RT_VECTOR_CLONES
+static void cpu_fill(rt_backend *be, float *x, float value, size_t n)
+{
+    (void)be;
+    if (value == 0.0f) {
+        memset(x, 0, n * sizeof *x);
+        return;
+    }
+    for (size_t i = 0; i < n; i++)
+        x[i] = value;
+}
+
+static void cpu_copy(rt_backend *be, float *dst, const float *src, size_t n)
+{
+    (void)be;
+    memcpy(dst, src, n * sizeof *dst);
+}
+
+static void cpu_copy_2d(rt_backend *be, float *dst, int ld_dst, const float *src, int ld_src, int rows,
+                        int cols)
+{
+    (void)be;
+    for (int r = 0; r < rows; r++)
+        memcpy(dst + (size_t)r * ld_dst, src + (size_t)r * ld_src, (size_t)cols * sizeof *dst);
+}
+
+/* ---- kernels: rt_kernels.h's float instantiation ---- */
+
+static void cpu_linear_fwd(rt_backend *be, const float *x, const float *W, const float *b, float *y, int T,
+                           int n_in, int n_out)
+{
+    (void)be;
+    rt_linear_fwd_f(x, W, b, y, T, n_in, n_out);
+}
+
+static void cpu_linear_bwd(rt_backend *be, const float *x, const float *W, const float *dy, float *dx,
+                           float *dW, float *db, int T, int n_in, int n_out)
+{
+    (void)be;
+    rt_linear_bwd_f(x, W, dy, dx, dW, db, T, n_in, n_out);
+}
+
+static void cpu_layernorm_fwd(rt_backend *be, const float *x, const float *g, const float *b, float *y,
+                              float *mean, float *rstd, int T, int n)
+{
+    (void)be;
+    rt_layernorm_fwd_f(x, g, b, y, mean, rstd, T, n);
+}
+
+static void cpu_layernorm_bwd(rt_backend *be, const float *x, const float *g, const float *mean,
+                              const float *rstd, const float *dy, float *dx, float *dg, float *db, int T,
+                              int n)
+{
+    (void)be;
+    rt_layernorm_bwd_f(x, g, mean, rstd, dy, dx, dg, db, T, n);
+}
+
+static void cpu_gelu_fwd(rt_backend *be, const float *x, float *y, size_t n)
+{
+    (void)be;
+    rt_gelu_fwd_f(x, y, n);
+}
+
+static void cpu_gelu_bwd(rt_backend *be, const float *x, const float *dy, float *dx, size_t n)
+{
+    (void)be;
+    rt_gelu_bwd_f(x, dy, dx, n);
+}
+
+static void cpu_attn_scores_fwd(rt_backend *be, const float *qkv, float *probs, const rt_dev_batch *b, int H,
+                                int A)
+{
+    (void)be;
+    rt_attn_scores_fwd_f(qkv, probs, b->offsets_host, b->B, H, A);
+}
+
+static void cpu_attn_softmax_fwd(rt_backend *be, float *probs, const rt_dev_batch *b, int A, bool causal)
+{
+    (void)be;
+    rt_attn_softmax_fwd_f(probs, b->offsets_host, b->B, A, causal);
+}
+
+static void cpu_attn_context_fwd(rt_backend *be, const float *qkv, const float *probs, float *ctx,
+                                 const rt_dev_batch *b, int H, int A)
+{
+    (void)be;
+    rt_attn_context_fwd_f(qkv, probs, ctx, b->offsets_host, b->B, H, A);
+}
+
+static void cpu_attn_context_bwd(rt_backend *be, const float *qkv, const float *probs, const float *dctx,
+                                 float *dqkv, float *dprobs, const rt_dev_batch *b, int H, int A)
+{
+    (void)be;
+    rt_attn_context_bwd_f(qkv, probs, dctx, dqkv, dprobs, b->offsets_host, b->B, H, A);
+}
+
+static void cpu_attn_softmax_bwd(rt_backend *be, const float *probs, float *dprobs, const rt_dev_batch *b,
+                                 int H, int A)
+{
+    (void)be;
+    rt_attn_softmax_bwd_f(probs, dprobs, b->offsets_host, b->B, H, A);
+}
+
+static void cpu_attn_scores_bwd(rt_backend *be, const float *qkv, const float *dscores, float *dqkv,
+                                const rt_dev_batch *b, int H, int A)
+{
+    (void)be;
+    rt_attn_scores_bwd_f(qkv, dscores, dqkv, b->offsets_host, b->B, H, A);
+}
+
+static void cpu_embedding_fwd(rt_backend *be, const rt_dev_batch *b, const float *word, const float *pos,
+                              const float *type, float *out, int H)
+{
+    (void)be;
+    rt_embedding_fwd_f(b->tokens, b->positions, type ? b->types : NULL, word, pos, type, out, b->T, H);
+}
+
+static void cpu_embedding_bwd(rt_backend *be, const rt_dev_batch *b, const float *dout, float *dword,
+                              float *dpos, float *dtype, int H)
+{
+    (void)be;
+    rt_embedding_bwd_f(b->tokens, b->positions, dtype ? b->types : NULL, dout, dword, dpos, dtype, b->T, H);
+}
+
+static double cpu_cross_entropy(rt_backend *be, const float *logits, const rt_dev_batch *b, float *dlogits,
+                                int V, double norm)
+{
+    (void)be;
+    return rt_cross_entropy_f(logits, b->targets, dlogits, b->P, V, norm);
+}
+
+/* ---- glue ---- */
+
+RT_VECTOR_CLONES
+static void cpu_add(rt_backend *be, float *out, const float *x, const float *y, size_t n)
+{
+    (void)be;
+#pragma omp simd
+    for (size_t i = 0; i < n; i++)
+        out[i] = x[i] + y[i];
+}
+
+RT_VECTOR_CLONES
+static void cpu_axpy(rt_backend *be, float *y, const float *x, float a, size_t n)
+{
+    (void)be;
+#pragma omp simd
+    for (size_t i = 0; i < n; i++)
+        y[i] += a * x[i];
+}
+
+static void cpu_gather_rows(rt_backend *be, float *dst, const float *src, const int *rows, int n_rows,
+                            int width)
+{
+    (void)be;
+    for (int p = 0; p < n_rows; p++)
+        memcpy(dst + (size_t)p * width, src + (size_t)rows[p] * width, (size_t)width * sizeof *dst);
+}
+
+RT_VECTOR_CLONES
+static void cpu_scatter_add_rows(rt_backend *be, float *dst, const float *src, const int *rows, int n_rows,
+                                 int width)
+{
+    (void)be;
+    for (int p = 0; p < n_rows; p++) {
+        float *d = dst + (size_t)rows[p] * width;
+        const float *s = src + (size_t)p * width;
+#pragma omp simd
+        for (int i = 0; i < width; i++)
+            d[i] += s[i];
+    }
+}
+
+RT_VECTOR_CLONES
+static void cpu_mask_mul(rt_backend *be, float *x, const float *mask, size_t n)
+{
+    (void)be;
+#pragma omp simd
+    for (size_t i = 0; i < n; i++)
+        x[i] *= mask[i];
+}
+
+RT_VECTOR_CLONES
+static void cpu_scale(rt_backend *be, float *x, float factor, size_t n)
+{
+    (void)be;
+#pragma omp simd
+    for (size_t i = 0; i < n; i++)
+        x[i] *= factor;
+}
+
+RT_VECTOR_CLONES
+static double cpu_sum_sq(rt_backend *be, const float *x, size_t n)
+{
+    (void)be;
+    double s = 0;
+#pragma omp simd reduction(+ : s)
+    for (size_t i = 0; i < n; i++)
+        s += (double)x[i] * x[i];
+    return s;
+}
+
+RT_VECTOR_CLONES
+static void cpu_add_bias(rt_backend *be, float *y, int ld, const float *b, int rows, int cols)
+{
+    (void)be;
+    for (int r = 0; r < rows; r++) {
+        float *yr = y + (size_t)r * ld;
+#pragma omp simd
+        for (int c = 0; c < cols; c++)
+            yr[c] += b[c];
+    }
+}
+
+RT_VECTOR_CLONES
+static void cpu_bias_grad(rt_backend *be, float *db, const float *dy, int ld, int rows, int cols)
+{
+    (void)be;
+    for (int r = 0; r < rows; r++) {
+        const float *d = dy + (size_t)r * ld;
+#pragma omp simd
+        for (int c = 0; c < cols; c++)
+            db[c] += d[c];
+    }
+}
+
+/* ---- tensor-train layers ---- */
+
+static void cpu_tt_fwd(rt_backend *be, const rt_tt_layer *l, const float *X, const float *cores, float *Y,
+                       float *work, int T)
+{
+    (void)be;
+    rt_tt_fwd_f(l, X, cores, Y, work, T);
+}
+
+static void cpu_tt_bwd(rt_backend *be, const rt_tt_layer *l, const float *X, const float *cores,
+                       const float *dY, float *dX, float *dcores, float *work, int T)
+{
+    (void)be;
+    rt_tt_bwd_f(l, X, cores, dY, dX, dcores, work, T);
+}
+
+/* ---- optimizer: one pass over the slice, one square root and one division per value ---- */
+
+RT_VECTOR_CLONES
+static void cpu_adam_update(rt_backend *be, float *w, const float *g, float *m, float *v, const float *mask,
+                            size_t n, const rt_adam_args *a)
+{
+    (void)be;
+    const float b1 = a->beta1, b2 = a->beta2, ob1 = 1 - a->beta1, ob2 = 1 - a->beta2, eps = a->eps;
+    const float ic1 = 1 / a->c1, isc2 = 1 / sqrtf(a->c2), lr = a->lr;
+    const float wd = a->decoupled_decay ? a->weight_decay : 0.0f;
+    if (mask) {
+#pragma omp simd
+        for (size_t i = 0; i < n; i++) {
+            const float mi = b1 * m[i] + ob1 * g[i], vi = b2 * v[i] + ob2 * g[i] * g[i];
+            m[i] = mi, v[i] = vi;
+            w[i] -= lr * mask[i] * ((mi * ic1) / (sqrtf(vi) * isc2 + eps) + wd * w[i]);
+        }
+    } else {
+#pragma omp simd
+        for (size_t i = 0; i < n; i++) {
+            const float mi = b1 * m[i] + ob1 * g[i], vi = b2 * v[i] + ob2 * g[i] * g[i];
+            m[i] = mi, v[i] = vi;
+            w[i] -= lr * ((mi * ic1) / (sqrtf(vi) * isc2 + eps) + wd * w[i]);
+        }
+    }
+}
+
+RT_VECTOR_CLONES
+static void cpu_lamb_update(rt_backend *be, const float *w, float *g, float *m, float *v, const float *mask,
+                            size_t n, const rt_adam_args *a, double *w_sq, double *u_sq)
+{
+    (void)be;
+    const float b1 = a->beta1, b2 = a->beta2, ob1 = 1 - a->beta1, ob2 = 1 - a->beta2, eps = a->eps;
+    const float ic1 = 1 / a->c1, isc2 = 1 / sqrtf(a->c2), wd = a->weight_decay;
+    double ws = 0, us = 0;
+#pragma omp simd reduction(+ : ws, us)
+    for (size_t i = 0; i < n; i++) {
+        const float mi = b1 * m[i] + ob1 * g[i], vi = b2 * v[i] + ob2 * g[i] * g[i];
+        m[i] = mi, v[i] = vi;
+        const float u = ((mi * ic1) / (sqrtf(vi) * isc2 + eps) + wd * w[i]) * (mask ? mask[i] : 1.0f);
+        g[i] = u;
+        ws += (double)w[i] * w[i];
+        us += (double)u * u;
+    }
+    *w_sq = ws, *u_sq = us;
+}
+
+/* ---- timing ---- */
+
+static int cpu_timers_init(rt_backend *be, int n_ops)
+{
+    cpu_ctx *c = be->ctx;
+    free(c->begin), free(c->elapsed);
+    c->n_ops = n_ops > 0 ? n_ops : 1;
+    c->begin = calloc((size_t)c->n_ops, sizeof *c->begin);
+    c->elapsed = calloc((size_t)c->n_ops, sizeof *c->elapsed);
+    return c->begin && c->elapsed ? 0 : -1;
+}
+
+static void cpu_timer_begin(rt_backend *be, int op)
+{
+    ((cpu_ctx *)be->ctx)->begin[op] = et_wall_seconds();
+}
+
+static void cpu_timer_end(rt_backend *be, int op)
+{
+    cpu_ctx *c = be->ctx;
+    c->elapsed[op] += et_wall_seconds() - c->begin[op];
+}
+
+static void cpu_timers_collect(rt_backend *be, double *op_time, int n_ops)
+{
+    cpu_ctx *c = be->ctx;
+    for (int i = 0; i < n_ops && i < c->n_ops; i++)
+        op_time[i] += c->elapsed[i], c->elapsed[i] = 0;
+}
+
+static void cpu_sync(rt_backend *be)
+{
+    (void)be;
+}
+
+static void cpu_destroy(rt_backend *be)
+{
+    if (!be) return;
+    cpu_ctx *c = be->ctx;
+    if (c) free(c->begin), free(c->elapsed), free(c);
+    free(be);
+}
+
+rt_backend *rt_backend_cpu_create(et_error *err)
+{
+    rt_backend *be = calloc(1, sizeof *be);
+    cpu_ctx *c = calloc(1, sizeof *c);
+    if (!be || !c) {
+        free(c), free(be);
+        et_error_set(err, NULL, 0, 0, NULL, "out of memory creating the CPU backend");
+        return NULL;
+    }
+    *be = (rt_backend){
+        .name = "cpu",
+        .ctx = c,
+        .supports = cpu_supports,
+        .alloc = cpu_alloc,
+        .free = cpu_free,
+        .upload = cpu_memcpy,
+        .download = cpu_memcpy,
+        .fill = cpu_fill,
+        .copy = cpu_copy,
+        .copy_2d = cpu_copy_2d,
+        .linear_fwd = cpu_linear_fwd,
+        .linear_bwd = cpu_linear_bwd,
+        .layernorm_fwd = cpu_layernorm_fwd,
+        .layernorm_bwd = cpu_layernorm_bwd,
+        .gelu_fwd = cpu_gelu_fwd,
+        .gelu_bwd = cpu_gelu_bwd,
+        .attn_scores_fwd = cpu_attn_scores_fwd,
+        .attn_softmax_fwd = cpu_attn_softmax_fwd,
+        .attn_context_fwd = cpu_attn_context_fwd,
+        .attn_context_bwd = cpu_attn_context_bwd,
+        .attn_softmax_bwd = cpu_attn_softmax_bwd,
+        .attn_scores_bwd = cpu_attn_scores_bwd,
+        .embedding_fwd = cpu_embedding_fwd,
+        .embedding_bwd = cpu_embedding_bwd,
+        .cross_entropy = cpu_cross_entropy,
+        .add = cpu_add,
+        .axpy = cpu_axpy,
+        .gather_rows = cpu_gather_rows,
+        .scatter_add_rows = cpu_scatter_add_rows,
+        .mask_mul = cpu_mask_mul,
+        .scale = cpu_scale,
+        .sum_sq = cpu_sum_sq,
+        .add_bias = cpu_add_bias,
+        .bias_grad = cpu_bias_grad,
+        .tt_fwd = cpu_tt_fwd,
+        .tt_bwd = cpu_tt_bwd,
+        .adam_update = cpu_adam_update,
+        .lamb_update = cpu_lamb_update,
+        .op_timers_init = cpu_timers_init,
+        .op_timer_begin = cpu_timer_begin,
+        .op_timer_end = cpu_timer_end,
+        .op_timers_collect = cpu_timers_collect,
+        .sync = cpu_sync,
+        .destroy = cpu_destroy,
+    };
+    return be;
+}
+
+rt_backend *rt_backend_create(const char *name, et_error *err)
+{
+    if (strcmp(name, "cpu") == 0) return rt_backend_cpu_create(err);
+    et_error_set(err, NULL, 0, 0, NULL,
+                 "no backend \"%s\" in this build of etrun (it has: cpu; the CUDA backend is not built yet)",
+                 name);
+    return NULL;
+}

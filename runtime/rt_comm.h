@@ -1,0 +1,35 @@
+/* rt_comm: the communication etrun's data parallelism needs, as one table per implementation (MPI now,
+ * NCCL with the CUDA backend): start a summing all-reduce of a gradient slice in place, test or wait for
+ * it, and the small blocking collectives of the step's bookkeeping.
+ *
+ * Buffers passed to allreduce_start are the backend's device memory (host memory for the CPU backend and
+ * MPI). Each started all-reduce has a slot (0 .. max_slots-1, the bucket index); a slot is reused only
+ * after wait_all. test() returns 1 once the slot's reduction has completed, 0 before, and lets the
+ * implementation progress it. Errors: the functions return non-zero and the run stops. Ownership: the
+ * caller destroys the communicator. */
+#ifndef ET_RT_COMM_H
+#define ET_RT_COMM_H
+
+#include <stddef.h>
+
+#include "et_error.h"
+
+typedef struct rt_comm rt_comm;
+struct rt_comm {
+    const char *name; /* "mpi", "nccl" */
+    int rank, size;
+    void *ctx;
+    int (*allreduce_start)(rt_comm *c, float *buf, size_t n, int slot);
+    int (*test)(rt_comm *c, int slot);
+    int (*wait_all)(rt_comm *c, int n_slots);
+    int (*allreduce_sum_doubles)(rt_comm *c, double *v, int n);                 /* blocking, in place */
+    int (*gather_doubles)(rt_comm *c, const double *send, int n, double *recv); /* to rank 0: size * n */
+    int (*broadcast_int)(rt_comm *c, int *v);                                   /* from rank 0 */
+    int (*max_double)(rt_comm *c, double *v);                                   /* blocking, in place */
+    void (*destroy)(rt_comm *c);
+};
+
+/* MPI_COMM_WORLD (MPI must be initialised); slots for up to max_slots concurrent all-reduces. */
+rt_comm *rt_comm_mpi_create(int max_slots, et_error *err);
+
+#endif

@@ -1,0 +1,113 @@
+/* rt_comm over MPI: non-blocking MPI_Iallreduce per bucket on MPI_COMM_WORLD (one rank: nothing to do). */
+#include <mpi.h>
+#include <stdlib.h>
+
+#include "rt_comm.h"
+
+typedef struct mpi_ctx {
+    int max_slots;
+    MPI_Request *req;
+    int *done;
+} mpi_ctx;
+
+static int ok(int rc)
+{
+    return rc == MPI_SUCCESS ? 0 : -1;
+}
+
+static int mpi_allreduce_start(rt_comm *c, float *buf, size_t n, int slot)
+{
+    mpi_ctx *x = c->ctx;
+    if (slot < 0 || slot >= x->max_slots || n > (size_t)0x7fffffff) return -1;
+    x->done[slot] = 0;
+    if (c->size == 1) {
+        x->req[slot] = MPI_REQUEST_NULL, x->done[slot] = 1;
+        return 0;
+    }
+    return ok(MPI_Iallreduce(MPI_IN_PLACE, buf, (int)n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &x->req[slot]));
+}
+
+static int mpi_test(rt_comm *c, int slot)
+{
+    mpi_ctx *x = c->ctx;
+    if (x->done[slot]) return 1;
+    int flag = 0;
+    if (MPI_Test(&x->req[slot], &flag, MPI_STATUS_IGNORE) != MPI_SUCCESS) return -1;
+    x->done[slot] = flag;
+    return flag;
+}
+
+static int mpi_wait_all(rt_comm *c, int n_slots)
+{
+    mpi_ctx *x = c->ctx;
+    for (int k = 0; k < n_slots; k++) {
+        if (x->done[k]) continue;
+        if (MPI_Wait(&x->req[k], MPI_STATUS_IGNORE) != MPI_SUCCESS) return -1;
+        x->done[k] = 1;
+    }
+    return 0;
+}
+
+static int mpi_sum_doubles(rt_comm *c, double *v, int n)
+{
+    if (c->size == 1) return 0;
+    return ok(MPI_Allreduce(MPI_IN_PLACE, v, n, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD));
+}
+
+static int mpi_gather_doubles(rt_comm *c, const double *send, int n, double *recv)
+{
+    (void)c;
+    return ok(MPI_Gather(send, n, MPI_DOUBLE, recv, n, MPI_DOUBLE, 0, MPI_COMM_WORLD));
+}
+
+static int mpi_broadcast_int(rt_comm *c, int *v)
+{
+    (void)c;
+    return ok(MPI_Bcast(v, 1, MPI_INT, 0, MPI_COMM_WORLD));
+}
+
+static int mpi_max_double(rt_comm *c, double *v)
+{
+    if (c->size == 1) return 0;
+    return ok(MPI_Allreduce(MPI_IN_PLACE, v, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
+}
+
+static void mpi_destroy(rt_comm *c)
+{
+    if (!c) return;
+    mpi_ctx *x = c->ctx;
+    if (x) free(x->req), free(x->done), free(x);
+    free(c);
+}
+
+rt_comm *rt_comm_mpi_create(int max_slots, et_error *err)
+{
+    rt_comm *c = calloc(1, sizeof *c);
+    mpi_ctx *x = calloc(1, sizeof *x);
+    if (x) {
+        x->max_slots = max_slots > 0 ? max_slots : 1;
+        x->req = calloc((size_t)x->max_slots, sizeof *x->req);
+        x->done = calloc((size_t)x->max_slots, sizeof *x->done);
+    }
+    if (!c || !x || !x->req || !x->done) {
+        if (x) free(x->req), free(x->done);
+        free(x), free(c);
+        et_error_set(err, NULL, 0, 0, NULL, "out of memory creating the MPI communicator");
+        return NULL;
+    }
+    *c = (rt_comm){.name = "mpi",
+                   .ctx = x,
+                   .allreduce_start = mpi_allreduce_start,
+                   .test = mpi_test,
+                   .wait_all = mpi_wait_all,
+                   .allreduce_sum_doubles = mpi_sum_doubles,
+                   .gather_doubles = mpi_gather_doubles,
+                   .broadcast_int = mpi_broadcast_int,
+                   .max_double = mpi_max_double,
+                   .destroy = mpi_destroy};
+    MPI_Comm_rank(MPI_COMM_WORLD, &c->rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &c->size);
+    for (int k = 0; k < x->max_slots; k++)
+        x->req[k] = MPI_REQUEST_NULL;
+    return c;
+}

@@ -1,0 +1,140 @@
+/* rt_exec: what etrun's executors share (private to runtime/): the activation layout, the bound op and
+ * the executors of each block. An executor runs one graph op for one micro-batch through the model's
+ * backend (rt_backend.h) only: it never touches device memory itself, so the same executors run on every
+ * backend.
+ *
+ * Activations of one layer (T_cap rows each); names follow the encoder, the decoder reuses them:
+ *   encoder: qkv ctx y | res1 = x + y, ln1 = LN(res1) | u = fc1, g = GELU(u), v = fc2 | res2 = ln1 + v,
+ *            out = LN(res2)
+ *   decoder: ln1 = LN(x) | qkv ctx y | res1 = x + y, ln2 = LN(res1) | u g v | out = res1 + v
+ * Backward keeps the running gradients in the shared d_* buffers: d_out holds dL/d(layer output) when a
+ * layer's backward starts. */
+#ifndef ET_RT_EXEC_H
+#define ET_RT_EXEC_H
+
+#include "rt_backend.h"
+#include "rt_model.h"
+
+typedef struct rt_layer_acts {
+    float *qkv, *probs, *ctx, *y, *res1, *ln1, *ln2, *u, *g, *v, *res2, *out;
+    float *ln1_mean, *ln1_rstd, *ln2_mean, *ln2_rstd;
+} rt_layer_acts;
+
+/* Every activation and gradient buffer of one rank (device memory, one allocation: rt_acts_alloc). */
+struct rt_acts {
+    int H, F, A, V, L;
+    bool decoder;
+    size_t probs_cap;                             /* attention probabilities: A * local * seq_len^2 */
+    rt_layer_acts *layers;                        /* L of them */
+    float *emb, *x0, *emb_mean, *emb_rstd;        /* embeddings output and (encoder) its layer norm */
+    float *hs, *t1, *t2, *t3, *t3_mean, *t3_rstd; /* masked-LM head, P_cap rows */
+    float *fin, *fin_mean, *fin_rstd;             /* causal head: final layer norm */
+    float *logits, *dlogits;                      /* P_cap x V */
+    float *d_out, *d_res, *d_mid, *d_ctx, *d_qkv, *d_ff, *d_ff2, *d_probs, *d_head, *d_head2;
+    /* parameters the executors of the embeddings and heads reach by name (slices of rt_model::params) */
+    float *word, *dword, *pos, *dpos, *type, *dtype, *dec_W, *dec_dW, *dec_b, *dec_db;
+    float *emb_g, *emb_b, *emb_dg, *emb_db;
+    double norm;   /* loss normaliser of the current micro-batch */
+    float *block;  /* the one device allocation */
+    size_t floats; /* its size in floats */
+};
+
+/* Sizes the layout for (T_cap, P_cap), allocates it on the backend and hands out every pointer from the
+ * same table; fails (out of memory, or a layout that does not add up) with *err. */
+int rt_acts_alloc(rt_model *m, et_error *err);
+void rt_acts_free(rt_model *m);
+
+typedef void (*rt_exec_fn)(rt_model *m, const rt_op *op, const rt_dev_batch *b);
+
+/* Linear layers that are tensor trains: q, k, v (3 copies), out, fc1, fc2. */
+typedef enum { RT_ROLE_QKV, RT_ROLE_OUT, RT_ROLE_FC1, RT_ROLE_FC2 } rt_tt_role;
+
+/* The tensor-train record of (layer, role), shared by its forward and backward ops. */
+typedef struct rt_tt_record {
+    rt_tt_layer tt;
+    int copies, n_in, n_out, ready;
+    float *cores[3], *dcores[3], *work[3], *tmp; /* cores: slices of the parameters; work, tmp: device */
+} rt_tt_record;
+
+/* One graph op bound to its executor: the layer it belongs to and the parameters it touches. */
+struct rt_op {
+    rt_exec_fn exec;
+    int layer;
+    float *W, *bias, *dW, *dbias; /* weight and bias of this op's layer (or LN gamma/beta) */
+    rt_tt_role role;              /* tensor-train ops */
+    rt_tt_record *tt;
+};
+
+/* Binds every graph op to its executor and parameters; refuses ops without an executor and ops whose
+ * executor needs a kernel family the backend does not support (rt_bind.c). */
+int rt_bind_ops(rt_model *m, et_error *err);
+/* Parameter slice by graph id (NULL if none); *grad (if not NULL) gets its gradient. */
+float *rt_param(rt_model *m, const char *id, float **grad);
+int rt_param_index(const et_graph *g, const char *id);
+
+/* Initial weights and sparse masks, drawn on the host from the seed and uploaded (rt_init.c). */
+int rt_init_params(rt_model *m, et_error *err);
+int rt_init_masks(rt_model *m, et_error *err);
+int rt_init_tt_cores(rt_model *m, rt_tt_record *rec, int layer, int role, et_error *err);
+
+/* The executors, by block. */
+#define RT_EXEC(name) void name(rt_model *m, const rt_op *op, const rt_dev_batch *b)
+/* rt_exec_embed.c */
+RT_EXEC(rt_ex_embed);
+RT_EXEC(rt_ex_embed_ln);
+RT_EXEC(rt_ex_embed_ln_bwd);
+RT_EXEC(rt_ex_embed_bwd);
+/* rt_exec_layer.c */
+RT_EXEC(rt_ex_qkv);
+RT_EXEC(rt_ex_scores);
+RT_EXEC(rt_ex_softmax);
+RT_EXEC(rt_ex_context);
+RT_EXEC(rt_ex_attn_out);
+RT_EXEC(rt_ex_attn_ln);
+RT_EXEC(rt_ex_mlp_ln);
+RT_EXEC(rt_ex_fc1);
+RT_EXEC(rt_ex_gelu);
+RT_EXEC(rt_ex_fc2);
+RT_EXEC(rt_ex_mlp_ln_bwd);
+RT_EXEC(rt_ex_fc2_bwd_data);
+RT_EXEC(rt_ex_fc2_bwd_weight);
+RT_EXEC(rt_ex_gelu_bwd);
+RT_EXEC(rt_ex_fc1_bwd_data);
+RT_EXEC(rt_ex_fc1_bwd_weight);
+RT_EXEC(rt_ex_attn_ln_bwd);
+RT_EXEC(rt_ex_attn_out_bwd_data);
+RT_EXEC(rt_ex_attn_out_bwd_weight);
+RT_EXEC(rt_ex_context_bwd);
+RT_EXEC(rt_ex_softmax_bwd);
+RT_EXEC(rt_ex_scores_bwd);
+RT_EXEC(rt_ex_qkv_bwd_data);
+RT_EXEC(rt_ex_qkv_bwd_weight);
+/* rt_exec_tt.c */
+RT_EXEC(rt_ex_tt_fwd);
+RT_EXEC(rt_ex_tt_bwd_data);
+RT_EXEC(rt_ex_tt_bwd_weight);
+/* rt_exec_head.c */
+RT_EXEC(rt_ex_gather);
+RT_EXEC(rt_ex_transform);
+RT_EXEC(rt_ex_head_gelu);
+RT_EXEC(rt_ex_head_ln);
+RT_EXEC(rt_ex_final_ln);
+RT_EXEC(rt_ex_decoder);
+RT_EXEC(rt_ex_loss);
+RT_EXEC(rt_ex_decoder_bwd_data);
+RT_EXEC(rt_ex_decoder_bwd_weight);
+RT_EXEC(rt_ex_head_ln_bwd);
+RT_EXEC(rt_ex_head_gelu_bwd);
+RT_EXEC(rt_ex_transform_bwd_data);
+RT_EXEC(rt_ex_transform_bwd_weight);
+RT_EXEC(rt_ex_gather_bwd);
+RT_EXEC(rt_ex_final_ln_bwd);
+RT_EXEC(rt_ex_nothing); /* optimizer ops: run by rt_model_update */
+
+/* The output of layer i's input: x0 for the first layer, the previous layer's output after. */
+static inline const float *rt_layer_input(const rt_acts *a, int i)
+{
+    return i == 0 ? a->x0 : a->layers[i - 1].out;
+}
+
+#endif

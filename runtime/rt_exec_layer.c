@@ -1,0 +1,224 @@
+/* Executors of one transformer layer (encoder: post-LN, decoder: pre-LN), forward and backward in the
+ * graph's order; data flow in rt_exec.h. */
+#include "rt_exec.h"
+
+#define LAYER(m, op) (&(m)->acts->layers[(op)->layer])
+
+RT_EXEC(rt_ex_qkv)
+{
+    rt_acts *a = m->acts;
+    const rt_layer_acts *l = LAYER(m, op);
+    m->be->linear_fwd(m->be, a->decoder ? l->ln1 : rt_layer_input(a, op->layer), op->W, op->bias, l->qkv,
+                      b->T, a->H, 3 * a->H);
+}
+
+RT_EXEC(rt_ex_scores)
+{
+    rt_acts *a = m->acts;
+    m->be->attn_scores_fwd(m->be, LAYER(m, op)->qkv, LAYER(m, op)->probs, b, a->H, a->A);
+}
+
+RT_EXEC(rt_ex_softmax)
+{
+    rt_acts *a = m->acts;
+    m->be->attn_softmax_fwd(m->be, LAYER(m, op)->probs, b, a->A, a->decoder);
+}
+
+RT_EXEC(rt_ex_context)
+{
+    rt_acts *a = m->acts;
+    const rt_layer_acts *l = LAYER(m, op);
+    m->be->attn_context_fwd(m->be, l->qkv, l->probs, l->ctx, b, a->H, a->A);
+}
+
+RT_EXEC(rt_ex_attn_out)
+{
+    rt_acts *a = m->acts;
+    const rt_layer_acts *l = LAYER(m, op);
+    m->be->linear_fwd(m->be, l->ctx, op->W, op->bias, l->y, b->T, a->H, a->H);
+}
+
+/* encoder: LN(x + y); decoder: LN(x) before attention */
+RT_EXEC(rt_ex_attn_ln)
+{
+    rt_acts *a = m->acts;
+    rt_backend *be = m->be;
+    const rt_layer_acts *l = LAYER(m, op);
+    const float *x = rt_layer_input(a, op->layer);
+    if (a->decoder) {
+        be->layernorm_fwd(be, x, op->W, op->bias, l->ln1, l->ln1_mean, l->ln1_rstd, b->T, a->H);
+    } else {
+        be->add(be, l->res1, x, l->y, (size_t)b->T * a->H);
+        be->layernorm_fwd(be, l->res1, op->W, op->bias, l->ln1, l->ln1_mean, l->ln1_rstd, b->T, a->H);
+    }
+}
+
+/* encoder: LN(ln1 + v); decoder: LN(x + y) before the MLP */
+RT_EXEC(rt_ex_mlp_ln)
+{
+    rt_acts *a = m->acts;
+    rt_backend *be = m->be;
+    const rt_layer_acts *l = LAYER(m, op);
+    if (a->decoder) {
+        be->add(be, l->res1, rt_layer_input(a, op->layer), l->y, (size_t)b->T * a->H);
+        be->layernorm_fwd(be, l->res1, op->W, op->bias, l->ln2, l->ln2_mean, l->ln2_rstd, b->T, a->H);
+    } else {
+        be->add(be, l->res2, l->ln1, l->v, (size_t)b->T * a->H);
+        be->layernorm_fwd(be, l->res2, op->W, op->bias, l->out, l->ln2_mean, l->ln2_rstd, b->T, a->H);
+    }
+}
+
+RT_EXEC(rt_ex_fc1)
+{
+    rt_acts *a = m->acts;
+    const rt_layer_acts *l = LAYER(m, op);
+    m->be->linear_fwd(m->be, a->decoder ? l->ln2 : l->ln1, op->W, op->bias, l->u, b->T, a->H, a->F);
+}
+
+RT_EXEC(rt_ex_gelu)
+{
+    rt_acts *a = m->acts;
+    const rt_layer_acts *l = LAYER(m, op);
+    m->be->gelu_fwd(m->be, l->u, l->g, (size_t)b->T * a->F);
+}
+
+RT_EXEC(rt_ex_fc2)
+{
+    rt_acts *a = m->acts;
+    rt_backend *be = m->be;
+    const rt_layer_acts *l = LAYER(m, op);
+    be->linear_fwd(be, l->g, op->W, op->bias, l->v, b->T, a->F, a->H);
+    if (a->decoder) be->add(be, l->out, l->res1, l->v, (size_t)b->T * a->H); /* residual */
+}
+
+/* ---- backward ---- */
+
+RT_EXEC(rt_ex_mlp_ln_bwd)
+{
+    rt_acts *a = m->acts;
+    rt_backend *be = m->be;
+    const rt_layer_acts *l = LAYER(m, op);
+    const size_t n = (size_t)b->T * a->H;
+    if (a->decoder) { /* d_res += LN2'(d_mid): gradient of x + y */
+        be->layernorm_bwd(be, l->res1, op->W, l->ln2_mean, l->ln2_rstd, a->d_mid, a->d_res, op->dW, op->dbias,
+                          b->T, a->H);
+    } else { /* dres2 -> d_res (the gradient of both ln1 and v) */
+        be->fill(be, a->d_res, 0, n);
+        be->layernorm_bwd(be, l->res2, op->W, l->ln2_mean, l->ln2_rstd, a->d_out, a->d_res, op->dW, op->dbias,
+                          b->T, a->H);
+        be->copy(be, a->d_mid, a->d_res, n); /* d ln1 accumulates here */
+    }
+}
+
+RT_EXEC(rt_ex_fc2_bwd_data)
+{
+    rt_acts *a = m->acts;
+    rt_backend *be = m->be;
+    const float *dv = a->decoder ? a->d_out : a->d_res;
+    if (a->decoder) be->copy(be, a->d_res, a->d_out, (size_t)b->T * a->H); /* residual: d(x + y) */
+    be->fill(be, a->d_ff, 0, (size_t)b->T * a->F);
+    be->linear_bwd(be, NULL, op->W, dv, a->d_ff, NULL, NULL, b->T, a->F, a->H);
+}
+
+RT_EXEC(rt_ex_fc2_bwd_weight)
+{
+    rt_acts *a = m->acts;
+    m->be->linear_bwd(m->be, LAYER(m, op)->g, op->W, a->decoder ? a->d_out : a->d_res, NULL, op->dW,
+                      op->dbias, b->T, a->F, a->H);
+}
+
+RT_EXEC(rt_ex_gelu_bwd)
+{
+    rt_acts *a = m->acts;
+    m->be->gelu_bwd(m->be, LAYER(m, op)->u, a->d_ff, a->d_ff2, (size_t)b->T * a->F);
+}
+
+RT_EXEC(rt_ex_fc1_bwd_data)
+{
+    rt_acts *a = m->acts;
+    rt_backend *be = m->be;
+    if (a->decoder) be->fill(be, a->d_mid, 0, (size_t)b->T * a->H);
+    be->linear_bwd(be, NULL, op->W, a->d_ff2, a->d_mid, NULL, NULL, b->T, a->H, a->F);
+}
+
+RT_EXEC(rt_ex_fc1_bwd_weight)
+{
+    rt_acts *a = m->acts;
+    const rt_layer_acts *l = LAYER(m, op);
+    m->be->linear_bwd(m->be, a->decoder ? l->ln2 : l->ln1, op->W, a->d_ff2, NULL, op->dW, op->dbias, b->T,
+                      a->H, a->F);
+}
+
+/* encoder: dres1 = LN1'(d_mid) is the gradient of both x and y -> d_res (y) and d_out (x);
+ * decoder: d_out = d_res + LN1'(d_mid) (x feeds the residual and the layer norm) */
+RT_EXEC(rt_ex_attn_ln_bwd)
+{
+    rt_acts *a = m->acts;
+    rt_backend *be = m->be;
+    const rt_layer_acts *l = LAYER(m, op);
+    const size_t n = (size_t)b->T * a->H;
+    if (a->decoder) {
+        be->copy(be, a->d_out, a->d_res, n);
+        be->layernorm_bwd(be, rt_layer_input(a, op->layer), op->W, l->ln1_mean, l->ln1_rstd, a->d_mid,
+                          a->d_out, op->dW, op->dbias, b->T, a->H);
+    } else {
+        be->fill(be, a->d_res, 0, n);
+        be->layernorm_bwd(be, l->res1, op->W, l->ln1_mean, l->ln1_rstd, a->d_mid, a->d_res, op->dW, op->dbias,
+                          b->T, a->H);
+        be->copy(be, a->d_out, a->d_res, n);
+    }
+}
+
+/* dy is d_res in both architectures at this point */
+RT_EXEC(rt_ex_attn_out_bwd_data)
+{
+    rt_acts *a = m->acts;
+    rt_backend *be = m->be;
+    be->fill(be, a->d_ctx, 0, (size_t)b->T * a->H);
+    be->linear_bwd(be, NULL, op->W, a->d_res, a->d_ctx, NULL, NULL, b->T, a->H, a->H);
+}
+
+RT_EXEC(rt_ex_attn_out_bwd_weight)
+{
+    rt_acts *a = m->acts;
+    m->be->linear_bwd(m->be, LAYER(m, op)->ctx, op->W, a->d_res, NULL, op->dW, op->dbias, b->T, a->H, a->H);
+}
+
+RT_EXEC(rt_ex_context_bwd)
+{
+    rt_acts *a = m->acts;
+    const rt_layer_acts *l = LAYER(m, op);
+    m->be->attn_context_bwd(m->be, l->qkv, l->probs, a->d_ctx, a->d_qkv, a->d_probs, b, a->H, a->A);
+}
+
+RT_EXEC(rt_ex_softmax_bwd)
+{
+    rt_acts *a = m->acts;
+    m->be->attn_softmax_bwd(m->be, LAYER(m, op)->probs, a->d_probs, b, a->H, a->A);
+}
+
+RT_EXEC(rt_ex_scores_bwd)
+{
+    rt_acts *a = m->acts;
+    m->be->attn_scores_bwd(m->be, LAYER(m, op)->qkv, a->d_probs, a->d_qkv, b, a->H, a->A);
+}
+
+RT_EXEC(rt_ex_qkv_bwd_data)
+{
+    rt_acts *a = m->acts;
+    rt_backend *be = m->be;
+    if (a->decoder) { /* gradient of LN1's output */
+        be->fill(be, a->d_mid, 0, (size_t)b->T * a->H);
+        be->linear_bwd(be, NULL, op->W, a->d_qkv, a->d_mid, NULL, NULL, b->T, a->H, 3 * a->H);
+    } else { /* encoder: x also feeds the residual, already in d_out */
+        be->linear_bwd(be, NULL, op->W, a->d_qkv, a->d_out, NULL, NULL, b->T, a->H, 3 * a->H);
+    }
+}
+
+RT_EXEC(rt_ex_qkv_bwd_weight)
+{
+    rt_acts *a = m->acts;
+    const rt_layer_acts *l = LAYER(m, op);
+    m->be->linear_bwd(m->be, a->decoder ? l->ln1 : rt_layer_input(a, op->layer), op->W, a->d_qkv, NULL,
+                      op->dW, op->dbias, b->T, a->H, 3 * a->H);
+}

@@ -1,0 +1,184 @@
+/* The float element-wise kernels of training (layer norm, GELU, softmax, cross-entropy), written to
+ * vectorise: float arithmetic, no libm call per element (a polynomial exp), reductions over contiguous rows
+ * marked `omp simd` (compiled with -fopenmp-simd: no OpenMP runtime), and, on x86-64 with GCC, clones for
+ * AVX2+FMA and AVX-512 picked at load time. Their double-precision twins in rt_kernels_impl.h are the
+ * reference they are checked against (tests/test_kernels_float.c); the declarations are rt_kernels.h's. */
+#include <math.h>
+#include <string.h>
+
+#include "rt_kernels.h"
+#include "rt_vector.h"
+
+#define GELU_K 0.7978845608f /* sqrt(2/pi) */
+#define GELU_C 0.044715f
+
+/* tanh(u) = 1 - 2 / (exp(2u) + 1); |u| beyond 9 is +-1 to float precision */
+static inline float tanh_approx(float u)
+{
+    u = u < -9.0f ? -9.0f : u;
+    u = u > 9.0f ? 9.0f : u;
+    return 1.0f - 2.0f / (rt_expf(2.0f * u) + 1.0f);
+}
+
+RT_VECTOR_CLONES
+void rt_gelu_fwd_f(const float *x, float *y, size_t n)
+{
+#pragma omp simd
+    for (size_t i = 0; i < n; i++) {
+        const float v = x[i];
+        y[i] = 0.5f * v * (1.0f + tanh_approx(GELU_K * (v + GELU_C * v * v * v)));
+    }
+}
+
+RT_VECTOR_CLONES
+void rt_gelu_bwd_f(const float *x, const float *dy, float *dx, size_t n)
+{
+#pragma omp simd
+    for (size_t i = 0; i < n; i++) {
+        const float v = x[i], th = tanh_approx(GELU_K * (v + GELU_C * v * v * v));
+        const float du = GELU_K * (1.0f + 3.0f * GELU_C * v * v);
+        dx[i] = dy[i] * (0.5f * (1.0f + th) + 0.5f * v * (1.0f - th * th) * du);
+    }
+}
+
+RT_VECTOR_CLONES
+void rt_layernorm_fwd_f(const float *x, const float *g, const float *b, float *y, float *mean, float *rstd,
+                        int T, int n)
+{
+    for (int t = 0; t < T; t++) {
+        const float *xr = x + (size_t)t * n;
+        float *yr = y + (size_t)t * n;
+        float s = 0;
+#pragma omp simd reduction(+ : s)
+        for (int i = 0; i < n; i++)
+            s += xr[i];
+        const float m = s / (float)n;
+        float v = 0;
+#pragma omp simd reduction(+ : v)
+        for (int i = 0; i < n; i++)
+            v += (xr[i] - m) * (xr[i] - m);
+        const float rs = 1.0f / sqrtf(v / (float)n + 1e-5f);
+        mean[t] = m;
+        rstd[t] = rs;
+#pragma omp simd
+        for (int i = 0; i < n; i++)
+            yr[i] = (xr[i] - m) * rs * g[i] + b[i];
+    }
+}
+
+RT_VECTOR_CLONES
+void rt_layernorm_bwd_f(const float *x, const float *g, const float *mean, const float *rstd, const float *dy,
+                        float *dx, float *dg, float *db, int T, int n)
+{
+    for (int t = 0; t < T; t++) {
+        const float *xr = x + (size_t)t * n, *dyr = dy + (size_t)t * n;
+        float *dxr = dx + (size_t)t * n;
+        const float m = mean[t], rs = rstd[t];
+        float s1 = 0, s2 = 0; /* sums of dxhat and of dxhat * xhat */
+#pragma omp simd reduction(+ : s1, s2)
+        for (int i = 0; i < n; i++) {
+            const float xhat = (xr[i] - m) * rs, dxhat = dyr[i] * g[i];
+            s1 += dxhat;
+            s2 += dxhat * xhat;
+            dg[i] += dyr[i] * xhat;
+            db[i] += dyr[i];
+        }
+        s1 /= (float)n;
+        s2 /= (float)n;
+#pragma omp simd
+        for (int i = 0; i < n; i++) {
+            const float xhat = (xr[i] - m) * rs;
+            dxr[i] += (dyr[i] * g[i] - s1 - xhat * s2) * rs;
+        }
+    }
+}
+
+/* In place over one row of n live values: exp(row - max) / sum; returns nothing, zeroes [n, l). */
+RT_VECTOR_INLINE
+static void softmax_row(float *row, int n, int l)
+{
+    float mx = row[0];
+#pragma omp simd reduction(max : mx)
+    for (int j = 1; j < n; j++)
+        mx = row[j] > mx ? row[j] : mx;
+    float sum = 0;
+#pragma omp simd reduction(+ : sum)
+    for (int j = 0; j < n; j++) {
+        const float e = rt_expf(row[j] - mx);
+        row[j] = e;
+        sum += e;
+    }
+    const float inv = 1.0f / sum;
+#pragma omp simd
+    for (int j = 0; j < n; j++)
+        row[j] *= inv;
+    for (int j = n; j < l; j++)
+        row[j] = 0;
+}
+
+RT_VECTOR_CLONES
+void rt_attn_softmax_fwd_f(float *probs, const int *offsets, int B, int A, int causal)
+{
+    size_t p0 = 0;
+    for (int s = 0; s < B; s++) {
+        const int l = offsets[s + 1] - offsets[s];
+        for (int h = 0; h < A; h++)
+            for (int i = 0; i < l; i++)
+                softmax_row(probs + p0 + (size_t)h * l * l + (size_t)i * l, causal ? i + 1 : l, l);
+        p0 += (size_t)A * l * l;
+    }
+}
+
+RT_VECTOR_CLONES
+void rt_attn_softmax_bwd_f(const float *probs, float *dprobs, const int *offsets, int B, int H, int A)
+{
+    const float scale = 1.0f / sqrtf((float)(H / A));
+    size_t p0 = 0;
+    for (int s = 0; s < B; s++) {
+        const int l = offsets[s + 1] - offsets[s];
+        for (size_t i = 0; i < (size_t)A * l; i++) {
+            const float *pr = probs + p0 + i * l;
+            float *dr = dprobs + p0 + i * l;
+            float dot = 0;
+#pragma omp simd reduction(+ : dot)
+            for (int j = 0; j < l; j++)
+                dot += dr[j] * pr[j];
+#pragma omp simd
+            for (int j = 0; j < l; j++)
+                dr[j] = pr[j] * (dr[j] - dot) * scale;
+        }
+        p0 += (size_t)A * l * l;
+    }
+}
+
+RT_VECTOR_CLONES
+double rt_cross_entropy_f(const float *logits, const int *targets, float *dlogits, int P, int V, double norm)
+{
+    double loss = 0;
+    for (int p = 0; p < P; p++) {
+        const float *z = logits + (size_t)p * V;
+        float *dz = dlogits + (size_t)p * V;
+        if (targets[p] < 0) {
+            memset(dz, 0, sizeof(float) * (size_t)V);
+            continue;
+        }
+        float mx = z[0];
+#pragma omp simd reduction(max : mx)
+        for (int v = 1; v < V; v++)
+            mx = z[v] > mx ? z[v] : mx;
+        float sum = 0;
+#pragma omp simd reduction(+ : sum)
+        for (int v = 0; v < V; v++) {
+            const float e = rt_expf(z[v] - mx);
+            dz[v] = e;
+            sum += e;
+        }
+        loss += log((double)sum) + mx - z[targets[p]];
+        const float scale = (float)(1.0 / ((double)sum * norm));
+#pragma omp simd
+        for (int v = 0; v < V; v++)
+            dz[v] *= scale;
+        dz[targets[p]] -= (float)(1.0 / norm);
+    }
+    return loss;
+}

@@ -1,0 +1,72 @@
+#include "rt_reducer.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+#include "wall_clock.h"
+
+int rt_reducer_init(rt_reducer *r, rt_model *m, rt_comm *comm, et_error *err)
+{
+    *r = (rt_reducer){.m = m, .comm = comm};
+    r->clip_per_bucket = m->s->optimizer.clip == ET_CLIP_PER_BUCKET;
+    r->max_norm = m->s->optimizer.max_grad_norm;
+    r->rec = calloc((size_t)(m->n_buckets > 0 ? m->n_buckets : 1), sizeof *r->rec);
+    if (!r->rec) return et_error_set(err, NULL, 0, 0, NULL, "out of memory");
+    return 0;
+}
+
+void rt_reducer_free(rt_reducer *r)
+{
+    free(r->rec);
+    r->rec = NULL;
+}
+
+void rt_reducer_begin_step(rt_reducer *r, double step_t0)
+{
+    r->next = 0;
+    r->active = false;
+    r->step_t0 = step_t0;
+    for (int k = 0; k < r->m->n_buckets; k++)
+        r->rec[k] = (rt_bucket_record){0};
+}
+
+static void note_completed(rt_reducer *r)
+{
+    for (int k = 0; k < r->next; k++) {
+        if (r->rec[k].end_s > 0) continue;
+        int done = r->comm->test(r->comm, k);
+        if (done < 0) r->failed = 1;
+        if (done > 0) r->rec[k].end_s = et_wall_seconds() - r->step_t0;
+    }
+}
+
+void rt_reducer_on_grad_ready(void *ctx, int op_index)
+{
+    rt_reducer *r = ctx;
+    if (!r->active) return;
+    rt_model *m = r->m;
+    while (r->next < m->n_buckets && m->buckets[r->next].ready_op == op_index) {
+        int k = r->next++;
+        size_t first, count;
+        rt_model_bucket_slice(m, k, &first, &count);
+        if (r->clip_per_bucket) {
+            /* clip this bucket by its own local norm before it is reduced: no wait for the last bucket */
+            double norm = sqrt(rt_model_grad_sq(m, first, count));
+            r->rec[k].norm_before = norm;
+            if (norm > r->max_norm) rt_model_scale_grads(m, first, count, r->max_norm / (norm + 1e-6));
+            r->rec[k].norm_after = sqrt(rt_model_grad_sq(m, first, count));
+        }
+        r->rec[k].start_s = et_wall_seconds() - r->step_t0;
+        if (r->comm->allreduce_start(r->comm, m->grads + first, count, k)) r->failed = 1;
+    }
+    note_completed(r); /* lets the communicator progress the reductions under the rest of backward */
+}
+
+int rt_reducer_finish(rt_reducer *r)
+{
+    if (r->comm->wait_all(r->comm, r->next)) r->failed = 1;
+    const double now = et_wall_seconds() - r->step_t0;
+    for (int k = 0; k < r->next; k++)
+        if (r->rec[k].end_s <= 0) r->rec[k].end_s = now;
+    return r->failed ? -1 : 0;
+}
