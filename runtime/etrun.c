@@ -38,8 +38,8 @@ static const char usage[] =
     "  trains the plan (etsim --plan-out writes one) and writes per-op timings beside the cost model's\n"
     "  predictions, losses, step times and communication timings to measured.json. Rank 0 prints a\n"
     "  progress line every N steps (default: run.log_every, else about ten a run) and a summary.\n"
-    "  --save writes a checkpoint every run.checkpoint_every steps and at the end; --resume continues\n"
-    "  from one.";
+    "  --save DIR writes a checkpoint every run.checkpoint_every steps (DIR/step-N) and at the end\n"
+    "  (DIR); --resume DIR continues from one.";
 
 static int parse_args(int argc, char **argv, options *o)
 {
@@ -258,9 +258,15 @@ int main(int argc, char **argv)
         }
         if (progress && ((step + 1) % log_every == 0 || step + 1 == steps))
             print_progress(step + 1, steps, log.step_s[k], sums[1], flops, log.loss[k]);
-        if (o.save &&
-            ((plan.checkpoint_every > 0 && (step + 1) % plan.checkpoint_every == 0) || step + 1 == steps)) {
-            int rc = rank == 0 ? rt_checkpoint_save(o.save, &model, step + 1, &err) : 0;
+        const int interval = plan.checkpoint_every > 0 && (step + 1) % plan.checkpoint_every == 0;
+        if (o.save && (interval || step + 1 == steps)) {
+            /* interval checkpoints each in SAVE/step-N, the last one in SAVE itself */
+            char dir[4096];
+            if (step + 1 == steps)
+                snprintf(dir, sizeof dir, "%s", o.save);
+            else
+                snprintf(dir, sizeof dir, "%s/step-%lld", o.save, step + 1);
+            int rc = rank == 0 ? rt_checkpoint_save(dir, &model, step + 1, &err) : 0;
             comm->broadcast_int(comm, &rc);
             if (rc) goto fail;
         }

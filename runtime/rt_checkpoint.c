@@ -28,9 +28,23 @@ static int write_ckpt(FILE *out, void *p)
     return 0;
 }
 
+/* mkdir -p */
+static int make_dirs(const char *dir)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s", dir);
+    for (char *p = path + 1; *p; p++)
+        if (*p == '/') {
+            *p = 0;
+            if (mkdir(path, 0777) != 0 && errno != EEXIST) return -1;
+            *p = '/';
+        }
+    return mkdir(path, 0777) != 0 && errno != EEXIST ? -1 : 0;
+}
+
 int rt_checkpoint_save(const char *dir, const rt_model *m, long long next_step, et_error *err)
 {
-    if (mkdir(dir, 0777) != 0 && errno != EEXIST)
+    if (make_dirs(dir))
         return et_error_set(err, dir, 0, 0, NULL, "cannot create the checkpoint folder: %s", strerror(errno));
     char path[4096];
     snprintf(path, sizeof path, "%s/checkpoint.bin", dir);

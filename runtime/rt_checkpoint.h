@@ -1,6 +1,7 @@
 /* rt_checkpoint: etrun's training state on disk: step, optimizer step count, parameters and Adam moments.
- * Written atomically (temporary file, then rename) as DIR/checkpoint.bin; loading checks the magic, the
- * size and that the parameter count matches the plan's model. Errors fill *err. */
+ * Written atomically (temporary file, then rename) as DIR/checkpoint.bin, DIR created with its parents;
+ * loading checks the magic, the size and that the parameter count matches the plan's model. Errors fill *err.
+ */
 #ifndef ET_RT_CHECKPOINT_H
 #define ET_RT_CHECKPOINT_H
 

@@ -5,6 +5,10 @@
  *   check_run ops measured.json RANKS           every op has a timing per rank, medians >= 0
  *   check_run same-ops predicted.json measured.json   etsim's simulated ops and etrun's have the same ids
  *   check_run zeros CKPT MIN MAX                 fraction of parameters that are exactly zero in [MIN, MAX]
+ *   check_run clipped measured.json MAX          per-bucket clipping: every bucket's norm after clipping is
+ *                                                at most MAX, and clipping triggered (some norm before > MAX)
+ *   check_run record measured.json STEPS         provenance, per-step times, predictions and per-bucket
+ *                                                communication timings are recorded for STEPS steps
  * Prints "N passed, M failed" and exits non-zero on failure. */
 #include <jansson.h>
 #include <math.h>
@@ -121,6 +125,72 @@ int main(int argc, char **argv)
         CHECK(same, "%zu predicted and %zu measured ops, same ids in the same order", json_array_size(po),
               json_array_size(mo));
         json_decref(p);
+        json_decref(m);
+    } else if (strcmp(mode, "clipped") == 0) {
+        json_t *m = load(argv[2]), *comm = m ? json_object_get(m, "communication") : NULL;
+        const double max = atof(argv[3]);
+        int buckets = (int)json_array_size(comm), triggered = 0, over = 0, off = 0, values = 0;
+        double largest_before = 0, largest_after = 0;
+        for (int k = 0; k < buckets; k++) {
+            json_t *b = json_array_get(comm, (size_t)k), *before = json_object_get(b, "norm_before_clip"),
+                   *after = json_object_get(b, "norm_after_clip");
+            for (size_t s = 0; s < json_array_size(after); s++, values++) {
+                double nb = json_number_value(json_array_get(before, s)),
+                       na = json_number_value(json_array_get(after, s));
+                largest_before = fmax(largest_before, nb), largest_after = fmax(largest_after, na);
+                over += na > max * (1 + 1e-5);
+                if (nb > max) {
+                    triggered++;
+                    off += fabs(na - max) > 1e-4 * max; /* clipped exactly to the threshold */
+                } else {
+                    off += na != nb; /* untouched below it */
+                }
+            }
+        }
+        printf("per-bucket clipping at %g: %d buckets, %d of %d bucket norms clipped, largest before %.4g, "
+               "after "
+               "%.4g\n",
+               max, buckets, triggered, values, largest_before, largest_after);
+        CHECK(buckets >= 2 && values > 0, "several buckets with clipping norms recorded (%d)", buckets);
+        CHECK(triggered > 0, "clipping triggered");
+        CHECK(over == 0, "%d bucket norms above the threshold after clipping", over);
+        CHECK(off == 0, "%d bucket norms not at the threshold (clipped) or unchanged (below it)", off);
+        json_decref(m);
+    } else if (strcmp(mode, "record") == 0) {
+        json_t *m = load(argv[2]);
+        const size_t steps = (size_t)atoi(argv[3]);
+        json_t *prov = json_object_get(m, "provenance");
+        const char *keys[] = {"host", "cpu", "date", "git_commit", "backend", "communicator"};
+        for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+            CHECK(json_is_string(json_object_get(prov, keys[i])), "provenance.%s recorded", keys[i]);
+        CHECK(json_integer_value(json_object_get(prov, "ranks")) >= 1, "provenance.ranks");
+        CHECK(json_integer_value(json_object_get(prov, "blas_threads")) >= 1, "provenance.blas_threads");
+        json_t *st = json_object_get(m, "step_times_s");
+        CHECK(json_array_size(st) == steps, "one time per step (%zu)", json_array_size(st));
+        int positive = 1;
+        for (size_t i = 0; i < json_array_size(st); i++)
+            positive &= json_number_value(json_array_get(st, i)) > 0;
+        CHECK(positive, "step times positive");
+        json_t *ops = json_object_get(m, "ops");
+        int predicted = 0;
+        for (size_t i = 0; i < json_array_size(ops); i++)
+            predicted += json_number_value(json_object_get(json_array_get(ops, i), "predicted_s")) > 0;
+        CHECK(predicted > 20, "ops carry the cost model's prediction (%d)", predicted);
+        json_t *comm = json_object_get(m, "communication");
+        int ordered = json_array_size(comm) > 0;
+        long long bytes = 0;
+        for (size_t k = 0; k < json_array_size(comm); k++) {
+            json_t *b = json_array_get(comm, k), *s = json_object_get(b, "start_s"),
+                   *e = json_object_get(b, "end_s");
+            bytes += json_integer_value(json_object_get(b, "bytes"));
+            for (size_t i = 0; i < json_array_size(s); i++)
+                ordered &=
+                    json_number_value(json_array_get(e, i)) >= json_number_value(json_array_get(s, i)) &&
+                    json_number_value(json_array_get(s, i)) > 0;
+        }
+        CHECK(ordered, "every bucket's reduction starts after the step does and ends after it starts");
+        CHECK(bytes == 4 * json_integer_value(json_object_get(m, "parameters")),
+              "buckets cover every gradient once (%lld bytes)", bytes);
         json_decref(m);
     } else {
         fprintf(stderr, "check_run: unknown mode %s\n", mode);

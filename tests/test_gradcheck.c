@@ -89,9 +89,11 @@ static void check_linear(void)
     }
     memset(dW, 0, 12 * sizeof(double));
     rt_linear_bwd_d(l.x, l.W, l.r, NULL, dW, NULL, l.T, l.n_in, l.n_out);
-    for (int i = 0; i < 12; i++) dW[i] *= mask[i];
+    for (int i = 0; i < 12; i++)
+        dW[i] *= mask[i];
     double gk[6];
-    for (int i = 0; i < 6; i++) gk[i] = dW[2 * i + 1];
+    for (int i = 0; i < 6; i++)
+        gk[i] = dW[2 * i + 1];
     double worst = 0;
     for (int i = 0; i < 6; i++) { /* finite differences over the kept weights */
         double save = l.W[2 * i + 1], h = 1e-6;

@@ -73,8 +73,38 @@ static void check_plan(const char *path)
     et_plan_free(&plan);
 }
 
+/* A backend that lacks a kernel family is refused at start-up, naming the op and the family. */
+static bool no_tensor_train(const rt_backend *be, rt_kernel_family f)
+{
+    (void)be;
+    return f != RT_FAMILY_TENSOR_TRAIN;
+}
+
+static void check_refused(void)
+{
+    et_plan plan;
+    et_error err;
+    if (et_plan_load(ET_SOURCE_DIR "/tests/data/tiny-gpt-tt-plan.json", &plan, &err)) {
+        CHECK(0, "plan loads: %s", err.text);
+        return;
+    }
+    rt_backend *be = rt_backend_cpu_create(&err);
+    be->supports = no_tensor_train;
+    rt_model m;
+    int rc = rt_model_init(&m, &plan.s, be, plan.seed, &err);
+    CHECK(rc != 0, "a backend without tensor-train kernels is refused");
+    CHECK(rc != 0 &&
+              strstr(err.text, "the cpu backend cannot run op \"layer.0.attn.qkv\": it has no tensor-train "
+                               "contraction kernels"),
+          "the refusal names the op and the family: %s", rc ? err.text : "(none)");
+    rt_model_free(&m);
+    be->destroy(be);
+    et_plan_free(&plan);
+}
+
 int main(void)
 {
+    check_refused();
     check_plan(ET_SOURCE_DIR "/tests/data/tiny-bert-plan.json");
     check_plan(ET_SOURCE_DIR "/tests/data/tiny-gpt-plan.json");
     check_plan(ET_SOURCE_DIR "/tests/data/tiny-gpt-tt-plan.json");

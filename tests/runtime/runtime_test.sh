@@ -7,7 +7,13 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 mpi() { mpirun --allow-run-as-root --oversubscribe --mca btl self,vader -np "$@"; }
 bert=$src/tests/data/tiny-bert-plan.json gpt=$src/tests/data/tiny-gpt-plan.json
-steps() { sed "s/\"steps\": [0-9]*, \"warmup_steps\"/\"steps\": $2, \"warmup_steps\"/" "$1"; }
+# variant FILE JQ-FILTER: a plan changed with jq; fails if the filter changed nothing
+variant() {
+  jq "$2" "$1" > "$work/variant.json"
+  if jq -S . "$1" | cmp -s - <(jq -S . "$work/variant.json"); then echo "FAIL: variant '$2' equals its base"; exit 1; fi
+  cat "$work/variant.json"
+}
+steps() { variant "$1" ".run.steps = $2"; }
 expect_error() { # expected-text command... : exit 2, message on stderr, no measured.json
   local want=$1; shift
   set +e
@@ -32,8 +38,8 @@ case $mode in
     "$etrun" --quiet --out "$work/m.json" "$src/tests/data/tiny-gpt-tt-plan.json"
     "$check" loss "$work/m.json" 0.3 ;;
   sparse) # 75% of the MLP weights pruned by a fixed mask stay exactly zero; only kept weights learn
-    steps "$gpt" 40 | sed 's/  "data":/  "method": {"kind": "sparse", "sparsity": {"mlp": {"density": 0.25, "pattern": "unstructured"}}},\n  "data":/' > "$work/sparse.json"
     steps "$gpt" 40 > "$work/dense.json"
+    variant "$work/dense.json" '.method = {"kind": "sparse", "sparsity": {"mlp": {"density": 0.25, "pattern": "unstructured"}}}' > "$work/sparse.json"
     "$etrun" --quiet --save "$work/s" --out "$work/s.json" "$work/sparse.json"
     "$etrun" --quiet --save "$work/d" --out "$work/d.json" "$work/dense.json"
     "$check" zeros "$work/s/checkpoint.bin" 0.3 0.6
@@ -51,15 +57,36 @@ case $mode in
     "$etrun" --quiet --resume "$work/b" --save "$work/b" --out "$work/b.json" "$work/p20.json"
     "$check" same-loss "$work/a.json" "$work/b.json" 10
     "$check" checkpoints "$work/a/checkpoint.bin" "$work/b/checkpoint.bin" 0 ;;
-  clip) # per-bucket clipping, one bucket, a norm under the threshold: exactly no clipping
-    steps "$bert" 10 | sed 's/"optimizer": {"name": "adamw"}/"optimizer": {"name": "adamw", "clip": "none"}/' > "$work/none.json"
-    steps "$bert" 10 | sed 's/"optimizer": {"name": "adamw"}/"optimizer": {"name": "adamw", "clip": "per_bucket", "max_grad_norm": 1e9}/; s/"bucket_MiB": 0.05/"bucket_MiB": 1000/' > "$work/bucket.json"
+  clip) # per-bucket clipping at a threshold below the gradients' norms: every bucket clipped to it, on 2 ranks
+    steps "$bert" 10 > "$work/base.json"
+    variant "$work/base.json" '.optimizer.clip = "none"' > "$work/none.json"
+    variant "$work/base.json" '.optimizer.clip = "per_bucket" | .optimizer.max_grad_norm = 0.05' > "$work/bucket.json"
     mpi 2 "$etrun" --quiet --save "$work/n" --out "$work/n.json" "$work/none.json"
     mpi 2 "$etrun" --quiet --save "$work/c" --out "$work/c.json" "$work/bucket.json"
-    "$check" checkpoints "$work/n/checkpoint.bin" "$work/c/checkpoint.bin" 0 ;;
+    "$check" clipped "$work/c.json" 0.05
+    if "$check" checkpoints "$work/n/checkpoint.bin" "$work/c/checkpoint.bin" 0 > /dev/null 2>&1; then
+      echo "FAIL: clipping changed no parameter"; exit 1; fi ;;
+  checkpoint-every) # run.checkpoint_every: a checkpoint at step 10 of 20; resuming from it is bit-identical
+    steps "$gpt" 20 > "$work/p20.json"
+    variant "$work/p20.json" '.run.checkpoint_every = 10' > "$work/every.json"
+    "$etrun" --quiet --save "$work/a" --out "$work/a.json" "$work/p20.json"
+    "$etrun" --quiet --save "$work/b" --out "$work/b-full.json" "$work/every.json"
+    [ -f "$work/b/step-10/checkpoint.bin" ] || { echo "FAIL: no checkpoint at step 10"; exit 1; }
+    [ ! -e "$work/b/step-20" ] || { echo "FAIL: the last checkpoint belongs in the save folder itself"; exit 1; }
+    "$etrun" --quiet --resume "$work/b/step-10" --save "$work/c" --out "$work/c.json" "$work/every.json"
+    "$check" same-loss "$work/a.json" "$work/c.json" 10
+    "$check" checkpoints "$work/a/checkpoint.bin" "$work/c/checkpoint.bin" 0 ;;
+  record) # measured.json: provenance, per-step times, predictions beside each op, bucket timings; progress on rank 0
+    steps "$bert" 12 > "$work/p.json"
+    mpi 2 "$etrun" --log-every 4 --out "$work/m.json" "$work/p.json" > "$work/out" 2> "$work/err"
+    cat "$work/err"
+    "$check" record "$work/m.json" 12
+    [ "$(grep -c '^etrun: step ' "$work/err")" -eq 3 ] || { echo "FAIL: expected 3 progress lines (rank 0, every 4 steps)"; exit 1; }
+    grep -q '^etrun: done: 12 steps on 2 ranks (cpu backend)' "$work/err" || { echo "FAIL: no summary line"; exit 1; } ;;
   token-file) # a real pre-tokenized file trains; a truncated one is refused
     "$build/tests/make_tokens" "$work/tokens.bin" 64 500
-    steps "$gpt" 30 | sed "s#\"seed\": 7}#\"seed\": 7, \"data\": {\"source\": \"file\", \"file\": \"$work/tokens.bin\"}}#" > "$work/p.json"
+    steps "$gpt" 30 > "$work/p30.json"
+    variant "$work/p30.json" ".run.data = {\"source\": \"file\", \"file\": \"$work/tokens.bin\"}" > "$work/p.json"
     "$etrun" --quiet --out "$work/m.json" "$work/p.json"
     "$check" ops "$work/m.json" 1
     rm "$work/m.json"
@@ -69,15 +96,18 @@ case $mode in
     cd "$work"
     printf '{"name": "x",' > bad.json
     expect_error "invalid JSON" "$etrun" --out "$work/measured.json" bad.json
-    sed 's/"run": {/"run": {"stpes": 3, /' "$bert" > typo.json
+    variant "$bert" '.run.stpes = 3' > typo.json
     expect_error '$.run.stpes: unknown key "stpes" (did you mean "steps"?)' "$etrun" --out "$work/measured.json" typo.json
-    sed "s#\"seed\": 7}#\"seed\": 7, \"data\": {\"source\": \"file\", \"file\": \"$work/none.bin\"}}#" "$gpt" > nofile.json
+    variant "$gpt" ".run.data = {\"source\": \"file\", \"file\": \"$work/none.bin\"}" > nofile.json
     expect_error "cannot open the token file" "$etrun" --out "$work/measured.json" nofile.json
     expect_error "do not divide across 3 ranks" mpi 3 "$etrun" --out "$work/measured.json" "$bert"
-    sed 's/"loss_head": "mlm"/"loss_head": "mlm_nsp"/' "$bert" > nsp.json
+    variant "$bert" '.model.loss_head = "mlm_nsp"' > nsp.json
     expect_error '"mlm_nsp" is not supported yet' "$etrun" --out "$work/measured.json" nsp.json
-    sed 's/"precision": "fp32"/"precision": "fp16"/; s/"device": "host-cpu"/"device": "a100-sxm4-80gb"/' "$bert" > fp16.json
-    expect_error "the CPU backend trains in fp32" "$etrun" --out "$work/measured.json" fp16.json ;;
+    variant "$bert" '.precision = "fp16" | .cluster.device = "a100-sxm4-80gb"' > fp16.json
+    expect_error "the CPU backend trains in fp32" "$etrun" --out "$work/measured.json" fp16.json
+    expect_error 'no backend "cuda" in this build' "$etrun" --backend cuda --out "$work/measured.json" "$bert"
+    variant "$bert" '.run.backend = "tpu"' > tpu.json
+    expect_error '$.run.backend' "$etrun" --out "$work/measured.json" tpu.json ;;
   plan-out) # etsim writes the plan; etrun runs it on 2 ranks; measured ops line up with predicted ones by id
     "$build/sim/etsim" --quiet --steps 8 --plan-out "$work/plan.json" --json "$work/predicted.json" "$src/scenarios/tiny-gpt-cpu.json" > /dev/null
     mpi 2 "$etrun" --quiet --out "$work/measured.json" "$work/plan.json"

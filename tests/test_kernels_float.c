@@ -1,0 +1,228 @@
+/* The CPU backend's float kernels against the double-precision reference kernels (llm.c's habit: a plain
+ * reference beside each fast kernel): GELU, layer norm, softmax, cross-entropy, forward and backward, on
+ * random inputs whose sizes are not multiples of any vector width; and its fused optimizer updates and
+ * glue against plain double loops. Tolerances are fp32 rounding of a few operations (relative 1e-5 of the
+ * output's scale) and the polynomial exp (2e-7 relative). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "rt_backend.h"
+#include "rt_kernels.h"
+
+static unsigned long long state = 987654321;
+
+static double rnd(void)
+{
+    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+    return ((state >> 11) / 9007199254740992.0) * 2 - 1;
+}
+
+typedef struct pair {
+    float *f;
+    double *d;
+    size_t n;
+} pair;
+
+static pair make(size_t n, double scale)
+{
+    pair p = {malloc(n * sizeof(float)), malloc(n * sizeof(double)), n};
+    for (size_t i = 0; i < n; i++) {
+        p.f[i] = (float)(scale * rnd());
+        p.d[i] = p.f[i];
+    }
+    return p;
+}
+
+static pair zeros(size_t n)
+{
+    pair p = {calloc(n, sizeof(float)), calloc(n, sizeof(double)), n};
+    return p;
+}
+
+static void drop(pair *p)
+{
+    free(p->f), free(p->d);
+}
+
+/* max |f - d| / max(|d|, floor) over the arrays */
+static double worst(const pair *p, double floor)
+{
+    double scale = floor, err = 0;
+    for (size_t i = 0; i < p->n; i++)
+        scale = fmax(scale, fabs(p->d[i]));
+    for (size_t i = 0; i < p->n; i++)
+        err = fmax(err, fabs(p->f[i] - p->d[i]));
+    return err / scale;
+}
+
+#define CLOSE(p, tol, what)                                                                                  \
+    do {                                                                                                     \
+        double w_ = worst(&(p), 1e-30);                                                                      \
+        CHECK(w_ <= (tol), "%s: float differs from the double reference by %.3g (relative), tolerance %.3g", \
+              what, w_, (double)(tol));                                                                      \
+    } while (0)
+
+static void check_gelu(void)
+{
+    const size_t n = 4099;
+    pair x = make(n, 6), y = zeros(n), dy = make(n, 1), dx = zeros(n);
+    rt_gelu_fwd_f(x.f, y.f, n), rt_gelu_fwd_d(x.d, y.d, n);
+    rt_gelu_bwd_f(x.f, dy.f, dx.f, n), rt_gelu_bwd_d(x.d, dy.d, dx.d, n);
+    CLOSE(y, 2e-6, "gelu forward");
+    CLOSE(dx, 2e-6, "gelu backward");
+    drop(&x), drop(&y), drop(&dy), drop(&dx);
+}
+
+static void check_layernorm(void)
+{
+    const int T = 7, n = 771;
+    pair x = make((size_t)T * n, 3), g = make(n, 1), b = make(n, 1), y = zeros((size_t)T * n);
+    pair mean = zeros(T), rstd = zeros(T), dy = make((size_t)T * n, 1), dx = make((size_t)T * n, 1);
+    pair dg = make(n, 1), db = make(n, 1);
+    for (int i = 0; i < T * n; i++) /* an offset mean, as residual streams have */
+        x.f[i] += 2.5f, x.d[i] = x.f[i];
+    rt_layernorm_fwd_f(x.f, g.f, b.f, y.f, mean.f, rstd.f, T, n);
+    rt_layernorm_fwd_d(x.d, g.d, b.d, y.d, mean.d, rstd.d, T, n);
+    for (int t = 0; t < T; t++) /* the backward of each reads the same saved statistics */
+        mean.f[t] = (float)mean.d[t], rstd.f[t] = (float)rstd.d[t];
+    rt_layernorm_bwd_f(x.f, g.f, mean.f, rstd.f, dy.f, dx.f, dg.f, db.f, T, n);
+    rt_layernorm_bwd_d(x.d, g.d, mean.d, rstd.d, dy.d, dx.d, dg.d, db.d, T, n);
+    CLOSE(y, 1e-5, "layernorm forward");
+    CLOSE(dx, 2e-5, "layernorm backward dx");
+    CLOSE(dg, 1e-5, "layernorm backward dgamma");
+    CLOSE(db, 1e-6, "layernorm backward dbeta");
+    drop(&x), drop(&g), drop(&b), drop(&y), drop(&mean), drop(&rstd), drop(&dy), drop(&dx), drop(&dg),
+        drop(&db);
+}
+
+static void check_softmax(int causal)
+{
+    const int B = 3, A = 2, H = 8, offsets[] = {0, 17, 18, 51};
+    size_t n = 0;
+    for (int s = 0; s < B; s++)
+        n += (size_t)A * (offsets[s + 1] - offsets[s]) * (offsets[s + 1] - offsets[s]);
+    pair p = make(n, 8), dp = make(n, 1);
+    rt_attn_softmax_fwd_f(p.f, offsets, B, A, causal), rt_attn_softmax_fwd_d(p.d, offsets, B, A, causal);
+    CLOSE(p, 2e-6, causal ? "causal softmax forward" : "softmax forward");
+    for (size_t i = 0; i < n; i++) /* the backward of each from the same probabilities */
+        p.f[i] = (float)p.d[i];
+    rt_attn_softmax_bwd_f(p.f, dp.f, offsets, B, H, A), rt_attn_softmax_bwd_d(p.d, dp.d, offsets, B, H, A);
+    CLOSE(dp, 1e-5, causal ? "causal softmax backward" : "softmax backward");
+    drop(&p), drop(&dp);
+}
+
+static void check_cross_entropy(void)
+{
+    const int P = 5, V = 1003, targets[] = {3, -1, 1002, 0, 517};
+    pair z = make((size_t)P * V, 10), dz = zeros((size_t)P * V);
+    double lf = rt_cross_entropy_f(z.f, targets, dz.f, P, V, 4.0);
+    double ld = rt_cross_entropy_d(z.d, targets, dz.d, P, V, 4.0);
+    CHECK_REL(lf, ld, 1e-6, "cross-entropy loss");
+    CLOSE(dz, 1e-6, "cross-entropy dlogits");
+    drop(&z), drop(&dz);
+}
+
+/* The backend's fused Adam/AdamW/LAMB against the update written plainly in double. */
+static void check_optimizer(rt_backend *be)
+{
+    const size_t n = 1031;
+    const rt_adam_args a = {.lr = 1e-3f,
+                            .beta1 = 0.9f,
+                            .beta2 = 0.999f,
+                            .eps = 1e-8f,
+                            .weight_decay = 0.01f,
+                            .c1 = 1 - 0.9f * 0.9f,
+                            .c2 = 1 - 0.999f * 0.999f,
+                            .decoupled_decay = true};
+    pair w = make(n, 1), g = make(n, 0.1), m = make(n, 0.01), v = make(n, 0.001), mask = make(n, 1);
+    for (size_t i = 0; i < n; i++) {
+        v.f[i] = fabsf(v.f[i]), v.d[i] = v.f[i];
+        mask.f[i] = mask.f[i] > 0 ? 1.0f : 0.0f, mask.d[i] = mask.f[i];
+    }
+    for (int variant = 0; variant < 3; variant++) { /* AdamW masked, Adam dense, LAMB masked */
+        pair w2 = make(n, 0), m2 = make(n, 0), v2 = make(n, 0), g2 = make(n, 0);
+        memcpy(w2.f, w.f, n * 4), memcpy(m2.f, m.f, n * 4), memcpy(v2.f, v.f, n * 4),
+            memcpy(g2.f, g.f, n * 4);
+        rt_adam_args args = a;
+        args.decoupled_decay = variant != 1;
+        const float *mk = variant == 1 ? NULL : mask.f;
+        double wsq = 0, usq = 0, ref_wsq = 0, ref_usq = 0;
+        if (variant < 2)
+            be->adam_update(be, w2.f, g2.f, m2.f, v2.f, mk, n, &args);
+        else
+            be->lamb_update(be, w2.f, g2.f, m2.f, v2.f, mk, n, &args, &wsq, &usq);
+        for (size_t i = 0; i < n; i++) {
+            double mi = a.beta1 * m.d[i] + (1 - (double)a.beta1) * g.d[i];
+            double vi = a.beta2 * v.d[i] + (1 - (double)a.beta2) * g.d[i] * g.d[i];
+            double u = (mi / a.c1) / (sqrt(vi / a.c2) + a.eps) +
+                       (args.decoupled_decay ? a.weight_decay * w.d[i] : 0);
+            if (mk) u *= mask.d[i];
+            m2.d[i] = mi, v2.d[i] = vi;
+            ref_wsq += w.d[i] * w.d[i], ref_usq += u * u;
+            if (variant < 2)
+                w2.d[i] = w.d[i] - a.lr * u, g2.d[i] = g.d[i];
+            else
+                w2.d[i] = w.d[i], g2.d[i] = u;
+        }
+        const char *names[] = {"AdamW (masked)", "Adam", "LAMB update (masked)"};
+        char what[96];
+        snprintf(what, sizeof what, "%s weights", names[variant]);
+        CLOSE(w2, 1e-6, what);
+        snprintf(what, sizeof what, "%s moments", names[variant]);
+        CLOSE(m2, 1e-6, what);
+        CLOSE(v2, 1e-6, what);
+        if (variant == 2) {
+            CLOSE(g2, 1e-5, "LAMB update direction");
+            CHECK_REL(wsq, ref_wsq, 1e-6, "LAMB sum of squared weights");
+            CHECK_REL(usq, ref_usq, 1e-5, "LAMB sum of squared updates");
+        }
+        drop(&w2), drop(&m2), drop(&v2), drop(&g2);
+    }
+    drop(&w), drop(&g), drop(&m), drop(&v), drop(&mask);
+}
+
+/* Glue: gather, scatter-add, bias, bias gradient, sum of squares against plain loops. */
+static void check_glue(rt_backend *be)
+{
+    const int rows = 9, width = 37, picks[] = {8, 0, 3, 3, 5};
+    float src[9 * 37], dst[5 * 37], acc[9 * 37] = {0}, want[9 * 37] = {0}, db[37] = {0};
+    double ss = 0, colsum[37] = {0};
+    for (int i = 0; i < rows * width; i++)
+        src[i] = (float)rnd(), ss += (double)src[i] * src[i], colsum[i % width] += src[i];
+    be->gather_rows(be, dst, src, picks, 5, width);
+    int ok = 1;
+    for (int p = 0; p < 5; p++)
+        for (int i = 0; i < width; i++) {
+            ok &= dst[p * width + i] == src[picks[p] * width + i];
+            want[picks[p] * width + i] += dst[p * width + i];
+        }
+    CHECK(ok, "gather_rows copies the named rows");
+    be->scatter_add_rows(be, acc, dst, picks, 5, width);
+    CHECK(memcmp(acc, want, sizeof acc) == 0, "scatter_add_rows sums repeated rows");
+    CHECK_REL(be->sum_sq(be, src, (size_t)rows * width), ss, 1e-12, "sum of squares");
+    be->bias_grad(be, db, src, width, rows, width);
+    double e = 0;
+    for (int c = 0; c < width; c++)
+        e = fmax(e, fabs(db[c] - colsum[c]));
+    CHECK(e < 1e-5, "bias gradient is the column sum (off by %.3g)", e);
+}
+
+int main(void)
+{
+    check_gelu();
+    check_layernorm();
+    check_softmax(0);
+    check_softmax(1);
+    check_cross_entropy();
+    et_error err;
+    rt_backend *be = rt_backend_cpu_create(&err);
+    CHECK(be != NULL, "CPU backend created");
+    if (be) {
+        check_optimizer(be);
+        check_glue(be);
+        be->destroy(be);
+    }
+    return check_summary("test_kernels_float");
+}
