@@ -195,6 +195,11 @@ int main(int argc, char **argv)
                      &err))
         goto fail;
     if (!(be = rt_backend_create(backend_name(&o, &plan), &err))) goto fail;
+    if (rank == 0 && strcmp(be->name, "cpu") == 0) {
+        char hint[512];
+        rt_cpu_blas_hint(hint, sizeof hint);
+        if (hint[0]) fprintf(stderr, "etrun: warning: %s\n", hint);
+    }
     if (rt_model_init(&model, &plan.s, be, plan.seed, &err)) goto fail;
     comm->destroy(comm); /* one slot per bucket, now that the model knows its buckets */
     if (!(comm = rt_comm_mpi_create(model.n_buckets, &err))) goto fail;

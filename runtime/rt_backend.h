@@ -156,6 +156,13 @@ struct rt_backend {
  * Returns NULL and fills *err when out of memory. */
 rt_backend *rt_backend_cpu_create(et_error *err);
 
+/* The BLAS kernels OpenBLAS chose on this machine ("SkylakeX", "Haswell", "Prescott", ...), and, when they
+ * are older than the CPU's vector units and OPENBLAS_CORETYPE is not set (OpenBLAS falls back to Prescott
+ * on CPU models it does not know, as virtual machines report), a hint naming the setting that would use
+ * them; hint is "" otherwise. */
+const char *rt_cpu_blas_core(void);
+void rt_cpu_blas_hint(char *hint, size_t size);
+
 /* The backend named `name` ("cpu"; "cuda" where etrun was built with CUDA), or NULL with *err naming the
  * backends this build has. */
 rt_backend *rt_backend_create(const char *name, et_error *err);

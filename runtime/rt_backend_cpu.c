@@ -2,8 +2,10 @@
  * element-wise loops), host memory, vectorised glue and a fused optimizer pass, wall-clock op timers. */
 #include <cblas.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "rt_backend.h"
 #include "rt_kernels.h"
@@ -443,6 +445,36 @@ rt_backend *rt_backend_cpu_create(et_error *err)
         .destroy = cpu_destroy,
     };
     return be;
+}
+
+/* OpenBLAS's own query (cblas.h in 0.3.x) */
+const char *rt_cpu_blas_core(void)
+{
+    return openblas_get_corename();
+}
+
+void rt_cpu_blas_hint(char *hint, size_t size)
+{
+    hint[0] = 0;
+    if (getenv("OPENBLAS_CORETYPE")) return;
+    const char *core = rt_cpu_blas_core(), *better = NULL;
+#if defined(__GNUC__) && defined(__x86_64__)
+    static const char *const old[] = {"Prescott", "Core2",      "Penryn",    "Dunnington", "Nehalem", "Atom",
+                                      "Katmai",   "Coppermine", "Northwood", "Banias",     NULL};
+    int is_old = 0;
+    for (int i = 0; old[i]; i++)
+        is_old |= core && strcasecmp(core, old[i]) == 0;
+    __builtin_cpu_init();
+    if (is_old && __builtin_cpu_supports("avx512f"))
+        better = "SkylakeX";
+    else if (is_old && __builtin_cpu_supports("avx2"))
+        better = "Haswell";
+#endif
+    if (better)
+        snprintf(hint, size,
+                 "OpenBLAS chose its %s kernels on a CPU with %s (it does not know this CPU model); matrix "
+                 "products run several times slower than they can. Set OPENBLAS_CORETYPE=%s to use them.",
+                 core, strcmp(better, "SkylakeX") == 0 ? "AVX-512" : "AVX2", better);
 }
 
 rt_backend *rt_backend_create(const char *name, et_error *err)

@@ -109,9 +109,9 @@ static json_t *provenance(const rt_model *m, const rt_comm *comm)
     struct tm tm;
     gmtime_r(&now, &tm);
     strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    return json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:i, s:i}", "host", host, "cpu", cpu, "date", date,
+    return json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:i, s:i, s:s}", "host", host, "cpu", cpu, "date", date,
                      "git_commit", ET_GIT_COMMIT, "backend", m->be->name, "communicator", comm->name, "ranks",
-                     comm->size, "blas_threads", openblas_get_num_threads());
+                     comm->size, "blas_threads", openblas_get_num_threads(), "blas_core", rt_cpu_blas_core());
 }
 
 static json_t *doubles(const double *v, int n)

@@ -1,6 +1,7 @@
 /* rt_vector: what the CPU backend's element-wise loops share to vectorise. RT_VECTOR_CLONES builds a
- * function for AVX-512, AVX2+FMA and the baseline, picked at load time (GCC on x86-64; elsewhere it is
- * empty and the baseline vectorises). rt_expf is exp() in float by range reduction and a degree-6
+ * function for AVX-512F, AVX2 and the baseline, picked at load time by CPU feature, not by CPU model
+ * (virtual CPUs report models the dispatcher does not know); GCC on x86-64 only, elsewhere it is empty
+ * and the baseline vectorises. rt_expf is exp() in float by range reduction and a degree-6
  * polynomial (Cephes expf), relative error under 2e-7 on [-87, 88]: no libm call, so loops over it
  * vectorise. Inputs below -87 return exp(-87) (1.6e-38), above 88 exp(88). */
 #ifndef ET_RT_VECTOR_H
@@ -10,7 +11,7 @@
 #include <string.h>
 
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && !defined(ET_NO_VECTOR_CLONES)
-#define RT_VECTOR_CLONES __attribute__((target_clones("arch=skylake-avx512", "arch=haswell", "default")))
+#define RT_VECTOR_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 #else
 #define RT_VECTOR_CLONES
 #endif
