@@ -19,3 +19,10 @@ et_graph_options et_scenario_graph_options(const et_scenario *s, int stage)
     if (s->method.kind == ET_METHOD_TENSOR_TRAIN) o.tokens_hint = et_batch_expected(s).tokens;
     return o;
 }
+
+et_graph_options et_plan_graph_options(const et_scenario *s)
+{
+    et_graph_options o = et_scenario_graph_options(s, 0);
+    o.optimizer_shards = 1;
+    return o;
+}

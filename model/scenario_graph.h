@@ -9,4 +9,7 @@
 
 et_graph_options et_scenario_graph_options(const et_scenario *s, int stage);
 
+/* The graph etrun runs for a plan's scenario: stage 0, optimizer states unsharded (one rank holds all). */
+et_graph_options et_plan_graph_options(const et_scenario *s);
+
 #endif

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "quantile.h"
 #include "rt_checkpoint.h"
 #include "rt_comm.h"
 #include "rt_data.h"
@@ -34,7 +35,7 @@ static void fail_message(const et_error *err)
 
 static const char usage[] =
     "usage: [mpirun -np N] etrun [--out measured.json] [--backend auto|cpu|cuda] [--log-every N]\n"
-    "                            [--save DIR] [--resume DIR] [--quiet] plan.json\n"
+    "                            [--save DIR] [--resume DIR] [--quiet] plan.json | --info\n"
     "  trains the plan (etsim --plan-out writes one) and writes per-op timings beside the cost model's\n"
     "  predictions, losses, step times and communication timings to measured.json. Rank 0 prints a\n"
     "  progress line every N steps (default: run.log_every, else about ten a run) and a summary.\n"
@@ -75,6 +76,8 @@ static int parse_args(int argc, char **argv, options *o)
         } else if (strcmp(a, "--help") == 0) {
             if (!rank) puts(usage);
             return 1;
+        } else if (strcmp(a, "--info") == 0) {
+            return 2;
         } else if (a[0] == '-') {
             if (!rank) fprintf(stderr, "etrun: unknown option %s (--help lists them)\n", a);
             return -1;
@@ -129,12 +132,6 @@ static void print_progress(long long step, int steps, double step_s, double toke
             step, steps, step_s * 1e3, tokens / step_s, flops / step_s / 1e12, loss);
 }
 
-static int compare_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 static void print_summary(const options *o, const et_plan *p, const rt_model *m, const rt_comm *comm,
                           const rt_run_log *log)
 {
@@ -148,8 +145,7 @@ static void print_summary(const options *o, const et_plan *p, const rt_model *m,
                 p->warmup_steps, o->out);
         return;
     }
-    qsort(st, (size_t)n, sizeof *st, compare_double);
-    double med = st[n / 2];
+    double med = et_quantile(st, n, 0.5);
     fprintf(
         stderr,
         "etrun: done: %d steps on %d rank%s (%s backend), median %.1f ms/step over %d steps after warm-up, "
@@ -166,6 +162,15 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     options o;
     int a = parse_args(argc, argv, &o);
+    if (a == 2) { /* --info */
+        char hint[512];
+        rt_cpu_blas_hint(hint, sizeof hint);
+        if (!rank)
+            printf("backends: cpu\nblas_core: %s\nblas_threads: %d\n%s%s%s", rt_cpu_blas_core(),
+                   rt_cpu_blas_threads(), hint[0] ? "warning: " : "", hint, hint[0] ? "\n" : "");
+        MPI_Finalize();
+        return 0;
+    }
     if (a) {
         MPI_Finalize();
         return a > 0 ? 0 : EXIT_INPUT;
@@ -207,7 +212,7 @@ int main(int argc, char **argv)
     if (o.resume && rt_checkpoint_load(o.resume, &model, &start, &err)) goto fail;
     const int steps = plan.steps, n_ops = model.graph.n_ops;
     if (rt_reducer_init(&red, &model, comm, &err) ||
-        rt_run_log_init(&log, &model, (int)(steps - start), start, &err))
+        rt_run_log_init(&log, &model, (int)(steps - start), data.accum, start, &err))
         goto fail;
     status = 1;
     const int log_every = o.log_every >= 0     ? o.log_every
@@ -234,6 +239,7 @@ int main(int argc, char **argv)
                 goto fail;
             }
             shape = shape_of(&batch);
+            if (step >= plan.warmup_steps) log.shapes[(size_t)log.measured * log.micro + micro] = shape;
             predict(&plan, &model, &shape, op_pred, &flops, 0);
             sums[1] += batch.T;
         }
@@ -278,7 +284,7 @@ int main(int argc, char **argv)
     }
     free(op_pred);
     op_pred = NULL;
-    if (rt_measured_write(o.out, &plan, &model, comm, &log, &err)) goto fail;
+    if (rt_measured_write(o.out, o.plan, &plan, &model, comm, &log, &err)) goto fail;
     if (!o.quiet && rank == 0) print_summary(&o, &plan, &model, comm, &log);
     status = 0;
     goto finish;

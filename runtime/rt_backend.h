@@ -161,6 +161,7 @@ rt_backend *rt_backend_cpu_create(et_error *err);
  * on CPU models it does not know, as virtual machines report), a hint naming the setting that would use
  * them; hint is "" otherwise. */
 const char *rt_cpu_blas_core(void);
+int rt_cpu_blas_threads(void);
 void rt_cpu_blas_hint(char *hint, size_t size);
 
 /* The backend named `name` ("cpu"; "cuda" where etrun was built with CUDA), or NULL with *err naming the

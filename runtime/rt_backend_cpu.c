@@ -453,6 +453,11 @@ const char *rt_cpu_blas_core(void)
     return openblas_get_corename();
 }
 
+int rt_cpu_blas_threads(void)
+{
+    return openblas_get_num_threads();
+}
+
 void rt_cpu_blas_hint(char *hint, size_t size)
 {
     hint[0] = 0;

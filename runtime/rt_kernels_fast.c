@@ -93,25 +93,39 @@ void rt_layernorm_bwd_f(const float *x, const float *g, const float *mean, const
     }
 }
 
-/* In place over one row of n live values: exp(row - max) / sum; returns nothing, zeroes [n, l). */
+/* out[0, n) = exp(in - max(in)) (in and out may be the same row); returns their sum, *max the maximum. */
 RT_VECTOR_INLINE
-static void softmax_row(float *row, int n, int l)
+static float exp_shifted(const float *in, float *out, int n, float *max)
 {
-    float mx = row[0];
+    float mx = in[0];
 #pragma omp simd reduction(max : mx)
     for (int j = 1; j < n; j++)
-        mx = row[j] > mx ? row[j] : mx;
+        mx = in[j] > mx ? in[j] : mx;
     float sum = 0;
 #pragma omp simd reduction(+ : sum)
     for (int j = 0; j < n; j++) {
-        const float e = rt_expf(row[j] - mx);
-        row[j] = e;
+        const float e = rt_expf(in[j] - mx);
+        out[j] = e;
         sum += e;
     }
-    const float inv = 1.0f / sum;
+    *max = mx;
+    return sum;
+}
+
+RT_VECTOR_INLINE
+static void scale_row(float *row, float factor, int n)
+{
 #pragma omp simd
     for (int j = 0; j < n; j++)
-        row[j] *= inv;
+        row[j] *= factor;
+}
+
+/* In place over one row of l values of which the first n are live: exp(row - max) / sum, zero after n. */
+RT_VECTOR_INLINE
+static void softmax_row(float *row, int n, int l)
+{
+    float mx;
+    scale_row(row, 1.0f / exp_shifted(row, row, n, &mx), n);
     for (int j = n; j < l; j++)
         row[j] = 0;
 }
@@ -162,22 +176,10 @@ double rt_cross_entropy_f(const float *logits, const int *targets, float *dlogit
             memset(dz, 0, sizeof(float) * (size_t)V);
             continue;
         }
-        float mx = z[0];
-#pragma omp simd reduction(max : mx)
-        for (int v = 1; v < V; v++)
-            mx = z[v] > mx ? z[v] : mx;
-        float sum = 0;
-#pragma omp simd reduction(+ : sum)
-        for (int v = 0; v < V; v++) {
-            const float e = rt_expf(z[v] - mx);
-            dz[v] = e;
-            sum += e;
-        }
+        float mx;
+        const float sum = exp_shifted(z, dz, V, &mx);
         loss += log((double)sum) + mx - z[targets[p]];
-        const float scale = (float)(1.0 / ((double)sum * norm));
-#pragma omp simd
-        for (int v = 0; v < V; v++)
-            dz[v] *= scale;
+        scale_row(dz, (float)(1.0 / ((double)sum * norm)), V);
         dz[targets[p]] -= (float)(1.0 / norm);
     }
     return loss;

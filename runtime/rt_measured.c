@@ -3,6 +3,7 @@
 
 #include <cblas.h>
 #include <jansson.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,12 +12,14 @@
 #include <unistd.h>
 
 #include "atomic_file.h"
+#include "quantile.h"
 
 #ifndef ET_GIT_COMMIT
 #define ET_GIT_COMMIT "unknown"
 #endif
 
-int rt_run_log_init(rt_run_log *log, const rt_model *m, int steps, long long first_step, et_error *err)
+int rt_run_log_init(rt_run_log *log, const rt_model *m, int steps, int micro, long long first_step,
+                    et_error *err)
 {
     memset(log, 0, sizeof *log);
     log->n_ops = m->graph.n_ops, log->n_buckets = m->n_buckets, log->steps = steps;
@@ -28,7 +31,9 @@ int rt_run_log_init(rt_run_log *log, const rt_model *m, int steps, long long fir
     log->op_s = calloc(S * (size_t)log->n_ops, sizeof(double));
     log->op_predicted_s = calloc(S * (size_t)log->n_ops, sizeof(double));
     log->buckets = calloc(S * (size_t)(log->n_buckets > 0 ? log->n_buckets : 1), sizeof *log->buckets);
-    if (!log->step_s || !log->loss || !log->grad_norm || !log->op_s || !log->op_predicted_s ||
+    log->micro = micro > 0 ? micro : 1;
+    log->shapes = calloc(S * (size_t)log->micro, sizeof *log->shapes);
+    if (!log->shapes || !log->step_s || !log->loss || !log->grad_norm || !log->op_s || !log->op_predicted_s ||
         !log->buckets) {
         rt_run_log_free(log);
         return et_error_set(err, NULL, 0, 0, NULL, "out of memory for the run's records (%d steps)", steps);
@@ -39,23 +44,8 @@ int rt_run_log_init(rt_run_log *log, const rt_model *m, int steps, long long fir
 void rt_run_log_free(rt_run_log *log)
 {
     free(log->step_s), free(log->loss), free(log->grad_norm), free(log->op_s), free(log->op_predicted_s);
-    free(log->buckets);
+    free(log->buckets), free(log->shapes);
     memset(log, 0, sizeof *log);
-}
-
-static int compare_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-/* Sorts v and returns its q-quantile (nearest rank). */
-static double quantile(double *v, int n, double q)
-{
-    if (n <= 0) return 0;
-    qsort(v, (size_t)n, sizeof *v, compare_double);
-    int i = (int)(q * (n - 1) + 0.5);
-    return v[i < 0 ? 0 : i >= n ? n - 1 : i];
 }
 
 enum { STAT_MEDIAN, STAT_MIN, STAT_MAX, STAT_P10, STAT_P90, STAT_PREDICTED, N_STATS };
@@ -68,14 +58,14 @@ static void op_stats(const rt_run_log *log, double *stats, double *col)
         double *x = stats + (size_t)i * N_STATS;
         for (int k = 0; k < M; k++)
             col[k] = log->op_predicted_s[(size_t)k * n + i];
-        x[STAT_PREDICTED] = quantile(col, M, 0.5);
+        x[STAT_PREDICTED] = et_quantile(col, M, 0.5);
         for (int k = 0; k < M; k++)
             col[k] = log->op_s[(size_t)k * n + i];
-        x[STAT_MEDIAN] = quantile(col, M, 0.5);
+        x[STAT_MEDIAN] = et_quantile(col, M, 0.5);
         x[STAT_MIN] = M ? col[0] : 0;
         x[STAT_MAX] = M ? col[M - 1] : 0;
-        x[STAT_P10] = quantile(col, M, 0.1);
-        x[STAT_P90] = quantile(col, M, 0.9);
+        x[STAT_P10] = et_quantile(col, M, 0.1);
+        x[STAT_P90] = et_quantile(col, M, 0.9);
     }
 }
 
@@ -145,7 +135,7 @@ static json_t *communication(const rt_model *m, const rt_run_log *log)
             json_pack("{s:i, s:I, s:s, s:s, s:s, s:f, s:o, s:o}", "bucket", k, "bytes",
                       (json_int_t)(count * sizeof(float)), "first_param", m->graph.params[b->param_first].id,
                       "last_param", m->graph.params[b->param_first + b->param_count - 1].id, "ready_op",
-                      m->graph.ops[b->ready_op].id, "median_duration_s", quantile(col, M, 0.5), "start_s",
+                      m->graph.ops[b->ready_op].id, "median_duration_s", et_quantile(col, M, 0.5), "start_s",
                       start, "end_s", end);
         if (m->s->optimizer.clip == ET_CLIP_PER_BUCKET) {
             json_object_set_new(j, "norm_before_clip", before);
@@ -159,8 +149,24 @@ static json_t *communication(const rt_model *m, const rt_run_log *log)
     return out;
 }
 
-int rt_measured_write(const char *path, const et_plan *p, const rt_model *m, rt_comm *comm,
-                      const rt_run_log *log, et_error *err)
+/* Rank 0's batches per measured step: [[B, T, Q, P] per micro-batch], what etcalib re-predicts from. */
+static json_t *batch_shapes(const rt_run_log *log)
+{
+    json_t *steps = json_array();
+    for (int s = 0; s < log->measured; s++) {
+        json_t *micro = json_array();
+        for (int k = 0; k < log->micro; k++) {
+            const et_batch_shape *b = &log->shapes[(size_t)s * log->micro + k];
+            json_array_append_new(
+                micro, json_pack("[f, f, f, f]", b->sequences, b->tokens, b->tokens_sq, b->predictions));
+        }
+        json_array_append_new(steps, micro);
+    }
+    return steps;
+}
+
+int rt_measured_write(const char *path, const char *plan_path, const et_plan *p, const rt_model *m,
+                      rt_comm *comm, const rt_run_log *log, et_error *err)
 {
     const int n_ops = log->n_ops, M = log->measured, world = comm->size;
     double *stats = calloc((size_t)n_ops * N_STATS, sizeof *stats), *all = NULL;
@@ -194,7 +200,7 @@ int rt_measured_write(const char *path, const et_plan *p, const rt_model *m, rt_
         int ms = 0;
         for (int k = 0; st && k < log->steps; k++)
             if (log->first_step + k >= p->warmup_steps) st[ms++] = log->step_s[k];
-        double med = quantile(st, ms, 0.5);
+        double med = et_quantile(st, ms, 0.5);
         json_t *j = json_pack(
             "{s:s, s:s, s:o, s:s, s:i, s:i, s:I, s:i, s:{s:f, s:f, s:f, s:f}, s:o, s:f, s:f, s:f, s:o, s:o, "
             "s:f, "
@@ -209,6 +215,13 @@ int rt_measured_write(const char *path, const et_plan *p, const rt_model *m, rt_
             "peak_memory_MiB", peak_rss, "parameters", (json_int_t)m->n_params, "ops", ops, "communication",
             communication(m, log));
         free(st);
+        char *real = realpath(plan_path, NULL);
+        if (j) {
+            json_object_set_new(j, "plan_file", json_string(real ? real : plan_path));
+            json_object_set_new(j, "device_profile", json_string(p->s.cluster.device.name));
+            json_object_set_new(j, "batch_shapes", batch_shapes(log));
+        }
+        free(real);
         rc = j ? et_atomic_write_json(path, j, err) : et_error_set(err, path, 0, 0, NULL, "out of memory");
         json_decref(j);
     } else if (rc) {

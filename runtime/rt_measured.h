@@ -20,15 +20,18 @@ typedef struct rt_run_log {
     double *step_s, *loss, *grad_norm; /* steps */
     double *op_s, *op_predicted_s;     /* measured x n_ops */
     rt_bucket_record *buckets;         /* measured x n_buckets */
+    int micro;                         /* micro-batches per step */
+    et_batch_shape *shapes;            /* measured x micro: rank 0's batches, as the cost model sees them */
     double tokens_per_step;            /* global, last step */
     double flops_per_step;             /* this rank's model FLOPs, last step */
     double predicted_step_s;           /* this rank's compute, as the cost model predicts it, last step */
 } rt_run_log;
 
-int rt_run_log_init(rt_run_log *log, const rt_model *m, int steps, long long first_step, et_error *err);
+int rt_run_log_init(rt_run_log *log, const rt_model *m, int steps, int micro, long long first_step,
+                    et_error *err);
 void rt_run_log_free(rt_run_log *log);
 
-int rt_measured_write(const char *path, const et_plan *p, const rt_model *m, rt_comm *comm,
-                      const rt_run_log *log, et_error *err);
+int rt_measured_write(const char *path, const char *plan_path, const et_plan *p, const rt_model *m,
+                      rt_comm *comm, const rt_run_log *log, et_error *err);
 
 #endif

@@ -82,8 +82,7 @@ int rt_model_init(rt_model *m, const et_scenario *s, rt_backend *be, unsigned lo
     m->be = be;
     m->seed = seed;
     if (refuse_unsupported(s, err)) return -1;
-    et_graph_options o = et_scenario_graph_options(s, 0);
-    o.optimizer_shards = 1;
+    et_graph_options o = et_plan_graph_options(s);
     if (et_graph_build(&s->model, &o, &m->graph, err)) return -1;
     if (be->op_timers_init(be, m->graph.n_ops))
         return et_error_set(err, NULL, 0, 0, NULL, "out of memory for %d op timers", m->graph.n_ops);

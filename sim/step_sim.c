@@ -12,6 +12,7 @@
 #include <xbt/log.h>
 
 #include "batch.h"
+#include "quantile.h"
 #include "platform.h"
 #include "sg_cxx.h"
 #include "sim_world.h"
@@ -189,14 +190,6 @@ static int compare_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-static double percentile(const double *sorted, int n, double p)
-{
-    int i = (int)ceil(p * n) - 1;
-    if (i < 0) i = 0;
-    if (i >= n) i = n - 1;
-    return sorted[i];
-}
-
 static json_t *results(const sim_world *w)
 {
     const et_scenario *s = w->s;
@@ -275,7 +268,7 @@ static json_t *results(const sim_world *w)
     json_t *out = json_pack(
         "{s:s, s:i, s:b, s:{s:f, s:f, s:f, s:f, s:f}, s:f, s:f, s:f, s:f, s:o, s:o, s:o, s:o}", "engine",
         "simgrid", "simulated_steps", S, "detailed_collectives", w->o->detailed, "step_time_s", "mean", mean,
-        "p50", percentile(sorted, S, 0.5), "p99", percentile(sorted, S, 0.99), "min", sorted[0], "max",
+        "p50", et_quantile_sorted(sorted, S, 0.5), "p99", et_quantile_sorted(sorted, S, 0.99), "min", sorted[0], "max",
         sorted[S - 1], "compute_s", busy_sum / S, "exposed_comm_s", fmax(0, exposed_sum / S), "idle_s",
         idle_sum / S, "straggler_factor", factor_sum / S, "steps", steps, "buckets", buckets, "ops", ops,
         "ranks", ranks);

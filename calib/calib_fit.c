@@ -1,0 +1,142 @@
+#include "calib_fit.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+calib_terms calib_terms_of(const et_device_profile *d, et_precision p)
+{
+    return (calib_terms){d->peak_flops[p] * d->gemm_max_efficiency, d->gemm_half_dim,
+                         d->memory_bandwidth * d->memory_efficiency, d->vector_flops * d->memory_efficiency,
+                         d->kernel_overhead_s};
+}
+
+void calib_terms_apply(const calib_terms *t, et_precision p, et_device_profile *d)
+{
+    if (t->gemm_rate <= d->peak_flops[p])
+        d->gemm_max_efficiency = t->gemm_rate / d->peak_flops[p];
+    else
+        d->peak_flops[p] = t->gemm_rate, d->gemm_max_efficiency = 1;
+    d->gemm_half_dim = t->gemm_half;
+    if (t->bandwidth <= d->memory_bandwidth)
+        d->memory_efficiency = t->bandwidth / d->memory_bandwidth;
+    else
+        d->memory_bandwidth = t->bandwidth, d->memory_efficiency = 1;
+    d->vector_flops = t->vector_rate / d->memory_efficiency;
+    d->kernel_overhead_s = t->overhead;
+}
+
+double calib_objective(const calib_run *runs, int n_runs, const et_device_profile *d)
+{
+    double f = 0;
+    for (int r = 0; r < n_runs; r++) {
+        const calib_run *run = &runs[r];
+        double *pred = malloc((size_t)run->graph.n_ops * sizeof *pred), total = 0;
+        if (!pred) return INFINITY;
+        calib_run_predict(run, d, pred);
+        for (int i = 0; i < run->graph.n_ops; i++)
+            total += run->measured[i];
+        for (int i = 0; i < run->graph.n_ops; i++) {
+            if (run->measured[i] <= 0 || pred[i] <= 0) continue; /* ops the model does not cost (TP comm) */
+            const double e = log(pred[i]) - log(run->measured[i]);
+            f += run->measured[i] / total * e * e;
+        }
+        free(pred);
+    }
+    return f / n_runs;
+}
+
+enum { NT = 5 };
+
+static void to_terms(const double *x, calib_terms *t)
+{
+    t->gemm_rate = exp(x[0]), t->gemm_half = exp(x[1]), t->bandwidth = exp(x[2]), t->vector_rate = exp(x[3]);
+    t->overhead = exp(x[4]);
+}
+
+static double eval(const double *x, const calib_run *runs, int n, const et_device_profile *base,
+                   et_precision p)
+{
+    et_device_profile d = *base;
+    calib_terms t;
+    to_terms(x, &t);
+    calib_terms_apply(&t, p, &d);
+    return calib_objective(runs, n, &d);
+}
+
+double calib_fit(const calib_run *runs, int n_runs, const et_device_profile *base, et_device_profile *out,
+                 int *iterations)
+{
+    const et_precision p = runs[0].plan.s.precision;
+    calib_terms t0 = calib_terms_of(base, p);
+    if (t0.gemm_half <= 0) t0.gemm_half = 1;
+    if (t0.overhead <= 0) t0.overhead = 1e-7;
+    double simplex[NT + 1][NT], f[NT + 1];
+    double start[NT] = {log(t0.gemm_rate), log(t0.gemm_half), log(t0.bandwidth), log(t0.vector_rate),
+                        log(t0.overhead)};
+    int it = 0;
+    /* restarts from the best point with a fresh simplex: the roofline's max() makes the objective kinked,
+     * where one Nelder-Mead run can collapse early */
+    for (int restart = 0; restart < 12; restart++) {
+        const double step = restart % 2 ? 0.2 : 0.9;
+        for (int v = 0; v <= NT; v++) {
+            memcpy(simplex[v], start, sizeof start);
+            if (v > 0) simplex[v][v - 1] += step;
+            f[v] = eval(simplex[v], runs, n_runs, base, p);
+        }
+        for (int local = 0; local < 1500; local++, it++) {
+            int lo = 0, hi = 0, nh;
+            for (int v = 1; v <= NT; v++) {
+                if (f[v] < f[lo]) lo = v;
+                if (f[v] > f[hi]) hi = v;
+            }
+            nh = lo;
+            for (int v = 0; v <= NT; v++)
+                if (v != hi && f[v] > f[nh]) nh = v;
+            if (f[hi] - f[lo] < 1e-14 * (1 + f[lo])) break;
+            double c[NT] = {0}, xr[NT], xe[NT], xc[NT];
+            for (int v = 0; v <= NT; v++)
+                for (int k = 0; v != hi && k < NT; k++)
+                    c[k] += simplex[v][k] / NT;
+            for (int k = 0; k < NT; k++)
+                xr[k] = c[k] + (c[k] - simplex[hi][k]);
+            double fr = eval(xr, runs, n_runs, base, p);
+            if (fr < f[lo]) {
+                for (int k = 0; k < NT; k++)
+                    xe[k] = c[k] + 2 * (c[k] - simplex[hi][k]);
+                double fe = eval(xe, runs, n_runs, base, p);
+                memcpy(simplex[hi], fe < fr ? xe : xr, sizeof xr);
+                f[hi] = fe < fr ? fe : fr;
+            } else if (fr < f[nh]) {
+                memcpy(simplex[hi], xr, sizeof xr), f[hi] = fr;
+            } else {
+                for (int k = 0; k < NT; k++)
+                    xc[k] = c[k] + 0.5 * (simplex[hi][k] - c[k]);
+                double fc = eval(xc, runs, n_runs, base, p);
+                if (fc < f[hi]) {
+                    memcpy(simplex[hi], xc, sizeof xc), f[hi] = fc;
+                } else { /* shrink towards the best */
+                    for (int v = 0; v <= NT; v++) {
+                        if (v == lo) continue;
+                        for (int k = 0; k < NT; k++)
+                            simplex[v][k] = simplex[lo][k] + 0.5 * (simplex[v][k] - simplex[lo][k]);
+                        f[v] = eval(simplex[v], runs, n_runs, base, p);
+                    }
+                }
+            }
+        }
+        int b = 0;
+        for (int v = 1; v <= NT; v++)
+            if (f[v] < f[b]) b = v;
+        memcpy(start, simplex[b], sizeof start);
+    }
+    int best = 0;
+    for (int v = 1; v <= NT; v++)
+        if (f[v] < f[best]) best = v;
+    *out = *base;
+    calib_terms t;
+    to_terms(simplex[best], &t);
+    calib_terms_apply(&t, p, out);
+    if (iterations) *iterations = it;
+    return f[best];
+}

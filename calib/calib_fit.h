@@ -1,0 +1,32 @@
+/* calib_fit: a device profile fitted to measured runs. The cost model's time of an op on a device
+ * (et_op_time, model/graph.c) has five terms a profile sets; the fit finds them:
+ *   gemm rate    peak x gemm_max, FLOP/s reached by large matrix products
+ *   gemm_half    the matrix dimension at which a product reaches half of it
+ *   bandwidth    memory bandwidth x memory efficiency, bytes/s of streaming kernels
+ *   vector rate  vector_flops x memory efficiency, FLOP/s of element-wise arithmetic
+ *   overhead     seconds per kernel launch
+ * minimising the time-weighted squared log error of every op's predicted time per step against its
+ * measured one (Nelder-Mead in log space from the base profile). Efficiencies stay at most 1: a rate above
+ * the datasheet's moves into the peak or the bandwidth (the datasheet was too low for this machine).
+ *
+ * Contract: runs must be loaded against `base` (calib_run_load); `out` is `base` with the fitted terms. */
+#ifndef ET_CALIB_FIT_H
+#define ET_CALIB_FIT_H
+
+#include "calib_run.h"
+
+typedef struct calib_terms {
+    double gemm_rate, gemm_half, bandwidth, vector_rate, overhead;
+} calib_terms;
+
+calib_terms calib_terms_of(const et_device_profile *d, et_precision p);
+void calib_terms_apply(const calib_terms *t, et_precision p, et_device_profile *d);
+
+/* Fits; *iterations gets the optimiser's iterations. Returns the final objective. */
+double calib_fit(const calib_run *runs, int n_runs, const et_device_profile *base, et_device_profile *out,
+                 int *iterations);
+
+/* The objective for a profile: sum over ops of w (log predicted - log measured)^2, w = measured share. */
+double calib_objective(const calib_run *runs, int n_runs, const et_device_profile *d);
+
+#endif

@@ -1,0 +1,151 @@
+#include "calib_run.h"
+
+#include <jansson.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "quantile.h"
+#include "scenario_graph.h"
+
+const char *const calib_class_names[] = {"matrix products", "attention", "element-wise", "optimizer", NULL};
+
+calib_class calib_class_of(et_op_kind kind)
+{
+    switch (kind) {
+    case ET_OP_GEMM:
+    case ET_OP_TT:
+        return CALIB_GEMM;
+    case ET_OP_ATTENTION:
+        return CALIB_ATTENTION;
+    case ET_OP_OPTIMIZER:
+        return CALIB_OPTIMIZER;
+    default:
+        return CALIB_ELEMENTWISE;
+    }
+}
+
+#define FAIL(path_, ...) (et_error_set(err, r->file, 0, 0, path_, __VA_ARGS__), calib_run_free(r), -1)
+
+static int positive_time(double t)
+{
+    return isfinite(t) && t > 0;
+}
+
+int calib_run_load(const char *path, const et_device_profile *profile, calib_run *r, et_error *err)
+{
+    memset(r, 0, sizeof *r);
+    snprintf(r->file, sizeof r->file, "%s", path);
+    json_error_t je;
+    json_t *root = json_load_file(path, 0, &je);
+    if (!root)
+        return et_error_set(err, path, je.line, je.column, NULL, "not readable JSON: %s (truncated?)",
+                            je.text);
+    int rc = -1;
+    json_t *tool = json_object_get(root, "tool"), *plan_file = json_object_get(root, "plan_file");
+    json_t *ops = json_object_get(root, "ops"), *shapes = json_object_get(root, "batch_shapes");
+    json_t *backend = json_object_get(root, "backend");
+    json_t *step = json_object_get(json_object_get(root, "step_time_s"), "median");
+    if (!json_is_string(tool) || strcmp(json_string_value(tool), "etrun") != 0) {
+        rc = FAIL("$.tool", "not an etrun measured.json (\"tool\": \"etrun\" expected)");
+    } else if (!json_is_string(plan_file) || !json_is_array(ops) || !json_is_array(shapes) ||
+               !json_is_string(backend) || !json_is_number(step)) {
+        rc = FAIL("$",
+                  "measured.json lacks plan_file, ops, batch_shapes, backend or step_time_s.median (written "
+                  "by an older etrun?)");
+    } else if (et_plan_load(json_string_value(plan_file), &r->plan, err)) {
+        calib_run_free(r); /* err names the plan file */
+    } else {
+        snprintf(r->backend, sizeof r->backend, "%s", json_string_value(backend));
+        r->step_measured = json_number_value(step);
+        const et_device_profile *d = profile ? profile : &r->plan.s.cluster.device;
+        const int cpu_run = strcmp(r->backend, "cpu") == 0;
+        et_graph_options o = et_plan_graph_options(&r->plan.s);
+        if (cpu_run != (d->kind == ET_DEVICE_CPU)) {
+            rc = FAIL("$.backend", "measured on the %s backend, but the profile \"%s\" describes a %s device",
+                      r->backend, d->name, et_device_kind_names[d->kind]);
+        } else if (!positive_time(r->step_measured)) {
+            rc = FAIL("$.step_time_s.median", "step time must be a positive number of seconds");
+        } else if (et_graph_build(&r->plan.s.model, &o, &r->graph, err)) {
+            calib_run_free(r);
+        } else if ((int)json_array_size(ops) != r->graph.n_ops) {
+            rc = FAIL("$.ops", "%zu measured ops, but the plan %s has %d: measured.json is from another plan",
+                      json_array_size(ops), json_string_value(plan_file), r->graph.n_ops);
+        } else {
+            r->measured = calloc((size_t)r->graph.n_ops, sizeof *r->measured);
+            r->steps = (int)json_array_size(shapes);
+            r->micro = r->steps ? (int)json_array_size(json_array_get(shapes, 0)) : 0;
+            r->shapes = calloc((size_t)(r->steps * r->micro + 1), sizeof *r->shapes);
+            rc = 0;
+            if (!r->measured || !r->shapes) rc = FAIL(NULL, "out of memory");
+            if (!rc && (r->steps == 0 || r->micro == 0))
+                rc = FAIL("$.batch_shapes", "no measured steps (all of them warm-up?)");
+            for (int i = 0; !rc && i < r->graph.n_ops; i++) {
+                json_t *op = json_array_get(ops, (size_t)i), *id = json_object_get(op, "id");
+                json_t *rank0 = json_array_get(json_object_get(op, "ranks"), 0);
+                char where[64];
+                snprintf(where, sizeof where, "$.ops[%d]", i);
+                if (!json_is_string(id) || strcmp(json_string_value(id), r->graph.ops[i].id) != 0) {
+                    rc = FAIL(
+                        where,
+                        "op \"%s\" where the plan's graph has \"%s\": measured.json is from another plan",
+                        json_is_string(id) ? json_string_value(id) : "?", r->graph.ops[i].id);
+                    break;
+                }
+                json_t *t = json_object_get(rank0, "median_s");
+                if (!json_is_number(t) || json_number_value(t) < 0 || !isfinite(json_number_value(t))) {
+                    rc = FAIL(where, "ranks[0].median_s must be a number of seconds >= 0");
+                    break;
+                }
+                r->measured[i] = json_number_value(t);
+            }
+            for (int s = 0; !rc && s < r->steps; s++) {
+                json_t *micro = json_array_get(shapes, (size_t)s);
+                for (int k = 0; !rc && k < r->micro; k++) {
+                    json_t *b = json_array_get(micro, (size_t)k);
+                    if (json_array_size(b) != 4) {
+                        char where[64];
+                        snprintf(where, sizeof where, "$.batch_shapes[%d][%d]", s, k);
+                        rc = FAIL(where, "a batch shape is [B, T, Q, P]");
+                        break;
+                    }
+                    r->shapes[s * r->micro + k] = (et_batch_shape){
+                        json_number_value(json_array_get(b, 0)), json_number_value(json_array_get(b, 1)),
+                        json_number_value(json_array_get(b, 2)), json_number_value(json_array_get(b, 3))};
+                }
+            }
+        }
+    }
+    json_decref(root);
+    return rc;
+}
+
+void calib_run_free(calib_run *r)
+{
+    free(r->measured), free(r->shapes);
+    r->measured = NULL, r->shapes = NULL;
+    if (r->graph.ops) et_graph_free(&r->graph);
+    if (r->plan.s.name[0] || r->plan.steps) et_plan_free(&r->plan);
+    memset(&r->plan, 0, sizeof r->plan);
+}
+
+void calib_run_predict(const calib_run *r, const et_device_profile *d, double *out)
+{
+    double *col = malloc((size_t)r->steps * sizeof *col);
+    const et_precision p = r->plan.s.precision;
+    for (int i = 0; i < r->graph.n_ops && col; i++) {
+        const et_op *op = &r->graph.ops[i];
+        for (int s = 0; s < r->steps; s++) {
+            const et_batch_shape *b = &r->shapes[s * r->micro];
+            double t = 0;
+            if (op->phase == ET_PHASE_OPTIMIZER)
+                t = et_op_time(op, &b[r->micro - 1], d, p);
+            else
+                for (int k = 0; k < r->micro; k++)
+                    t += et_op_time(op, &b[k], d, p);
+            col[s] = t;
+        }
+        out[i] = et_quantile(col, r->steps, 0.5);
+    }
+    free(col);
+}

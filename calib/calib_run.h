@@ -1,0 +1,47 @@
+/* calib_run: one measured etrun run joined with the cost model, op by op: what `etcalib report` prints and
+ * what `etcalib fit` fits. A run is measured.json (docs/runtime.md) plus the plan it names (`plan_file`):
+ * the plan's graph, as etrun ran it, gives each op's FLOPs and bytes for the batches rank 0 ran
+ * (`batch_shapes`), so any device profile can predict the same op.
+ *
+ * Contract: calib_run_load() fails with *err (file, JSON path, what was wrong; exit 2 in etcalib) when the
+ * file is not measured.json, is truncated, has a zero, negative or non-finite time, names a plan whose
+ * graph has other op ids (another plan), or was measured on another kind of device than the profile
+ * describes (`profile` may be NULL: the plan's own). Predictions are seconds per step (optimizer ops once,
+ * other ops summed over the step's micro-batches), the median over the measured steps. */
+#ifndef ET_CALIB_RUN_H
+#define ET_CALIB_RUN_H
+
+#include "et_error.h"
+#include "graph.h"
+#include "plan.h"
+
+typedef struct calib_run {
+    char file[1024];
+    et_plan plan;
+    et_graph graph;
+    double *measured;       /* per op: rank 0's median seconds per step */
+    int steps, micro;       /* measured steps, micro-batches per step */
+    et_batch_shape *shapes; /* steps x micro */
+    double step_measured;   /* median step time */
+    char backend[16];
+} calib_run;
+
+int calib_run_load(const char *path, const et_device_profile *profile, calib_run *out, et_error *err);
+void calib_run_free(calib_run *r);
+
+/* Per op: the profile's predicted seconds per step, median over the measured steps (out: n_ops). */
+void calib_run_predict(const calib_run *r, const et_device_profile *d, double *out);
+
+/* The op class report and fits group by: matrix products (GEMM, tensor train), attention, element-wise
+ * (element-wise, embedding, loss), optimizer. */
+typedef enum {
+    CALIB_GEMM,
+    CALIB_ATTENTION,
+    CALIB_ELEMENTWISE,
+    CALIB_OPTIMIZER,
+    CALIB_CLASS_COUNT
+} calib_class;
+extern const char *const calib_class_names[];
+calib_class calib_class_of(et_op_kind kind);
+
+#endif

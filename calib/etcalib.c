@@ -1,0 +1,321 @@
+/* etcalib: measured runs against the cost model, and device profiles fitted to them. Only this file prints
+ * and exits.
+ *   etcalib report measured.json [--profile P.json] [--csv F] [--top N]
+ *   etcalib fit measured.json [measured.json ...] --base P.json --out Q.json
+ * Exit status: 0 ok, 2 bad input (nothing written), 1 other errors. */
+#define _POSIX_C_SOURCE 200809L
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "atomic_file.h"
+#include "calib_fit.h"
+#include "calib_run.h"
+#include "quantile.h"
+
+#define EXIT_INPUT 2
+#define MAX_RUNS 16
+
+#ifndef ET_GIT_COMMIT
+#define ET_GIT_COMMIT "unknown"
+#endif
+
+static const char usage[] =
+    "usage: etcalib report measured.json [--profile P.json] [--csv F] [--top N]\n"
+    "       etcalib fit measured.json [measured.json ...] --base P.json --out Q.json\n"
+    "  report: the cost model's prediction beside each measurement (the plan's profile, or P), the step\n"
+    "          first, then per op class and the largest ops; --csv writes every op.\n"
+    "  fit:    fits the profile's GEMM rate and half dimension, bandwidth, vector rate and launch overhead\n"
+    "          to the runs and writes an ordinary profile file (Q must not be an input).";
+
+static void fail(const et_error *err)
+{
+    fputs("etcalib: error: ", stderr);
+    et_error_print(stderr, err);
+}
+
+typedef struct sums {
+    double measured[CALIB_CLASS_COUNT], predicted[CALIB_CLASS_COUNT];
+    double measured_total, predicted_total;
+} sums;
+
+static sums sum_classes(const calib_run *r, const double *pred)
+{
+    sums s = {0};
+    for (int i = 0; i < r->graph.n_ops; i++) {
+        const calib_class c = calib_class_of(r->graph.ops[i].kind);
+        s.measured[c] += r->measured[i], s.predicted[c] += pred[i];
+        s.measured_total += r->measured[i], s.predicted_total += pred[i];
+    }
+    return s;
+}
+
+static double error_pct(double predicted, double measured)
+{
+    return measured > 0 ? 100 * (predicted - measured) / measured : 0;
+}
+
+typedef struct ranked {
+    int op;
+    double t;
+} ranked;
+
+static int by_time(const void *a, const void *b)
+{
+    double x = ((const ranked *)a)->t, y = ((const ranked *)b)->t;
+    return (x < y) - (x > y);
+}
+
+static int cmd_report(int argc, char **argv)
+{
+    const char *file = NULL, *profile_path = NULL, *csv = NULL;
+    int top = 10;
+    for (int i = 0; i < argc; i++) {
+        if ((strcmp(argv[i], "--profile") == 0 || strcmp(argv[i], "--csv") == 0 ||
+             strcmp(argv[i], "--top") == 0) &&
+            i + 1 < argc) {
+            if (argv[i][2] == 'p')
+                profile_path = argv[++i];
+            else if (argv[i][2] == 'c')
+                csv = argv[++i];
+            else
+                top = atoi(argv[++i]);
+        } else if (argv[i][0] == '-' || file) {
+            fprintf(stderr, "etcalib report: unexpected argument %s\n%s\n", argv[i], usage);
+            return EXIT_INPUT;
+        } else {
+            file = argv[i];
+        }
+    }
+    if (!file) {
+        fprintf(stderr, "%s\n", usage);
+        return EXIT_INPUT;
+    }
+    et_error err;
+    et_device_profile profile;
+    if (profile_path && et_device_profile_load(profile_path, &profile, &err)) {
+        fail(&err);
+        return EXIT_INPUT;
+    }
+    calib_run run;
+    if (calib_run_load(file, profile_path ? &profile : NULL, &run, &err)) {
+        fail(&err);
+        return EXIT_INPUT;
+    }
+    const et_device_profile *d = profile_path ? &profile : &run.plan.s.cluster.device;
+    double *pred = calloc((size_t)run.graph.n_ops, sizeof *pred);
+    calib_run_predict(&run, d, pred);
+    const sums s = sum_classes(&run, pred);
+    printf("# %s: plan %s, %s backend, %d measured steps, profile %s\n", file, run.plan.s.name, run.backend,
+           run.steps, d->name);
+    printf("%-34s %14s %14s %10s\n", "what", "measured [ms]", "predicted [ms]", "error [%]");
+    printf("%-34s %14.3f %14.3f %10.1f\n", "step (sum of ops)", s.measured_total * 1e3,
+           s.predicted_total * 1e3, error_pct(s.predicted_total, s.measured_total));
+    printf("%-34s %14.3f %14s %10s\n", "step (wall clock, median)", run.step_measured * 1e3, "-", "-");
+    for (int c = 0; c < CALIB_CLASS_COUNT; c++)
+        if (s.measured[c] > 0 || s.predicted[c] > 0)
+            printf("%-34s %14.3f %14.3f %10.1f\n", calib_class_names[c], s.measured[c] * 1e3,
+                   s.predicted[c] * 1e3, error_pct(s.predicted[c], s.measured[c]));
+    ranked *order = malloc((size_t)run.graph.n_ops * sizeof *order);
+    for (int i = 0; i < run.graph.n_ops; i++)
+        order[i] = (ranked){i, run.measured[i]};
+    qsort(order, (size_t)run.graph.n_ops, sizeof *order, by_time);
+    printf("\n%-34s %14s %14s %10s\n", "largest ops", "measured [ms]", "predicted [ms]", "error [%]");
+    for (int k = 0; k < top && k < run.graph.n_ops; k++) {
+        const int i = order[k].op;
+        printf("%-34s %14.4f %14.4f %10.1f\n", run.graph.ops[i].id, run.measured[i] * 1e3, pred[i] * 1e3,
+               error_pct(pred[i], run.measured[i]));
+    }
+    int rc = 0;
+    if (csv) {
+        char tmp[4096]; /* a temporary file renamed over the CSV: never a half-written one */
+        snprintf(tmp, sizeof tmp, "%s.tmp.%ld", csv, (long)getpid());
+        FILE *f = fopen(tmp, "w");
+        if (!f) {
+            et_error_set(&err, csv, 0, 0, NULL, "cannot write the CSV file");
+            fail(&err);
+            rc = 1;
+        } else {
+            fprintf(f, "op,kind,phase,measured_s,predicted_s,error_pct\n");
+            for (int i = 0; i < run.graph.n_ops; i++)
+                fprintf(f, "%s,%s,%s,%.9g,%.9g,%.2f\n", run.graph.ops[i].id,
+                        et_op_kind_names[run.graph.ops[i].kind], et_phase_names[run.graph.ops[i].phase],
+                        run.measured[i], pred[i], error_pct(pred[i], run.measured[i]));
+            if (fclose(f) || rename(tmp, csv)) {
+                remove(tmp);
+                et_error_set(&err, csv, 0, 0, NULL, "cannot write the CSV file");
+                fail(&err);
+                rc = 1;
+            }
+        }
+    }
+    free(order), free(pred);
+    calib_run_free(&run);
+    return rc;
+}
+
+/* The base profile's JSON with the fitted terms and a source saying where they came from. */
+static json_t *fitted_json(const char *base_path, const et_device_profile *fit, const char *const *inputs,
+                           int n, double objective, et_error *err)
+{
+    json_error_t je;
+    json_t *root = json_load_file(base_path, 0, &je);
+    if (!root) {
+        et_error_set(err, base_path, je.line, je.column, NULL, "%s", je.text);
+        return NULL;
+    }
+    char host[128] = "unknown", date[32], source[2048], name[96];
+    gethostname(host, sizeof host - 1);
+    time_t now = time(NULL);
+    struct tm tm;
+    gmtime_r(&now, &tm);
+    strftime(date, sizeof date, "%Y-%m-%d", &tm);
+    int at = snprintf(
+        source, sizeof source,
+        "Calibrated by etcalib fit on %s, %s, ET commit %s, from base profile %s and measured runs:", host,
+        date, ET_GIT_COMMIT, base_path);
+    for (int i = 0; i < n && at < (int)sizeof source - 8; i++)
+        at += snprintf(source + at, sizeof source - (size_t)at, " %s", inputs[i]);
+    snprintf(source + (at < (int)sizeof source ? at : 0),
+             sizeof source - (size_t)(at < (int)sizeof source ? at : 0),
+             " (time-weighted squared log error %.4g).", objective);
+    snprintf(name, sizeof name, "%.80s-calibrated", fit->name);
+    json_object_set_new(root, "name", json_string(name));
+    json_object_set_new(root, "source", json_string(source));
+    json_t *peak = json_object_get(root, "peak_tflops");
+    for (int p = 0; p < ET_PRECISION_COUNT && peak; p++)
+        json_object_set_new(peak, et_precision_names[p], json_real(fit->peak_flops[p] / 1e12));
+    json_object_set_new(root, "vector_tflops", json_real(fit->vector_flops / 1e12));
+    json_object_set_new(root, "memory_bandwidth_GBps", json_real(fit->memory_bandwidth / 1e9));
+    json_t *eff = json_object_get(root, "efficiency");
+    json_object_set_new(eff, "gemm_max", json_real(fit->gemm_max_efficiency));
+    json_object_set_new(eff, "gemm_half_dim", json_real(fit->gemm_half_dim));
+    json_object_set_new(eff, "memory", json_real(fit->memory_efficiency));
+    json_object_set_new(eff, "kernel_overhead_us", json_real(fit->kernel_overhead_s * 1e6));
+    return root;
+}
+
+static int same_file(const char *a, const char *b)
+{
+    char *ra = realpath(a, NULL), *rb = realpath(b, NULL);
+    int same = ra && rb && strcmp(ra, rb) == 0;
+    free(ra), free(rb);
+    return same;
+}
+
+static int cmd_fit(int argc, char **argv)
+{
+    const char *inputs[MAX_RUNS], *base_path = NULL, *out_path = NULL;
+    int n = 0;
+    for (int i = 0; i < argc; i++) {
+        if (strcmp(argv[i], "--base") == 0 && i + 1 < argc) {
+            base_path = argv[++i];
+        } else if (strcmp(argv[i], "--out") == 0 && i + 1 < argc) {
+            out_path = argv[++i];
+        } else if (argv[i][0] == '-' || n == MAX_RUNS) {
+            fprintf(stderr, "etcalib fit: unexpected argument %s (at most %d runs)\n%s\n", argv[i], MAX_RUNS,
+                    usage);
+            return EXIT_INPUT;
+        } else {
+            inputs[n++] = argv[i];
+        }
+    }
+    if (!n || !base_path || !out_path) {
+        fprintf(stderr, "%s\n", usage);
+        return EXIT_INPUT;
+    }
+    et_error err;
+    for (int i = 0; i < n; i++)
+        if (same_file(inputs[i], out_path) || same_file(base_path, out_path)) {
+            et_error_set(&err, out_path, 0, 0, NULL,
+                         "--out names an input; etcalib never overwrites its inputs");
+            fail(&err);
+            return EXIT_INPUT;
+        }
+    et_device_profile base, fit;
+    if (et_device_profile_load(base_path, &base, &err)) {
+        fail(&err);
+        return EXIT_INPUT;
+    }
+    calib_run runs[MAX_RUNS];
+    for (int i = 0; i < n; i++)
+        if (calib_run_load(inputs[i], &base, &runs[i], &err)) {
+            fail(&err);
+            while (i--)
+                calib_run_free(&runs[i]);
+            return EXIT_INPUT;
+        }
+    int iterations;
+    const double before = calib_objective(runs, n, &base);
+    const double after = calib_fit(runs, n, &base, &fit, &iterations);
+    printf("# etcalib fit: %d run(s), base %s, %d Nelder-Mead iterations, objective %.4g -> %.4g\n", n,
+           base.name, iterations, before, after);
+    printf("%-22s %14s %14s\n", "term", "base", "fitted");
+    const et_precision p = runs[0].plan.s.precision;
+    calib_terms tb = calib_terms_of(&base, p), tf = calib_terms_of(&fit, p);
+    printf("%-22s %14.2f %14.2f\n", "GEMM rate [GFLOP/s]", tb.gemm_rate / 1e9, tf.gemm_rate / 1e9);
+    printf("%-22s %14.1f %14.1f\n", "GEMM half dimension", tb.gemm_half, tf.gemm_half);
+    printf("%-22s %14.2f %14.2f\n", "bandwidth [GB/s]", tb.bandwidth / 1e9, tf.bandwidth / 1e9);
+    printf("%-22s %14.2f %14.2f\n", "vector rate [GFLOP/s]", tb.vector_rate / 1e9, tf.vector_rate / 1e9);
+    printf("%-22s %14.2f %14.2f\n", "launch overhead [us]", tb.overhead * 1e6, tf.overhead * 1e6);
+    printf("\n%-28s %-16s %12s %12s %12s %9s %9s\n", "run", "class", "measured[ms]", "base[ms]", "fitted[ms]",
+           "base[%]", "fit[%]");
+    for (int r = 0; r < n; r++) {
+        double *pb = calloc((size_t)runs[r].graph.n_ops, sizeof *pb),
+               *pf = calloc((size_t)runs[r].graph.n_ops, sizeof *pf);
+        calib_run_predict(&runs[r], &base, pb);
+        calib_run_predict(&runs[r], &fit, pf);
+        sums sb = sum_classes(&runs[r], pb), sf = sum_classes(&runs[r], pf);
+        /* R^2 of log op times, ops the model costs */
+        double mean = 0, ss_tot = 0, ss_res = 0;
+        int k = 0;
+        for (int i = 0; i < runs[r].graph.n_ops; i++)
+            if (runs[r].measured[i] > 0 && pf[i] > 0) mean += log(runs[r].measured[i]), k++;
+        mean /= k ? k : 1;
+        for (int i = 0; i < runs[r].graph.n_ops; i++)
+            if (runs[r].measured[i] > 0 && pf[i] > 0) {
+                const double y = log(runs[r].measured[i]);
+                ss_tot += (y - mean) * (y - mean), ss_res += (y - log(pf[i])) * (y - log(pf[i]));
+            }
+        printf("%-28.28s %-16s %12.3f %12.3f %12.3f %9.1f %9.1f\n", runs[r].plan.s.name, "step",
+               sb.measured_total * 1e3, sb.predicted_total * 1e3, sf.predicted_total * 1e3,
+               error_pct(sb.predicted_total, sb.measured_total),
+               error_pct(sf.predicted_total, sf.measured_total));
+        for (int c = 0; c < CALIB_CLASS_COUNT; c++)
+            if (sb.measured[c] > 0)
+                printf("%-28s %-16s %12.3f %12.3f %12.3f %9.1f %9.1f\n", "", calib_class_names[c],
+                       sb.measured[c] * 1e3, sb.predicted[c] * 1e3, sf.predicted[c] * 1e3,
+                       error_pct(sb.predicted[c], sb.measured[c]),
+                       error_pct(sf.predicted[c], sf.measured[c]));
+        printf("%-28s %-16s %12s %12s %12.3f\n", "", "R^2 (log op times)", "", "",
+               ss_tot > 0 ? 1 - ss_res / ss_tot : 0);
+        free(pb), free(pf);
+    }
+    json_t *j = fitted_json(base_path, &fit, inputs, n, after, &err);
+    int rc = j ? et_atomic_write_json(out_path, j, &err) : -1;
+    json_decref(j);
+    for (int r = 0; r < n; r++)
+        calib_run_free(&runs[r]);
+    if (rc) {
+        fail(&err);
+        return 1;
+    }
+    printf("# wrote %s\n", out_path);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2 || strcmp(argv[1], "--help") == 0) {
+        puts(usage);
+        return argc < 2 ? EXIT_INPUT : 0;
+    }
+    if (strcmp(argv[1], "report") == 0) return cmd_report(argc - 2, argv + 2);
+    if (strcmp(argv[1], "fit") == 0) return cmd_fit(argc - 2, argv + 2);
+    fprintf(stderr, "etcalib: unknown command %s\n%s\n", argv[1], usage);
+    return EXIT_INPUT;
+}

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# etcalib on bad input: a truncated measured.json, one with a negative time, one from another plan, an
+# output that names an input, an unknown command: exit 2, a message naming the file, nothing written.
+# Usage: errors.sh BUILD_DIR SOURCE_DIR
+set -euo pipefail
+build=$1 src=$2
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+etcalib=$build/calib/etcalib
+export OPENBLAS_NUM_THREADS=1
+jq '.run.steps = 4' "$src/tests/data/tiny-gpt-plan.json" > "$work/plan.json"
+"$build/runtime/etrun" --quiet --out "$work/m.json" "$work/plan.json"
+expect() { # text command...
+  local want=$1; shift
+  set +e; "$@" > "$work/out" 2> "$work/err"; local rc=$?; set -e
+  cat "$work/err"
+  [ "$rc" -eq 2 ] || { echo "FAIL: exit $rc, expected 2"; exit 1; }
+  grep -qF -- "$want" "$work/err" || { echo "FAIL: stderr lacks: $want"; exit 1; }
+  [ ! -e "$work/fitted.json" ] || { echo "FAIL: output written"; exit 1; }
+  ls "$work" | grep -q '\.tmp\.' && { echo "FAIL: temporary file left"; exit 1; }
+  echo "ok: $want"
+}
+head -c 300 "$work/m.json" > "$work/truncated.json"
+expect "truncated.json" "$etcalib" report "$work/truncated.json"
+jq '.ops[3].ranks[0].median_s = -1' "$work/m.json" > "$work/negative.json"
+expect '$.ops[3]: ranks[0].median_s must be a number of seconds >= 0' "$etcalib" report "$work/negative.json"
+jq --arg p "$src/tests/data/tiny-bert-plan.json" '.plan_file = $p' "$work/m.json" > "$work/other.json"
+expect "from another plan" "$etcalib" fit "$work/other.json" --base "$src/scenarios/profiles/host-cpu.json" --out "$work/fitted.json"
+expect "describes a gpu device" "$etcalib" report "$work/m.json" --profile "$src/scenarios/profiles/h200.json"
+cp "$src/scenarios/profiles/host-cpu.json" "$work/base.json"
+expect "never overwrites its inputs" "$etcalib" fit "$work/m.json" --base "$work/base.json" --out "$work/base.json"
+expect "unknown command" "$etcalib" frobnicate
+echo "errors: 1 passed, 0 failed"
