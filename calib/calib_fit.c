@@ -26,11 +26,25 @@ void calib_terms_apply(const calib_terms *t, et_precision p, et_device_profile *
     d->kernel_overhead_s = t->overhead;
 }
 
-double calib_objective(const calib_run *runs, int n_runs, const et_device_profile *d)
+double calib_sample_time(const calib_sample *s, const et_device_profile *d, et_precision p)
+{
+    return et_kernel_time(d, p, s->matrix, s->flops, s->bytes, s->m, s->n, s->k);
+}
+
+double calib_objective(const calib_data *data, const et_device_profile *d)
 {
     double f = 0;
-    for (int r = 0; r < n_runs; r++) {
-        const calib_run *run = &runs[r];
+    for (int u = 0; u < data->n_micro; u++) {
+        const calib_micro *m = &data->micro[u];
+        double g = 0;
+        for (int i = 0; i < m->n_samples; i++) {
+            const double e = log(calib_sample_time(&m->samples[i], d, data->precision)) - log(m->samples[i].seconds);
+            g += e * e;
+        }
+        f += g / (m->n_samples ? m->n_samples : 1);
+    }
+    for (int r = 0; r < data->n_runs; r++) {
+        const calib_run *run = &data->runs[r];
         double *pred = malloc((size_t)run->graph.n_ops * sizeof *pred), total = 0;
         if (!pred) return INFINITY;
         calib_run_predict(run, d, pred);
@@ -43,7 +57,7 @@ double calib_objective(const calib_run *runs, int n_runs, const et_device_profil
         }
         free(pred);
     }
-    return f / n_runs;
+    return f / (data->n_runs + data->n_micro);
 }
 
 enum { NT = 5 };
@@ -54,20 +68,18 @@ static void to_terms(const double *x, calib_terms *t)
     t->overhead = exp(x[4]);
 }
 
-static double eval(const double *x, const calib_run *runs, int n, const et_device_profile *base,
-                   et_precision p)
+static double eval(const double *x, const calib_data *data, const et_device_profile *base, et_precision p)
 {
     et_device_profile d = *base;
     calib_terms t;
     to_terms(x, &t);
     calib_terms_apply(&t, p, &d);
-    return calib_objective(runs, n, &d);
+    return calib_objective(data, &d);
 }
 
-double calib_fit(const calib_run *runs, int n_runs, const et_device_profile *base, et_device_profile *out,
-                 int *iterations)
+double calib_fit(const calib_data *data, const et_device_profile *base, et_device_profile *out, int *iterations)
 {
-    const et_precision p = runs[0].plan.s.precision;
+    const et_precision p = data->precision;
     calib_terms t0 = calib_terms_of(base, p);
     if (t0.gemm_half <= 0) t0.gemm_half = 1;
     if (t0.overhead <= 0) t0.overhead = 1e-7;
@@ -82,7 +94,7 @@ double calib_fit(const calib_run *runs, int n_runs, const et_device_profile *bas
         for (int v = 0; v <= NT; v++) {
             memcpy(simplex[v], start, sizeof start);
             if (v > 0) simplex[v][v - 1] += step;
-            f[v] = eval(simplex[v], runs, n_runs, base, p);
+            f[v] = eval(simplex[v], data, base, p);
         }
         for (int local = 0; local < 1500; local++, it++) {
             int lo = 0, hi = 0, nh;
@@ -100,11 +112,11 @@ double calib_fit(const calib_run *runs, int n_runs, const et_device_profile *bas
                     c[k] += simplex[v][k] / NT;
             for (int k = 0; k < NT; k++)
                 xr[k] = c[k] + (c[k] - simplex[hi][k]);
-            double fr = eval(xr, runs, n_runs, base, p);
+            double fr = eval(xr, data, base, p);
             if (fr < f[lo]) {
                 for (int k = 0; k < NT; k++)
                     xe[k] = c[k] + 2 * (c[k] - simplex[hi][k]);
-                double fe = eval(xe, runs, n_runs, base, p);
+                double fe = eval(xe, data, base, p);
                 memcpy(simplex[hi], fe < fr ? xe : xr, sizeof xr);
                 f[hi] = fe < fr ? fe : fr;
             } else if (fr < f[nh]) {
@@ -112,7 +124,7 @@ double calib_fit(const calib_run *runs, int n_runs, const et_device_profile *bas
             } else {
                 for (int k = 0; k < NT; k++)
                     xc[k] = c[k] + 0.5 * (simplex[hi][k] - c[k]);
-                double fc = eval(xc, runs, n_runs, base, p);
+                double fc = eval(xc, data, base, p);
                 if (fc < f[hi]) {
                     memcpy(simplex[hi], xc, sizeof xc), f[hi] = fc;
                 } else { /* shrink towards the best */
@@ -120,7 +132,7 @@ double calib_fit(const calib_run *runs, int n_runs, const et_device_profile *bas
                         if (v == lo) continue;
                         for (int k = 0; k < NT; k++)
                             simplex[v][k] = simplex[lo][k] + 0.5 * (simplex[v][k] - simplex[lo][k]);
-                        f[v] = eval(simplex[v], runs, n_runs, base, p);
+                        f[v] = eval(simplex[v], data, base, p);
                     }
                 }
             }

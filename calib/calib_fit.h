@@ -6,13 +6,16 @@
  *   vector rate  vector_flops x memory efficiency, FLOP/s of element-wise arithmetic
  *   overhead     seconds per kernel launch
  * minimising the time-weighted squared log error of every op's predicted time per step against its
- * measured one (Nelder-Mead in log space from the base profile). Efficiencies stay at most 1: a rate above
+ * measured one, plus the squared log error of every microbenchmark (etcalib bench: each GEMM shape and
+ * streaming size counts alike, so small kernels pin the half dimension and the overhead), each run and
+ * each microbenchmark file weighing one (Nelder-Mead in log space from the base profile, restarted). Efficiencies stay at most 1: a rate above
  * the datasheet's moves into the peak or the bandwidth (the datasheet was too low for this machine).
  *
  * Contract: runs must be loaded against `base` (calib_run_load); `out` is `base` with the fitted terms. */
 #ifndef ET_CALIB_FIT_H
 #define ET_CALIB_FIT_H
 
+#include "calib_bench.h"
 #include "calib_run.h"
 
 typedef struct calib_terms {
@@ -23,10 +26,19 @@ calib_terms calib_terms_of(const et_device_profile *d, et_precision p);
 void calib_terms_apply(const calib_terms *t, et_precision p, et_device_profile *d);
 
 /* Fits; *iterations gets the optimiser's iterations. Returns the final objective. */
-double calib_fit(const calib_run *runs, int n_runs, const et_device_profile *base, et_device_profile *out,
-                 int *iterations);
+typedef struct calib_data {
+    const calib_run *runs;
+    int n_runs;
+    const calib_micro *micro;
+    int n_micro;
+    et_precision precision;
+} calib_data;
+
+double calib_fit(const calib_data *data, const et_device_profile *base, et_device_profile *out, int *iterations);
 
 /* The objective for a profile: sum over ops of w (log predicted - log measured)^2, w = measured share. */
-double calib_objective(const calib_run *runs, int n_runs, const et_device_profile *d);
+double calib_objective(const calib_data *data, const et_device_profile *d);
+/* A microbenchmark sample's time under the profile (et_kernel_time). */
+double calib_sample_time(const calib_sample *s, const et_device_profile *d, et_precision p);
 
 #endif

@@ -1,7 +1,8 @@
 /* etcalib: measured runs against the cost model, and device profiles fitted to them. Only this file prints
  * and exits.
+ *   etcalib bench [--backend cpu] [--scenario s.json] --out micro.json
  *   etcalib report measured.json [--profile P.json] [--csv F] [--top N]
- *   etcalib fit measured.json [measured.json ...] --base P.json --out Q.json
+ *   etcalib fit micro.json|measured.json ... --base P.json --out Q.json
  * Exit status: 0 ok, 2 bad input (nothing written), 1 other errors. */
 #define _POSIX_C_SOURCE 200809L
 #include <jansson.h>
@@ -15,6 +16,7 @@
 #include "atomic_file.h"
 #include "calib_fit.h"
 #include "calib_run.h"
+#include "plan.h"
 #include "quantile.h"
 
 #define EXIT_INPUT 2
@@ -25,8 +27,11 @@
 #endif
 
 static const char usage[] =
-    "usage: etcalib report measured.json [--profile P.json] [--csv F] [--top N]\n"
-    "       etcalib fit measured.json [measured.json ...] --base P.json --out Q.json\n"
+    "usage: etcalib bench [--backend cpu] [--scenario s.json] --out micro.json\n"
+    "       etcalib report measured.json [--profile P.json] [--csv F] [--top N]\n"
+    "       etcalib fit micro.json|measured.json ... --base P.json --out Q.json\n"
+    "  bench:  matrix products over a grid of shapes and the scenario's shapes, streaming kernels over\n"
+    "          sizes, the per-op overhead, on this machine (pin it and set OPENBLAS_NUM_THREADS).\n"
     "  report: the cost model's prediction beside each measurement (the plan's profile, or P), the step\n"
     "          first, then per op class and the largest ops; --csv writes every op.\n"
     "  fit:    fits the profile's GEMM rate and half dimension, bandwidth, vector rate and launch overhead\n"
@@ -242,20 +247,44 @@ static int cmd_fit(int argc, char **argv)
         return EXIT_INPUT;
     }
     calib_run runs[MAX_RUNS];
-    for (int i = 0; i < n; i++)
-        if (calib_run_load(inputs[i], &base, &runs[i], &err)) {
-            fail(&err);
-            while (i--)
-                calib_run_free(&runs[i]);
-            return EXIT_INPUT;
+    calib_micro micro[MAX_RUNS];
+    int n_runs = 0, n_micro = 0, bad = 0;
+    for (int i = 0; i < n && !bad; i++) {
+        json_t *peek = json_load_file(inputs[i], 0, NULL);
+        const char *tool = json_string_value(json_object_get(peek, "tool"));
+        const int is_micro = tool && strcmp(tool, "etcalib bench") == 0;
+        json_decref(peek);
+        if (is_micro) {
+            bad = calib_micro_load(inputs[i], &micro[n_micro], &err);
+            if (!bad && (strcmp(micro[n_micro].backend, "cpu") == 0) != (base.kind == ET_DEVICE_CPU)) {
+                bad = et_error_set(&err, inputs[i], 0, 0, "$.backend",
+                                   "benchmarked on the %s backend, but the profile \"%s\" describes a %s device",
+                                   micro[n_micro].backend, base.name, et_device_kind_names[base.kind]);
+                calib_micro_free(&micro[n_micro]);
+            }
+            n_micro += !bad;
+        } else {
+            bad = calib_run_load(inputs[i], &base, &runs[n_runs], &err);
+            n_runs += !bad;
         }
+    }
+    if (bad) {
+        fail(&err);
+        for (int i = 0; i < n_runs; i++)
+            calib_run_free(&runs[i]);
+        for (int i = 0; i < n_micro; i++)
+            calib_micro_free(&micro[i]);
+        return EXIT_INPUT;
+    }
+    const et_precision p = n_runs ? runs[0].plan.s.precision : ET_FP32;
+    calib_data data = {runs, n_runs, micro, n_micro, p};
     int iterations;
-    const double before = calib_objective(runs, n, &base);
-    const double after = calib_fit(runs, n, &base, &fit, &iterations);
-    printf("# etcalib fit: %d run(s), base %s, %d Nelder-Mead iterations, objective %.4g -> %.4g\n", n,
-           base.name, iterations, before, after);
+    const double before = calib_objective(&data, &base);
+    const double after = calib_fit(&data, &base, &fit, &iterations);
+    printf("# etcalib fit: %d run(s), %d microbenchmark file(s), base %s, %d Nelder-Mead iterations, objective "
+           "%.4g -> %.4g\n",
+           n_runs, n_micro, base.name, iterations, before, after);
     printf("%-22s %14s %14s\n", "term", "base", "fitted");
-    const et_precision p = runs[0].plan.s.precision;
     calib_terms tb = calib_terms_of(&base, p), tf = calib_terms_of(&fit, p);
     printf("%-22s %14.2f %14.2f\n", "GEMM rate [GFLOP/s]", tb.gemm_rate / 1e9, tf.gemm_rate / 1e9);
     printf("%-22s %14.1f %14.1f\n", "GEMM half dimension", tb.gemm_half, tf.gemm_half);
@@ -264,7 +293,26 @@ static int cmd_fit(int argc, char **argv)
     printf("%-22s %14.2f %14.2f\n", "launch overhead [us]", tb.overhead * 1e6, tf.overhead * 1e6);
     printf("\n%-28s %-16s %12s %12s %12s %9s %9s\n", "run", "class", "measured[ms]", "base[ms]", "fitted[ms]",
            "base[%]", "fit[%]");
-    for (int r = 0; r < n; r++) {
+    for (int u = 0; u < n_micro; u++) { /* fit quality per microbenchmark kind */
+        for (int matrix = 1; matrix >= 0; matrix--) {
+            double mean = 0, ss_tot = 0, ss_res = 0, worst = 0;
+            int k = 0;
+            for (int i = 0; i < micro[u].n_samples; i++)
+                if (micro[u].samples[i].matrix == matrix) mean += log(micro[u].samples[i].seconds), k++;
+            if (!k) continue;
+            mean /= k;
+            for (int i = 0; i < micro[u].n_samples; i++) {
+                const calib_sample *sm = &micro[u].samples[i];
+                if (sm->matrix != matrix) continue;
+                const double y = log(sm->seconds), e = y - log(calib_sample_time(sm, &fit, p));
+                ss_tot += (y - mean) * (y - mean), ss_res += e * e;
+                worst = fmax(worst, fabs(exp(-e) - 1));
+            }
+            printf("%-28.28s %-16s %d samples, R^2 (log times) %.3f, largest error %.0f%%\n", micro[u].file,
+                   matrix ? "matrix products" : "streaming", k, ss_tot > 0 ? 1 - ss_res / ss_tot : 0, 100 * worst);
+        }
+    }
+    for (int r = 0; r < n_runs; r++) {
         double *pb = calloc((size_t)runs[r].graph.n_ops, sizeof *pb),
                *pf = calloc((size_t)runs[r].graph.n_ops, sizeof *pf);
         calib_run_predict(&runs[r], &base, pb);
@@ -298,13 +346,61 @@ static int cmd_fit(int argc, char **argv)
     json_t *j = fitted_json(base_path, &fit, inputs, n, after, &err);
     int rc = j ? et_atomic_write_json(out_path, j, &err) : -1;
     json_decref(j);
-    for (int r = 0; r < n; r++)
+    for (int r = 0; r < n_runs; r++)
         calib_run_free(&runs[r]);
+    for (int u = 0; u < n_micro; u++)
+        calib_micro_free(&micro[u]);
     if (rc) {
         fail(&err);
         return 1;
     }
     printf("# wrote %s\n", out_path);
+    return 0;
+}
+
+static int cmd_bench(int argc, char **argv)
+{
+    const char *backend = "cpu", *scenario_path = NULL, *out = NULL;
+    for (int i = 0; i < argc; i++) {
+        if (strcmp(argv[i], "--backend") == 0 && i + 1 < argc)
+            backend = argv[++i];
+        else if (strcmp(argv[i], "--scenario") == 0 && i + 1 < argc)
+            scenario_path = argv[++i];
+        else if (strcmp(argv[i], "--out") == 0 && i + 1 < argc)
+            out = argv[++i];
+        else {
+            fprintf(stderr, "etcalib bench: unexpected argument %s\n%s\n", argv[i], usage);
+            return EXIT_INPUT;
+        }
+    }
+    if (!out) {
+        fprintf(stderr, "etcalib bench: --out micro.json is required\n");
+        return EXIT_INPUT;
+    }
+    et_error err;
+    et_plan plan; /* a scenario or a plan: a plan's "run" is allowed */
+    if (scenario_path && et_plan_load(scenario_path, &plan, &err)) {
+        et_scenario s;
+        if (et_scenario_load(scenario_path, &s, &err)) {
+            fail(&err);
+            return EXIT_INPUT;
+        }
+        memset(&plan, 0, sizeof plan);
+        plan.s = s;
+    }
+    json_t *j = calib_bench_run(backend, scenario_path ? &plan.s : NULL, stderr, &err);
+    if (scenario_path) et_plan_free(&plan);
+    if (!j) {
+        fail(&err);
+        return EXIT_INPUT;
+    }
+    int rc = et_atomic_write_json(out, j, &err);
+    json_decref(j);
+    if (rc) {
+        fail(&err);
+        return 1;
+    }
+    fprintf(stderr, "etcalib bench: wrote %s\n", out);
     return 0;
 }
 
@@ -314,6 +410,7 @@ int main(int argc, char **argv)
         puts(usage);
         return argc < 2 ? EXIT_INPUT : 0;
     }
+    if (strcmp(argv[1], "bench") == 0) return cmd_bench(argc - 2, argv + 2);
     if (strcmp(argv[1], "report") == 0) return cmd_report(argc - 2, argv + 2);
     if (strcmp(argv[1], "fit") == 0) return cmd_fit(argc - 2, argv + 2);
     fprintf(stderr, "etcalib: unknown command %s\n%s\n", argv[1], usage);

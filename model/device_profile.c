@@ -27,8 +27,8 @@ int et_device_profile_load(const char *path, et_device_profile *out, et_error *e
                                            "on_chip_MiB",
                                            "sparse",
                                            NULL};
-    static const char *const sparse_keys[] = {"unstructured_efficiency", "block_half",
-                                              "semi_structured_2_4_speedup", NULL};
+    static const char *const sparse_keys[] = {"unstructured_efficiency", "block_half", "semi_structured_2_4_speedup",
+                                              "masked_dense", NULL};
     static const char *const peak_keys[] = {"fp32", "tf32", "fp16", "bf16", NULL};
     static const char *const eff_keys[] = {"gemm_max", "gemm_half_dim", "memory", "kernel_overhead_us", NULL};
     json_t *root;
@@ -84,7 +84,8 @@ int et_device_profile_load(const char *path, et_device_profile *out, et_error *e
                            &out->sparse_unstructured_efficiency) ||
         et_json_get_number(&r, sp, "$.sparse", "block_half", false, 96, 0, 1e6, &out->sparse_block_half) ||
         et_json_get_number(&r, sp, "$.sparse", "semi_structured_2_4_speedup", false, 0, 0, 2,
-                           &out->sparse_2_4_speedup);
+                           &out->sparse_2_4_speedup) ||
+        et_json_get_bool(&r, sp, "$.sparse", "masked_dense", false, false, &out->sparse_masked_dense);
     if (!sparse) json_decref(sp);
     if (bad) goto done;
     rc = 0;

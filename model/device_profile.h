@@ -9,6 +9,8 @@
 #ifndef ET_DEVICE_PROFILE_H
 #define ET_DEVICE_PROFILE_H
 
+#include <stdbool.h>
+
 #include "et_error.h"
 
 typedef enum { ET_FP32, ET_TF32, ET_FP16, ET_BF16, ET_PRECISION_COUNT } et_precision;
@@ -35,6 +37,7 @@ typedef struct et_device_profile {
     double sparse_unstructured_efficiency; /* fraction of the dense rate on kept FLOPs, unstructured (CSR) */
     double sparse_block_half;              /* block edge at which block-sparse runs at half the dense rate */
     double sparse_2_4_speedup;             /* 2:4 semi-structured speedup over dense; 0 = no sparse units */
+    bool sparse_masked_dense; /* sparse weights run as dense products with a mask (no sparse kernels) */
 } et_device_profile;
 
 int et_device_profile_load(const char *path, et_device_profile *out, et_error *err);

@@ -27,6 +27,7 @@ double et_sparse_bytes_per_weight(const et_sparse_spec *s, double e)
 double et_sparse_rate_factor(const et_device_profile *d, const et_sparse_spec *s)
 {
     if (s->pattern == ET_PATTERN_DENSE || s->density >= 1) return 1;
+    if (d->sparse_masked_dense) return s->density; /* the dense product's time for the kept FLOPs */
     switch (s->pattern) {
     case ET_PATTERN_UNSTRUCTURED:
         return d->sparse_unstructured_efficiency;

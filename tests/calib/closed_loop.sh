@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The calibration loop on this machine's CPU: fit the host-cpu profile to one measured tiny-gpt-cpu run, then
+# The calibration loop on this machine's CPU: fit the host-cpu profile to etcalib bench's microbenchmarks and
+# one measured tiny-gpt-cpu run, then
 # predict three plans the fit never saw (a wider masked-LM encoder, tensor-train layers, a sparse MLP) and
 # run them. Prints every step's error before and after calibration; asserts loose bounds (a shared machine
 # is noisy): after calibration each step within 40%, and closer than before on the whole.
@@ -12,7 +13,8 @@ export OPENBLAS_NUM_THREADS=1
 etsim=$build/sim/etsim etrun=$build/runtime/etrun etcalib=$build/calib/etcalib
 "$etsim" --analytic --quiet --steps 20 --plan-out "$work/fit.json" "$src/scenarios/tiny-gpt-cpu.json" > /dev/null
 "$etrun" --quiet --out "$work/fit-m.json" "$work/fit.json"
-"$etcalib" fit "$work/fit-m.json" --base "$src/scenarios/profiles/host-cpu.json" --out "$work/host-cpu-fitted.json"
+"$etcalib" bench --scenario "$src/scenarios/tiny-gpt-cpu.json" --out "$work/micro.json" 2> /dev/null
+"$etcalib" fit "$work/micro.json" "$work/fit-m.json" --base "$src/scenarios/profiles/host-cpu.json" --out "$work/host-cpu-fitted.json"
 jq '.run.steps = 12' "$src/tests/data/tiny-gpt-tt-plan.json" > "$work/tt.json"
 jq '.run.steps = 12 | .method = {"kind": "sparse", "sparsity": {"mlp": {"density": 0.25, "pattern": "unstructured"}}}' \
   "$src/tests/data/tiny-gpt-plan.json" > "$work/sparse.json"

@@ -1,0 +1,38 @@
+/* calib_bench: microbenchmarks of one backend on the machine at hand, for `etcalib bench` and `etcalib fit`.
+ *   gemm    the backend's linear forward (y = x W^T) over a grid of (M, N, K) and over every distinct GEMM
+ *           shape of a scenario's graph (its expected batch), seconds per product (best of a few)
+ *   stream  the backend's add (out = x + y, 12 bytes a value) over sizes from 4 KiB to 16 MiB
+ *   op overhead  one empty op as etrun brackets it (timer begin and end around a zero-length add)
+ * The result is JSON ({"tool": "etcalib bench", ...}; docs/calibration.md). Progress goes to `progress`
+ * (may be NULL). Errors: out of memory or an unknown backend fill *err. */
+#ifndef ET_CALIB_BENCH_H
+#define ET_CALIB_BENCH_H
+
+#include <jansson.h>
+#include <stdio.h>
+
+#include "et_error.h"
+#include "scenario.h"
+
+json_t *calib_bench_run(const char *backend, const et_scenario *scenario, FILE *progress, et_error *err);
+
+/* A loaded microbenchmark file: samples the fit compares with the profile's et_kernel_time. */
+typedef struct calib_sample {
+    int matrix;          /* 1: a GEMM of m x n x k; 0: a streaming kernel */
+    double m, n, k;      /* GEMM shape */
+    double flops, bytes; /* what the profile's kernel time reads */
+    double seconds;      /* measured */
+} calib_sample;
+
+typedef struct calib_micro {
+    char file[1024];
+    char backend[16];
+    calib_sample *samples;
+    int n_samples;
+} calib_micro;
+
+/* Loads micro.json; refuses another tool's file, non-positive times, a backend other than the profile's kind. */
+int calib_micro_load(const char *path, calib_micro *out, et_error *err);
+void calib_micro_free(calib_micro *m);
+
+#endif
