@@ -5,9 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "batch.h"
 #include "rt_backend.h"
 #include "scenario_graph.h"
-#include "batch.h"
 #include "wall_clock.h"
 
 /* Best of `reps` timings of y = x W^T on the backend (buffers reused). */
@@ -28,7 +28,8 @@ static double time_gemm(rt_backend *be, int m, int n, int k, float *x, float *w,
 
 static json_t *gemm_sample(int m, int n, int k, double s)
 {
-    return json_pack("{s:i, s:i, s:i, s:f, s:f}", "m", m, "n", n, "k", k, "seconds", s, "gflops", 2.0 * m * n * k / s / 1e9);
+    return json_pack("{s:i, s:i, s:i, s:f, s:f}", "m", m, "n", n, "k", k, "seconds", s, "gflops",
+                     2.0 * m * n * k / s / 1e9);
 }
 
 json_t *calib_bench_run(const char *backend, const et_scenario *scenario, FILE *progress, et_error *err)
@@ -59,9 +60,11 @@ json_t *calib_bench_run(const char *backend, const et_scenario *scenario, FILE *
         for (int b = 0; b < 4; b++)
             for (int c = 0; c < 4; c++) {
                 const int m = dims[a], n = dims[b], k = dims[c];
-                if ((double)m * n * k > (1 << 28)) continue; /* the largest products add little and take long */
+                if ((double)m * n * k > (1 << 28))
+                    continue; /* the largest products add little and take long */
                 json_array_append_new(gemm, gemm_sample(m, n, k, time_gemm(be, m, n, k, x, w, y)));
-                if (progress && ++done % 10 == 0) fprintf(progress, "etcalib bench: %d matrix products\n", done);
+                if (progress && ++done % 10 == 0)
+                    fprintf(progress, "etcalib bench: %d matrix products\n", done);
             }
     if (scenario) { /* every distinct GEMM shape of the scenario's graph, at its expected batch */
         et_graph_options o = et_plan_graph_options(scenario);
@@ -72,14 +75,17 @@ json_t *calib_bench_run(const char *backend, const et_scenario *scenario, FILE *
             int n_seen = 0;
             for (int i = 0; i < g.n_ops; i++) {
                 if (g.ops[i].kind != ET_OP_GEMM) continue;
-                const double m = round(et_linear_eval(&g.ops[i].m, &b)), n = round(et_linear_eval(&g.ops[i].n, &b)),
+                const double m = round(et_linear_eval(&g.ops[i].m, &b)),
+                             n = round(et_linear_eval(&g.ops[i].n, &b)),
                              k = round(et_linear_eval(&g.ops[i].k, &b));
-                int dup = m < 1 || n < 1 || k < 1 || m > MAXD || n > MAXD || k > MAXD || m * k > big || k * n > big;
+                int dup =
+                    m < 1 || n < 1 || k < 1 || m > MAXD || n > MAXD || k > MAXD || m * k > big || k * n > big;
                 for (int s = 0; s < n_seen && !dup; s++)
                     dup = seen[s][0] == m && seen[s][1] == n && seen[s][2] == k;
                 if (dup || n_seen == 512) continue;
                 seen[n_seen][0] = m, seen[n_seen][1] = n, seen[n_seen][2] = k, n_seen++;
-                json_array_append_new(gemm, gemm_sample((int)m, (int)n, (int)k, time_gemm(be, (int)m, (int)n, (int)k, x, w, y)));
+                json_array_append_new(gemm, gemm_sample((int)m, (int)n, (int)k,
+                                                        time_gemm(be, (int)m, (int)n, (int)k, x, w, y)));
             }
             if (progress) fprintf(progress, "etcalib bench: %d shapes of %s\n", n_seen, scenario->name);
             et_graph_free(&g);
@@ -96,8 +102,8 @@ json_t *calib_bench_run(const char *backend, const et_scenario *scenario, FILE *
             double t = et_wall_seconds() - t0;
             if (t < best) best = t;
         }
-        json_array_append_new(stream, json_pack("{s:I, s:f, s:f}", "bytes", (json_int_t)(n * 12), "seconds", best,
-                                                "GBps", n * 12 / best / 1e9));
+        json_array_append_new(stream, json_pack("{s:I, s:f, s:f}", "bytes", (json_int_t)(n * 12), "seconds",
+                                                best, "GBps", n * 12 / best / 1e9));
     }
     if (progress) fprintf(progress, "etcalib bench: %zu streaming sizes\n", json_array_size(stream));
     double overhead = 1e30;
@@ -109,10 +115,10 @@ json_t *calib_bench_run(const char *backend, const et_scenario *scenario, FILE *
         double t = et_wall_seconds() - t0;
         if (t < overhead) overhead = t;
     }
-    json_t *out = json_pack("{s:s, s:s, s:s, s:i, s:o, s:o, s:f}", "tool", "etcalib bench", "backend", be->name,
-                            "blas_core", strcmp(be->name, "cpu") == 0 ? rt_cpu_blas_core() : "", "blas_threads",
-                            strcmp(be->name, "cpu") == 0 ? rt_cpu_blas_threads() : 0, "gemm", gemm, "stream", stream,
-                            "op_overhead_s", overhead);
+    json_t *out = json_pack("{s:s, s:s, s:s, s:i, s:o, s:o, s:f}", "tool", "etcalib bench", "backend",
+                            be->name, "blas_core", strcmp(be->name, "cpu") == 0 ? rt_cpu_blas_core() : "",
+                            "blas_threads", strcmp(be->name, "cpu") == 0 ? rt_cpu_blas_threads() : 0, "gemm",
+                            gemm, "stream", stream, "op_overhead_s", overhead);
     be->free(be, x), be->free(be, w), be->free(be, y);
     be->destroy(be);
     return out;
@@ -124,21 +130,28 @@ int calib_micro_load(const char *path, calib_micro *m, et_error *err)
     snprintf(m->file, sizeof m->file, "%s", path);
     json_error_t je;
     json_t *root = json_load_file(path, 0, &je);
-    if (!root) return et_error_set(err, path, je.line, je.column, NULL, "not readable JSON: %s (truncated?)", je.text);
+    if (!root)
+        return et_error_set(err, path, je.line, je.column, NULL, "not readable JSON: %s (truncated?)",
+                            je.text);
     json_t *tool = json_object_get(root, "tool"), *gemm = json_object_get(root, "gemm"),
            *stream = json_object_get(root, "stream"), *backend = json_object_get(root, "backend");
     int rc = 0;
-    if (!json_is_string(tool) || strcmp(json_string_value(tool), "etcalib bench") != 0 || !json_is_array(gemm) ||
-        !json_is_array(stream) || !json_is_string(backend)) {
-        rc = et_error_set(err, path, 0, 0, "$", "not an etcalib bench file (tool, backend, gemm, stream expected)");
+    if (!json_is_string(tool) || strcmp(json_string_value(tool), "etcalib bench") != 0 ||
+        !json_is_array(gemm) || !json_is_array(stream) || !json_is_string(backend)) {
+        rc = et_error_set(err, path, 0, 0, "$",
+                          "not an etcalib bench file (tool, backend, gemm, stream expected)");
     } else {
         snprintf(m->backend, sizeof m->backend, "%s", json_string_value(backend));
         m->samples = calloc(json_array_size(gemm) + json_array_size(stream) + 1, sizeof *m->samples);
         if (!m->samples) rc = et_error_set(err, path, 0, 0, NULL, "out of memory");
         for (size_t i = 0; !rc && i < json_array_size(gemm); i++) {
             json_t *g = json_array_get(gemm, i);
-            calib_sample s = {1, json_number_value(json_object_get(g, "m")), json_number_value(json_object_get(g, "n")),
-                              json_number_value(json_object_get(g, "k")), 0, 0,
+            calib_sample s = {1,
+                              json_number_value(json_object_get(g, "m")),
+                              json_number_value(json_object_get(g, "n")),
+                              json_number_value(json_object_get(g, "k")),
+                              0,
+                              0,
                               json_number_value(json_object_get(g, "seconds"))};
             s.flops = 2 * s.m * s.n * s.k, s.bytes = 4 * (s.m * s.k + s.k * s.n + s.m * s.n);
             if (!(s.seconds > 0) || !isfinite(s.seconds) || s.m < 1 || s.n < 1 || s.k < 1) {
@@ -150,7 +163,12 @@ int calib_micro_load(const char *path, calib_micro *m, et_error *err)
         }
         for (size_t i = 0; !rc && i < json_array_size(stream); i++) {
             json_t *g = json_array_get(stream, i);
-            calib_sample s = {0, 0, 0, 0, 0, json_number_value(json_object_get(g, "bytes")),
+            calib_sample s = {0,
+                              0,
+                              0,
+                              0,
+                              0,
+                              json_number_value(json_object_get(g, "bytes")),
                               json_number_value(json_object_get(g, "seconds"))};
             s.flops = s.bytes / 12; /* one add per value */
             if (!(s.seconds > 0) || !isfinite(s.seconds) || !(s.bytes > 0)) {

@@ -31,7 +31,8 @@ typedef struct calib_micro {
     int n_samples;
 } calib_micro;
 
-/* Loads micro.json; refuses another tool's file, non-positive times, a backend other than the profile's kind. */
+/* Loads micro.json; refuses another tool's file, non-positive times, a backend other than the profile's kind.
+ */
 int calib_micro_load(const char *path, calib_micro *out, et_error *err);
 void calib_micro_free(calib_micro *m);
 

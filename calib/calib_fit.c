@@ -38,7 +38,8 @@ double calib_objective(const calib_data *data, const et_device_profile *d)
         const calib_micro *m = &data->micro[u];
         double g = 0;
         for (int i = 0; i < m->n_samples; i++) {
-            const double e = log(calib_sample_time(&m->samples[i], d, data->precision)) - log(m->samples[i].seconds);
+            const double e =
+                log(calib_sample_time(&m->samples[i], d, data->precision)) - log(m->samples[i].seconds);
             g += e * e;
         }
         f += g / (m->n_samples ? m->n_samples : 1);
@@ -77,7 +78,8 @@ static double eval(const double *x, const calib_data *data, const et_device_prof
     return calib_objective(data, &d);
 }
 
-double calib_fit(const calib_data *data, const et_device_profile *base, et_device_profile *out, int *iterations)
+double calib_fit(const calib_data *data, const et_device_profile *base, et_device_profile *out,
+                 int *iterations)
 {
     const et_precision p = data->precision;
     calib_terms t0 = calib_terms_of(base, p);

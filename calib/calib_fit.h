@@ -8,8 +8,9 @@
  * minimising the time-weighted squared log error of every op's predicted time per step against its
  * measured one, plus the squared log error of every microbenchmark (etcalib bench: each GEMM shape and
  * streaming size counts alike, so small kernels pin the half dimension and the overhead), each run and
- * each microbenchmark file weighing one (Nelder-Mead in log space from the base profile, restarted). Efficiencies stay at most 1: a rate above
- * the datasheet's moves into the peak or the bandwidth (the datasheet was too low for this machine).
+ * each microbenchmark file weighing one (Nelder-Mead in log space from the base profile, restarted).
+ * Efficiencies stay at most 1: a rate above the datasheet's moves into the peak or the bandwidth (the
+ * datasheet was too low for this machine).
  *
  * Contract: runs must be loaded against `base` (calib_run_load); `out` is `base` with the fitted terms. */
 #ifndef ET_CALIB_FIT_H
@@ -34,7 +35,8 @@ typedef struct calib_data {
     et_precision precision;
 } calib_data;
 
-double calib_fit(const calib_data *data, const et_device_profile *base, et_device_profile *out, int *iterations);
+double calib_fit(const calib_data *data, const et_device_profile *base, et_device_profile *out,
+                 int *iterations);
 
 /* The objective for a profile: sum over ops of w (log predicted - log measured)^2, w = measured share. */
 double calib_objective(const calib_data *data, const et_device_profile *d);

@@ -257,9 +257,10 @@ static int cmd_fit(int argc, char **argv)
         if (is_micro) {
             bad = calib_micro_load(inputs[i], &micro[n_micro], &err);
             if (!bad && (strcmp(micro[n_micro].backend, "cpu") == 0) != (base.kind == ET_DEVICE_CPU)) {
-                bad = et_error_set(&err, inputs[i], 0, 0, "$.backend",
-                                   "benchmarked on the %s backend, but the profile \"%s\" describes a %s device",
-                                   micro[n_micro].backend, base.name, et_device_kind_names[base.kind]);
+                bad = et_error_set(
+                    &err, inputs[i], 0, 0, "$.backend",
+                    "benchmarked on the %s backend, but the profile \"%s\" describes a %s device",
+                    micro[n_micro].backend, base.name, et_device_kind_names[base.kind]);
                 calib_micro_free(&micro[n_micro]);
             }
             n_micro += !bad;
@@ -281,9 +282,10 @@ static int cmd_fit(int argc, char **argv)
     int iterations;
     const double before = calib_objective(&data, &base);
     const double after = calib_fit(&data, &base, &fit, &iterations);
-    printf("# etcalib fit: %d run(s), %d microbenchmark file(s), base %s, %d Nelder-Mead iterations, objective "
-           "%.4g -> %.4g\n",
-           n_runs, n_micro, base.name, iterations, before, after);
+    printf(
+        "# etcalib fit: %d run(s), %d microbenchmark file(s), base %s, %d Nelder-Mead iterations, objective "
+        "%.4g -> %.4g\n",
+        n_runs, n_micro, base.name, iterations, before, after);
     printf("%-22s %14s %14s\n", "term", "base", "fitted");
     calib_terms tb = calib_terms_of(&base, p), tf = calib_terms_of(&fit, p);
     printf("%-22s %14.2f %14.2f\n", "GEMM rate [GFLOP/s]", tb.gemm_rate / 1e9, tf.gemm_rate / 1e9);
@@ -309,7 +311,8 @@ static int cmd_fit(int argc, char **argv)
                 worst = fmax(worst, fabs(exp(-e) - 1));
             }
             printf("%-28.28s %-16s %d samples, R^2 (log times) %.3f, largest error %.0f%%\n", micro[u].file,
-                   matrix ? "matrix products" : "streaming", k, ss_tot > 0 ? 1 - ss_res / ss_tot : 0, 100 * worst);
+                   matrix ? "matrix products" : "streaming", k, ss_tot > 0 ? 1 - ss_res / ss_tot : 0,
+                   100 * worst);
         }
     }
     for (int r = 0; r < n_runs; r++) {

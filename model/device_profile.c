@@ -27,8 +27,8 @@ int et_device_profile_load(const char *path, et_device_profile *out, et_error *e
                                            "on_chip_MiB",
                                            "sparse",
                                            NULL};
-    static const char *const sparse_keys[] = {"unstructured_efficiency", "block_half", "semi_structured_2_4_speedup",
-                                              "masked_dense", NULL};
+    static const char *const sparse_keys[] = {"unstructured_efficiency", "block_half",
+                                              "semi_structured_2_4_speedup", "masked_dense", NULL};
     static const char *const peak_keys[] = {"fp32", "tf32", "fp16", "bf16", NULL};
     static const char *const eff_keys[] = {"gemm_max", "gemm_half_dim", "memory", "kernel_overhead_us", NULL};
     json_t *root;

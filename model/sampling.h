@@ -18,8 +18,8 @@
 #ifndef ET_SAMPLING_H
 #define ET_SAMPLING_H
 
-#include "et_error.h"
 #include "batch_shape.h"
+#include "et_error.h"
 #include "length_dist.h"
 #include "model_config.h"
 

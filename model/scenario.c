@@ -624,11 +624,11 @@ int et_scenario_gpus(const et_scenario *s)
 int et_scenario_parse(json_t *root, const char *source, const char *const *extra_keys, et_scenario *out,
                       et_error *err)
 {
-    const char *keys[24] = {"name",   "description", "model",     "method",      "data",
-                            "batch",  "optimizer",   "precision", "parallelism", "cluster",
-                            "target", "simulation"};
+    const char *keys[24] = {"name",      "description", "model",       "method",  "data",   "batch",
+                            "optimizer", "precision",   "parallelism", "cluster", "target", "simulation"};
     int n_keys = 12;
-    for (int i = 0; extra_keys && extra_keys[i] && n_keys < 23; i++) keys[n_keys++] = extra_keys[i];
+    for (int i = 0; extra_keys && extra_keys[i] && n_keys < 23; i++)
+        keys[n_keys++] = extra_keys[i];
     keys[n_keys] = NULL;
     memset(out, 0, sizeof *out);
     snprintf(out->source, sizeof out->source, "%s", source);

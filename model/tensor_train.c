@@ -1,8 +1,8 @@
 #include "tensor_train.h"
 
 #include <math.h>
-#include <stdio.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 static int cap_rank(const int *dims, int d, int k, int max_rank)
@@ -263,7 +263,8 @@ void et_tt_plan_describe(const et_tt_plan *p, const et_tt_shape *tt, char *buf, 
     char names[MAX_NAMES][NAME_LEN];
     int d = tt->d_in + tt->d_out;
     snprintf(names[0], NAME_LEN, "X");
-    for (int k = 0; k < d; k++) snprintf(names[k + 1], NAME_LEN, "G%d", k);
+    for (int k = 0; k < d; k++)
+        snprintf(names[k + 1], NAME_LEN, "G%d", k);
     int id = d + 1;
     for (int s = 0; s < p->steps && id < MAX_NAMES; s++, id++)
         snprintf(names[id], NAME_LEN, "(%.120s %.120s)", names[p->left[s]], names[p->right[s]]);
