@@ -109,7 +109,7 @@ static void add_param(builder *b, int layer, double count, double dense, double 
         g->cap_params = cap;
     }
     et_param *p = &g->params[g->n_params++];
-    snprintf(p->id, sizeof p->id, "%s", name);
+    snprintf(p->id, sizeof p->id, "%.79s", name);
     p->count = count;
     p->dense = dense;
     p->grad_elems = grad_elems;
@@ -237,9 +237,9 @@ static void weight_backward(builder *b, int layer, et_layer_group group, et_line
         for (int c = 0; c < copies; c++)
             for (int k = tt.d_in + tt.d_out - 1; k >= 0; k--) {
                 if (copies > 1)
-                    snprintf(pname, sizeof pname, "%s.%s.core.%d", name, copy_names[c % 3], k);
+                    snprintf(pname, sizeof pname, "%.60s.%s.core.%d", name, copy_names[c % 3], k);
                 else
-                    snprintf(pname, sizeof pname, "%s.core.%d", name, k);
+                    snprintf(pname, sizeof pname, "%.60s.core.%d", name, k);
                 double n = et_tt_core_params(&tt, k);
                 add_param(b, layer, n, n, n, 0, pname);
             }

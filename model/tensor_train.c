@@ -266,7 +266,10 @@ void et_tt_plan_describe(const et_tt_plan *p, const et_tt_shape *tt, char *buf, 
     for (int k = 0; k < d; k++)
         snprintf(names[k + 1], NAME_LEN, "G%d", k);
     int id = d + 1;
-    for (int s = 0; s < p->steps && id < MAX_NAMES; s++, id++)
-        snprintf(names[id], NAME_LEN, "(%.120s %.120s)", names[p->left[s]], names[p->right[s]]);
+    for (int s = 0; s < p->steps && id < MAX_NAMES; s++, id++) {
+        char joined[NAME_LEN]; /* through a copy: a step may name its own slot's former contents */
+        snprintf(joined, sizeof joined, "(%.120s %.120s)", names[p->left[s]], names[p->right[s]]);
+        memcpy(names[id], joined, sizeof joined);
+    }
     snprintf(buf, size, "%s", p->steps ? names[id - 1] : "X");
 }
