@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "batch.h"
+#include "calib_run.h"
 #include "rt_backend.h"
 #include "scenario_graph.h"
 #include "wall_clock.h"
@@ -128,11 +129,8 @@ int calib_micro_load(const char *path, calib_micro *m, et_error *err)
 {
     memset(m, 0, sizeof *m);
     snprintf(m->file, sizeof m->file, "%s", path);
-    json_error_t je;
-    json_t *root = json_load_file(path, 0, &je);
-    if (!root)
-        return et_error_set(err, path, je.line, je.column, NULL, "not readable JSON: %s (truncated?)",
-                            je.text);
+    json_t *root = calib_load_json(path, err);
+    if (!root) return -1;
     json_t *tool = json_object_get(root, "tool"), *gemm = json_object_get(root, "gemm"),
            *stream = json_object_get(root, "stream"), *backend = json_object_get(root, "backend");
     int rc = 0;

@@ -32,15 +32,21 @@ static int positive_time(double t)
     return isfinite(t) && t > 0;
 }
 
+json_t *calib_load_json(const char *path, et_error *err)
+{
+    json_error_t je;
+    json_t *root = json_load_file(path, 0, &je);
+    if (!root)
+        et_error_set(err, path, je.line, je.column, NULL, "not readable JSON: %s (truncated?)", je.text);
+    return root;
+}
+
 int calib_run_load(const char *path, const et_device_profile *profile, calib_run *r, et_error *err)
 {
     memset(r, 0, sizeof *r);
     snprintf(r->file, sizeof r->file, "%s", path);
-    json_error_t je;
-    json_t *root = json_load_file(path, 0, &je);
-    if (!root)
-        return et_error_set(err, path, je.line, je.column, NULL, "not readable JSON: %s (truncated?)",
-                            je.text);
+    json_t *root = calib_load_json(path, err);
+    if (!root) return -1;
     int rc = -1;
     json_t *tool = json_object_get(root, "tool"), *plan_file = json_object_get(root, "plan_file");
     json_t *ops = json_object_get(root, "ops"), *shapes = json_object_get(root, "batch_shapes");

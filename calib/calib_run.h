@@ -11,6 +11,8 @@
 #ifndef ET_CALIB_RUN_H
 #define ET_CALIB_RUN_H
 
+#include <jansson.h>
+
 #include "et_error.h"
 #include "graph.h"
 #include "plan.h"
@@ -28,6 +30,9 @@ typedef struct calib_run {
 
 int calib_run_load(const char *path, const et_device_profile *profile, calib_run *out, et_error *err);
 void calib_run_free(calib_run *r);
+
+/* Loads a JSON file; a file that does not parse (truncated) fills *err with its line and column. */
+json_t *calib_load_json(const char *path, et_error *err);
 
 /* Per op: the profile's predicted seconds per step, median over the measured steps (out: n_ops). */
 void calib_run_predict(const calib_run *r, const et_device_profile *d, double *out);

@@ -10,16 +10,8 @@ etcalib=$build/calib/etcalib
 export OPENBLAS_NUM_THREADS=1
 jq '.run.steps = 4' "$src/tests/data/tiny-gpt-plan.json" > "$work/plan.json"
 "$build/runtime/etrun" --quiet --out "$work/m.json" "$work/plan.json"
-expect() { # text command...
-  local want=$1; shift
-  set +e; "$@" > "$work/out" 2> "$work/err"; local rc=$?; set -e
-  cat "$work/err"
-  [ "$rc" -eq 2 ] || { echo "FAIL: exit $rc, expected 2"; exit 1; }
-  grep -qF -- "$want" "$work/err" || { echo "FAIL: stderr lacks: $want"; exit 1; }
-  [ ! -e "$work/fitted.json" ] || { echo "FAIL: output written"; exit 1; }
-  ls "$work" | grep -q '\.tmp\.' && { echo "FAIL: temporary file left"; exit 1; }
-  echo "ok: $want"
-}
+source "$src/tests/expect_error.sh"
+expect() { expect_error "$work/fitted.json" "$@"; }
 head -c 300 "$work/m.json" > "$work/truncated.json"
 expect "truncated.json" "$etcalib" report "$work/truncated.json"
 jq '.ops[3].ranks[0].median_s = -1' "$work/m.json" > "$work/negative.json"

@@ -14,19 +14,7 @@ variant() {
   cat "$work/variant.json"
 }
 steps() { variant "$1" ".run.steps = $2"; }
-expect_error() { # expected-text command... : exit 2, message on stderr, no measured.json
-  local want=$1; shift
-  set +e
-  "$@" > "$work/out" 2> "$work/err"
-  local rc=$?
-  set -e
-  cat "$work/err"
-  [ "$rc" -eq 2 ] || { echo "FAIL: exit status $rc, expected 2"; exit 1; }
-  grep -qF -- "$want" "$work/err" || { echo "FAIL: stderr lacks: $want"; exit 1; }
-  [ ! -e "$work/measured.json" ] || { echo "FAIL: measured.json was written"; exit 1; }
-  ls "$work" | grep -q '\.tmp\.' && { echo "FAIL: temporary file left"; exit 1; }
-  echo "ok: $want"
-}
+source "$src/tests/expect_error.sh"
 case $mode in
   train-bert) # 600 steps: a model that only learns token frequencies stays at 0.99 of the start
     "$etrun" --quiet --out "$work/m.json" "$bert"
@@ -91,23 +79,23 @@ case $mode in
     "$check" ops "$work/m.json" 1
     rm "$work/m.json"
     "$build/tests/make_tokens" "$work/tokens.bin" 64 500 corrupt
-    cd "$work" && expect_error "the header promises" "$etrun" --quiet --out "$work/measured.json" "$work/p.json" ;;
+    cd "$work" && expect_error "$work/measured.json" "the header promises" "$etrun" --quiet --out "$work/measured.json" "$work/p.json" ;;
   errors)
     cd "$work"
     printf '{"name": "x",' > bad.json
-    expect_error "invalid JSON" "$etrun" --out "$work/measured.json" bad.json
+    expect_error "$work/measured.json" "invalid JSON" "$etrun" --out "$work/measured.json" bad.json
     variant "$bert" '.run.stpes = 3' > typo.json
-    expect_error '$.run.stpes: unknown key "stpes" (did you mean "steps"?)' "$etrun" --out "$work/measured.json" typo.json
+    expect_error "$work/measured.json" '$.run.stpes: unknown key "stpes" (did you mean "steps"?)' "$etrun" --out "$work/measured.json" typo.json
     variant "$gpt" ".run.data = {\"source\": \"file\", \"file\": \"$work/none.bin\"}" > nofile.json
-    expect_error "cannot open the token file" "$etrun" --out "$work/measured.json" nofile.json
-    expect_error "do not divide across 3 ranks" mpi 3 "$etrun" --out "$work/measured.json" "$bert"
+    expect_error "$work/measured.json" "cannot open the token file" "$etrun" --out "$work/measured.json" nofile.json
+    expect_error "$work/measured.json" "do not divide across 3 ranks" mpi 3 "$etrun" --out "$work/measured.json" "$bert"
     variant "$bert" '.model.loss_head = "mlm_nsp"' > nsp.json
-    expect_error '"mlm_nsp" is not supported yet' "$etrun" --out "$work/measured.json" nsp.json
+    expect_error "$work/measured.json" '"mlm_nsp" is not supported yet' "$etrun" --out "$work/measured.json" nsp.json
     variant "$bert" '.precision = "fp16" | .cluster.device = "a100-sxm4-80gb"' > fp16.json
-    expect_error "the CPU backend trains in fp32" "$etrun" --out "$work/measured.json" fp16.json
-    expect_error 'no backend "cuda" in this build' "$etrun" --backend cuda --out "$work/measured.json" "$bert"
+    expect_error "$work/measured.json" "the CPU backend trains in fp32" "$etrun" --out "$work/measured.json" fp16.json
+    expect_error "$work/measured.json" 'no backend "cuda" in this build' "$etrun" --backend cuda --out "$work/measured.json" "$bert"
     variant "$bert" '.run.backend = "tpu"' > tpu.json
-    expect_error '$.run.backend' "$etrun" --out "$work/measured.json" tpu.json ;;
+    expect_error "$work/measured.json" '$.run.backend' "$etrun" --out "$work/measured.json" tpu.json ;;
   plan-out) # etsim writes the plan; etrun runs it on 2 ranks; measured ops line up with predicted ones by id
     "$build/sim/etsim" --quiet --steps 8 --plan-out "$work/plan.json" --json "$work/predicted.json" "$src/scenarios/tiny-gpt-cpu.json" > /dev/null
     mpi 2 "$etrun" --quiet --out "$work/measured.json" "$work/plan.json"
