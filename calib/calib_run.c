@@ -2,6 +2,7 @@
 
 #include <jansson.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -154,4 +155,26 @@ void calib_run_predict(const calib_run *r, const et_device_profile *d, double *o
         out[i] = et_quantile(col, r->steps, 0.5);
     }
     free(col);
+}
+
+int calib_run_op_scales(const calib_run *r, et_op_scales *out, et_error *err)
+{
+    const int n = r->graph.n_ops;
+    double *pred = malloc((size_t)n * sizeof *pred);
+    out->id = malloc((size_t)n * sizeof *out->id);
+    out->factor = malloc((size_t)n * sizeof *out->factor);
+    out->n = 0;
+    if (!pred || !out->id || !out->factor) {
+        free(pred);
+        et_op_scales_free(out);
+        return et_error_set(err, r->file, 0, 0, NULL, "out of memory");
+    }
+    calib_run_predict(r, &r->plan.s.cluster.device, pred);
+    for (int i = 0; i < n; i++) {
+        if (!(pred[i] > 0) || !(r->measured[i] > 0)) continue;
+        snprintf(out->id[out->n], sizeof out->id[0], "%s", r->graph.ops[i].id);
+        out->factor[out->n++] = r->measured[i] / pred[i];
+    }
+    free(pred);
+    return 0;
 }

@@ -37,6 +37,10 @@ json_t *calib_load_json(const char *path, et_error *err);
 /* Per op: the profile's predicted seconds per step, median over the measured steps (out: n_ops). */
 void calib_run_predict(const calib_run *r, const et_device_profile *d, double *out);
 
+/* Per op with a modelled and a measured time: measured / modelled under the run's own profile, by op id
+ * (for etsim --op-times). Fails only when out of memory. */
+int calib_run_op_scales(const calib_run *r, et_op_scales *out, et_error *err);
+
 /* The op class report and fits group by: matrix products (GEMM, tensor train), attention, element-wise
  * (element-wise, embedding, loss), optimizer. */
 typedef enum {

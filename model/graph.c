@@ -86,6 +86,10 @@ static et_op *add_op(builder *b, et_op_kind kind, et_phase phase, int layer, con
     op->layer = layer;
     op->grad_first = g->n_params;
     op->kernels = 1;
+    op->time_scale = 1;
+    const et_op_scales *sc = g->options.op_scales;
+    for (int i = 0; sc && i < sc->n; i++)
+        if (strcmp(sc->id[i], op->id) == 0) op->time_scale = sc->factor[i];
     op->group = ET_GROUP_COUNT; /* no weights */
     return op;
 }
@@ -628,5 +632,5 @@ double et_op_time(const et_op *op, const et_batch_shape *b, const et_device_prof
     }
     double t_compute = flops > 0 ? flops / rate : 0;
     double t_memory = bytes / (d->memory_bandwidth * d->memory_efficiency);
-    return fmax(t_compute, t_memory) + overhead;
+    return (fmax(t_compute, t_memory) + overhead) * op->time_scale;
 }

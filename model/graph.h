@@ -22,6 +22,7 @@
 #include "et_error.h"
 #include "method.h"
 #include "model_config.h"
+#include "op_scales.h"
 #include "optimizer.h"
 
 typedef enum {
@@ -58,6 +59,7 @@ typedef struct et_op {
     et_sparse_spec sparse; /* pattern ET_PATTERN_DENSE unless a sparse weight product */
     int grad_first;        /* index into graph->params */
     int grad_count;
+    double time_scale; /* measured / modelled time of this op on this device (etsim --op-times), else 1 */
 } et_op;
 
 typedef struct et_param {
@@ -81,6 +83,7 @@ typedef struct et_graph_options {
     const et_method *method; /* NULL = dense */
     double tokens_hint;      /* tokens per micro-batch the tensor-train contraction orders are chosen for */
     int tt_rank;             /* tensor-train rank of this phase (0 = the method's) */
+    const et_op_scales *op_scales; /* NULL: every op at the cost model's time */
 } et_graph_options;
 
 typedef struct et_graph {
@@ -109,8 +112,8 @@ int et_graph_find(const et_graph *g, const char *id);
 /* Total parameters of the full model (t = 1, one stage). */
 double et_model_param_count(const et_model_config *model);
 
-/* Cost of one op for a batch on a device: FLOPs, bytes and roofline seconds (TP all-reduce: 0 s, it is
- * communication and is costed by the collectives model). */
+/* Cost of one op for a batch on a device: FLOPs, bytes and roofline seconds, times the op's time_scale
+ * (TP all-reduce: 0 s, it is communication and is costed by the collectives model). */
 double et_op_time(const et_op *op, const et_batch_shape *b, const et_device_profile *d, et_precision p);
 
 #endif

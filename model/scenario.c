@@ -675,7 +675,14 @@ int et_scenario_load(const char *path, et_scenario *out, et_error *err)
     return rc;
 }
 
+void et_op_scales_free(et_op_scales *s)
+{
+    free(s->id), free(s->factor);
+    s->id = NULL, s->factor = NULL, s->n = 0;
+}
+
 void et_scenario_free(et_scenario *s)
 {
     et_length_dist_free(&s->data.lengths);
+    et_op_scales_free(&s->op_scales);
 }

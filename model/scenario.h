@@ -19,6 +19,7 @@
 #include "length_dist.h"
 #include "method.h"
 #include "model_config.h"
+#include "op_scales.h"
 #include "optimizer.h"
 #include "sampling.h"
 
@@ -95,6 +96,7 @@ typedef struct et_scenario {
         unsigned long long seed;
         double straggler_sigma; /* lognormal sigma of per-rank compute noise, 0 = none */
     } simulation;
+    et_op_scales op_scales; /* etsim --op-times: measured / modelled per op id (owned; n = 0: none) */
 } et_scenario;
 
 int et_scenario_load(const char *path, et_scenario *out, et_error *err);

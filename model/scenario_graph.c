@@ -15,6 +15,7 @@ et_graph_options et_scenario_graph_options(const et_scenario *s, int stage)
         .clip_global = s->optimizer.clip == ET_CLIP_AFTER_ALLREDUCE,
         .method = &s->method,
         .tt_rank = 0,
+        .op_scales = s->op_scales.n ? &s->op_scales : NULL,
     };
     if (s->method.kind == ET_METHOD_TENSOR_TRAIN) o.tokens_hint = et_batch_expected(s).tokens;
     return o;

@@ -5,11 +5,13 @@
 
 #include "analytic.h"
 #include "atomic_file.h"
+#include "calib_run.h"
 #include "collective_bench.h"
 #include "compare.h"
-#include "platform.h"
-#include "report.h"
 #include "plan.h"
+#include "platform.h"
+#include "quantile.h"
+#include "report.h"
 #include "scenario.h"
 #include "step_sim.h"
 #include <unistd.h>
@@ -19,30 +21,33 @@
 
 static void usage(FILE *out)
 {
-    fputs("usage: etsim [options] scenario.json\n"
-          "  --analytic        closed-form estimate only (fast); default: simulate with SimGrid\n"
-          "  --json FILE       write the report as JSON (atomically)\n"
-          "  --steps N         simulated steps (default: the scenario's simulation.steps)\n"
-          "  --seed N          random seed (default: the scenario's simulation.seed)\n"
-          "  --trace FILE      Chrome trace-event JSON of the last simulated step (opens in Perfetto)\n"
-          "  --trace-ranks K   ranks kept in the trace, sampled evenly (default 64)\n"
-          "  --platform-out FILE  write the generated SimGrid platform XML\n"
-          "  --plan-out FILE   write a plan etrun can execute (the scenario plus a \"run\" section)\n"
-          "  --detailed-collectives  play rings step by step (slow; for validating the fluid form)\n"
-          "  --all-flows       play every flow (no mirroring of identical flows alone on their links)\n"
-          "  --no-overlap      start gradient collectives only after backward\n"
-          "  --quiet           no progress output\n"
-          "  --stats           the simulator's own cost on stderr: wall times, flows modelled and played\n"
-          "  --top-ops N       also list the N most expensive ops of one micro-batch\n"
-          "  --compare A.json B.json  both scenarios side by side with the speedup of each part\n"
-          "  --collective OP   benchmark one collective (allreduce, reduce_scatter, allgather) on the\n"
-          "                    data-parallel GPUs instead of training, nccl-tests style\n"
-          "  --algo A          with --collective: auto, ring, tree or hierarchical (default auto)\n"
-          "  --min-bytes N, --max-bytes N, --step-factor F   sizes for --collective (1M, 1G, 4)\n"
-          "  --help            this text\n"
-          "exit status: 0 ok, 2 bad input, 3 the plan does not fit in device memory, 4 a collective\n"
-          "benchmark deviates from its closed form, 1 other errors\n",
-          out);
+    fputs(
+        "usage: etsim [options] scenario.json\n"
+        "  --analytic        closed-form estimate only (fast); default: simulate with SimGrid\n"
+        "  --json FILE       write the report as JSON (atomically)\n"
+        "  --steps N         simulated steps (default: the scenario's simulation.steps)\n"
+        "  --seed N          random seed (default: the scenario's simulation.seed)\n"
+        "  --trace FILE      Chrome trace-event JSON of the last simulated step (opens in Perfetto)\n"
+        "  --trace-ranks K   ranks kept in the trace, sampled evenly (default 64)\n"
+        "  --platform-out FILE  write the generated SimGrid platform XML\n"
+        "  --plan-out FILE   write a plan etrun can execute (the scenario plus a \"run\" section)\n"
+        "  --op-times FILE   scale each op's modelled time by measured/modelled from etrun's measured.json\n"
+        "                    (a step measured on one device of the scenario's kind predicts the cluster)\n"
+        "  --detailed-collectives  play rings step by step (slow; for validating the fluid form)\n"
+        "  --all-flows       play every flow (no mirroring of identical flows alone on their links)\n"
+        "  --no-overlap      start gradient collectives only after backward\n"
+        "  --quiet           no progress output\n"
+        "  --stats           the simulator's own cost on stderr: wall times, flows modelled and played\n"
+        "  --top-ops N       also list the N most expensive ops of one micro-batch\n"
+        "  --compare A.json B.json  both scenarios side by side with the speedup of each part\n"
+        "  --collective OP   benchmark one collective (allreduce, reduce_scatter, allgather) on the\n"
+        "                    data-parallel GPUs instead of training, nccl-tests style\n"
+        "  --algo A          with --collective: auto, ring, tree or hierarchical (default auto)\n"
+        "  --min-bytes N, --max-bytes N, --step-factor F   sizes for --collective (1M, 1G, 4)\n"
+        "  --help            this text\n"
+        "exit status: 0 ok, 2 bad input, 3 the plan does not fit in device memory, 4 a collective\n"
+        "benchmark deviates from its closed form, 1 other errors\n",
+        out);
 }
 
 typedef struct options {
@@ -54,6 +59,7 @@ typedef struct options {
     sim_options sim;
     const char *platform_out;
     const char *plan_out;
+    const char *op_times;     /* --op-times measured.json */
     const char *compare_with; /* --compare: the second scenario */
     long long top_ops;
     int collective; /* -1: train */
@@ -119,6 +125,8 @@ static int parse_args(int argc, char **argv, options *o)
             if (file_arg(argc, argv, &i, &o->platform_out)) return -1;
         } else if (strcmp(a, "--plan-out") == 0) {
             if (file_arg(argc, argv, &i, &o->plan_out)) return -1;
+        } else if (strcmp(a, "--op-times") == 0) {
+            if (file_arg(argc, argv, &i, &o->op_times)) return -1;
         } else if (strcmp(a, "--steps") == 0) {
             if (number_arg(argc, argv, &i, 1, 10000, &v)) return -1;
             o->sim.steps = (int)v;
@@ -187,6 +195,42 @@ static void print_error(const et_error *err)
 }
 
 /* Loads a scenario and applies the command line's overrides; returns an exit status. */
+/* --op-times: the measured run's factors (measured / modelled on its own device) on the scenario's ops. */
+static int apply_op_times(const options *o, et_scenario *s)
+{
+    et_error err;
+    calib_run run;
+    if (calib_run_load(o->op_times, NULL, &run, &err)) {
+        print_error(&err);
+        et_scenario_free(s);
+        return EXIT_INPUT;
+    }
+    int rc = 0;
+    if (strcmp(run.plan.s.cluster.device.name, s->cluster.device.name) != 0) {
+        et_error_set(
+            &err, o->op_times, 0, 0, "$.plan_file",
+            "measured on device %s, but the scenario runs on %s: op times carry over only to the same "
+            "device",
+            run.plan.s.cluster.device.name, s->cluster.device.name);
+        rc = EXIT_INPUT;
+    } else if (calib_run_op_scales(&run, &s->op_scales, &err)) {
+        rc = 1;
+    }
+    if (rc) {
+        print_error(&err);
+        et_scenario_free(s);
+    } else if (!o->quiet) {
+        double *f = malloc((size_t)(s->op_scales.n ? s->op_scales.n : 1) * sizeof *f);
+        memcpy(f, s->op_scales.factor, (size_t)s->op_scales.n * sizeof *f);
+        fprintf(stderr,
+                "etsim: --op-times: %d ops of %s scaled by measured/modelled (median %.3f, from %s)\n",
+                s->op_scales.n, run.plan.s.name, et_quantile(f, s->op_scales.n, 0.5), o->op_times);
+        free(f);
+    }
+    calib_run_free(&run);
+    return rc;
+}
+
 static int load(const options *o, const char *path, et_scenario *s)
 {
     et_error err;
@@ -196,7 +240,7 @@ static int load(const options *o, const char *path, et_scenario *s)
     }
     if (o->seed >= 0) s->simulation.seed = (unsigned long long)o->seed;
     if (o->sim.force_no_overlap) s->parallel.overlap = false;
-    return 0;
+    return o->op_times ? apply_op_times(o, s) : 0;
 }
 
 /* Loads, estimates and (unless analytic) simulates one scenario; returns an exit status. */
