@@ -2,7 +2,7 @@
  * reference beside each fast kernel): GELU, layer norm, softmax, cross-entropy, forward and backward, on
  * random inputs whose sizes are not multiples of any vector width; and its fused optimizer updates and
  * glue against plain double loops. Tolerances are fp32 rounding of a few operations (relative 1e-5 of the
- * output's scale) and the polynomial exp (2e-7 relative). */
+ * output's scale) and the polynomial exp (2e-7 relative); GELU's backward 5e-6, its tanh being rational. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,7 +71,7 @@ static void check_gelu(void)
     rt_gelu_fwd_f(x.f, y.f, n), rt_gelu_fwd_d(x.d, y.d, n);
     rt_gelu_bwd_f(x.f, dy.f, dx.f, n), rt_gelu_bwd_d(x.d, dy.d, dx.d, n);
     CLOSE(y, 2e-6, "gelu forward");
-    CLOSE(dx, 2e-6, "gelu backward");
+    CLOSE(dx, 5e-6, "gelu backward"); /* the rational tanh: 3.4e-6 measured */
     drop(&x), drop(&y), drop(&dy), drop(&dx);
 }
 
