@@ -102,16 +102,18 @@ double et_gemm_efficiency(const et_device_profile *d, double m, double n, double
     return e;
 }
 
+double et_roofline_time(const et_device_profile *d, double rate, double flops, double bytes, double kernels)
+{
+    if (flops <= 0 && bytes <= 0) return 0;
+    double t_compute = flops > 0 ? flops / rate : 0;
+    double t_memory = bytes / (d->memory_bandwidth * d->memory_efficiency);
+    return fmax(t_compute, t_memory) + d->kernel_overhead_s * kernels;
+}
+
 double et_kernel_time(const et_device_profile *d, et_precision prec, int matrix, double flops, double bytes,
                       double gemm_m, double gemm_n, double gemm_k)
 {
-    if (flops <= 0 && bytes <= 0) return 0;
-    double t_compute = 0;
-    if (flops > 0) {
-        double rate = matrix ? d->peak_flops[prec] * et_gemm_efficiency(d, gemm_m, gemm_n, gemm_k)
-                             : d->vector_flops * d->memory_efficiency;
-        t_compute = flops / rate;
-    }
-    double t_memory = bytes / (d->memory_bandwidth * d->memory_efficiency);
-    return fmax(t_compute, t_memory) + d->kernel_overhead_s;
+    double rate = matrix ? d->peak_flops[prec] * et_gemm_efficiency(d, gemm_m, gemm_n, gemm_k)
+                         : d->vector_flops * d->memory_efficiency;
+    return et_roofline_time(d, rate, flops, bytes, 1);
 }

@@ -45,6 +45,11 @@ int et_device_profile_load(const char *path, et_device_profile *out, et_error *e
 /* Efficiency of an M x N x K matrix product on this device (0..1). */
 double et_gemm_efficiency(const et_device_profile *d, double m, double n, double k);
 
+/* The one roofline of ET's costs: max(flops / rate, bytes / (bandwidth x memory efficiency)) plus the launch
+ * overhead of `kernels` kernels (0 when nothing moves or computes). et_kernel_time and graph.h's et_op_time
+ * choose the rate and call it. */
+double et_roofline_time(const et_device_profile *d, double rate, double flops, double bytes, double kernels);
+
 /* Roofline time of a kernel; `matrix` selects the matrix-unit peak of `prec` (else vector_flops). */
 double et_kernel_time(const et_device_profile *d, et_precision prec, int matrix, double flops, double bytes,
                       double gemm_m, double gemm_n, double gemm_k);

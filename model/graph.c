@@ -602,13 +602,13 @@ double et_op_time(const et_op *op, const et_batch_shape *b, const et_device_prof
 {
     double flops = et_linear_eval(&op->flops, b), bytes = et_linear_eval(&op->bytes, b);
     if (op->kind == ET_OP_TP_ALLREDUCE || (flops <= 0 && bytes <= 0)) return 0;
-    double overhead = d->kernel_overhead_s * op->kernels;
+    double kernels = op->kernels;
     if (d->kind == ET_DEVICE_DATAFLOW) {
         /* fused, pipelined execution: no launches, and intermediates stay on chip as long as the op's
          * activations fit; weights still stream from device memory */
         double activations = bytes - op->weight_bytes;
         if (activations <= d->on_chip_bytes) bytes = op->weight_bytes;
-        overhead = 0;
+        kernels = 0;
     }
     double rate; /* FLOP/s */
     switch (op->kind) {
@@ -630,7 +630,5 @@ double et_op_time(const et_op *op, const et_batch_shape *b, const et_device_prof
         rate = d->vector_flops * d->memory_efficiency;
         break;
     }
-    double t_compute = flops > 0 ? flops / rate : 0;
-    double t_memory = bytes / (d->memory_bandwidth * d->memory_efficiency);
-    return (fmax(t_compute, t_memory) + overhead) * op->time_scale;
+    return et_roofline_time(d, rate, flops, bytes, kernels) * op->time_scale;
 }
