@@ -96,9 +96,8 @@ int rt_model_init(rt_model *m, const et_scenario *s, rt_backend *be, unsigned lo
     m->T_cap = (int)(s->batch.local * s->data.seq_len);
     m->P_cap = m->T_cap;
     if (alloc_state(m, err)) return -1;
-    /* buckets over the dense layout: element counts are what the runtime reduces */
-    for (int i = 0; i < m->graph.n_params; i++)
-        m->graph.params[i].grad_elems = m->graph.params[i].dense;
+    /* the model's buckets (cut by the gradient bytes the cost model reduces, kept values for sparse plans
+     * unless they reduce dense gradients); each is reduced as its dense slice, the layout etrun holds */
     if (et_buckets_build(&m->graph, s->parallel.bucket_bytes, 4, &m->buckets, &m->n_buckets, err)) return -1;
     if (rt_acts_alloc(m, err) || bind_named_params(m, err)) return -1;
     if (rt_init_params(m, err)) return -1;
