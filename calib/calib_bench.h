@@ -37,3 +37,11 @@ int calib_micro_load(const char *path, calib_micro *out, et_error *err);
 void calib_micro_free(calib_micro *m);
 
 #endif
+
+/* Public measurements in the calibset CSV format (docs/calibration.md; shared/data/calibration): gemm.csv
+ * rows (gpu, dtype, batch, M, N, K, value in TFLOP/s) become matrix samples, memory.csv rows of category
+ * HBM (value in TB/s) streaming samples of 1 GiB. Rows are kept when `gpu` contains one of the '|'-separated
+ * names in gpu_filter and (gemm) the dtype names `precision`; rows with ranges instead of numbers are
+ * skipped. Fails when the file is neither table or nothing matches. */
+int calib_micro_load_csv(const char *path, const char *gpu_filter, const char *precision, calib_micro *out,
+                         et_error *err);

@@ -29,7 +29,8 @@
 static const char usage[] =
     "usage: etcalib bench [--backend cpu] [--scenario s.json] --out micro.json\n"
     "       etcalib report measured.json [--profile P.json] [--csv F] [--top N]\n"
-    "       etcalib fit micro.json|measured.json ... --base P.json --out Q.json\n"
+    "       etcalib fit micro.json|measured.json|table.csv ... --base P.json --out Q.json\n"
+    "                   [--gpu NAME[|NAME...] --precision P]   (for calibset .csv tables)\n"
     "  bench:  matrix products over a grid of shapes and the scenario's shapes, streaming kernels over\n"
     "          sizes, the per-op overhead, on this machine (pin it and set OPENBLAS_NUM_THREADS).\n"
     "  report: the cost model's prediction beside each measurement (the plan's profile, or P), the step\n"
@@ -179,10 +180,10 @@ static json_t *fitted_json(const char *base_path, const et_device_profile *fit, 
     struct tm tm;
     gmtime_r(&now, &tm);
     strftime(date, sizeof date, "%Y-%m-%d", &tm);
-    int at = snprintf(
-        source, sizeof source,
-        "Calibrated by etcalib fit on %s, %s, ET commit %s, from base profile %s and measured runs:", host,
-        date, ET_GIT_COMMIT, base_path);
+    int at =
+        snprintf(source, sizeof source,
+                 "Calibrated by etcalib fit on %s, %s, ET commit %s, from base profile %s and inputs:", host,
+                 date, ET_GIT_COMMIT, base_path);
     for (int i = 0; i < n && at < (int)sizeof source - 8; i++)
         at += snprintf(source + at, sizeof source - (size_t)at, " %s", inputs[i]);
     snprintf(source + (at < (int)sizeof source ? at : 0),
@@ -214,10 +215,14 @@ static int same_file(const char *a, const char *b)
 
 static int cmd_fit(int argc, char **argv)
 {
-    const char *inputs[MAX_RUNS], *base_path = NULL, *out_path = NULL;
+    const char *inputs[MAX_RUNS], *base_path = NULL, *out_path = NULL, *gpu = NULL, *precision_name = NULL;
     int n = 0;
     for (int i = 0; i < argc; i++) {
-        if (strcmp(argv[i], "--base") == 0 && i + 1 < argc) {
+        if (strcmp(argv[i], "--gpu") == 0 && i + 1 < argc) {
+            gpu = argv[++i];
+        } else if (strcmp(argv[i], "--precision") == 0 && i + 1 < argc) {
+            precision_name = argv[++i];
+        } else if (strcmp(argv[i], "--base") == 0 && i + 1 < argc) {
             base_path = argv[++i];
         } else if (strcmp(argv[i], "--out") == 0 && i + 1 < argc) {
             out_path = argv[++i];
@@ -246,10 +251,35 @@ static int cmd_fit(int argc, char **argv)
         fail(&err);
         return EXIT_INPUT;
     }
+    int precision = -1;
+    for (int p = 0; precision_name && p < ET_PRECISION_COUNT; p++)
+        if (strcmp(precision_name, et_precision_names[p]) == 0) precision = p;
+    if (precision_name && precision < 0) {
+        fprintf(stderr, "etcalib fit: --precision is one of fp32, tf32, fp16, bf16, not \"%s\"\n",
+                precision_name);
+        return EXIT_INPUT;
+    }
     calib_run runs[MAX_RUNS];
     calib_micro micro[MAX_RUNS];
     int n_runs = 0, n_micro = 0, bad = 0;
     for (int i = 0; i < n && !bad; i++) {
+        const size_t len = strlen(inputs[i]);
+        if (len > 4 && strcmp(inputs[i] + len - 4, ".csv") == 0) { /* a public table */
+            if (!gpu || precision < 0) {
+                fprintf(stderr, "etcalib fit: a .csv table needs --gpu NAME[|NAME...] and --precision P\n");
+                bad = 1;
+                err.text[0] = 0;
+                break;
+            }
+            bad = calib_micro_load_csv(inputs[i], gpu, et_precision_names[precision], &micro[n_micro], &err);
+            if (!bad && base.kind == ET_DEVICE_CPU)
+                bad = et_error_set(&err, inputs[i], 0, 0, NULL,
+                                   "public GPU measurements, but the profile \"%s\" "
+                                   "describes a cpu device",
+                                   base.name);
+            n_micro += !bad;
+            continue;
+        }
         json_t *peek = json_load_file(inputs[i], 0, NULL);
         const char *tool = json_string_value(json_object_get(peek, "tool"));
         const int is_micro = tool && strcmp(tool, "etcalib bench") == 0;
@@ -270,14 +300,16 @@ static int cmd_fit(int argc, char **argv)
         }
     }
     if (bad) {
-        fail(&err);
+        if (err.text[0]) fail(&err);
         for (int i = 0; i < n_runs; i++)
             calib_run_free(&runs[i]);
         for (int i = 0; i < n_micro; i++)
             calib_micro_free(&micro[i]);
         return EXIT_INPUT;
     }
-    const et_precision p = n_runs ? runs[0].plan.s.precision : ET_FP32;
+    const et_precision p = n_runs           ? runs[0].plan.s.precision
+                           : precision >= 0 ? (et_precision)precision
+                                            : ET_FP32;
     calib_data data = {runs, n_runs, micro, n_micro, p};
     int iterations;
     const double before = calib_objective(&data, &base);
