@@ -149,18 +149,13 @@ double calib_fit(const calib_data *data, const et_device_profile *base, et_devic
     int best = 0;
     for (int v = 1; v <= NT; v++)
         if (f[v] < f[best]) best = v;
-    /* a term the data do not constrain (no element-wise samples, say) goes back to the base profile's value:
-     * moving it by a factor of 1.5 either way changes the objective by less than one part in 1e9 */
-    const double f_best = f[best];
+    /* a term the data do not constrain (no element-wise samples, say) goes back to the base profile's value
+     * when that leaves the objective unchanged to one part in 1e9 */
     for (int k = 0; k < NT; k++) {
         double x[NT];
         memcpy(x, simplex[best], sizeof x);
-        x[k] += 0.4;
-        const double up = eval(x, data, base, p);
-        x[k] -= 0.8;
-        const double down = eval(x, data, base, p);
-        if (fabs(up - f_best) <= 1e-9 * (f_best + 1e-30) && fabs(down - f_best) <= 1e-9 * (f_best + 1e-30))
-            simplex[best][k] = origin[k];
+        x[k] = origin[k];
+        if (fabs(eval(x, data, base, p) - f[best]) <= 1e-9 * (f[best] + 1e-30)) simplex[best][k] = origin[k];
     }
     *out = *base;
     calib_terms t;
