@@ -1,7 +1,7 @@
 /* etcalib: measured runs against the cost model, and device profiles fitted to them. Only this file prints
  * and exits.
  *   etcalib bench [--backend cpu] [--scenario s.json] --out micro.json
- *   etcalib report measured.json [--profile P.json] [--csv F] [--top N]
+ *   etcalib report measured.json [--profile P.json] [--csv F] [--plot F.png] [--top N]
  *   etcalib fit micro.json|measured.json ... --base P.json --out Q.json
  * Exit status: 0 ok, 2 bad input (nothing written), 1 other errors. */
 #define _POSIX_C_SOURCE 200809L
@@ -28,7 +28,7 @@
 
 static const char usage[] =
     "usage: etcalib bench [--backend cpu] [--scenario s.json] --out micro.json\n"
-    "       etcalib report measured.json [--profile P.json] [--csv F] [--top N]\n"
+    "       etcalib report measured.json [--profile P.json] [--csv F] [--plot F.png] [--top N]\n"
     "       etcalib fit micro.json|measured.json|table.csv ... --base P.json --out Q.json\n"
     "                   [--gpu NAME[|NAME...] --precision P]   (for calibset .csv tables)\n"
     "  bench:  matrix products over a grid of shapes and the scenario's shapes, streaming kernels over\n"
@@ -76,18 +76,69 @@ static int by_time(const void *a, const void *b)
     return (x < y) - (x > y);
 }
 
+/* Measured against predicted per op, one colour per class, log-log with the diagonal, through gnuplot
+ * (Debian's gnuplot-nox) when it is on the PATH; without it the report says so and stays complete. */
+static int write_plot(const calib_run *r, const double *pred, const char *png)
+{
+    if (system("command -v gnuplot > /dev/null 2>&1") != 0) {
+        fprintf(stderr,
+                "etcalib report: no gnuplot on the PATH (Debian: apt-get install gnuplot-nox), so no plot; "
+                "the report above is complete\n");
+        return 0;
+    }
+    char dat[1024], tmp_png[1024], cmd[4096];
+    snprintf(dat, sizeof dat, "%.900s.tmp.%ld.dat", png, (long)getpid());
+    snprintf(tmp_png, sizeof tmp_png, "%.900s.tmp.%ld.png", png, (long)getpid());
+    FILE *f = fopen(dat, "w");
+    if (!f) {
+        fprintf(stderr, "etcalib report: cannot write %s\n", dat);
+        return 1;
+    }
+    for (int c = 0; c < CALIB_CLASS_COUNT; c++) { /* one data block per class */
+        fprintf(f, "# %s\n", calib_class_names[c]);
+        int any = 0;
+        for (int i = 0; i < r->graph.n_ops; i++)
+            if ((int)calib_class_of(r->graph.ops[i].kind) == c && r->measured[i] > 0 && pred[i] > 0)
+                fprintf(f, "%.6g %.6g\n", pred[i] * 1e3, r->measured[i] * 1e3), any = 1;
+        if (!any) fprintf(f, "nan nan\n");
+        fprintf(f, "\n\n");
+    }
+    fclose(f);
+    snprintf(cmd, sizeof cmd,
+             "gnuplot -e \"set terminal pngcairo size 900,700; set output '%s'; set logscale xy; set grid; "
+             "set key left top; set xlabel 'predicted [ms per step]'; set ylabel 'measured [ms per step]'; "
+             "set title '%s: measured against predicted, per op'; "
+             "plot '%s' index 0 title 'matrix products' pt 7, '' index 1 title 'attention' pt 5, "
+             "'' index 2 title 'element-wise' pt 9, '' index 3 title 'optimizer' pt 11, x title 'measured = "
+             "predicted' lw 2\" "
+             "> /dev/null 2>&1",
+             tmp_png, r->plan.s.name, dat); /* 2 x 1024 + 128 + ~600: fits */
+    int ok = system(cmd) == 0 && rename(tmp_png, png) == 0;
+    remove(dat);
+    if (!ok) {
+        remove(tmp_png);
+        fprintf(stderr, "etcalib report: gnuplot could not draw %s\n", png);
+        return 1;
+    }
+    printf("# plot: %s\n", png);
+    return 0;
+}
+
 static int cmd_report(int argc, char **argv)
 {
-    const char *file = NULL, *profile_path = NULL, *csv = NULL;
+    const char *file = NULL, *profile_path = NULL, *csv = NULL, *plot = NULL;
     int top = 10;
     for (int i = 0; i < argc; i++) {
-        if ((strcmp(argv[i], "--profile") == 0 || strcmp(argv[i], "--csv") == 0 ||
-             strcmp(argv[i], "--top") == 0) &&
-            i + 1 < argc) {
-            if (argv[i][2] == 'p')
+        const char *a = argv[i];
+        const int valued = strcmp(a, "--profile") == 0 || strcmp(a, "--csv") == 0 ||
+                           strcmp(a, "--top") == 0 || strcmp(a, "--plot") == 0;
+        if (valued && i + 1 < argc) {
+            if (strcmp(a, "--profile") == 0)
                 profile_path = argv[++i];
-            else if (argv[i][2] == 'c')
+            else if (strcmp(a, "--csv") == 0)
                 csv = argv[++i];
+            else if (strcmp(a, "--plot") == 0)
+                plot = argv[++i];
             else
                 top = atoi(argv[++i]);
         } else if (argv[i][0] == '-' || file) {
@@ -159,6 +210,7 @@ static int cmd_report(int argc, char **argv)
             }
         }
     }
+    if (!rc && plot) rc = write_plot(&run, pred, plot);
     free(order), free(pred);
     calib_run_free(&run);
     return rc;

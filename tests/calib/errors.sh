@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # etcalib on bad input: a truncated measured.json, one with a negative time, one from another plan, an
-# output that names an input, an unknown command: exit 2, a message naming the file, nothing written.
+# output that names an input, an unknown command: exit 2, a message naming the file, nothing written; and
+# --plot without gnuplot: the report, a note, exit 0.
 # Usage: errors.sh BUILD_DIR SOURCE_DIR
 set -euo pipefail
 build=$1 src=$2
@@ -22,4 +23,9 @@ expect "describes a gpu device" "$etcalib" report "$work/m.json" --profile "$src
 cp "$src/scenarios/profiles/host-cpu.json" "$work/base.json"
 expect "never overwrites its inputs" "$etcalib" fit "$work/m.json" --base "$work/base.json" --out "$work/base.json"
 expect "unknown command" "$etcalib" frobnicate
+# without gnuplot the report says so, stays complete and exits 0
+PATH=/nonexistent "$etcalib" report "$work/m.json" --plot "$work/p.png" > "$work/out" 2> "$work/err"
+grep -q "no gnuplot on the PATH" "$work/err" && grep -q "^step (sum of ops)" "$work/out" && [ ! -e "$work/p.png" ] ||
+  { echo "FAIL: --plot without gnuplot"; cat "$work/err"; exit 1; }
+echo "ok: --plot without gnuplot"
 echo "errors: 1 passed, 0 failed"
