@@ -12,8 +12,8 @@
 #include <xbt/log.h>
 
 #include "batch.h"
-#include "quantile.h"
 #include "platform.h"
+#include "quantile.h"
 #include "sg_cxx.h"
 #include "sim_world.h"
 #include "wall_clock.h"
@@ -268,10 +268,10 @@ static json_t *results(const sim_world *w)
     json_t *out = json_pack(
         "{s:s, s:i, s:b, s:{s:f, s:f, s:f, s:f, s:f}, s:f, s:f, s:f, s:f, s:o, s:o, s:o, s:o}", "engine",
         "simgrid", "simulated_steps", S, "detailed_collectives", w->o->detailed, "step_time_s", "mean", mean,
-        "p50", et_quantile_sorted(sorted, S, 0.5), "p99", et_quantile_sorted(sorted, S, 0.99), "min", sorted[0], "max",
-        sorted[S - 1], "compute_s", busy_sum / S, "exposed_comm_s", fmax(0, exposed_sum / S), "idle_s",
-        idle_sum / S, "straggler_factor", factor_sum / S, "steps", steps, "buckets", buckets, "ops", ops,
-        "ranks", ranks);
+        "p50", et_quantile_sorted(sorted, S, 0.5), "p99", et_quantile_sorted(sorted, S, 0.99), "min",
+        sorted[0], "max", sorted[S - 1], "compute_s", busy_sum / S, "exposed_comm_s",
+        fmax(0, exposed_sum / S), "idle_s", idle_sum / S, "straggler_factor", factor_sum / S, "steps", steps,
+        "buckets", buckets, "ops", ops, "ranks", ranks);
     free(step);
     free(sorted);
     return out;
