@@ -7,6 +7,7 @@
 #include <strings.h>
 
 #include "batch.h"
+#include "calib_csv.h"
 #include "calib_run.h"
 #include "rt_backend.h"
 #include "scenario_graph.h"
@@ -190,76 +191,6 @@ void calib_micro_free(calib_micro *m)
     m->n_samples = 0;
 }
 
-/* One CSV record (RFC 4180 quoting) into fields; returns the count, -1 at end of file. */
-static int csv_record(FILE *f, char *buf, size_t size, char **field, int max_fields)
-{
-    int c, n = 0, quoted = 0;
-    size_t at = 0;
-    if ((c = fgetc(f)) == EOF) return -1;
-    field[n++] = buf;
-    for (; c != EOF; c = fgetc(f)) {
-        if (quoted) {
-            if (c == '"') {
-                int d = fgetc(f);
-                if (d == '"') {
-                    if (at + 1 < size) buf[at++] = '"';
-                    continue;
-                }
-                quoted = 0;
-                c = d;
-                if (c == EOF) break;
-            } else {
-                if (at + 1 < size) buf[at++] = (char)c;
-                continue;
-            }
-        }
-        if (c == '"') {
-            quoted = 1;
-        } else if (c == ',') {
-            if (at + 1 < size) buf[at++] = 0;
-            if (n < max_fields) field[n++] = buf + at;
-        } else if (c == '\n') {
-            break;
-        } else if (c != '\r' && at + 1 < size) {
-            buf[at++] = (char)c;
-        }
-    }
-    buf[at < size ? at : size - 1] = 0;
-    return n;
-}
-
-static int column(char **head, int n, const char *name)
-{
-    for (int i = 0; i < n; i++)
-        if (strcmp(head[i], name) == 0) return i;
-    return -1;
-}
-
-static int contains_ci(const char *hay, const char *needle)
-{
-    const size_t n = strlen(needle);
-    for (; *hay; hay++)
-        if (strncasecmp(hay, needle, n) == 0) return 1;
-    return 0;
-}
-
-static int gpu_matches(const char *gpu, const char *filter)
-{
-    char names[256];
-    snprintf(names, sizeof names, "%s", filter);
-    for (char *save = NULL, *t = strtok_r(names, "|", &save); t; t = strtok_r(NULL, "|", &save))
-        if (contains_ci(gpu, t)) return 1;
-    return 0;
-}
-
-/* A number, or 0 when the field holds a range or text */
-static double number(const char *s)
-{
-    char *end;
-    double v = strtod(s, &end);
-    return end != s && *end == 0 ? v : 0;
-}
-
 int calib_micro_load_csv(const char *path, const char *gpu_filter, const char *precision, calib_micro *m,
                          et_error *err)
 {
@@ -271,11 +202,12 @@ int calib_micro_load_csv(const char *path, const char *gpu_filter, const char *p
     enum { MAXF = 64 };
     static char head_buf[8192], buf[16384];
     char *head[MAXF], *fl[MAXF];
-    const int nh = csv_record(f, head_buf, sizeof head_buf, head, MAXF);
-    const int gpu = column(head, nh, "gpu"), value = column(head, nh, "value"),
-              unit = column(head, nh, "unit"), dtype = column(head, nh, "dtype"), M = column(head, nh, "M"),
-              N = column(head, nh, "N"), K = column(head, nh, "K"), batch = column(head, nh, "batch"),
-              category = column(head, nh, "category");
+    const int nh = calib_csv_record(f, head_buf, sizeof head_buf, head, MAXF);
+    const int gpu = calib_csv_column(head, nh, "gpu"), value = calib_csv_column(head, nh, "value"),
+              unit = calib_csv_column(head, nh, "unit"), dtype = calib_csv_column(head, nh, "dtype"),
+              M = calib_csv_column(head, nh, "M"), N = calib_csv_column(head, nh, "N"),
+              K = calib_csv_column(head, nh, "K"), batch = calib_csv_column(head, nh, "batch"),
+              category = calib_csv_column(head, nh, "category");
     const int is_gemm = gpu >= 0 && value >= 0 && unit >= 0 && dtype >= 0 && M >= 0 && N >= 0 && K >= 0;
     const int is_memory = gpu >= 0 && value >= 0 && unit >= 0 && category >= 0;
     if (nh <= 0 || (!is_gemm && !is_memory)) {
@@ -286,25 +218,27 @@ int calib_micro_load_csv(const char *path, const char *gpu_filter, const char *p
     }
     int cap = 64, line = 1, rc = 0;
     m->samples = malloc((size_t)cap * sizeof *m->samples);
-    for (int n; m->samples && (n = csv_record(f, buf, sizeof buf, fl, MAXF)) >= 0;) {
+    for (int n; m->samples && (n = calib_csv_record(f, buf, sizeof buf, fl, MAXF)) >= 0;) {
         line++;
-        if (n < nh || !gpu_matches(fl[gpu], gpu_filter)) continue;
+        if (n < nh || !calib_csv_gpu_matches(fl[gpu], gpu_filter)) continue;
         calib_sample s = {0};
         if (is_gemm) {
-            if (strcmp(fl[unit], "TFLOP/s") != 0 || !contains_ci(fl[dtype], precision)) continue;
-            const double b = batch >= 0 && number(fl[batch]) > 0 ? number(fl[batch]) : 1;
-            s = (calib_sample){1, number(fl[M]) * b, number(fl[N]), number(fl[K]), 0, 0, 0};
-            const double rate = number(fl[value]) * 1e12;
+            if (strcmp(fl[unit], "TFLOP/s") != 0 || !calib_csv_contains(fl[dtype], precision)) continue;
+            const double b = batch >= 0 && calib_csv_number(fl[batch]) > 0 ? calib_csv_number(fl[batch]) : 1;
+            s = (calib_sample){
+                1, calib_csv_number(fl[M]) * b, calib_csv_number(fl[N]), calib_csv_number(fl[K]), 0, 0, 0};
+            const double rate = calib_csv_number(fl[value]) * 1e12;
             if (s.m <= 0 || s.n <= 0 || s.k <= 0 || rate <= 0) continue;
             s.flops = 2 * s.m * s.n * s.k;
             s.bytes = 2 * (s.m * s.k + s.k * s.n + s.m * s.n); /* 16-bit operands */
             s.seconds = s.flops / rate;
         } else {
-            if (strcmp(fl[category], "HBM") != 0 || strcmp(fl[unit], "TB/s") != 0 || number(fl[value]) <= 0)
+            if (strcmp(fl[category], "HBM") != 0 || strcmp(fl[unit], "TB/s") != 0 ||
+                calib_csv_number(fl[value]) <= 0)
                 continue;
             s = (calib_sample){0, 0, 0, 0, 0, 1073741824.0, 0};
             s.flops = s.bytes / 12;
-            s.seconds = s.bytes / (number(fl[value]) * 1e12);
+            s.seconds = s.bytes / (calib_csv_number(fl[value]) * 1e12);
         }
         if (m->n_samples == cap) {
             calib_sample *grown = realloc(m->samples, (size_t)(cap *= 2) * sizeof *grown);

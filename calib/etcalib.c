@@ -15,6 +15,7 @@
 
 #include "atomic_file.h"
 #include "calib_fit.h"
+#include "calib_network.h"
 #include "calib_run.h"
 #include "plan.h"
 #include "quantile.h"
@@ -31,6 +32,7 @@ static const char usage[] =
     "       etcalib report measured.json [--profile P.json] [--csv F] [--plot F.png] [--top N]\n"
     "       etcalib fit micro.json|measured.json|table.csv ... --base P.json --out Q.json\n"
     "                   [--gpu NAME[|NAME...] --precision P]   (for calibset .csv tables)\n"
+    "       etcalib fit-network nccl.csv --gpu NAME[|NAME...] --scenario s.json --out s-calibrated.json\n"
     "  bench:  matrix products over a grid of shapes and the scenario's shapes, streaming kernels over\n"
     "          sizes, the per-op overhead, on this machine (pin it and set OPENBLAS_NUM_THREADS).\n"
     "  report: the cost model's prediction beside each measurement (the plan's profile, or P), the step\n"
@@ -445,6 +447,96 @@ static int cmd_fit(int argc, char **argv)
     return 0;
 }
 
+/* The scenario with its cluster's bandwidth_factor and collective_latency_us fitted to nccl-tests rows. */
+static int cmd_fit_network(int argc, char **argv)
+{
+    const char *table = NULL, *gpu = NULL, *scenario_path = NULL, *out = NULL;
+    for (int i = 0; i < argc; i++) {
+        if (strcmp(argv[i], "--gpu") == 0 && i + 1 < argc)
+            gpu = argv[++i];
+        else if (strcmp(argv[i], "--scenario") == 0 && i + 1 < argc)
+            scenario_path = argv[++i];
+        else if (strcmp(argv[i], "--out") == 0 && i + 1 < argc)
+            out = argv[++i];
+        else if (argv[i][0] != '-' && !table)
+            table = argv[i];
+        else {
+            fprintf(stderr, "etcalib fit-network: unexpected argument %s\n%s\n", argv[i], usage);
+            return EXIT_INPUT;
+        }
+    }
+    if (!table || !gpu || !scenario_path || !out) {
+        fprintf(stderr, "%s\n", usage);
+        return EXIT_INPUT;
+    }
+    et_error err;
+    if (same_file(scenario_path, out) || same_file(table, out)) {
+        et_error_set(&err, out, 0, 0, NULL, "--out names an input; etcalib never overwrites its inputs");
+        fail(&err);
+        return EXIT_INPUT;
+    }
+    et_scenario s;
+    if (et_scenario_load(scenario_path, &s, &err)) {
+        fail(&err);
+        return EXIT_INPUT;
+    }
+    calib_coll_sample *x;
+    int n;
+    if (calib_nccl_load(table, gpu, &x, &n, &err)) {
+        fail(&err);
+        et_scenario_free(&s);
+        return EXIT_INPUT;
+    }
+    const double bf0 = s.cluster.bandwidth_factor, lat0 = s.cluster.collective_step_latency;
+    double bf, lat;
+    const double after = calib_fit_network(&s, x, n, &bf, &lat);
+    printf("# etcalib fit-network: %d all-reduce rows of GPU \"%s\" from %s on %s's cluster\n", n, gpu, table,
+           s.name);
+    printf("%8s %6s %14s %16s %16s %16s\n", "nodes", "GPUs", "size [B]", "measured busbw", "base busbw",
+           "fitted busbw");
+    double worst = 0;
+    for (int i = 0; i < n; i++) {
+        const int ranks = x[i].nodes * x[i].per_node;
+        const double f =
+            2.0 * (ranks - 1) / ranks * x[i].bytes / 1e9; /* GB moved per rank, busbw convention */
+        const double tb = calib_coll_predict(&s, &x[i], bf0, lat0),
+                     tf = calib_coll_predict(&s, &x[i], bf, lat);
+        worst = fmax(worst, fabs(tf / x[i].seconds - 1));
+        printf("%8d %6d %14.0f %16.2f %16.2f %16.2f\n", x[i].nodes, ranks, x[i].bytes, f / x[i].seconds,
+               f / tb, f / tf);
+    }
+    printf("# busbw in GB/s. bandwidth_factor %.4g -> %.4g, collective_latency_us %.3g -> %.3g; mean squared "
+           "log "
+           "error %.4g, largest time error %.0f%%\n",
+           bf0, bf, lat0 * 1e6, lat * 1e6, after, 100 * worst);
+    int rc = 0;
+    json_t *root = calib_load_json(scenario_path, &err);
+    if (!root) {
+        rc = 1;
+    } else {
+        et_scenario_json_absolute(root, s.dir);
+        json_t *cluster = json_object_get(root, "cluster");
+        json_object_set_new(cluster, "bandwidth_factor", json_real(bf));
+        json_object_set_new(cluster, "collective_latency_us", json_real(lat * 1e6));
+        char note[1024];
+        const char *desc = json_string_value(json_object_get(root, "description"));
+        snprintf(note, sizeof note,
+                 "%s%sNetwork calibrated by etcalib fit-network: %d nccl-tests all-reduce rows of %s "
+                 "in %s (bandwidth_factor %.4g, collective_latency_us %.3g).",
+                 desc ? desc : "", desc ? " " : "", n, gpu, table, bf, lat * 1e6);
+        json_object_set_new(root, "description", json_string(note));
+        rc = et_atomic_write_json(out, root, &err) ? 1 : 0;
+        json_decref(root);
+    }
+    if (rc)
+        fail(&err);
+    else
+        printf("# wrote %s\n", out);
+    free(x);
+    et_scenario_free(&s);
+    return rc;
+}
+
 static int cmd_bench(int argc, char **argv)
 {
     const char *backend = "cpu", *scenario_path = NULL, *out = NULL;
@@ -500,6 +592,7 @@ int main(int argc, char **argv)
     if (strcmp(argv[1], "bench") == 0) return cmd_bench(argc - 2, argv + 2);
     if (strcmp(argv[1], "report") == 0) return cmd_report(argc - 2, argv + 2);
     if (strcmp(argv[1], "fit") == 0) return cmd_fit(argc - 2, argv + 2);
+    if (strcmp(argv[1], "fit-network") == 0) return cmd_fit_network(argc - 2, argv + 2);
     fprintf(stderr, "etcalib: unknown command %s\n%s\n", argv[1], usage);
     return EXIT_INPUT;
 }

@@ -95,6 +95,14 @@ static void absolute(json_t *obj, const char *key, const char *dir)
     json_object_set_new(obj, key, json_string(buf));
 }
 
+void et_scenario_json_absolute(json_t *root, const char *dir)
+{
+    json_t *data = json_object_get(root, "data"), *cluster = json_object_get(root, "cluster");
+    absolute(data ? json_object_get(data, "lengths") : NULL, "file", dir);
+    absolute(cluster, "device", dir);
+    absolute(cluster, "platform_file", dir);
+}
+
 int et_plan_write_for_scenario(const char *scenario_path, const char *plan_path, int steps, et_error *err)
 {
     et_scenario s;
@@ -104,10 +112,7 @@ int et_plan_write_for_scenario(const char *scenario_path, const char *plan_path,
         et_scenario_free(&s);
         return -1;
     }
-    json_t *data = json_object_get(root, "data"), *cluster = json_object_get(root, "cluster");
-    absolute(data ? json_object_get(data, "lengths") : NULL, "file", s.dir);
-    absolute(cluster, "device", s.dir);
-    absolute(cluster, "platform_file", s.dir);
+    et_scenario_json_absolute(root, s.dir);
     json_object_set_new(root, "run",
                         json_pack("{s:i, s:i, s:f, s:I, s:{s:s}}", "steps", steps, "warmup_steps",
                                   steps > 2 ? 2 : 0, "learning_rate", 1e-3, "seed",

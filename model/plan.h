@@ -34,6 +34,10 @@ typedef struct et_plan {
 int et_plan_load(const char *path, et_plan *out, et_error *err);
 void et_plan_free(et_plan *p);
 
+/* Makes the file names of a scenario's JSON (length histogram, device profile, platform) absolute against
+ * the scenario's folder, so a copy written elsewhere still names the same files. */
+void et_scenario_json_absolute(json_t *root, const char *dir);
+
 /* Writes a plan for a scenario file (the scenario's JSON with absolute file names and a default "run"). */
 int et_plan_write_for_scenario(const char *scenario_path, const char *plan_path, int steps, et_error *err);
 

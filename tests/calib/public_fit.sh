@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The shipped H100 profile fitted to public measurements (scenarios/profiles/h100-sxm-public-fit.json) is
-# what `etcalib fit` gives from scenarios/data/calibration today; a table without matching rows is refused.
+# what `etcalib fit` gives from scenarios/data/calibration today; fit-network fits a cluster's network to the
+# nccl-tests rows; tables without matching rows are refused.
 # Usage: public_fit.sh BUILD_DIR SOURCE_DIR
 set -euo pipefail
 build=$1 src=$(cd "$2" && pwd)
@@ -28,4 +29,22 @@ set -e
 cat "$work/err"
 [ $rc -eq 2 ] && grep -q 'no row matches GPU "B300"' "$work/err" && [ ! -e "$work/none.json" ] ||
   { echo "FAIL: a table without matching rows was not refused"; exit 1; }
+# the network: nccl-tests all-reduce rows of one DGX A100 node fitted into mlperf-bert-8's cluster
+"$build/calib/etcalib" fit-network "$data/nccl.csv" --gpu "A100 SXM4 80GB" --scenario "$src/scenarios/mlperf-bert-8.json" \
+  --out "$work/bert8-net.json" | tail -2
+bf=$(jq .cluster.bandwidth_factor "$work/bert8-net.json")
+awk -v b="$bf" 'BEGIN {exit !(b > 0.3 && b <= 1)}' || { echo "FAIL: fitted bandwidth_factor $bf"; exit 1; }
+"$build/sim/etsim" --analytic --quiet --json "$work/base.json" "$src/scenarios/mlperf-bert-8.json" > /dev/null
+"$build/sim/etsim" --analytic --quiet --json "$work/fitted.json" "$work/bert8-net.json" > /dev/null
+base=$(jq .estimate.step.dp_comm_s "$work/base.json") fitted=$(jq .estimate.step.dp_comm_s "$work/fitted.json")
+awk -v a="$base" -v b="$fitted" 'BEGIN {exit !(b > a)}' ||
+  { echo "FAIL: the fitted network (factor $bf) does not slow the all-reduces ($fitted s against $base s)"; exit 1; }
+echo "ok: fit-network, bandwidth_factor $bf; gradient all-reduces $base s -> $fitted s"
+set +e
+"$build/calib/etcalib" fit-network "$data/nccl.csv" --gpu "B300" --scenario "$src/scenarios/mlperf-bert-8.json" \
+  --out "$work/none.json" 2> "$work/err"
+rc=$?
+set -e
+[ $rc -eq 2 ] && grep -q 'no measured all_reduce row matches GPU "B300"' "$work/err" && [ ! -e "$work/none.json" ] ||
+  { echo "FAIL: fit-network without matching rows was not refused"; cat "$work/err"; exit 1; }
 echo "public-fit: 1 passed, 0 failed"
