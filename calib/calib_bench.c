@@ -197,12 +197,10 @@ int calib_micro_load_csv(const char *path, const char *gpu_filter, const char *p
     memset(m, 0, sizeof *m);
     snprintf(m->file, sizeof m->file, "%s", path);
     snprintf(m->backend, sizeof m->backend, "cuda"); /* public GPU measurements */
-    FILE *f = fopen(path, "r");
-    if (!f) return et_error_set(err, path, 0, 0, NULL, "cannot open the table");
-    enum { MAXF = 64 };
-    static char head_buf[8192], buf[16384];
-    char *head[MAXF], *fl[MAXF];
-    const int nh = calib_csv_record(f, head_buf, sizeof head_buf, head, MAXF);
+    calib_csv *t = calib_csv_open(path, err);
+    if (!t) return -1;
+    char **head = t->head, **fl = t->row;
+    const int nh = t->n_head;
     const int gpu = calib_csv_column(head, nh, "gpu"), value = calib_csv_column(head, nh, "value"),
               unit = calib_csv_column(head, nh, "unit"), dtype = calib_csv_column(head, nh, "dtype"),
               M = calib_csv_column(head, nh, "M"), N = calib_csv_column(head, nh, "N"),
@@ -211,16 +209,15 @@ int calib_micro_load_csv(const char *path, const char *gpu_filter, const char *p
     const int is_gemm = gpu >= 0 && value >= 0 && unit >= 0 && dtype >= 0 && M >= 0 && N >= 0 && K >= 0;
     const int is_memory = gpu >= 0 && value >= 0 && unit >= 0 && category >= 0;
     if (nh <= 0 || (!is_gemm && !is_memory)) {
-        fclose(f);
+        calib_csv_close(t);
         return et_error_set(err, path, 1, 0, NULL,
                             "not a calibset table: gemm.csv (gpu, dtype, M, N, K, value, unit) or memory.csv "
                             "(gpu, category, value, unit) expected");
     }
-    int cap = 64, line = 1, rc = 0;
+    int cap = 64, rc = 0;
     m->samples = malloc((size_t)cap * sizeof *m->samples);
-    for (int n; m->samples && (n = calib_csv_record(f, buf, sizeof buf, fl, MAXF)) >= 0;) {
-        line++;
-        if (n < nh || !calib_csv_gpu_matches(fl[gpu], gpu_filter)) continue;
+    while (m->samples && calib_csv_next(t)) {
+        if (t->n_row < nh || !calib_csv_gpu_matches(fl[gpu], gpu_filter)) continue;
         calib_sample s = {0};
         if (is_gemm) {
             if (strcmp(fl[unit], "TFLOP/s") != 0 || !calib_csv_contains(fl[dtype], precision)) continue;
@@ -247,7 +244,7 @@ int calib_micro_load_csv(const char *path, const char *gpu_filter, const char *p
         }
         m->samples[m->n_samples++] = s;
     }
-    fclose(f);
+    calib_csv_close(t);
     if (!m->samples)
         rc = et_error_set(err, path, 0, 0, NULL, "out of memory");
     else if (m->n_samples == 0)

@@ -75,3 +75,32 @@ double calib_csv_number(const char *s)
     double v = strtod(s, &end);
     return end != s && *end == 0 ? v : 0;
 }
+
+calib_csv *calib_csv_open(const char *path, et_error *err)
+{
+    calib_csv *t = calloc(1, sizeof *t);
+    if (!t) {
+        et_error_set(err, path, 0, 0, NULL, "out of memory");
+        return NULL;
+    }
+    if (!(t->f = fopen(path, "r"))) {
+        free(t);
+        et_error_set(err, path, 0, 0, NULL, "cannot open the table");
+        return NULL;
+    }
+    t->n_head = calib_csv_record(t->f, t->head_buf, sizeof t->head_buf, t->head, CALIB_CSV_FIELDS);
+    return t;
+}
+
+int calib_csv_next(calib_csv *t)
+{
+    t->n_row = calib_csv_record(t->f, t->row_buf, sizeof t->row_buf, t->row, CALIB_CSV_FIELDS);
+    return t->n_row >= 0;
+}
+
+void calib_csv_close(calib_csv *t)
+{
+    if (!t) return;
+    fclose(t->f);
+    free(t);
+}

@@ -63,12 +63,10 @@ double calib_fit_network(const et_scenario *s, const calib_coll_sample *x, int n
 int calib_nccl_load(const char *path, const char *gpu_filter, calib_coll_sample **out, int *n, et_error *err)
 {
     *out = NULL, *n = 0;
-    FILE *f = fopen(path, "r");
-    if (!f) return et_error_set(err, path, 0, 0, NULL, "cannot open the table");
-    enum { MAXF = 64 };
-    static char head_buf[8192], buf[16384];
-    char *head[MAXF], *fl[MAXF];
-    const int nh = calib_csv_record(f, head_buf, sizeof head_buf, head, MAXF);
+    calib_csv *t = calib_csv_open(path, err);
+    if (!t) return -1;
+    char **head = t->head, **fl = t->row;
+    const int nh = t->n_head;
     const int gpu = calib_csv_column(head, nh, "gpu"), coll = calib_csv_column(head, nh, "collective"),
               nodes = calib_csv_column(head, nh, "nodes"), per = calib_csv_column(head, nh, "gpus_per_node"),
               size = calib_csv_column(head, nh, "size_bytes"), time = calib_csv_column(head, nh, "time_us"),
@@ -76,7 +74,7 @@ int calib_nccl_load(const char *path, const char *gpu_filter, calib_coll_sample 
               kind = calib_csv_column(head, nh, "value_type");
     if (nh <= 0 || gpu < 0 || coll < 0 || nodes < 0 || per < 0 || size < 0 || time < 0 || busbw < 0 ||
         kind < 0) {
-        fclose(f);
+        calib_csv_close(t);
         return et_error_set(
             err, path, 1, 0, NULL,
             "not a calibset nccl.csv (gpu, collective, nodes, gpus_per_node, size_bytes, time_us, "
@@ -84,8 +82,8 @@ int calib_nccl_load(const char *path, const char *gpu_filter, calib_coll_sample 
     }
     int cap = 64;
     calib_coll_sample *x = malloc((size_t)cap * sizeof *x);
-    for (int k; x && (k = calib_csv_record(f, buf, sizeof buf, fl, MAXF)) >= 0;) {
-        if (k < nh || strcmp(fl[coll], "all_reduce") != 0 || strcmp(fl[kind], "measured") != 0 ||
+    while (x && calib_csv_next(t)) {
+        if (t->n_row < nh || strcmp(fl[coll], "all_reduce") != 0 || strcmp(fl[kind], "measured") != 0 ||
             !calib_csv_gpu_matches(fl[gpu], gpu_filter))
             continue;
         calib_coll_sample s = {(int)calib_csv_number(fl[nodes]), (int)calib_csv_number(fl[per]),
@@ -101,7 +99,7 @@ int calib_nccl_load(const char *path, const char *gpu_filter, calib_coll_sample 
         }
         x[(*n)++] = s;
     }
-    fclose(f);
+    calib_csv_close(t);
     if (!x) return et_error_set(err, path, 0, 0, NULL, "out of memory");
     if (*n == 0) {
         free(x);

@@ -510,7 +510,8 @@ static int cmd_fit_network(int argc, char **argv)
            "error %.4g, largest time error %.0f%%\n",
            bf0, bf, lat0 * 1e6, lat * 1e6, after, 100 * worst);
     if (bf >= 1)
-        printf("# note: the fit wants more than the scenario's nominal link bandwidth (factor capped at 1): are the "
+        printf("# note: the fit wants more than the scenario's nominal link bandwidth (factor capped at 1): "
+               "are the "
                "rows from this scenario's GPUs and fabric?\n");
     int rc = 0;
     json_t *root = calib_load_json(scenario_path, &err);
