@@ -181,11 +181,7 @@ int main(int argc, char **argv)
             rt_data_batch(&data, step, micro, &b);
             rt_model_step_micro(&m, &b, norm, NULL, NULL);
             if (step == 0) continue; /* warm-up */
-            et_batch_shape shape = {.sequences = b.B, .tokens = b.T, .predictions = b.P};
-            for (int i = 0; i < b.B; i++) {
-                double l = b.offsets[i + 1] - b.offsets[i];
-                shape.tokens_sq += l * l;
-            }
+            const et_batch_shape shape = rt_batch_shape(&b);
             for (int i = 0; i < m.graph.n_ops; i++) {
                 const et_op *op = &m.graph.ops[i];
                 const int k = kind_class(op->kind);

@@ -138,23 +138,18 @@ void calib_run_free(calib_run *r)
 
 void calib_run_predict(const calib_run *r, const et_device_profile *d, double *out)
 {
-    double *col = malloc((size_t)r->steps * sizeof *col);
-    const et_precision p = r->plan.s.precision;
-    for (int i = 0; i < r->graph.n_ops && col; i++) {
-        const et_op *op = &r->graph.ops[i];
-        for (int s = 0; s < r->steps; s++) {
-            const et_batch_shape *b = &r->shapes[s * r->micro];
-            double t = 0;
-            if (op->phase == ET_PHASE_OPTIMIZER)
-                t = et_op_time(op, &b[r->micro - 1], d, p);
-            else
-                for (int k = 0; k < r->micro; k++)
-                    t += et_op_time(op, &b[k], d, p);
-            col[s] = t;
-        }
+    const int n = r->graph.n_ops;
+    double *steps = malloc((size_t)r->steps * n * sizeof *steps),
+           *col = malloc((size_t)r->steps * sizeof *col);
+    for (int s = 0; steps && s < r->steps; s++)
+        et_step_op_times(&r->graph, &r->shapes[s * r->micro], r->micro, d, r->plan.s.precision,
+                         steps + (size_t)s * n);
+    for (int i = 0; steps && col && i < n; i++) {
+        for (int s = 0; s < r->steps; s++)
+            col[s] = steps[(size_t)s * n + i];
         out[i] = et_quantile(col, r->steps, 0.5);
     }
-    free(col);
+    free(steps), free(col);
 }
 
 int calib_run_op_scales(const calib_run *r, et_op_scales *out, et_error *err)

@@ -586,6 +586,22 @@ int et_graph_find(const et_graph *g, const char *id)
     return -1;
 }
 
+double et_step_op_times(const et_graph *g, const et_batch_shape *micro, int n_micro,
+                        const et_device_profile *d, et_precision p, double *op_time)
+{
+    double flops = 0;
+    for (int i = 0; i < g->n_ops; i++) {
+        const et_op *op = &g->ops[i];
+        const int once = op->phase == ET_PHASE_OPTIMIZER;
+        op_time[i] = 0;
+        for (int k = once ? n_micro - 1 : 0; k < n_micro; k++) {
+            op_time[i] += et_op_time(op, &micro[k], d, p);
+            flops += et_linear_eval(&op->flops, &micro[k]);
+        }
+    }
+    return flops;
+}
+
 double et_model_param_count(const et_model_config *model)
 {
     et_graph g;

@@ -109,6 +109,12 @@ double et_linear_eval(const et_linear *l, const et_batch_shape *b);
 /* Index of the op with this id, -1 if none. */
 int et_graph_find(const et_graph *g, const char *id);
 
+/* One step's cost on a device as etrun runs it: op_time[i] (seconds) is op i summed over the step's
+ * n_micro micro-batches, an optimizer op once (with the last micro-batch's shape); returns the step's
+ * model FLOPs counted the same way. The rule etrun's predictions, etcalib and their tests share. */
+double et_step_op_times(const et_graph *g, const et_batch_shape *micro, int n_micro,
+                        const et_device_profile *d, et_precision p, double *op_time);
+
 /* Total parameters of the full model (t = 1, one stage). */
 double et_model_param_count(const et_model_config *model);
 

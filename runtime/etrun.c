@@ -102,29 +102,6 @@ static const char *backend_name(const options *o, const et_plan *p)
     return strcmp(name, "auto") == 0 ? "cpu" : name;
 }
 
-static et_batch_shape shape_of(const rt_batch *b)
-{
-    et_batch_shape s = {.sequences = b->B, .tokens = b->T, .predictions = b->P};
-    for (int i = 0; i < b->B; i++) {
-        double l = b->offsets[i + 1] - b->offsets[i];
-        s.tokens_sq += l * l;
-    }
-    return s;
-}
-
-/* Adds the cost model's time and FLOPs of every op for this batch (the prediction beside each measurement).
- */
-static void predict(const et_plan *p, const rt_model *m, const et_batch_shape *shape, double *op_pred,
-                    double *flops, int with_optimizer)
-{
-    for (int i = 0; i < m->graph.n_ops; i++) {
-        const et_op *op = &m->graph.ops[i];
-        if ((op->phase == ET_PHASE_OPTIMIZER) != with_optimizer) continue;
-        op_pred[i] += et_op_time(op, shape, &p->s.cluster.device, p->s.precision);
-        *flops += et_linear_eval(&op->flops, shape);
-    }
-}
-
 static void print_progress(long long step, int steps, double step_s, double tokens, double flops, double loss)
 {
     fprintf(stderr,
@@ -135,25 +112,19 @@ static void print_progress(long long step, int steps, double step_s, double toke
 static void print_summary(const options *o, const et_plan *p, const rt_model *m, const rt_comm *comm,
                           const rt_run_log *log)
 {
-    double *st = malloc((size_t)(log->steps > 0 ? log->steps : 1) * sizeof *st);
-    int n = 0;
-    for (int k = 0; st && k < log->steps; k++)
-        if (log->first_step + k >= p->warmup_steps) st[n++] = log->step_s[k];
-    if (!st || n == 0) {
-        free(st);
+    const double med = rt_run_log_step_stats(log).median;
+    if (log->measured == 0 || med <= 0) {
         fprintf(stderr, "etrun: done: %d steps, none measured after %d warm-up steps; wrote %s\n", log->steps,
                 p->warmup_steps, o->out);
         return;
     }
-    double med = et_quantile(st, n, 0.5);
     fprintf(
         stderr,
         "etrun: done: %d steps on %d rank%s (%s backend), median %.1f ms/step over %d steps after warm-up, "
         "%.0f tokens/s, %.3f TFLOP/s per device, loss %.4f -> %.4f; wrote %s\n",
-        log->steps, comm->size, comm->size == 1 ? "" : "s", m->be->name, med * 1e3, n,
+        log->steps, comm->size, comm->size == 1 ? "" : "s", m->be->name, med * 1e3, log->measured,
         log->tokens_per_step / med, log->flops_per_step / med / 1e12, log->loss[0], log->loss[log->steps - 1],
         o->out);
-    free(st);
 }
 
 int main(int argc, char **argv)
@@ -186,6 +157,7 @@ int main(int argc, char **argv)
     rt_backend *be = NULL;
     rt_comm *comm = NULL;
     double *op_pred = NULL;
+    et_batch_shape *shapes = NULL; /* this step's micro-batches */
     memset(&model, 0, sizeof model);
     int status = EXIT_INPUT;
     if (et_plan_load(o.plan, &plan, &err)) {
@@ -193,7 +165,7 @@ int main(int argc, char **argv)
         MPI_Finalize();
         return EXIT_INPUT;
     }
-    if (!(comm = rt_comm_mpi_create(1, &err))) goto fail;
+    if (!(comm = rt_comm_mpi_create(&err))) goto fail;
     if ((plan.data_from_file &&
          rt_token_file_load(plan.data_file, plan.s.model.vocab, plan.s.data.seq_len, &file, &err)) ||
         rt_data_init(&data, &plan.s, comm->size, comm->rank, plan.seed, plan.data_from_file ? &file : NULL,
@@ -206,8 +178,6 @@ int main(int argc, char **argv)
         if (hint[0]) fprintf(stderr, "etrun: warning: %s\n", hint);
     }
     if (rt_model_init(&model, &plan.s, be, plan.seed, &err)) goto fail;
-    comm->destroy(comm); /* one slot per bucket, now that the model knows its buckets */
-    if (!(comm = rt_comm_mpi_create(model.n_buckets, &err))) goto fail;
     long long start = 0;
     if (o.resume && rt_checkpoint_load(o.resume, &model, &start, &err)) goto fail;
     const int steps = plan.steps, n_ops = model.graph.n_ops;
@@ -219,18 +189,18 @@ int main(int argc, char **argv)
                           : plan.log_every > 0 ? plan.log_every
                                                : (steps >= 10 ? steps / 10 : 1);
     const int progress = !o.quiet && rank == 0 && log_every > 0;
-    if (!(op_pred = calloc((size_t)n_ops, sizeof *op_pred))) {
+    op_pred = calloc((size_t)n_ops, sizeof *op_pred);
+    shapes = calloc((size_t)data.accum, sizeof *shapes);
+    if (!op_pred || !shapes) {
         et_error_set(&err, NULL, 0, 0, NULL, "out of memory");
         goto fail;
     }
     for (long long step = start; step < steps; step++) {
         const int k = (int)(step - start);
-        double t0 = et_wall_seconds(), flops = 0;
+        double t0 = et_wall_seconds();
         rt_model_begin_step(&model);
         rt_reducer_begin_step(&red, t0);
-        memset(op_pred, 0, (size_t)n_ops * sizeof *op_pred);
         double norm = rt_data_global_predictions(&data, (int)step), sums[2] = {0, 0};
-        et_batch_shape shape = {0};
         for (int micro = 0; micro < data.accum; micro++) {
             red.active = micro == data.accum - 1;
             if (rt_data_batch(&data, (int)step, micro, &batch) ||
@@ -238,12 +208,12 @@ int main(int argc, char **argv)
                 et_error_set(&err, o.plan, 0, 0, NULL, "out of memory at step %lld", step);
                 goto fail;
             }
-            shape = shape_of(&batch);
-            if (step >= plan.warmup_steps) log.shapes[(size_t)log.measured * log.micro + micro] = shape;
-            predict(&plan, &model, &shape, op_pred, &flops, 0);
+            shapes[micro] = rt_batch_shape(&batch);
             sums[1] += batch.T;
         }
-        predict(&plan, &model, &shape, op_pred, &flops, 1);
+        /* the cost model's prediction for the batches just run, beside the measurement */
+        const double flops = et_step_op_times(&model.graph, shapes, data.accum, &plan.s.cluster.device,
+                                              plan.s.precision, op_pred);
         if (rt_reducer_finish(&red)) {
             et_error_set(&err, NULL, 0, 0, NULL, "a gradient all-reduce failed at step %lld", step);
             goto fail;
@@ -260,6 +230,7 @@ int main(int argc, char **argv)
             const size_t at = (size_t)log.measured * n_ops;
             memcpy(log.op_s + at, model.op_time, (size_t)n_ops * sizeof *log.op_s);
             memcpy(log.op_predicted_s + at, op_pred, (size_t)n_ops * sizeof *op_pred);
+            memcpy(log.shapes + (size_t)log.measured * log.micro, shapes, (size_t)log.micro * sizeof *shapes);
             memcpy(log.buckets + (size_t)log.measured * model.n_buckets, red.rec,
                    (size_t)model.n_buckets * sizeof *red.rec);
             log.predicted_step_s = 0;
@@ -282,8 +253,6 @@ int main(int argc, char **argv)
             if (rc) goto fail;
         }
     }
-    free(op_pred);
-    op_pred = NULL;
     if (rt_measured_write(o.out, o.plan, &plan, &model, comm, &log, &err)) goto fail;
     if (!o.quiet && rank == 0) print_summary(&o, &plan, &model, comm, &log);
     status = 0;
@@ -291,7 +260,7 @@ int main(int argc, char **argv)
 fail:
     fail_message(&err);
 finish:
-    free(op_pred);
+    free(op_pred), free(shapes);
     rt_batch_free(&batch);
     rt_run_log_free(&log);
     rt_reducer_free(&red);

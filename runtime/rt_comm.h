@@ -3,7 +3,7 @@
  * it, and the small blocking collectives of the step's bookkeeping.
  *
  * Buffers passed to allreduce_start are the backend's device memory (host memory for the CPU backend and
- * MPI). Each started all-reduce has a slot (0 .. max_slots-1, the bucket index); a slot is reused only
+ * MPI). Each started all-reduce has a slot (0, 1, ...: the bucket index); a slot is reused only
  * after wait_all. test() returns 1 once the slot's reduction has completed, 0 before, and lets the
  * implementation progress it. Errors: the functions return non-zero and the run stops. Ownership: the
  * caller destroys the communicator. */
@@ -29,7 +29,7 @@ struct rt_comm {
     void (*destroy)(rt_comm *c);
 };
 
-/* MPI_COMM_WORLD (MPI must be initialised); slots for up to max_slots concurrent all-reduces. */
-rt_comm *rt_comm_mpi_create(int max_slots, et_error *err);
+/* MPI_COMM_WORLD (MPI must be initialised); slots grow as all-reduces start. */
+rt_comm *rt_comm_mpi_create(et_error *err);
 
 #endif

@@ -5,10 +5,28 @@
 #include "rt_comm.h"
 
 typedef struct mpi_ctx {
-    int max_slots;
+    int slots; /* grown as all-reduces start (request handles are values: moving them is safe) */
     MPI_Request *req;
     int *done;
 } mpi_ctx;
+
+static int grow(mpi_ctx *x, int slot)
+{
+    if (slot < x->slots) return 0;
+    int n = x->slots ? x->slots : 16;
+    while (n <= slot)
+        n *= 2;
+    MPI_Request *req = realloc(x->req, (size_t)n * sizeof *req);
+    if (!req) return -1;
+    x->req = req;
+    int *done = realloc(x->done, (size_t)n * sizeof *done);
+    if (!done) return -1;
+    x->done = done;
+    for (int k = x->slots; k < n; k++)
+        x->req[k] = MPI_REQUEST_NULL, x->done[k] = 1;
+    x->slots = n;
+    return 0;
+}
 
 static int ok(int rc)
 {
@@ -18,7 +36,7 @@ static int ok(int rc)
 static int mpi_allreduce_start(rt_comm *c, float *buf, size_t n, int slot)
 {
     mpi_ctx *x = c->ctx;
-    if (slot < 0 || slot >= x->max_slots || n > (size_t)0x7fffffff) return -1;
+    if (slot < 0 || n > (size_t)0x7fffffff || grow(x, slot)) return -1;
     x->done[slot] = 0;
     if (c->size == 1) {
         x->req[slot] = MPI_REQUEST_NULL, x->done[slot] = 1;
@@ -30,7 +48,7 @@ static int mpi_allreduce_start(rt_comm *c, float *buf, size_t n, int slot)
 static int mpi_test(rt_comm *c, int slot)
 {
     mpi_ctx *x = c->ctx;
-    if (x->done[slot]) return 1;
+    if (slot < 0 || slot >= x->slots || x->done[slot]) return 1; /* never started, or complete */
     int flag = 0;
     if (MPI_Test(&x->req[slot], &flag, MPI_STATUS_IGNORE) != MPI_SUCCESS) return -1;
     x->done[slot] = flag;
@@ -40,7 +58,7 @@ static int mpi_test(rt_comm *c, int slot)
 static int mpi_wait_all(rt_comm *c, int n_slots)
 {
     mpi_ctx *x = c->ctx;
-    for (int k = 0; k < n_slots; k++) {
+    for (int k = 0; k < n_slots && k < x->slots; k++) {
         if (x->done[k]) continue;
         if (MPI_Wait(&x->req[k], MPI_STATUS_IGNORE) != MPI_SUCCESS) return -1;
         x->done[k] = 1;
@@ -80,17 +98,11 @@ static void mpi_destroy(rt_comm *c)
     free(c);
 }
 
-rt_comm *rt_comm_mpi_create(int max_slots, et_error *err)
+rt_comm *rt_comm_mpi_create(et_error *err)
 {
     rt_comm *c = calloc(1, sizeof *c);
     mpi_ctx *x = calloc(1, sizeof *x);
-    if (x) {
-        x->max_slots = max_slots > 0 ? max_slots : 1;
-        x->req = calloc((size_t)x->max_slots, sizeof *x->req);
-        x->done = calloc((size_t)x->max_slots, sizeof *x->done);
-    }
-    if (!c || !x || !x->req || !x->done) {
-        if (x) free(x->req), free(x->done);
+    if (!c || !x) {
         free(x), free(c);
         et_error_set(err, NULL, 0, 0, NULL, "out of memory creating the MPI communicator");
         return NULL;
@@ -107,7 +119,5 @@ rt_comm *rt_comm_mpi_create(int max_slots, et_error *err)
                    .destroy = mpi_destroy};
     MPI_Comm_rank(MPI_COMM_WORLD, &c->rank);
     MPI_Comm_size(MPI_COMM_WORLD, &c->size);
-    for (int k = 0; k < x->max_slots; k++)
-        x->req[k] = MPI_REQUEST_NULL;
     return c;
 }

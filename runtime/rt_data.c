@@ -165,6 +165,16 @@ void rt_data_free(rt_data *d)
     et_sampler_free(&d->sampler);
 }
 
+et_batch_shape rt_batch_shape(const rt_batch *b)
+{
+    et_batch_shape s = {.sequences = b->B, .tokens = b->T, .predictions = b->P};
+    for (int i = 0; i < b->B; i++) {
+        double l = b->offsets[i + 1] - b->offsets[i];
+        s.tokens_sq += l * l;
+    }
+    return s;
+}
+
 void rt_batch_free(rt_batch *b)
 {
     free(b->tokens);

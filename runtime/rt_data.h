@@ -64,5 +64,7 @@ int rt_data_batch(const rt_data *d, int step, int micro, rt_batch *b);
 /* Scored positions in the whole global batch of a step (the loss normaliser, equal on every rank). */
 double rt_data_global_predictions(const rt_data *d, int step);
 void rt_batch_free(rt_batch *b);
+/* The batch in the cost model's letters (B, T, Q = sum of squared lengths, P), as graph.h costs it. */
+et_batch_shape rt_batch_shape(const rt_batch *b);
 
 #endif

@@ -48,9 +48,8 @@ int rt_init_masks(rt_model *m, et_error *err)
             }
         }
         size_t n = (size_t)p->dense;
-        float *mask = malloc(n * sizeof *mask), *w = malloc(n * sizeof *w);
-        if (!mask || !w) {
-            free(mask), free(w);
+        float *mask = malloc((n ? n : 1) * sizeof *mask);
+        if (!mask) {
             return et_error_set(err, NULL, 0, 0, NULL, "out of memory drawing the mask of %s", p->id);
         }
         unsigned long long st = et_rng_stream(m->seed, 11, (unsigned long long)i);
@@ -78,7 +77,7 @@ int rt_init_masks(rt_model *m, et_error *err)
         const size_t off = m->param_offset[i];
         be->upload(be, m->mask + off, mask, n * sizeof *mask);
         be->mask_mul(be, m->params + off, m->mask + off, n);
-        free(mask), free(w);
+        free(mask);
     }
     return 0;
 }

@@ -69,6 +69,19 @@ static void op_stats(const rt_run_log *log, double *stats, double *col)
     }
 }
 
+rt_step_stats rt_run_log_step_stats(const rt_run_log *log)
+{
+    rt_step_stats st = {0, 0, 0};
+    const int n = log->measured;
+    double *v = n > 0 ? malloc((size_t)n * sizeof *v) : NULL;
+    if (!v) return st;
+    memcpy(v, log->step_s + (log->steps - n), (size_t)n * sizeof *v);
+    st.median = et_quantile(v, n, 0.5); /* sorts v */
+    st.min = v[0], st.max = v[n - 1];
+    free(v);
+    return st;
+}
+
 static void cpu_model(char *out, size_t size)
 {
     snprintf(out, size, "unknown");
@@ -196,25 +209,21 @@ int rt_measured_write(const char *path, const char *plan_path, const et_plan *p,
                                                  et_phase_names[op->phase], "predicted_s",
                                                  all[(size_t)i * N_STATS + STAT_PREDICTED], "ranks", ranks));
         }
-        double *st = malloc((size_t)(log->steps > 0 ? log->steps : 1) * sizeof *st);
-        int ms = 0;
-        for (int k = 0; st && k < log->steps; k++)
-            if (log->first_step + k >= p->warmup_steps) st[ms++] = log->step_s[k];
-        double med = et_quantile(st, ms, 0.5);
+        const rt_step_stats st = rt_run_log_step_stats(log);
+        const double med = st.median;
         json_t *j = json_pack(
             "{s:s, s:s, s:o, s:s, s:i, s:i, s:I, s:i, s:{s:f, s:f, s:f, s:f}, s:o, s:f, s:f, s:f, s:o, s:o, "
             "s:f, "
             "s:I, s:o, s:o}",
             "tool", "etrun", "plan", p->s.name, "provenance", provenance(m, comm), "backend", m->be->name,
             "ranks", world, "steps", log->steps, "first_step", (json_int_t)log->first_step, "warmup_steps",
-            p->warmup_steps, "step_time_s", "median", med, "min", ms ? st[0] : 0, "max", ms ? st[ms - 1] : 0,
-            "predicted_compute", log->predicted_step_s, "step_times_s", doubles(log->step_s, log->steps),
-            "tokens_per_second", med > 0 ? log->tokens_per_step / med : 0, "model_flops_per_step",
-            log->flops_per_step, "tflops_per_device", med > 0 ? log->flops_per_step / med / 1e12 : 0, "loss",
+            p->warmup_steps, "step_time_s", "median", med, "min", st.min, "max", st.max, "predicted_compute",
+            log->predicted_step_s, "step_times_s", doubles(log->step_s, log->steps), "tokens_per_second",
+            med > 0 ? log->tokens_per_step / med : 0, "model_flops_per_step", log->flops_per_step,
+            "tflops_per_device", med > 0 ? log->flops_per_step / med / 1e12 : 0, "loss",
             doubles(log->loss, log->steps), "grad_norm", doubles(log->grad_norm, log->steps),
             "peak_memory_MiB", peak_rss, "parameters", (json_int_t)m->n_params, "ops", ops, "communication",
             communication(m, log));
-        free(st);
         char *real = realpath(plan_path, NULL);
         if (j) {
             json_object_set_new(j, "plan_file", json_string(real ? real : plan_path));

@@ -30,6 +30,12 @@ typedef struct rt_run_log {
 int rt_run_log_init(rt_run_log *log, const rt_model *m, int steps, int micro, long long first_step,
                     et_error *err);
 void rt_run_log_free(rt_run_log *log);
+/* Median, min and max of the measured steps' times (the log->measured steps after warm-up, the tail of
+ * step_s); all 0 when none was measured. */
+typedef struct rt_step_stats {
+    double median, min, max;
+} rt_step_stats;
+rt_step_stats rt_run_log_step_stats(const rt_run_log *log);
 
 int rt_measured_write(const char *path, const char *plan_path, const et_plan *p, const rt_model *m,
                       rt_comm *comm, const rt_run_log *log, et_error *err);

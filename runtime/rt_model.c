@@ -133,6 +133,14 @@ void rt_model_begin_step(rt_model *m)
     m->last_grad_norm = 0;
 }
 
+/* The flat-buffer slice (floats) of graph parameters [param, param + n). */
+static void param_slice(const rt_model *m, int param, int n, size_t *first, size_t *count)
+{
+    const int last = param + n - 1;
+    *first = m->param_offset[param];
+    *count = m->param_offset[last] + (size_t)m->graph.params[last].dense - *first;
+}
+
 static void upload_batch(rt_model *m, const rt_batch *b)
 {
     rt_backend *be = m->be;
@@ -159,10 +167,9 @@ int rt_model_step_micro(rt_model *m, const rt_batch *b, double norm, rt_grad_rea
         m->ops[i].exec(m, &m->ops[i], &m->batch);
         if (op->phase == ET_PHASE_BACKWARD && m->mask && op->grad_count) {
             /* only kept weights learn: mask the gradients as soon as they are final */
-            size_t first = m->param_offset[op->grad_first];
-            int last = op->grad_first + op->grad_count - 1;
-            size_t end = m->param_offset[last] + (size_t)m->graph.params[last].dense;
-            be->mask_mul(be, m->grads + first, m->mask + first, end - first);
+            size_t first, count;
+            param_slice(m, op->grad_first, op->grad_count, &first, &count);
+            be->mask_mul(be, m->grads + first, m->mask + first, count);
         }
         be->op_timer_end(be, i);
         if (ready && op->phase == ET_PHASE_BACKWARD) ready(ctx, i);
@@ -173,10 +180,7 @@ int rt_model_step_micro(rt_model *m, const rt_batch *b, double norm, rt_grad_rea
 
 void rt_model_bucket_slice(const rt_model *m, int k, size_t *first, size_t *count)
 {
-    const et_bucket *b = &m->buckets[k];
-    int last = b->param_first + b->param_count - 1;
-    *first = m->param_offset[b->param_first];
-    *count = m->param_offset[last] + (size_t)m->graph.params[last].dense - *first;
+    param_slice(m, m->buckets[k].param_first, m->buckets[k].param_count, first, count);
 }
 
 double rt_model_grad_sq(const rt_model *m, size_t first, size_t count)

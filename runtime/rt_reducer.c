@@ -52,9 +52,11 @@ void rt_reducer_on_grad_ready(void *ctx, int op_index)
         if (r->clip_per_bucket) {
             /* clip this bucket by its own local norm before it is reduced: no wait for the last bucket */
             double norm = sqrt(rt_model_grad_sq(m, first, count));
-            r->rec[k].norm_before = norm;
-            if (norm > r->max_norm) rt_model_scale_grads(m, first, count, r->max_norm / (norm + 1e-6));
-            r->rec[k].norm_after = sqrt(rt_model_grad_sq(m, first, count));
+            r->rec[k].norm_before = r->rec[k].norm_after = norm;
+            if (norm > r->max_norm) { /* measured again, not assumed: measured.json shows what was reduced */
+                rt_model_scale_grads(m, first, count, r->max_norm / (norm + 1e-6));
+                r->rec[k].norm_after = sqrt(rt_model_grad_sq(m, first, count));
+            }
         }
         r->rec[k].start_s = et_wall_seconds() - r->step_t0;
         if (r->comm->allreduce_start(r->comm, m->grads + first, count, k)) r->failed = 1;

@@ -39,24 +39,17 @@ static int write_synthetic(const char *plan_path, const et_device_profile *truth
         }
         json_array_append_new(shapes, m);
     }
-    double step = 0;
-    for (int i = 0; i < g.n_ops; i++) {
-        double per_step[3];
-        for (int s = 0; s < steps; s++) {
-            per_step[s] = 0;
-            if (g.ops[i].phase == ET_PHASE_OPTIMIZER)
-                per_step[s] = et_op_time(&g.ops[i], &b[s][micro - 1], truth, plan.s.precision);
-            else
-                for (int k = 0; k < micro; k++)
-                    per_step[s] += et_op_time(&g.ops[i], &b[s][k], truth, plan.s.precision);
-        }
-        /* the median of three */
-        double a = per_step[0], c = per_step[1], d = per_step[2];
-        double med = fmax(fmin(a, c), fmin(fmax(a, c), d));
+    double step = 0, *per_step = malloc(3 * (size_t)g.n_ops * sizeof *per_step);
+    for (int s = 0; s < steps; s++)
+        et_step_op_times(&g, b[s], micro, truth, plan.s.precision, per_step + (size_t)s * g.n_ops);
+    for (int i = 0; i < g.n_ops; i++) { /* the median of three steps */
+        const double a = per_step[i], c = per_step[g.n_ops + i], d = per_step[2 * g.n_ops + i];
+        const double med = fmax(fmin(a, c), fmin(fmax(a, c), d));
         step += med;
         json_array_append_new(
             ops, json_pack("{s:s, s:[{s:i, s:f}]}", "id", g.ops[i].id, "ranks", "rank", 0, "median_s", med));
     }
+    free(per_step);
     json_t *j =
         json_pack("{s:s, s:s, s:s, s:{s:f}, s:o, s:o}", "tool", "etrun", "plan_file", plan_path, "backend",
                   "cpu", "step_time_s", "median", step, "ops", ops, "batch_shapes", shapes);
