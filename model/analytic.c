@@ -24,14 +24,26 @@ double et_bucket_clip_time(const et_scenario *s, double bytes)
                           3 * bytes, 0, 0, 0);
 }
 
+double et_tp_comm_time(const et_comm_group *tp, et_op_kind kind, double bytes)
+{
+    switch (kind) {
+    case ET_OP_TP_ALLGATHER:
+        return et_ring_allgather_time(tp, bytes);
+    case ET_OP_TP_REDUCE_SCATTER:
+        return et_ring_reduce_scatter_time(tp, bytes);
+    default:
+        return et_ring_allreduce_time(tp, bytes);
+    }
+}
+
 /* Compute seconds of op i: given in op_time, or from the cost model when op_time is NULL. A tensor-parallel
  * all-reduce takes no compute time: its time is added to *tp_comm (when not NULL) instead. */
 static double op_seconds(const et_scenario *s, const et_graph *g, int i, const et_batch_shape *b,
                          const double *op_time, const et_comm_group *tp, double *tp_comm)
 {
     const et_op *op = &g->ops[i];
-    if (op->kind == ET_OP_TP_ALLREDUCE) {
-        if (tp_comm) *tp_comm += et_ring_allreduce_time(tp, et_linear_eval(&op->bytes, b));
+    if (et_op_is_tp_comm(op->kind)) {
+        if (tp_comm) *tp_comm += et_tp_comm_time(tp, op->kind, et_linear_eval(&op->bytes, b));
         return 0;
     }
     return op_time ? op_time[i] : et_op_time(op, b, &s->cluster.device, s->precision);
@@ -59,10 +71,10 @@ double et_pipeline_send_time(const et_scenario *s, const et_batch_shape *b)
     const et_cluster *c = &s->cluster;
     double bytes = b->tokens * s->model.hidden * et_precision_bytes(s->precision) / s->parallel.tensor;
     int stage_gpus = s->parallel.tensor * s->parallel.pipeline;
-    double bw = stage_gpus <= c->gpus_per_node ? c->intra_node_bandwidth
-                                               : c->nics_per_node * c->nic_bandwidth / c->gpus_per_node;
+    double bw = stage_gpus <= c->gpus_per_node ? et_cluster_nvlink_bandwidth(c)
+                                               : c->nics_per_node * et_cluster_nic_bandwidth(c) / c->gpus_per_node;
     double lat = stage_gpus <= c->gpus_per_node ? c->intra_node_latency : c->nic_latency + c->switch_latency;
-    return lat + bytes / bw;
+    return (lat + bytes / bw) * et_pipeline_sends_per_micro_batch(s->parallel.pipeline, s->parallel.virtual_pipeline);
 }
 
 /* The whole model on one GPU, without recomputation: its parameters and its model FLOPs. */
@@ -71,7 +83,8 @@ static int whole_model_graph(const et_scenario *s, et_graph *g, et_error *err)
     et_graph_options o = et_scenario_graph_options(s, 0);
     o.tensor = 1;
     o.pipeline = 1;
-    o.recompute = false;
+    o.recompute = ET_RECOMPUTE_NONE;
+    o.sequence_parallel = false;
     o.optimizer_shards = 1;
     return et_graph_build(&s->model, &o, g, err);
 }
@@ -260,12 +273,13 @@ static int estimate_phase(const et_scenario *s, et_estimate *out, et_error *err)
             et_graph_free(&g);
             return -1;
         }
+        const int v = s->parallel.virtual_pipeline;
         double send = et_pipeline_send_time(s, &b);
         out->forward = m * F;
         out->backward = m * Bw;
         out->tp_comm = m * (tp_f + tp_b);
         out->pp_comm = m * 2 * send;
-        out->bubble = (pp - 1) * (F + Bw + tp_f + tp_b + 2 * send);
+        out->bubble = et_pipeline_bubble_micro_batches(pp, v) * (F + Bw + tp_f + tp_b + 2 * send);
         double comm_total = 0, clip = 0;
         out->dp_comm_exposed =
             s->parallel.data > 1 ? overlap_buckets(s, &g, &b, buckets, nb, &dp, &comm_total, &clip) : 0;

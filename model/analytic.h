@@ -97,8 +97,13 @@ double et_phase_time(const et_scenario *s, const et_graph *g, et_phase phase, co
 double et_phase_time_of(const et_scenario *s, const et_graph *g, et_phase phase, const et_batch_shape *b,
                         const double *op_time, double *tp_comm);
 
-/* Pipeline activation send per micro-batch and direction, seconds (0 with one stage). */
+/* Pipeline activation sends of one micro-batch in one direction, seconds (0 with one stage): one per model
+ * chunk boundary, so v with v virtual stages. */
 double et_pipeline_send_time(const et_scenario *s, const et_batch_shape *b);
+
+/* Seconds of one tensor-parallel collective op (all-reduce, all-gather or reduce-scatter of `bytes`, the
+ * full activation) on the tensor-parallel group, ring algorithm. */
+double et_tp_comm_time(const et_comm_group *tp, et_op_kind kind, double bytes);
 
 /* Splits one micro-batch's backward at the points where buckets become ready: seg[k] (k < nb) is the compute
  * time from the previous ready point to bucket k's, seg[nb] the rest of backward. Clipping is not included;

@@ -3,6 +3,16 @@
 #include <math.h>
 #include <stdlib.h>
 
+double et_cluster_nvlink_bandwidth(const et_cluster *c)
+{
+    return c->intra_node_bandwidth * c->intra_node_efficiency;
+}
+
+double et_cluster_nic_bandwidth(const et_cluster *c)
+{
+    return c->nic_bandwidth * c->inter_node_efficiency;
+}
+
 static et_comm_group group(const et_scenario *s, int ranks, int per_node, int groups_per_node)
 {
     const et_cluster *c = &s->cluster;
@@ -10,8 +20,8 @@ static et_comm_group group(const et_scenario *s, int ranks, int per_node, int gr
     g.ranks = ranks;
     g.ranks_per_node = per_node < ranks ? per_node : ranks;
     g.nodes = ranks / g.ranks_per_node;
-    g.intra_bw = c->intra_node_bandwidth * c->bandwidth_factor;
-    g.inter_bw = c->nics_per_node * c->nic_bandwidth * c->bandwidth_factor / groups_per_node;
+    g.intra_bw = et_cluster_nvlink_bandwidth(c) * c->bandwidth_factor;
+    g.inter_bw = c->nics_per_node * et_cluster_nic_bandwidth(c) * c->bandwidth_factor / groups_per_node;
     g.alpha_intra = c->intra_node_latency * c->latency_factor + c->collective_step_latency;
     /* worst path between nodes: NIC, leaf switch, spine, leaf switch, NIC */
     int leaves = (c->nodes + c->nodes_per_leaf - 1) / c->nodes_per_leaf;

@@ -27,6 +27,11 @@ typedef struct et_comm_group {
 /* The data-parallel communicator of a scenario (tensor-parallel ranks fill a node first). */
 et_comm_group et_dp_group(const et_scenario *s);
 /* The tensor-parallel communicator (inside one node). */
+/* Usable bandwidth per direction of one GPU's NVLink port and of one NIC: the wire figure times the link
+ * class's efficiency (what the simulator's links and the closed forms both use), bytes/s. */
+double et_cluster_nvlink_bandwidth(const et_cluster *c);
+double et_cluster_nic_bandwidth(const et_cluster *c);
+
 et_comm_group et_tp_group(const et_scenario *s);
 
 double et_ring_allreduce_time(const et_comm_group *g, double bytes);

@@ -26,11 +26,13 @@ int et_device_profile_load(const char *path, et_device_profile *out, et_error *e
                                            "efficiency",
                                            "on_chip_MiB",
                                            "sparse",
+                                           "multiprocessors",
                                            NULL};
     static const char *const sparse_keys[] = {"unstructured_efficiency", "block_half",
                                               "semi_structured_2_4_speedup", "masked_dense", NULL};
     static const char *const peak_keys[] = {"fp32", "tf32", "fp16", "bf16", NULL};
-    static const char *const eff_keys[] = {"gemm_max", "gemm_half_dim", "memory", "kernel_overhead_us", NULL};
+    static const char *const eff_keys[] = {"gemm_max", "gemm_half_dim", "gemm_tile", "memory",
+                                           "kernel_overhead_us", NULL};
     json_t *root;
     if (et_json_load_file(path, &root, err)) return -1;
     et_json_reader r = {path, err};
@@ -72,6 +74,26 @@ int et_device_profile_load(const char *path, et_device_profile *out, et_error *e
         goto done;
     if (et_json_get_number(&r, eff, "$.efficiency", "gemm_half_dim", true, 0, 0, 1e6, &out->gemm_half_dim))
         goto done;
+    long long sms;
+    if (et_json_get_int(&r, root, "$", "multiprocessors", false, 0, 0, 1 << 20, &sms)) goto done;
+    out->multiprocessors = (int)sms;
+    json_t *tile;
+    if (et_json_get_array(&r, eff, "$.efficiency", "gemm_tile", false, &tile)) goto done;
+    if (tile) {
+        if (json_array_size(tile) != 2) {
+            et_error_set(err, path, 0, 0, "$.efficiency.gemm_tile", "expected [rows, columns], got %zu values",
+                         json_array_size(tile));
+            goto done;
+        }
+        for (size_t i = 0; i < 2; i++)
+            if (et_json_array_number(&r, tile, "$.efficiency.gemm_tile", i, 1, 1 << 16, &out->gemm_tile[i]))
+                goto done;
+    }
+    if (out->multiprocessors > 0 && !tile) {
+        et_error_set(err, path, 0, 0, "$.efficiency.gemm_tile",
+                     "a profile with multiprocessors needs the GEMM output tile [rows, columns]");
+        goto done;
+    }
     if (et_json_get_number(&r, eff, "$.efficiency", "memory", true, 0, 0.01, 1, &out->memory_efficiency))
         goto done;
     if (et_json_get_number(&r, eff, "$.efficiency", "kernel_overhead_us", true, 0, 0, 1e6, &v)) goto done;
@@ -94,12 +116,55 @@ done:
     return rc;
 }
 
-double et_gemm_efficiency(const et_device_profile *d, double m, double n, double k)
+/* Useful fraction of the work when an m x n output is cut into tm x tn tiles run in waves of `sms` tiles:
+ * tile quantization (partial edge tiles) times wave quantization (a partial last wave). */
+static double narrow_side(double side, double dim)
+{
+    /* a dimension shorter than the tile runs on a narrower tile (power of two, 16 or more), as the
+     * libraries' kernels for skinny products do */
+    if (dim >= side) return side;
+    double s = 16;
+    while (s < dim)
+        s *= 2;
+    return s < side ? s : side;
+}
+
+static double tile_wave_fraction(double m, double n, double tm, double tn, int sms)
+{
+    tm = narrow_side(tm, m);
+    tn = narrow_side(tn, n);
+    double tiles_m = ceil(m / tm), tiles_n = ceil(n / tn), tiles = tiles_m * tiles_n;
+    double waves = ceil(tiles / sms);
+    return (m * n) / (tiles_m * tm * tiles_n * tn) * tiles / (waves * sms);
+}
+
+double et_gemm_wave_efficiency(const et_device_profile *d, double m, double n)
+{
+    if (d->multiprocessors <= 0 || m <= 0 || n <= 0) return 1;
+    const double a = d->gemm_tile[0], b = d->gemm_tile[1], c = fmin(a, b);
+    /* the library picks the best of its tile, the tile transposed and the square of the shorter side */
+    double best = tile_wave_fraction(m, n, a, b, d->multiprocessors);
+    best = fmax(best, tile_wave_fraction(m, n, b, a, d->multiprocessors));
+    return fmax(best, tile_wave_fraction(m, n, c, c, d->multiprocessors));
+}
+
+double et_gemm_dimension_efficiency(const et_device_profile *d, double m, double n, double k)
 {
     double h = d->gemm_half_dim;
     double e = d->gemm_max_efficiency;
     if (h > 0) e *= (m / (m + h)) * (n / (n + h)) * (k / (k + h));
     return e;
+}
+
+double et_gemm_batched_efficiency(const et_device_profile *d, double batch, double m, double n, double k)
+{
+    /* a batch of equal products is one grid of batch x tiles: stacked rows quantize the same way */
+    return et_gemm_dimension_efficiency(d, m, n, k) * et_gemm_wave_efficiency(d, m * (batch > 1 ? batch : 1), n);
+}
+
+double et_gemm_efficiency(const et_device_profile *d, double m, double n, double k)
+{
+    return et_gemm_batched_efficiency(d, 1, m, n, k);
 }
 
 double et_roofline_time(const et_device_profile *d, double rate, double flops, double bytes, double kernels)

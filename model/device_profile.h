@@ -4,8 +4,9 @@
  * stored in SI base units: FLOP/s, bytes, bytes/s, seconds. A peak of 0 means the precision is not
  * supported. Time of one kernel is a roofline:
  *     t = max(flops / (peak * eff_compute), bytes / (bandwidth * eff_memory)) + kernel_overhead
- * with eff_compute for matrix products = gemm_max * prod_d d / (d + gemm_half_dim) over d in {M, N, K}
- * (docs/cost-model.md gives sources). Loading fills *err with file and JSON path on bad input. */
+ * with eff_compute for matrix products = gemm_max * prod_d d / (d + gemm_half_dim) over d in {M, N, K},
+ * times the tile and wave quantization of the M x N output over the device's multiprocessors when the
+ * profile gives them (docs/cost-model.md gives the formula and sources). Loading fills *err with file and JSON path on bad input. */
 #ifndef ET_DEVICE_PROFILE_H
 #define ET_DEVICE_PROFILE_H
 
@@ -30,6 +31,8 @@ typedef struct et_device_profile {
     double reserved_bytes;                 /* context, library workspaces, fragmentation: bytes */
     double gemm_max_efficiency;            /* fraction of peak a large GEMM reaches */
     double gemm_half_dim;                  /* GEMM dimension at which efficiency halves, elements */
+    int multiprocessors;                   /* SMs a GEMM's tiles are spread over (0: no wave model) */
+    double gemm_tile[2];                   /* output tile of a large GEMM, rows x columns (elements) */
     double memory_efficiency;              /* fraction of bandwidth a streaming kernel reaches */
     double kernel_overhead_s;              /* launch + tail per kernel, seconds */
     double on_chip_bytes;                  /* dataflow devices: on-chip memory holding fused intermediates */
@@ -42,8 +45,18 @@ typedef struct et_device_profile {
 
 int et_device_profile_load(const char *path, et_device_profile *out, et_error *err);
 
+/* Tile and wave quantization of an M x N output on this device (1 without a wave model). */
+double et_gemm_wave_efficiency(const et_device_profile *d, double m, double n);
+
 /* Efficiency of an M x N x K matrix product on this device (0..1). */
 double et_gemm_efficiency(const et_device_profile *d, double m, double n, double k);
+
+/* gemm_max times the small-dimension terms only (no tile or wave quantization): for products that are
+ * sequences of differently shaped kernels, such as tensor-train contractions. */
+double et_gemm_dimension_efficiency(const et_device_profile *d, double m, double n, double k);
+
+/* Efficiency of `batch` independent M x N x K products launched as one batched kernel. */
+double et_gemm_batched_efficiency(const et_device_profile *d, double batch, double m, double n, double k);
 
 /* The one roofline of ET's costs: max(flops / rate, bytes / (bandwidth x memory efficiency)) plus the launch
  * overhead of `kernels` kernels (0 when nothing moves or computes). et_kernel_time and graph.h's et_op_time

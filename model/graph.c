@@ -5,8 +5,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *const et_op_kind_names[] = {"gemm",      "attention",    "elementwise",  "embedding", "loss",
-                                        "optimizer", "tp_allreduce", "tensor_train", NULL};
+const char *const et_op_kind_names[] = {"gemm",         "attention",     "elementwise",      "embedding",
+                                        "loss",         "optimizer",     "tp_allreduce",     "tensor_train",
+                                        "tp_allgather", "tp_reduce_scatter", NULL};
+
+bool et_op_is_tp_comm(et_op_kind kind)
+{
+    return kind == ET_OP_TP_ALLREDUCE || kind == ET_OP_TP_ALLGATHER || kind == ET_OP_TP_REDUCE_SCATTER;
+}
 const char *const et_phase_names[] = {"forward", "backward", "optimizer", NULL};
 
 /* Shorthands for linear forms in the batch letters (see graph.h). */
@@ -266,20 +272,38 @@ static void weight_backward(builder *b, int layer, et_layer_group group, et_line
 
 typedef struct dims {
     double H, A, D, F, V, t, Ht, Ft, At, e;
+    double St;      /* token share of the sequence-parallel region (layer norms, dropouts): 1/t or 1 */
+    double dropout; /* dropout probability (0: no dropout kernels) */
+    int sp;         /* sequence parallelism */
 } dims;
 
-/* Forward ops of one transformer layer. Formulas: docs/cost-model.md, "Transformer layer". */
-static void layer_forward(builder *b, const dims *d, int i, int decoder, et_phase phase, const char *suffix)
+/* The tensor-parallel collective at the boundary of a block: one all-reduce of the block's output, or
+ * with sequence parallelism a reduce-scatter after the block and an all-gather before the next (`gather`
+ * selects the one before). Messages are the full T x H activation. */
+static void tp_boundary(builder *b, const dims *d, et_phase phase, int layer, int gather, const char *name)
+{
+    if (d->t <= 1 || (gather && !d->sp)) return;
+    et_op_kind kind = !d->sp ? ET_OP_TP_ALLREDUCE : gather ? ET_OP_TP_ALLGATHER : ET_OP_TP_REDUCE_SCATTER;
+    et_op *op = add_op(b, kind, phase, layer, "%s", name);
+    if (op) op->bytes = TOK(d->e * d->H);
+}
+
+/* Dropout on `elems` values per batch unit (a mask byte each; Megatron's fused kernels): forward reads
+ * and writes the values (the decoder's residual add fused in, as Megatron's bias-dropout-add), backward
+ * reads the gradient and the mask. */
+static void dropout_op(builder *b, const dims *d, et_phase phase, int layer, et_linear elems, double reads,
+                       const char *id)
+{
+    if (d->dropout <= 0) return;
+    elementwise(b, phase, layer, lin_scale(elems, 2), lin_scale(elems, (reads + 1) * d->e + 1), id);
+}
+
+/* The attention core: scores, softmax, dropout, context (what selective recomputation repeats). */
+static void attention_core(builder *b, const dims *d, int i, et_phase phase, const char *suffix)
 {
     char id[80];
-    const double H = d->H, Ht = d->Ht, Ft = d->Ft, At = d->At, e = d->e;
+    const double Ht = d->Ht, At = d->At, e = d->e;
 #define ID(name) (snprintf(id, sizeof id, "layer.%d.%s%s", i, name, suffix), id)
-    if (decoder) elementwise(b, phase, i, TOK(8 * H), TOK(2 * e * H), ID("attn.layernorm"));
-    /* q, k, v: one product of 3Ht outputs, or three tensor-train layers of H x H */
-    if (b->method->kind == ET_METHOD_TENSOR_TRAIN && b->method->tt_group[ET_GROUP_ATTENTION])
-        weight_forward(b, phase, i, ET_GROUP_ATTENTION, TOK(1), H, Ht, 3, ID("attn.qkv"));
-    else
-        weight_forward(b, phase, i, ET_GROUP_ATTENTION, TOK(1), H, 3 * Ht, 1, ID("attn.qkv"));
     et_op *op = add_op(b, ET_OP_ATTENTION, phase, i, "%s", ID("attn.scores"));
     if (op) {
         op->k = FIX(d->D);
@@ -287,26 +311,46 @@ static void layer_forward(builder *b, const dims *d, int i, int decoder, et_phas
         op->bytes = lin_add(TOK(2 * e * Ht), SQ(e * At));
     }
     elementwise(b, phase, i, SQ(5 * At), SQ(2 * e * At), ID("attn.softmax"));
+    dropout_op(b, d, phase, i, SQ(At), 1, ID("attn.dropout"));
     op = add_op(b, ET_OP_ATTENTION, phase, i, "%s", ID("attn.context"));
     if (op) {
         op->k = FIX(d->D);
         op->flops = SQ(2 * Ht);
         op->bytes = lin_add(TOK(2 * e * Ht), SQ(e * At));
     }
+#undef ID
+}
+
+/* Forward ops of one transformer layer. Formulas: docs/cost-model.md, "Transformer layer". */
+static void layer_forward(builder *b, const dims *d, int i, int decoder, et_phase phase, const char *suffix)
+{
+    char id[80];
+    const double H = d->H, Ht = d->Ht, Ft = d->Ft, e = d->e, St = d->St;
+    const double reads = decoder ? 2 : 1; /* the decoder's dropout kernels add the residual */
+#define ID(name) (snprintf(id, sizeof id, "layer.%d.%s%s", i, name, suffix), id)
+    if (decoder) elementwise(b, phase, i, TOK(8 * H * St), TOK(2 * e * H * St), ID("attn.layernorm"));
+    tp_boundary(b, d, phase, i, 1, ID("attn.tp_allgather"));
+    /* q, k, v: one product of 3Ht outputs, or three tensor-train layers of H x H */
+    if (b->method->kind == ET_METHOD_TENSOR_TRAIN && b->method->tt_group[ET_GROUP_ATTENTION])
+        weight_forward(b, phase, i, ET_GROUP_ATTENTION, TOK(1), H, Ht, 3, ID("attn.qkv"));
+    else
+        weight_forward(b, phase, i, ET_GROUP_ATTENTION, TOK(1), H, 3 * Ht, 1, ID("attn.qkv"));
+    attention_core(b, d, i, phase, suffix);
     weight_forward(b, phase, i, ET_GROUP_ATTENTION, TOK(1), Ht, H, 1, ID("attn.out"));
-    if (d->t > 1 && (op = add_op(b, ET_OP_TP_ALLREDUCE, phase, i, "%s", ID("attn.tp_allreduce"))))
-        op->bytes = TOK(e * H);
+    tp_boundary(b, d, phase, i, 0, d->sp ? ID("attn.tp_reduce_scatter") : ID("attn.tp_allreduce"));
+    dropout_op(b, d, phase, i, TOK(H * St), reads, ID("attn.out.dropout"));
     /* encoder (post-LN): residual add fused with layer norm after each block */
     if (decoder)
-        elementwise(b, phase, i, TOK(8 * H), TOK(2 * e * H), ID("mlp.layernorm"));
+        elementwise(b, phase, i, TOK(8 * H * St), TOK(2 * e * H * St), ID("mlp.layernorm"));
     else
-        elementwise(b, phase, i, TOK(8 * H), TOK(3 * e * H), ID("attn.layernorm"));
+        elementwise(b, phase, i, TOK(8 * H * St), TOK(3 * e * H * St), ID("attn.layernorm"));
+    tp_boundary(b, d, phase, i, 1, ID("mlp.tp_allgather"));
     weight_forward(b, phase, i, ET_GROUP_MLP, TOK(1), H, Ft, 1, ID("mlp.fc1"));
     elementwise(b, phase, i, TOK(8 * Ft), TOK(2 * e * Ft), ID("mlp.gelu"));
     weight_forward(b, phase, i, ET_GROUP_MLP, TOK(1), Ft, H, 1, ID("mlp.fc2"));
-    if (d->t > 1 && (op = add_op(b, ET_OP_TP_ALLREDUCE, phase, i, "%s", ID("mlp.tp_allreduce"))))
-        op->bytes = TOK(e * H);
-    if (!decoder) elementwise(b, phase, i, TOK(8 * H), TOK(3 * e * H), ID("mlp.layernorm"));
+    tp_boundary(b, d, phase, i, 0, d->sp ? ID("mlp.tp_reduce_scatter") : ID("mlp.tp_allreduce"));
+    dropout_op(b, d, phase, i, TOK(H * St), reads, ID("mlp.fc2.dropout"));
+    if (!decoder) elementwise(b, phase, i, TOK(8 * H * St), TOK(3 * e * H * St), ID("mlp.layernorm"));
 #undef ID
 }
 
@@ -320,29 +364,34 @@ static void layernorm_backward(builder *b, const dims *d, int layer, const char 
     add_grad(b, layer, d->H, "%s.bias", name);
 }
 
-static void layer_backward(builder *b, const dims *d, int i, int decoder, int recompute)
+static void layer_backward(builder *b, const dims *d, int i, int decoder, et_recompute recompute)
 {
     char name[80];
-    const double H = d->H, Ht = d->Ht, Ft = d->Ft, At = d->At, e = d->e;
-    if (recompute) layer_forward(b, d, i, decoder, ET_PHASE_BACKWARD, ".recompute");
+    const double H = d->H, Ht = d->Ht, Ft = d->Ft, At = d->At, e = d->e, St = d->St;
+    if (recompute == ET_RECOMPUTE_FULL) layer_forward(b, d, i, decoder, ET_PHASE_BACKWARD, ".recompute");
 #define NAME(s) (snprintf(name, sizeof name, "layer.%d.%s", i, s), name)
-    if (!decoder) layernorm_backward(b, d, i, NAME("mlp.layernorm"), TOK(1));
+    if (!decoder) layernorm_backward(b, d, i, NAME("mlp.layernorm"), TOK(St));
+    dropout_op(b, d, ET_PHASE_BACKWARD, i, TOK(H * St), 1, NAME("mlp.fc2.dropout.bwd"));
+    tp_boundary(b, d, ET_PHASE_BACKWARD, i, 1, NAME("mlp.tp_allgather.bwd"));
     /* rows of weight-grad products are the token dimension: m = n_out fixed, k = T */
     weight_backward(b, i, ET_GROUP_MLP, TOK(1), Ft, H, 1, NAME("mlp.fc2"), 1, 1);
     elementwise(b, ET_PHASE_BACKWARD, i, TOK(8 * Ft), TOK(3 * e * Ft), NAME("mlp.gelu.bwd"));
     weight_backward(b, i, ET_GROUP_MLP, TOK(1), H, Ft, 1, NAME("mlp.fc1"), 1, 1);
-    et_op *op;
-    if (d->t > 1 &&
-        (op = add_op(b, ET_OP_TP_ALLREDUCE, ET_PHASE_BACKWARD, i, "%s", NAME("mlp.tp_allreduce.bwd"))))
-        op->bytes = TOK(e * H);
-    layernorm_backward(b, d, i, decoder ? NAME("mlp.layernorm") : NAME("attn.layernorm"), TOK(1));
+    tp_boundary(b, d, ET_PHASE_BACKWARD, i, 0,
+                d->sp ? NAME("mlp.tp_reduce_scatter.bwd") : NAME("mlp.tp_allreduce.bwd"));
+    layernorm_backward(b, d, i, decoder ? NAME("mlp.layernorm") : NAME("attn.layernorm"), TOK(St));
+    dropout_op(b, d, ET_PHASE_BACKWARD, i, TOK(H * St), 1, NAME("attn.out.dropout.bwd"));
+    tp_boundary(b, d, ET_PHASE_BACKWARD, i, 1, NAME("attn.tp_allgather.bwd"));
     weight_backward(b, i, ET_GROUP_ATTENTION, TOK(1), Ht, H, 1, NAME("attn.out"), 1, 1);
+    if (recompute == ET_RECOMPUTE_SELECTIVE) attention_core(b, d, i, ET_PHASE_BACKWARD, ".recompute");
     /* context = P V: dP = dO V^T and dV = P^T dO, each 2*l*l*D per head */
+    et_op *op;
     if ((op = add_op(b, ET_OP_ATTENTION, ET_PHASE_BACKWARD, i, "%s", NAME("attn.context.bwd")))) {
         op->k = FIX(d->D);
         op->flops = SQ(4 * Ht);
         op->bytes = lin_add(TOK(4 * e * Ht), SQ(2 * e * At));
     }
+    dropout_op(b, d, ET_PHASE_BACKWARD, i, SQ(At), 1, NAME("attn.dropout.bwd"));
     elementwise(b, ET_PHASE_BACKWARD, i, SQ(4 * At), SQ(3 * e * At), NAME("attn.softmax.bwd"));
     if ((op = add_op(b, ET_OP_ATTENTION, ET_PHASE_BACKWARD, i, "%s", NAME("attn.scores.bwd")))) {
         op->k = FIX(d->D);
@@ -353,10 +402,9 @@ static void layer_backward(builder *b, const dims *d, int i, int decoder, int re
         weight_backward(b, i, ET_GROUP_ATTENTION, TOK(1), H, Ht, 3, NAME("attn.qkv"), 1, 1);
     else
         weight_backward(b, i, ET_GROUP_ATTENTION, TOK(1), H, 3 * Ht, 1, NAME("attn.qkv"), 1, 1);
-    if (d->t > 1 &&
-        (op = add_op(b, ET_OP_TP_ALLREDUCE, ET_PHASE_BACKWARD, i, "%s", NAME("attn.tp_allreduce.bwd"))))
-        op->bytes = TOK(e * H);
-    if (decoder) layernorm_backward(b, d, i, NAME("attn.layernorm"), TOK(1));
+    tp_boundary(b, d, ET_PHASE_BACKWARD, i, 0,
+                d->sp ? NAME("attn.tp_reduce_scatter.bwd") : NAME("attn.tp_allreduce.bwd"));
+    if (decoder) layernorm_backward(b, d, i, NAME("attn.layernorm"), TOK(St));
 #undef NAME
 }
 
@@ -366,7 +414,9 @@ static void head_forward(builder *b, const dims *d, const et_model_config *m)
     /* a tied output projection is the word embedding: it has the embeddings' sparsity */
     const et_layer_group decoder_group = m->tie_embeddings ? ET_GROUP_EMBEDDINGS : ET_GROUP_HEAD;
     if (m->head == ET_HEAD_CAUSAL_LM) {
-        elementwise(b, ET_PHASE_FORWARD, -1, TOK(8 * H), TOK(2 * e * H), "head.final_layernorm");
+        elementwise(b, ET_PHASE_FORWARD, -1, TOK(8 * H * d->St), TOK(2 * e * H * d->St),
+                    "head.final_layernorm");
+        tp_boundary(b, d, ET_PHASE_FORWARD, -1, 1, "head.tp_allgather");
         weight_forward(b, ET_PHASE_FORWARD, -1, decoder_group, PRED(1), H, Vt, 1, "head.lm.decoder");
     } else {
         if (m->head == ET_HEAD_MLM_NSP) {
@@ -394,7 +444,8 @@ static void head_backward(builder *b, const dims *d, const et_model_config *m)
     int untied = !m->tie_embeddings;
     if (m->head == ET_HEAD_CAUSAL_LM) {
         weight_backward(b, -1, decoder_group, PRED(1), H, Vt, 1, "head.lm.decoder", 0, untied);
-        layernorm_backward(b, d, -1, "head.final_layernorm", TOK(1));
+        tp_boundary(b, d, ET_PHASE_BACKWARD, -1, 0, "head.tp_reduce_scatter.bwd");
+        layernorm_backward(b, d, -1, "head.final_layernorm", TOK(d->St));
         return;
     }
     weight_backward(b, -1, decoder_group, PRED(1), H, Vt, 1, "head.mlm.decoder", 1, untied);
@@ -430,8 +481,8 @@ static void embedding_forward(builder *b, const dims *d, const et_model_config *
         op->bytes = TOK((tables + 1) * e * H);
         if (tt_word) op->bytes.fixed = op->weight_bytes = et_tt_params(&tt) * e;
     }
-    if (d->t > 1 && (op = add_op(b, ET_OP_TP_ALLREDUCE, ET_PHASE_FORWARD, -1, "embed.tp_allreduce")))
-        op->bytes = TOK(e * H);
+    tp_boundary(b, d, ET_PHASE_FORWARD, -1, 0, d->sp ? "embed.tp_reduce_scatter" : "embed.tp_allreduce");
+    dropout_op(b, d, ET_PHASE_FORWARD, -1, TOK(H * d->St), 1, "embed.dropout");
     if (m->arch == ET_ARCH_ENCODER)
         elementwise(b, ET_PHASE_FORWARD, -1, TOK(8 * H), TOK(2 * e * H), "embed.layernorm");
 }
@@ -440,6 +491,7 @@ static void embedding_backward(builder *b, const dims *d, const et_model_config 
 {
     const double H = d->H, e = d->e, Vt = d->V / d->t;
     if (m->arch == ET_ARCH_ENCODER) layernorm_backward(b, d, -1, "embed.layernorm", TOK(1));
+    dropout_op(b, d, ET_PHASE_BACKWARD, -1, TOK(H * d->St), 1, "embed.dropout.bwd");
     double tables = 2 + (m->type_vocab > 0);
     et_tt_shape tt;
     int tt_word = tt_embedding_of(b, &tt);
@@ -539,6 +591,9 @@ int et_graph_build(const et_model_config *m, const et_graph_options *o, et_graph
     d.Ht = d.H / d.t;
     d.Ft = d.F / d.t;
     d.At = d.A / d.t;
+    d.sp = o->sequence_parallel && o->tensor > 1;
+    d.St = d.sp ? 1 / d.t : 1;
+    d.dropout = m->dropout;
     int per_stage = m->layers / o->pipeline;
     g->first_layer = o->stage * per_stage;
     g->last_layer = g->first_layer + per_stage - 1;
@@ -617,7 +672,7 @@ double et_model_param_count(const et_model_config *model)
 double et_op_time(const et_op *op, const et_batch_shape *b, const et_device_profile *d, et_precision p)
 {
     double flops = et_linear_eval(&op->flops, b), bytes = et_linear_eval(&op->bytes, b);
-    if (op->kind == ET_OP_TP_ALLREDUCE || (flops <= 0 && bytes <= 0)) return 0;
+    if (et_op_is_tp_comm(op->kind) || (flops <= 0 && bytes <= 0)) return 0;
     double kernels = op->kernels;
     if (d->kind == ET_DEVICE_DATAFLOW) {
         /* fused, pipelined execution: no launches, and intermediates stay on chip as long as the op's
@@ -633,13 +688,17 @@ double et_op_time(const et_op *op, const et_batch_shape *b, const et_device_prof
         double m = et_linear_eval(&op->m, b), n = et_linear_eval(&op->n, b), k = et_linear_eval(&op->k, b);
         if (m <= 0 || n <= 0 || k <= 0) return 0;
         double factor = et_sparse_rate_factor(d, &op->sparse);
-        rate = d->peak_flops[p] * et_gemm_efficiency(d, m, n, k) * (factor > 0 ? factor : 1);
+        /* a tensor-train op is a sequence of contractions of other shapes than its largest: no one grid */
+        double eff = op->kind == ET_OP_TT ? et_gemm_dimension_efficiency(d, m, n, k) : et_gemm_efficiency(d, m, n, k);
+        rate = d->peak_flops[p] * eff * (factor > 0 ? factor : 1);
         break;
     }
     case ET_OP_ATTENTION: {
-        double l = b->sequences > 0 ? sqrt(b->tokens_sq / b->sequences) : 0;
-        if (l <= 0) return 0;
-        rate = d->peak_flops[p] * et_gemm_efficiency(d, l, l, et_linear_eval(&op->k, b));
+        double l = b->sequences > 0 ? sqrt(b->tokens_sq / b->sequences) : 0, D = et_linear_eval(&op->k, b);
+        if (l <= 0 || D <= 0) return 0;
+        /* products of l x l x D per head and sequence: heads x sequences of them in one batched kernel */
+        double products = flops / (2 * l * l * D);
+        rate = d->peak_flops[p] * et_gemm_batched_efficiency(d, floor(products + 0.5), l, l, D);
         break;
     }
     default:

@@ -24,6 +24,7 @@
 #include "model_config.h"
 #include "op_scales.h"
 #include "optimizer.h"
+#include "schedule.h"
 
 typedef enum {
     ET_OP_GEMM,         /* dense matrix product M x N x K */
@@ -34,8 +35,14 @@ typedef enum {
     ET_OP_OPTIMIZER,    /* per-parameter update kernels (fp32 math) */
     ET_OP_TP_ALLREDUCE, /* tensor-parallel activation all-reduce (bytes = message size) */
     ET_OP_TT,           /* tensor-train contraction sequence (m, n, k: its most expensive step) */
+    ET_OP_TP_ALLGATHER, /* sequence parallelism: all-gather of the T/t-token shards (bytes = gathered size) */
+    ET_OP_TP_REDUCE_SCATTER, /* sequence parallelism: reduce-scatter to T/t tokens (bytes = input size) */
 } et_op_kind;
 extern const char *const et_op_kind_names[];
+
+/* True for the tensor-parallel collectives (all-reduce, all-gather, reduce-scatter): communication,
+ * costed by the collectives model, 0 s of compute. */
+bool et_op_is_tp_comm(et_op_kind kind);
 
 typedef enum { ET_PHASE_FORWARD, ET_PHASE_BACKWARD, ET_PHASE_OPTIMIZER } et_phase;
 extern const char *const et_phase_names[];
@@ -76,7 +83,9 @@ typedef struct et_graph_options {
     int pipeline; /* pipeline stages */
     int stage;    /* which stage this graph is for, 0-based */
     et_precision precision;
-    bool recompute; /* full activation recomputation per layer */
+    et_recompute recompute;  /* none, full (every layer's forward again) or selective (attention core) */
+    bool sequence_parallel;  /* tensor-parallel all-reduces become all-gather + reduce-scatter; layer norms
+                                and dropouts run on T/t tokens */
     et_optimizer optimizer;
     int optimizer_shards;    /* ZeRO: optimizer states split over this many ranks (1 = none) */
     bool clip_global;        /* clip after the all-reduce: a global-norm op before the update */

@@ -17,24 +17,29 @@ et_memory et_memory_estimate(const et_scenario *s, const et_graph *g, const et_b
     m.gradients = g->grad_elems * e / (z >= 2 ? dp : 1);
     m.optimizer_states = P * states / (z >= 1 ? dp : 1);
 
-    /* Activations per layer (Korthikanti et al. 2022, eq. 2 without sequence parallelism), written for
-     * 16-bit tensors: T*H*(10 + 24/t) + 5*A*Q/t bytes; scaled by e/2 for other precisions. With full
-     * recomputation only each layer's input (2*T*H bytes at 16 bit) is kept, plus one layer's full set. */
+    /* Activations per layer (Korthikanti et al. 2022, eqs. 2-5, Table 2), written for 16-bit tensors and
+     * scaled by e/2 for other precisions: T*H*(10 + 24/t) + 5*A*Q/t bytes with tensor parallelism t;
+     * T*H*34/t + 5*A*Q/t with sequence parallelism; selective recomputation drops the attention core's
+     * 5*A*Q/t. With full recomputation each layer keeps only its input (2*T*H bytes at 16 bit, T*H/t with
+     * sequence parallelism), and one layer's full set is rebuilt at a time. */
     const double H = s->model.hidden, A = s->model.heads, t = s->parallel.tensor;
     const double T = micro->tokens, Q = micro->tokens_sq;
-    double per_layer = (T * H * (10 + 24 / t) + 5 * A * Q / t) * e / 2;
+    const int sp = g->options.sequence_parallel;
+    const double core = g->options.recompute == ET_RECOMPUTE_SELECTIVE ? 0 : 5 * A * Q / t;
+    double per_layer = ((sp ? T * H * 34 / t : T * H * (10 + 24 / t)) + core) * e / 2;
     double layers = g->last_layer - g->first_layer + 1;
-    double act = s->parallel.recompute ? layers * T * H * e + per_layer : layers * per_layer;
+    double kept = g->options.recompute == ET_RECOMPUTE_FULL ? layers * T * H * e / (sp ? t : 1)
+                                                            : layers * per_layer;
     /* embeddings output and the loss head: logits and their gradient, fp32 softmax statistics */
     double head = 0;
     if (g->options.stage == g->options.pipeline - 1)
         head = micro->predictions * (s->model.vocab / t) * (2 * e + 4) + micro->predictions * H * e * 4;
-    act += T * H * e + head;
-    /* 1F1B keeps up to `pipeline - stage` micro-batches in flight on a stage */
-    int in_flight = s->parallel.pipeline - g->options.stage;
-    if (in_flight > s->batch.grad_accum) in_flight = (int)s->batch.grad_accum;
-    if (in_flight < 1) in_flight = 1;
-    m.activations = act * in_flight;
+    /* 1F1B keeps up to `pipeline - stage` micro-batches in flight on a stage (more with interleaving);
+     * what is rebuilt during backward (one layer under full recomputation) and the head exist once */
+    double in_flight = et_pipeline_in_flight(s->parallel.pipeline, s->parallel.virtual_pipeline,
+                                             g->options.stage, s->batch.grad_accum);
+    double once = (g->options.recompute == ET_RECOMPUTE_FULL ? per_layer : 0) + head;
+    m.activations = (kept + T * H * e) * in_flight + once;
     m.reserved = s->cluster.device.reserved_bytes;
     m.total = m.weights + m.gradients + m.optimizer_states + m.activations + m.reserved;
     m.capacity = s->cluster.device.memory_bytes;

@@ -31,6 +31,8 @@ typedef struct et_model_config {
     int max_predictions;  /* masked-LM: at most this many predictions per sequence */
     double mask_fraction; /* masked-LM: fraction of tokens predicted (0.15) */
     bool tie_embeddings;  /* output projection shares the word embedding */
+    double dropout;       /* dropout probability on attention probabilities and on each block's output
+                           * (Megatron's attention_dropout = hidden_dropout); 0 = no dropout kernels */
 } et_model_config;
 
 /* Fills *out with the named preset; returns -1 when the name is unknown. */

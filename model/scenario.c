@@ -43,6 +43,7 @@ static int read_model(const et_json_reader *r, json_t *root, et_model_config *m)
                                        "max_predictions",
                                        "mask_fraction",
                                        "tie_embeddings",
+                                       "dropout",
                                        NULL};
     json_t *o;
     if (et_json_get_object(r, root, "$", "model", true, keys, &o)) return -1;
@@ -92,6 +93,7 @@ static int read_model(const et_json_reader *r, json_t *root, et_model_config *m)
         return -1;
     if (et_json_get_bool(r, o, "$.model", "tie_embeddings", false, m->tie_embeddings, &m->tie_embeddings))
         return -1;
+    if (et_json_get_number(r, o, "$.model", "dropout", false, m->dropout, 0, 0.99, &m->dropout)) return -1;
     return et_model_config_check(m, r->source, "$.model", r->err);
 }
 
@@ -228,6 +230,8 @@ static int read_cluster(const et_json_reader *r, json_t *root, et_scenario *s)
                                        "platform_file",
                                        "bandwidth_factor",
                                        "latency_factor",
+                                       "nvlink_efficiency",
+                                       "nic_efficiency",
                                        NULL};
     static const char *const fabric_keys[] = {"topology", "oversubscription", "nodes_per_leaf",
                                               "switch_latency_us", NULL};
@@ -258,6 +262,14 @@ static int read_cluster(const et_json_reader *r, json_t *root, et_scenario *s)
     if (et_json_get_number(r, o, "$.cluster", "bandwidth_factor", false, 1.0, 0.01, 1.0,
                            &c->bandwidth_factor))
         return -1;
+    /* achieved / wire bandwidth of large collectives per link class (docs/cost-model.md, "Network"):
+     * NVLink 234.9 of 300 GB/s all-reduce busbw on an A100 node, InfiniBand 84.8 of 100 GB/s */
+    if (et_json_get_number(r, o, "$.cluster", "nvlink_efficiency", false, 0.78, 0.01, 1.0,
+                           &c->intra_node_efficiency))
+        return -1;
+    if (et_json_get_number(r, o, "$.cluster", "nic_efficiency", false, 0.85, 0.01, 1.0,
+                           &c->inter_node_efficiency))
+        return -1;
     if (et_json_get_number(r, o, "$.cluster", "latency_factor", false, 1.0, 0, 1000, &c->latency_factor))
         return -1;
     if (et_json_get_string(r, o, "$.cluster", "platform_file", false, NULL, &platform)) return -1;
@@ -287,8 +299,10 @@ static int read_cluster(const et_json_reader *r, json_t *root, et_scenario *s)
 
 static int read_parallelism(const et_json_reader *r, json_t *root, et_scenario *s)
 {
-    static const char *const keys[] = {"tensor",     "pipeline",  "zero_stage", "recompute",
-                                       "bucket_MiB", "allreduce", "overlap",    NULL};
+    static const char *const keys[] = {"tensor",    "pipeline",          "virtual_pipeline",
+                                       "zero_stage", "recompute",         "sequence_parallel",
+                                       "bucket_MiB", "allreduce",         "overlap",
+                                       NULL};
     json_t *o;
     long long v;
     double x;
@@ -302,7 +316,21 @@ static int read_parallelism(const et_json_reader *r, json_t *root, et_scenario *
     s->parallel.pipeline = (int)v;
     if (et_json_get_int(r, p, "$.parallelism", "zero_stage", false, 0, 0, 3, &v)) goto done;
     s->parallel.zero_stage = (int)v;
-    if (et_json_get_bool(r, p, "$.parallelism", "recompute", false, false, &s->parallel.recompute)) goto done;
+    if (et_json_get_int(r, p, "$.parallelism", "virtual_pipeline", false, 1, 1, 1024, &v)) goto done;
+    s->parallel.virtual_pipeline = (int)v;
+    /* recompute: true / false (full / none, the older form) or one of the mode names */
+    json_t *rv = json_object_get(p, "recompute");
+    if (json_is_boolean(rv)) {
+        s->parallel.recompute = json_is_true(rv) ? ET_RECOMPUTE_FULL : ET_RECOMPUTE_NONE;
+    } else {
+        if (et_json_get_enum(r, p, "$.parallelism", "recompute", false, et_recompute_names, ET_RECOMPUTE_NONE,
+                             &e))
+            goto done;
+        s->parallel.recompute = (et_recompute)e;
+    }
+    if (et_json_get_bool(r, p, "$.parallelism", "sequence_parallel", false, false,
+                         &s->parallel.sequence_parallel))
+        goto done;
     if (et_json_get_positive(r, p, "$.parallelism", "bucket_MiB", false, 25, &x)) goto done;
     s->parallel.bucket_bytes = x * 1048576.0;
     if (et_json_get_enum(r, p, "$.parallelism", "allreduce", false, et_coll_algo_names, ET_COLL_AUTO, &e))
@@ -522,6 +550,15 @@ static int check_parallelism(const et_json_reader *r, et_scenario *s)
         FAIL("$.parallelism.tensor", "tensor-parallel degree %d must divide ffn %d", t, s->model.ffn);
     if (s->model.layers % pp != 0)
         FAIL("$.parallelism.pipeline", "pipeline degree %d must divide the %d layers", pp, s->model.layers);
+    const int v = s->parallel.virtual_pipeline;
+    if (v > 1 && pp < 2)
+        FAIL("$.parallelism.virtual_pipeline", "virtual pipeline stages (%d) need a pipeline of 2 or more stages",
+             v);
+    if (v > 1 && s->model.layers % (pp * v) != 0)
+        FAIL("$.parallelism.virtual_pipeline",
+             "pipeline %d x virtual stages %d = %d must divide the %d layers (each virtual stage holds whole "
+             "layers)",
+             pp, v, pp * v, s->model.layers);
     s->parallel.data = gpus / (t * pp);
     if (t > 1 && s->method.kind == ET_METHOD_TENSOR_TRAIN)
         FAIL("$.parallelism.tensor",

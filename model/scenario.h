@@ -22,6 +22,7 @@
 #include "op_scales.h"
 #include "optimizer.h"
 #include "sampling.h"
+#include "schedule.h"
 
 typedef enum { ET_CLIP_NONE, ET_CLIP_AFTER_ALLREDUCE, ET_CLIP_PER_BUCKET } et_clip_mode;
 extern const char *const et_clip_mode_names[]; /* "none", "after_allreduce", "per_bucket", NULL */
@@ -47,6 +48,8 @@ typedef struct et_cluster {
     double switch_latency;          /* seconds per switch hop */
     double collective_step_latency; /* NCCL per-step software latency, seconds */
     double bandwidth_factor;        /* achieved / nominal link bandwidth (calibration; 1 = wire speed) */
+    double intra_node_efficiency;   /* achieved / wire bandwidth of NVLink collectives (link class) */
+    double inter_node_efficiency;   /* achieved / wire bandwidth of NIC collectives (link class) */
     double latency_factor;          /* multiplies every link latency (calibration) */
     char platform_file[512];        /* user-supplied SimGrid platform, "" to generate one */
 } et_cluster;
@@ -78,8 +81,10 @@ typedef struct et_scenario {
         int tensor;
         int pipeline;
         int data; /* derived: gpus / (tensor * pipeline) */
+        int virtual_pipeline; /* interleaved 1F1B: model chunks per pipeline stage (1 = plain 1F1B) */
         int zero_stage;
-        bool recompute;
+        et_recompute recompute;
+        bool sequence_parallel; /* Megatron sequence parallelism inside the tensor-parallel group */
         double bucket_bytes;
         et_coll_algo allreduce;
         bool overlap;

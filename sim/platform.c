@@ -1,6 +1,7 @@
 #include "platform.h"
 
 #include "atomic_file.h"
+#include "collectives.h"
 
 void platform_host_name(char *buf, size_t size, int node, int local)
 {
@@ -21,13 +22,13 @@ static void write_link(FILE *out, const char *id, double bandwidth, double laten
 static void write_links(FILE *out, const et_scenario *s, int leaves)
 {
     const et_cluster *c = &s->cluster;
-    const double node_nic = c->nics_per_node * c->nic_bandwidth;
+    const double node_nic = c->nics_per_node * et_cluster_nic_bandwidth(c);
     char id[48];
     fprintf(out, "    <zone id=\"links\" routing=\"None\">\n");
     for (int node = 0; node < c->nodes; node++) {
         for (int j = 0; j < c->gpus_per_node; j++) {
             snprintf(id, sizeof id, "nvl-%d-%d", node, j);
-            write_link(out, id, c->intra_node_bandwidth, c->intra_node_latency / 2);
+            write_link(out, id, et_cluster_nvlink_bandwidth(c), c->intra_node_latency / 2);
         }
         snprintf(id, sizeof id, "nic-%d", node);
         write_link(out, id, node_nic, c->nic_latency / 2);
@@ -40,7 +41,7 @@ static void write_links(FILE *out, const et_scenario *s, int leaves)
         int nodes_in_leaf = (leaf + 1) * per_leaf < c->nodes ? per_leaf : c->nodes - leaf * per_leaf;
         /* a cross-leaf route takes two up-links: each carries one spine hop's latency */
         snprintf(id, sizeof id, "leaf-%d-up", leaf);
-        write_link(out, id, nodes_in_leaf * c->nics_per_node * c->nic_bandwidth / c->oversubscription,
+        write_link(out, id, nodes_in_leaf * node_nic / c->oversubscription,
                    c->switch_latency);
     }
     fprintf(out, "    </zone>\n");

@@ -48,7 +48,7 @@ void sim_rank_plan(sim_world *w, int rank, int step, sim_plan *plan)
     const int m = (int)s->batch.grad_accum, p = s->parallel.pipeline, nb = st->n_buckets;
     const double f = noise_factor(w, rank, step);
     /* every micro-batch but the last runs forward and backward whole; the last one's backward is split at
-     * the bucket-ready points; the 1F1B bubble costs (p - 1) average micro-batches */
+     * the bucket-ready points; the 1F1B bubble costs (p - 1) / v average micro-batches */
     double pre = 0, mean_micro = 0, tp_f = 0, tp_b = 0, F = 0, Bw = 0, send = 0;
     for (int i = 0; i < m; i++) {
         const et_batch_shape *b = &w->shapes[((size_t)step * m + i) * s->parallel.data + r->index];
@@ -68,7 +68,7 @@ void sim_rank_plan(sim_world *w, int rank, int step, sim_plan *plan)
             plan->opt = et_phase_time_of(s, &st->graph, ET_PHASE_OPTIMIZER, b, t, NULL) * f;
         }
     }
-    pre += (p - 1) * mean_micro;
+    pre += et_pipeline_bubble_micro_batches(p, s->parallel.virtual_pipeline) * mean_micro;
     /* tensor-parallel all-reduces block compute: spread them over backward in proportion */
     double stretch = Bw > 0 ? (Bw + tp_b) / Bw : 1;
     for (int k = 0; k <= nb; k++)

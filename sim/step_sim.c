@@ -259,7 +259,7 @@ static json_t *results(const sim_world *w)
     et_batch_shape b = et_batch_expected(s);
     for (int i = 0; i < g->n_ops; i++) {
         const et_op *op = &g->ops[i];
-        double t = op->kind == ET_OP_TP_ALLREDUCE ? 0 : et_op_time(op, &b, &s->cluster.device, s->precision);
+        double t = et_op_is_tp_comm(op->kind) ? 0 : et_op_time(op, &b, &s->cluster.device, s->precision);
         json_array_append_new(ops, json_pack("{s:s, s:s, s:s, s:f, s:f, s:f}", "id", op->id, "phase",
                                              et_phase_names[op->phase], "kind", et_op_kind_names[op->kind],
                                              "flops", et_linear_eval(&op->flops, &b), "bytes",

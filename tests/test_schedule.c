@@ -1,0 +1,182 @@
+/* Execution schedules against hand-computed figures: activation memory with sequence parallelism and
+ * selective or full recomputation (Korthikanti et al. 2022), the interleaved 1F1B bubble, sequence
+ * parallelism's collectives, what selective recomputation repeats, and GEMM tile and wave quantization. */
+#include <string.h>
+
+#include "analytic.h"
+#include "batch.h"
+#include "check.h"
+#include "graph.h"
+#include "memory.h"
+#include "scenario_graph.h"
+
+#define VALIDATION ET_SOURCE_DIR "/scenarios/validation/korthikanti-2022-gpt-"
+
+static int load(const char *name, et_scenario *s)
+{
+    et_error err;
+    char path[512];
+    snprintf(path, sizeof path, VALIDATION "%s.json", name);
+    int rc = et_scenario_load(path, s, &err);
+    CHECK(rc == 0, "%s loads: %s", path, err.text);
+    return rc;
+}
+
+/* Activation bytes of stage 0 of 22B (48 layers, s 2048, b 1, h 6144, a 64, t 8), cut into 2 stages and 4
+ * micro-batches by hand: 2 micro-batches in flight on stage 0, 24 layers, 16-bit activations. */
+static double stage0_activations(et_scenario *s, et_recompute mode, bool sp)
+{
+    s->parallel.pipeline = 2;
+    s->parallel.virtual_pipeline = 1;
+    s->batch.local = 1;
+    s->batch.grad_accum = 4;
+    s->parallel.recompute = mode;
+    s->parallel.sequence_parallel = sp;
+    et_graph g;
+    et_error err;
+    et_graph_options o = et_scenario_graph_options(s, 0);
+    if (et_graph_build(&s->model, &o, &g, &err)) return -1;
+    et_batch_shape b = {.sequences = 1, .tokens = 2048, .tokens_sq = 2048.0 * 2048, .predictions = 2048};
+    et_memory m = et_memory_estimate(s, &g, &b);
+    et_graph_free(&g);
+    return m.activations;
+}
+
+static void test_activation_memory(void)
+{
+    et_scenario s;
+    if (load("22b-selective", &s)) return;
+    const double sbh = 2048.0 * 6144, input = sbh * 2; /* the embedding output each micro-batch keeps */
+    /* selective + sequence parallelism: s b h 34 / t per layer */
+    CHECK_REL(stage0_activations(&s, ET_RECOMPUTE_SELECTIVE, true), 2 * (24 * sbh * 34 / 8 + input), 1e-12,
+              "selective + sequence parallel: 2 x (24 x sbh x 34/t + 2sbh)");
+    /* sequence parallelism alone: s b h (34 / t + 5 a s / (h t)) */
+    CHECK_REL(stage0_activations(&s, ET_RECOMPUTE_NONE, true),
+              2 * (24 * sbh * (34.0 / 8 + 5.0 * 64 * 2048 / (6144 * 8)) + input), 1e-12,
+              "sequence parallel: sbh (34/t + 5as/(ht)) per layer");
+    /* tensor parallelism alone: s b h (10 + 24 / t + 5 a s / (h t)) */
+    const double tp_layer = sbh * (10 + 24.0 / 8 + 5.0 * 64 * 2048 / (6144 * 8));
+    CHECK_REL(stage0_activations(&s, ET_RECOMPUTE_NONE, false), 2 * (24 * tp_layer + input), 1e-12,
+              "tensor parallel: sbh (10 + 24/t + 5as/(ht)) per layer");
+    /* full recomputation: each layer's 2sbh input per micro-batch in flight, one layer's full set once */
+    CHECK_REL(stage0_activations(&s, ET_RECOMPUTE_FULL, false), 2 * (24 * 2 * sbh + input) + tp_layer, 1e-12,
+              "full recomputation: 2 x (24 x 2sbh + 2sbh) + one layer");
+    et_scenario_free(&s);
+}
+
+static void test_interleaved_bubble(void)
+{
+    et_scenario s;
+    if (load("175b-selective", &s)) return;
+    et_error err;
+    et_estimate v3, v1;
+    CHECK(s.parallel.virtual_pipeline == 3 && s.parallel.pipeline == 8, "175B runs 8 stages x 3 chunks");
+    CHECK(et_analytic_estimate(&s, &v3, &err) == 0, "estimate: %s", err.text);
+    const et_batch_shape b = et_batch_expected(&s);
+    const double send3 = et_pipeline_send_time(&s, &b), m = (double)s.batch.grad_accum;
+    s.parallel.virtual_pipeline = 1;
+    const double send1 = et_pipeline_send_time(&s, &b);
+    CHECK(et_analytic_estimate(&s, &v1, &err) == 0, "estimate: %s", err.text);
+    CHECK_REL(send3, 3 * send1, 1e-12, "three chunk boundaries: three sends per micro-batch and direction");
+    const double micro = (v3.forward + v3.backward + v3.tp_comm) / m;
+    CHECK_REL(v3.bubble, 7.0 / 3 * (micro + 2 * send3), 1e-12, "bubble (p - 1)/v micro-batches");
+    CHECK_REL(v1.bubble, 7.0 * (micro + 2 * send1), 1e-12, "plain 1F1B: (p - 1) micro-batches");
+    CHECK_REL(v3.pp_comm, 3 * v1.pp_comm, 1e-12, "interleaving triples the pipeline sends");
+    et_scenario_free(&s);
+}
+
+/* Sum of tensor-parallel communication seconds of the ops of one layer. */
+static double layer_tp_seconds(const et_scenario *s, const et_graph *g, int layer, const et_batch_shape *b)
+{
+    et_comm_group tp = et_tp_group(s);
+    double t = 0;
+    for (int i = 0; i < g->n_ops; i++)
+        if (g->ops[i].layer == layer && et_op_is_tp_comm(g->ops[i].kind))
+            t += et_tp_comm_time(&tp, g->ops[i].kind, et_linear_eval(&g->ops[i].bytes, b));
+    return t;
+}
+
+static void test_sequence_parallel(void)
+{
+    et_scenario s;
+    if (load("22b-selective", &s)) return;
+    et_error err;
+    const et_batch_shape b = et_batch_expected(&s);
+    et_graph sp, plain;
+    et_graph_options o = et_scenario_graph_options(&s, 0);
+    CHECK(o.sequence_parallel, "the 22B selective row runs sequence parallel");
+    if (et_graph_build(&s.model, &o, &sp, &err)) return;
+    o.sequence_parallel = false;
+    if (et_graph_build(&s.model, &o, &plain, &err)) return;
+    /* a ring all-reduce is a reduce-scatter and an all-gather: the same time, split in two */
+    CHECK_REL(layer_tp_seconds(&s, &sp, 3, &b), layer_tp_seconds(&s, &plain, 3, &b), 1e-12,
+              "layer 3: all-gathers + reduce-scatters cost the all-reduces they replace");
+    int ag = 0, rs = 0, ar = 0;
+    for (int i = 0; i < sp.n_ops; i++)
+        if (sp.ops[i].layer == 3) {
+            ag += sp.ops[i].kind == ET_OP_TP_ALLGATHER;
+            rs += sp.ops[i].kind == ET_OP_TP_REDUCE_SCATTER;
+            ar += sp.ops[i].kind == ET_OP_TP_ALLREDUCE;
+        }
+    CHECK(ag == 4 && rs == 4 && ar == 0, "layer 3: 4 all-gathers, 4 reduce-scatters, no all-reduce (%d, %d, %d)",
+          ag, rs, ar);
+    const int a = et_graph_find(&sp, "layer.3.attn.layernorm"), p = et_graph_find(&plain, "layer.3.attn.layernorm");
+    CHECK(a >= 0 && p >= 0, "layer norms exist");
+    if (a >= 0 && p >= 0)
+        CHECK_REL(et_linear_eval(&sp.ops[a].bytes, &b), et_linear_eval(&plain.ops[p].bytes, &b) / 8, 1e-12,
+                  "a sequence-parallel layer norm moves 1/t of the bytes");
+    et_graph_free(&sp);
+    et_graph_free(&plain);
+    et_scenario_free(&s);
+}
+
+static void test_selective_recompute(void)
+{
+    et_scenario s;
+    if (load("22b-selective", &s)) return;
+    et_error err;
+    et_graph g;
+    et_graph_options o = et_scenario_graph_options(&s, 0);
+    if (et_graph_build(&s.model, &o, &g, &err)) return;
+    static const char *const core[] = {"attn.scores", "attn.softmax", "attn.dropout", "attn.context"};
+    int recomputed = 0, found = 0;
+    char id[80];
+    for (int i = 0; i < g.n_ops; i++)
+        recomputed += g.ops[i].layer == 5 && strstr(g.ops[i].id, ".recompute") != NULL;
+    for (int k = 0; k < 4; k++) {
+        snprintf(id, sizeof id, "layer.5.%s.recompute", core[k]);
+        found += et_graph_find(&g, id) >= 0;
+    }
+    CHECK(recomputed == 4 && found == 4, "selective recomputation repeats the attention core only (%d ops, %d of 4)",
+          recomputed, found);
+    et_graph_free(&g);
+    et_scenario_free(&s);
+}
+
+static void test_wave_quantization(void)
+{
+    et_device_profile d;
+    et_error err;
+    CHECK(et_device_profile_load(ET_SOURCE_DIR "/scenarios/profiles/a100-sxm4-80gb.json", &d, &err) == 0,
+          "A100 profile loads");
+    /* 1024 x 1024 on 128 x 128 tiles: 64 tiles, one partial wave of 108 SMs */
+    CHECK_REL(et_gemm_wave_efficiency(&d, 1024, 1024), 64.0 / 108, 1e-12, "1024^2: 64 of 108 SMs busy");
+    /* 8192 x 8192 on 256 x 128: 2048 tiles, 19 waves of 108 (2052 slots) */
+    CHECK_REL(et_gemm_wave_efficiency(&d, 8192, 8192), 2048.0 / 2052, 1e-12, "8192^2: 2048 of 2052 slots");
+    /* 8192 x 2304 (22B's q, k, v shard): 128 x 128 gives 1152 tiles in 11 waves */
+    CHECK_REL(et_gemm_wave_efficiency(&d, 8192, 2304), 1152.0 / 1188, 1e-12, "8192 x 2304: 1152 of 1188 slots");
+    /* a skinny product runs on a narrow tile: 4096 x 24 best on 128 x 32 tiles (24 of 32 columns used),
+     * 32 tiles in one partial wave of 108 */
+    CHECK_REL(et_gemm_wave_efficiency(&d, 4096, 24), 24.0 / 32 * 32 / 108, 1e-12,
+              "4096 x 24: narrow tile, partial wave");
+}
+
+int main(void)
+{
+    test_activation_memory();
+    test_interleaved_bubble();
+    test_sequence_parallel();
+    test_selective_recompute();
+    test_wave_quantization();
+    return check_summary("test_schedule");
+}
