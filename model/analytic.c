@@ -55,14 +55,26 @@ double et_phase_time(const et_scenario *s, const et_graph *g, et_phase phase, co
     return et_phase_time_of(s, g, phase, b, NULL, tp_comm);
 }
 
+/* Kernels the host launches for op i (none for communication and for ops that move and compute nothing). */
+static double op_kernels(const et_graph *g, int i, const et_batch_shape *b)
+{
+    const et_op *op = &g->ops[i];
+    if (et_op_is_tp_comm(op->kind)) return 0;
+    if (et_linear_eval(&op->flops, b) <= 0 && et_linear_eval(&op->bytes, b) <= 0) return 0;
+    return op->kernels;
+}
+
 double et_phase_time_of(const et_scenario *s, const et_graph *g, et_phase phase, const et_batch_shape *b,
                         const double *op_time, double *tp_comm)
 {
-    double t = 0;
+    double t = 0, kernels = 0;
     et_comm_group tp = et_tp_group(s);
     for (int i = 0; i < g->n_ops; i++)
-        if (g->ops[i].phase == phase) t += op_seconds(s, g, i, b, op_time, &tp, tp_comm);
-    return t;
+        if (g->ops[i].phase == phase) {
+            t += op_seconds(s, g, i, b, op_time, &tp, tp_comm);
+            kernels += op_kernels(g, i, b);
+        }
+    return et_host_bound(t, kernels, s->host.per_kernel);
 }
 
 double et_pipeline_send_time(const et_scenario *s, const et_batch_shape *b)
@@ -107,12 +119,13 @@ double et_backward_segments(const et_scenario *s, const et_graph *g, const et_bu
 double et_backward_segments_of(const et_scenario *s, const et_graph *g, const et_bucket *buckets, int nb,
                                const et_batch_shape *b, const double *op_time, double *seg, double *tp_comm)
 {
-    double t = 0, total = 0;
+    double t = 0, total = 0, kernels = 0;
     int k = 0;
     et_comm_group tp = et_tp_group(s);
     for (int i = 0; i < g->n_ops; i++) {
         if (g->ops[i].phase != ET_PHASE_BACKWARD) continue;
         double dt = op_seconds(s, g, i, b, op_time, &tp, tp_comm);
+        kernels += op_kernels(g, i, b);
         t += dt;
         total += dt;
         while (k < nb && buckets[k].ready_op == i) {
@@ -123,7 +136,12 @@ double et_backward_segments_of(const et_scenario *s, const et_graph *g, const et
     while (k < nb)
         seg[k++] = 0;
     seg[nb] = t;
-    return total;
+    /* a host slower than the device stretches backward evenly */
+    double bound = et_host_bound(total, kernels, s->host.per_kernel);
+    if (bound > total && total > 0)
+        for (k = 0; k <= nb; k++)
+            seg[k] *= bound / total;
+    return bound;
 }
 
 /* Lays the last micro-batch's backward out on the compute stream and the bucket collectives on the

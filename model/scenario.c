@@ -653,6 +653,27 @@ static int read_simulation(const et_json_reader *r, json_t *root, et_scenario *s
     return rc;
 }
 
+static int read_host(const et_json_reader *r, json_t *root, et_scenario *s)
+{
+    static const char *const keys[] = {"launch", "per_kernel_us", NULL};
+    json_t *o;
+    int e = 0;
+    double x = 0;
+    if (et_json_get_object(r, root, "$", "host", false, keys, &o)) return -1;
+    json_t *p = o ? o : json_object();
+    int rc = et_json_get_enum(r, p, "$.host", "launch", false, et_launch_mode_names, ET_LAUNCH_FRAMEWORK_EAGER,
+                              &e);
+    s->host.mode = (et_launch_mode)e;
+    if (!rc)
+        rc = et_json_get_number(r, p, "$.host", "per_kernel_us", false,
+                                et_launch_default_seconds(s->host.mode) * 1e6, 0, 1e6, &x);
+    s->host.per_kernel = x * 1e-6;
+    /* on a CPU the kernels run on the host itself: their cost is the profile's kernel overhead */
+    if (s->cluster.device.kind == ET_DEVICE_CPU) s->host.per_kernel = 0;
+    if (!o) json_decref(p);
+    return rc;
+}
+
 int et_scenario_gpus(const et_scenario *s)
 {
     return s->cluster.nodes * s->cluster.gpus_per_node;
@@ -661,9 +682,9 @@ int et_scenario_gpus(const et_scenario *s)
 int et_scenario_parse(json_t *root, const char *source, const char *const *extra_keys, et_scenario *out,
                       et_error *err)
 {
-    const char *keys[24] = {"name",      "description", "model",       "method",  "data",   "batch",
-                            "optimizer", "precision",   "parallelism", "cluster", "target", "simulation"};
-    int n_keys = 12;
+    const char *keys[24] = {"name",      "description", "model",   "method", "data",       "batch", "optimizer",
+                            "precision", "parallelism", "cluster", "target", "simulation", "host"};
+    int n_keys = 13;
     for (int i = 0; extra_keys && extra_keys[i] && n_keys < 23; i++)
         keys[n_keys++] = extra_keys[i];
     keys[n_keys] = NULL;
@@ -696,6 +717,7 @@ int et_scenario_parse(json_t *root, const char *source, const char *const *extra
     if (check_sampling(r, out)) goto done;
     if (read_target(r, root, out)) goto done;
     if (read_simulation(r, root, out)) goto done;
+    if (read_host(r, root, out)) goto done;
     rc = 0;
 done:
     if (rc) et_scenario_free(out);

@@ -101,6 +101,10 @@ typedef struct et_scenario {
         unsigned long long seed;
         double straggler_sigma; /* lognormal sigma of per-rank compute noise, 0 = none */
     } simulation;
+    struct {
+        et_launch_mode mode;
+        double per_kernel; /* host seconds per launched kernel (0 on CPU devices: no separate host) */
+    } host;
     et_op_scales op_scales; /* etsim --op-times: measured / modelled per op id (owned; n = 0: none) */
 } et_scenario;
 

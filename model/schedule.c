@@ -3,6 +3,25 @@
 #include <stddef.h>
 
 const char *const et_recompute_names[] = {"none", "full", "selective", NULL};
+const char *const et_launch_mode_names[] = {"framework_eager", "c_runtime", "cuda_graphs", NULL};
+
+double et_launch_default_seconds(et_launch_mode mode)
+{
+    switch (mode) {
+    case ET_LAUNCH_C_RUNTIME:
+        return 3.0e-6;
+    case ET_LAUNCH_CUDA_GRAPHS:
+        return 0.58e-6;
+    default:
+        return 9.8e-6;
+    }
+}
+
+double et_host_bound(double device, double kernels, double host_per_kernel)
+{
+    double host = kernels * host_per_kernel;
+    return host > device ? host : device;
+}
 
 double et_pipeline_bubble_micro_batches(int stages, int virtual_stages)
 {

@@ -9,6 +9,19 @@
 typedef enum { ET_RECOMPUTE_NONE, ET_RECOMPUTE_FULL, ET_RECOMPUTE_SELECTIVE } et_recompute;
 extern const char *const et_recompute_names[]; /* "none", "full", "selective", NULL */
 
+/* How kernels are launched, which sets the host's cost per kernel (docs/cost-model.md, "Host overhead"). */
+typedef enum { ET_LAUNCH_FRAMEWORK_EAGER, ET_LAUNCH_C_RUNTIME, ET_LAUNCH_CUDA_GRAPHS } et_launch_mode;
+extern const char *const et_launch_mode_names[]; /* "framework_eager", "c_runtime", "cuda_graphs", NULL */
+
+/* Default host seconds per launched kernel of a mode: PyTorch eager dispatch with autograd (6.8 us) plus a
+ * CUDA launch (3 us); a C runtime's launch alone (3 us); a CUDA graph's marginal cost per node (0.58 us).
+ * Rows overheads-001, -033 and -032 of scenarios/data/calibration/overheads.csv. */
+double et_launch_default_seconds(et_launch_mode mode);
+
+/* A phase's wall time when the host issues `kernels` kernels at `host_per_kernel` seconds each while the
+ * device needs `device` seconds: the slower of the two (the host runs ahead asynchronously otherwise). */
+double et_host_bound(double device, double kernels, double host_per_kernel);
+
 /* Idle time of a 1F1B pipeline of `stages` stages with `virtual_stages` model chunks per stage, in
  * whole-stage micro-batch times (forward + backward): (p - 1) / v (Narayanan et al. 2021, sec. 2.2). */
 double et_pipeline_bubble_micro_batches(int stages, int virtual_stages);

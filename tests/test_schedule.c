@@ -171,8 +171,39 @@ static void test_wave_quantization(void)
               "4096 x 24: narrow tile, partial wave");
 }
 
+static void test_host_bound(void)
+{
+    et_scenario s;
+    if (load("22b-full", &s)) return;
+    et_error err;
+    et_estimate device, host;
+    CHECK(s.host.mode == ET_LAUNCH_FRAMEWORK_EAGER && fabs(s.host.per_kernel - 9.8e-6) < 1e-12,
+          "default launch: framework eager, 9.8 us per kernel");
+    CHECK(et_analytic_estimate(&s, &device, &err) == 0, "estimate: %s", err.text);
+    /* a host at 1 ms a kernel is slower than the device: each phase takes kernels x 1 ms */
+    s.host.per_kernel = 1e-3;
+    CHECK(et_analytic_estimate(&s, &host, &err) == 0, "estimate: %s", err.text);
+    et_graph g;
+    et_graph_options o = et_scenario_graph_options(&s, 0);
+    if (et_graph_build(&s.model, &o, &g, &err)) return;
+    const et_batch_shape b = et_batch_expected(&s);
+    double fwd = 0, bwd = 0;
+    for (int i = 0; i < g.n_ops; i++) {
+        const et_op *op = &g.ops[i];
+        if (et_op_is_tp_comm(op->kind) || et_op_time(op, &b, &s.cluster.device, s.precision) <= 0) continue;
+        if (op->phase == ET_PHASE_FORWARD) fwd += op->kernels;
+        if (op->phase == ET_PHASE_BACKWARD) bwd += op->kernels;
+    }
+    CHECK(device.forward < fwd * 1e-3, "the device alone is faster than such a host");
+    CHECK_REL(host.forward, fwd * 1e-3, 1e-12, "host-bound forward: its kernels x 1 ms");
+    CHECK_REL(host.backward, bwd * 1e-3, 1e-12, "host-bound backward: its kernels x 1 ms");
+    et_graph_free(&g);
+    et_scenario_free(&s);
+}
+
 int main(void)
 {
+    test_host_bound();
     test_activation_memory();
     test_interleaved_bubble();
     test_sequence_parallel();
