@@ -1,5 +1,7 @@
 #include "report.h"
 
+#include "caveats.h"
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -90,10 +92,31 @@ json_t *report_json_analytic(const et_scenario *s, const et_estimate *e)
     return report_json_analytic_core(s, e);
 }
 
+json_t *report_json_caveats(const et_scenario *s)
+{
+    const char *c[ET_CAVEATS_MAX];
+    int n = et_caveats(s, c, ET_CAVEATS_MAX);
+    json_t *a = json_array();
+    for (int i = 0; i < n && a; i++)
+        json_array_append_new(a, json_string(c[i]));
+    return a;
+}
+
+void report_print_caveats(FILE *out, const et_scenario *s)
+{
+    const char *c[ET_CAVEATS_MAX];
+    int n = et_caveats(s, c, ET_CAVEATS_MAX);
+    fprintf(out, "left out     ");
+    for (int i = 0; i < n; i++)
+        fprintf(out, "%s%s", i ? "; " : "", c[i]);
+    fprintf(out, "\n");
+}
+
 json_t *report_json_analytic_core(const et_scenario *s, const et_estimate *e)
 {
-    return json_pack("{s:s, s:s, s:o, s:o}", "tool", "etsim", "engine", "analytic", "scenario",
-                     report_json_scenario(s), "estimate", report_json_estimate(e));
+    return json_pack("{s:s, s:s, s:o, s:o, s:o}", "tool", "etsim", "engine", "analytic", "scenario",
+                     report_json_scenario(s), "estimate", report_json_estimate(e), "caveats",
+                     report_json_caveats(s));
 }
 
 void report_print_header(FILE *out, const et_scenario *s, const et_estimate *e, const char *engine)
@@ -180,6 +203,7 @@ void report_print_analytic(FILE *out, const et_scenario *s, const et_estimate *e
             e->samples_per_second, e->tokens_per_second);
     fprintf(out, "time-to-train %lld steps: %s training + %s evaluation = %s\n", e->steps, train, eval,
             total);
+    report_print_caveats(out, s);
 }
 
 double report_num(const json_t *o, const char *key)
@@ -256,6 +280,7 @@ void report_print_simulated(FILE *out, const et_scenario *s, const et_estimate *
     fprintf(out, "\nthroughput   MFU %.1f%%, %.0f samples/s, %.0f tokens/s\n", 100 * mfu,
             s->batch.global / mean, e->tokens_per_step / mean);
     fprintf(out, "time-to-train %lld steps: %s training + %s evaluation = %s\n", e->steps, a, b, c);
+    report_print_caveats(out, s);
 }
 
 typedef struct op_cost {

@@ -16,6 +16,9 @@ json_t *report_json_scenario(const et_scenario *s);
 json_t *report_json_estimate(const et_estimate *e);
 json_t *report_json_analytic(const et_scenario *s, const et_estimate *e);
 json_t *report_json_analytic_core(const et_scenario *s, const et_estimate *e);
+/* What the prediction leaves out (model/caveats.h): a JSON array, and the text report's "left out" line. */
+json_t *report_json_caveats(const et_scenario *s);
+void report_print_caveats(FILE *out, const et_scenario *s);
 /* Tensor-train layers (factors, ranks, parameters, chosen contraction order); prints when out != NULL. */
 json_t *report_tensor_train(FILE *out, const et_scenario *s);
 void report_print_header(FILE *out, const et_scenario *s, const et_estimate *e, const char *engine);

@@ -1,0 +1,25 @@
+#include "caveats.h"
+
+int et_caveats(const et_scenario *s, const char **out, int max)
+{
+    int n = 0;
+#define ADD(text)                                                                                            \
+    do {                                                                                                     \
+        if (n < max) out[n++] = (text);                                                                      \
+    } while (0)
+    ADD("no data loading or input pipeline");
+    ADD("no checkpoint writes, failures or restarts");
+    ADD("no evaluation beyond target.eval_* (forward passes only)");
+    if (s->parallel.tensor > 1) ADD("tensor-parallel communication not overlapped with compute");
+    if (s->parallel.pipeline > 1) ADD("pipeline sends not overlapped with compute");
+    if (s->parallel.sequence_parallel && s->parallel.tensor > 1)
+        ADD("no extra all-gather of layer inputs for weight gradients under sequence parallelism");
+    if (s->model.dropout <= 0) ADD("no dropout kernels (model.dropout 0)");
+    ADD("attention materialises the scores per head (no fused flash-style kernel)");
+    if (s->method.kind == ET_METHOD_TENSOR_TRAIN) ADD("tensor-train reshapes between contractions not costed");
+    if (s->method.kind == ET_METHOD_SPARSE) ADD("sparse kernel efficiency from the profile, not measured");
+    if (s->simulation.straggler_sigma <= 0) ADD("no per-rank compute noise (simulation.straggler_sigma 0)");
+    if (s->parallel.zero_stage >= 3) ADD("ZeRO-3 parameter gathers assumed prefetched under compute");
+#undef ADD
+    return n;
+}
