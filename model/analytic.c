@@ -326,9 +326,11 @@ static int estimate_phase(const et_scenario *s, et_estimate *out, et_error *err)
     if (s->optimizer.clip == ET_CLIP_AFTER_ALLREDUCE && s->parallel.data > 1)
         out->clip_allreduce = et_allreduce_time(&dp, ET_COLL_AUTO, 4, NULL);
     out->compute = out->forward + out->backward + out->clip + out->tp_comm + out->pp_comm + out->bubble;
-    out->step_time =
+    out->step_time_balanced =
         out->compute + out->dp_comm_exposed + out->clip_allreduce + out->optimizer + out->zero_gather;
-    out->step_time_stragglers = out->step_time + (out->straggler_factor - 1) * (out->forward + out->backward);
+    /* the headline waits for the slowest rank, as every synchronous step does */
+    out->straggler_delay = (out->straggler_factor - 1) * (out->forward + out->backward);
+    out->step_time = out->step_time_balanced + out->straggler_delay;
 
     double micro_batches = m * s->parallel.data;
     out->model_flops_per_step = micro_flops * micro_batches;

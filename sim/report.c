@@ -57,11 +57,12 @@ static json_t *memory_json(const et_memory *m)
 json_t *report_json_estimate(const et_estimate *e)
 {
     json_t *step = json_pack(
-        "{s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f}", "forward_s", e->forward,
+        "{s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f}", "forward_s", e->forward,
         "backward_s", e->backward, "clip_s", e->clip, "tp_comm_s", e->tp_comm, "pp_comm_s", e->pp_comm,
         "bubble_s", e->bubble, "compute_s", e->compute, "dp_comm_s", e->dp_comm, "dp_comm_exposed_s",
         e->dp_comm_exposed, "zero_gather_s", e->zero_gather, "clip_allreduce_s", e->clip_allreduce,
-        "optimizer_s", e->optimizer, "step_s", e->step_time, "busiest_stage", (double)e->busiest_stage);
+        "optimizer_s", e->optimizer, "balanced_step_s", e->step_time_balanced, "step_s", e->step_time,
+        "busiest_stage", (double)e->busiest_stage);
     json_t *j = json_pack(
         "{s:f, s:f, s:f, s:f, s:f, s:o, s:o, s:{s:i, s:f, s:s}, s:f, s:f, s:f, s:{s:I, s:f, s:f, s:f}}",
         "params_total", e->params_total, "params_per_gpu", e->params_per_gpu, "model_flops_per_step",
@@ -74,7 +75,7 @@ json_t *report_json_estimate(const et_estimate *e)
     if (j)
         json_object_set_new(j, "stragglers",
                             json_pack("{s:f, s:f, s:{s:f, s:f, s:f, s:f}}", "factor", e->straggler_factor,
-                                      "step_s", e->step_time_stragglers, "largest_micro_batch", "sequences",
+                                      "added_s", e->straggler_delay, "largest_micro_batch", "sequences",
                                       e->largest_batch.sequences, "tokens", e->largest_batch.tokens,
                                       "tokens_sq", e->largest_batch.tokens_sq, "predictions",
                                       e->largest_batch.predictions));
@@ -183,7 +184,7 @@ void report_print_analytic(FILE *out, const et_scenario *s, const et_estimate *e
             e->forward * 1e3, e->backward * 1e3, e->clip * 1e3, (e->tp_comm + e->pp_comm) * 1e3,
             e->bubble * 1e3, e->dp_comm * 1e3,
             (e->dp_comm_exposed + e->zero_gather + e->clip_allreduce) * 1e3, e->optimizer * 1e3,
-            e->step_time * 1e3);
+            e->step_time_balanced * 1e3);
     char train[32], eval[32], total[32];
     report_format_duration(train, sizeof train, e->train_time);
     report_format_duration(eval, sizeof eval, e->eval_time);
@@ -195,10 +196,10 @@ void report_print_analytic(FILE *out, const et_scenario *s, const et_estimate *e
                     e->phases[i].rank, e->phases[i].steps, e->phases[i].step_time * 1e3, e->phases[i].params);
     }
     if (e->straggler_factor > 1.0005)
-        fprintf(
-            out,
-            "stragglers   %.2f ms with the slowest rank's compute (first order; the simulator plays it)\n",
-            e->step_time_stragglers * 1e3);
+        fprintf(out,
+                "stragglers   step %.2f ms: %+.2f ms waiting for the slowest rank's compute (first order; the "
+                "simulator plays it)\n",
+                e->step_time * 1e3, e->straggler_delay * 1e3);
     fprintf(out, "\nthroughput   MFU %.1f%%, %.0f samples/s, %.0f tokens/s\n", 100 * e->mfu,
             e->samples_per_second, e->tokens_per_second);
     fprintf(out, "time-to-train %lld steps: %s training + %s evaluation = %s\n", e->steps, train, eval,
@@ -240,9 +241,11 @@ void report_print_simulated(FILE *out, const et_scenario *s, const et_estimate *
         "balance      straggler factor max/mean compute %.3f simulated, %.3f sampled by the analytic model\n",
         report_num(sim, "straggler_factor"), e->straggler_factor);
     fprintf(out,
-            "analytic     step %.2f ms: compute %.2f ms, exposed communication %.2f ms, optimizer %.2f ms\n",
+            "analytic     step %.2f ms: compute %.2f ms, exposed communication %.2f ms, optimizer %.2f ms, "
+            "stragglers %.2f ms\n",
             e->step_time * 1e3, e->compute * 1e3,
-            (e->dp_comm_exposed + e->zero_gather + e->clip_allreduce) * 1e3, e->optimizer * 1e3);
+            (e->dp_comm_exposed + e->zero_gather + e->clip_allreduce) * 1e3, e->optimizer * 1e3,
+            e->straggler_delay * 1e3);
     const json_t *buckets = json_object_get(sim, "buckets");
     size_t nb = json_array_size(buckets);
     if (nb && s->parallel.data > 1) {

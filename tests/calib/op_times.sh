@@ -19,8 +19,8 @@ measured=$(jq .step_time_s.median "$work/m.json")
 "$etsim" --analytic --quiet --json "$work/model.json" "$scenario" > /dev/null
 "$etsim" --analytic --quiet --op-times "$work/m.json" --json "$work/scaled.json" "$scenario" > /dev/null
 "$etsim" --quiet --op-times "$work/m.json" --json "$work/sim.json" "$scenario" > /dev/null
-model=$(jq .estimate.stragglers.step_s "$work/model.json")
-scaled=$(jq .estimate.stragglers.step_s "$work/scaled.json")
+model=$(jq .estimate.step.step_s "$work/model.json")
+scaled=$(jq .estimate.step.step_s "$work/scaled.json")
 simulated=$(jq .simulation.step_time_s.mean "$work/sim.json")
 awk -v m="$measured" -v c="$model" -v a="$scaled" -v s="$simulated" 'BEGIN {
   printf "measured %.1f ms; predicted: cost model %.1f ms, --op-times analytic %.1f ms, simulated %.1f ms\n",
