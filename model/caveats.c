@@ -15,7 +15,10 @@ int et_caveats(const et_scenario *s, const char **out, int max)
     if (s->parallel.sequence_parallel && s->parallel.tensor > 1)
         ADD("no extra all-gather of layer inputs for weight gradients under sequence parallelism");
     if (s->model.dropout <= 0) ADD("no dropout kernels (model.dropout 0)");
-    ADD("attention materialises the scores per head (no fused flash-style kernel)");
+    if (s->parallel.attention == ET_ATTENTION_STANDARD)
+        ADD("attention materialises the scores per head (no fused flash-style kernel)");
+    else
+        ADD("flash attention at the GEMM efficiency of its l x l x D products (not fitted to the kernel)");
     if (s->method.kind == ET_METHOD_TENSOR_TRAIN) ADD("tensor-train reshapes between contractions not costed");
     if (s->method.kind == ET_METHOD_SPARSE) ADD("sparse kernel efficiency from the profile, not measured");
     if (s->simulation.straggler_sigma <= 0) ADD("no per-rank compute noise (simulation.straggler_sigma 0)");

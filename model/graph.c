@@ -272,6 +272,7 @@ static void weight_backward(builder *b, int layer, et_layer_group group, et_line
 
 typedef struct dims {
     double H, A, D, F, V, t, Ht, Ft, At, e;
+    int flash;      /* attention as one fused kernel */
     double St;      /* token share of the sequence-parallel region (layer norms, dropouts): 1/t or 1 */
     double dropout; /* dropout probability (0: no dropout kernels) */
     int sp;         /* sequence parallelism */
@@ -298,13 +299,24 @@ static void dropout_op(builder *b, const dims *d, et_phase phase, int layer, et_
     elementwise(b, phase, layer, lin_scale(elems, 2), lin_scale(elems, (reads + 1) * d->e + 1), id);
 }
 
-/* The attention core: scores, softmax, dropout, context (what selective recomputation repeats). */
+/* The attention core: scores, softmax, dropout, context (what selective recomputation repeats); or one
+ * flash-style kernel: the same 4 l^2 D FLOPs per head forward, q, k, v read and the context written, the
+ * scores never leaving the chip (backward: 2.5x the forward FLOPs, the scores recomputed inside; Dao 2023). */
 static void attention_core(builder *b, const dims *d, int i, et_phase phase, const char *suffix)
 {
     char id[80];
     const double Ht = d->Ht, At = d->At, e = d->e;
 #define ID(name) (snprintf(id, sizeof id, "layer.%d.%s%s", i, name, suffix), id)
-    et_op *op = add_op(b, ET_OP_ATTENTION, phase, i, "%s", ID("attn.scores"));
+    et_op *op;
+    if (d->flash) {
+        if ((op = add_op(b, ET_OP_ATTENTION, phase, i, "%s", ID("attn.flash")))) {
+            op->k = FIX(d->D);
+            op->flops = SQ(4 * Ht);
+            op->bytes = TOK(4 * e * Ht + 4 * At); /* q, k, v, context; fp32 log-sum-exp per row and head */
+        }
+        return;
+    }
+    op = add_op(b, ET_OP_ATTENTION, phase, i, "%s", ID("attn.scores"));
     if (op) {
         op->k = FIX(d->D);
         op->flops = SQ(2 * Ht);
@@ -383,20 +395,31 @@ static void layer_backward(builder *b, const dims *d, int i, int decoder, et_rec
     dropout_op(b, d, ET_PHASE_BACKWARD, i, TOK(H * St), 1, NAME("attn.out.dropout.bwd"));
     tp_boundary(b, d, ET_PHASE_BACKWARD, i, 1, NAME("attn.tp_allgather.bwd"));
     weight_backward(b, i, ET_GROUP_ATTENTION, TOK(1), Ht, H, 1, NAME("attn.out"), 1, 1);
-    if (recompute == ET_RECOMPUTE_SELECTIVE) attention_core(b, d, i, ET_PHASE_BACKWARD, ".recompute");
-    /* context = P V: dP = dO V^T and dV = P^T dO, each 2*l*l*D per head */
     et_op *op;
-    if ((op = add_op(b, ET_OP_ATTENTION, ET_PHASE_BACKWARD, i, "%s", NAME("attn.context.bwd")))) {
+    if (d->flash) {
+        /* the fused backward recomputes the scores itself: nothing for selective recomputation to repeat */
+        if ((op = add_op(b, ET_OP_ATTENTION, ET_PHASE_BACKWARD, i, "%s", NAME("attn.flash.bwd")))) {
+            op->k = FIX(d->D);
+            op->flops = SQ(10 * Ht);
+            op->bytes = TOK(8 * e * Ht + 4 * At); /* q, k, v, context, its gradient in; dq, dk, dv out */
+        }
+    }
+    if (!d->flash && recompute == ET_RECOMPUTE_SELECTIVE)
+        attention_core(b, d, i, ET_PHASE_BACKWARD, ".recompute");
+    /* context = P V: dP = dO V^T and dV = P^T dO, each 2*l*l*D per head */
+    if (!d->flash && (op = add_op(b, ET_OP_ATTENTION, ET_PHASE_BACKWARD, i, "%s", NAME("attn.context.bwd")))) {
         op->k = FIX(d->D);
         op->flops = SQ(4 * Ht);
         op->bytes = lin_add(TOK(4 * e * Ht), SQ(2 * e * At));
     }
-    dropout_op(b, d, ET_PHASE_BACKWARD, i, SQ(At), 1, NAME("attn.dropout.bwd"));
-    elementwise(b, ET_PHASE_BACKWARD, i, SQ(4 * At), SQ(3 * e * At), NAME("attn.softmax.bwd"));
-    if ((op = add_op(b, ET_OP_ATTENTION, ET_PHASE_BACKWARD, i, "%s", NAME("attn.scores.bwd")))) {
-        op->k = FIX(d->D);
-        op->flops = SQ(4 * Ht);
-        op->bytes = lin_add(TOK(4 * e * Ht), SQ(e * At));
+    if (!d->flash) {
+        dropout_op(b, d, ET_PHASE_BACKWARD, i, SQ(At), 1, NAME("attn.dropout.bwd"));
+        elementwise(b, ET_PHASE_BACKWARD, i, SQ(4 * At), SQ(3 * e * At), NAME("attn.softmax.bwd"));
+        if ((op = add_op(b, ET_OP_ATTENTION, ET_PHASE_BACKWARD, i, "%s", NAME("attn.scores.bwd")))) {
+            op->k = FIX(d->D);
+            op->flops = SQ(4 * Ht);
+            op->bytes = lin_add(TOK(4 * e * Ht), SQ(e * At));
+        }
     }
     if (b->method->kind == ET_METHOD_TENSOR_TRAIN && b->method->tt_group[ET_GROUP_ATTENTION])
         weight_backward(b, i, ET_GROUP_ATTENTION, TOK(1), H, Ht, 3, NAME("attn.qkv"), 1, 1);
@@ -594,6 +617,7 @@ int et_graph_build(const et_model_config *m, const et_graph_options *o, et_graph
     d.sp = o->sequence_parallel && o->tensor > 1;
     d.St = d.sp ? 1 / d.t : 1;
     d.dropout = m->dropout;
+    d.flash = o->attention == ET_ATTENTION_FLASH;
     int per_stage = m->layers / o->pipeline;
     g->first_layer = o->stage * per_stage;
     g->last_layer = g->first_layer + per_stage - 1;

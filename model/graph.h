@@ -84,6 +84,7 @@ typedef struct et_graph_options {
     int stage;    /* which stage this graph is for, 0-based */
     et_precision precision;
     et_recompute recompute;  /* none, full (every layer's forward again) or selective (attention core) */
+    et_attention_kind attention; /* standard (materialised scores) or flash (one fused kernel) */
     bool sequence_parallel;  /* tensor-parallel all-reduces become all-gather + reduce-scatter; layer norms
                                 and dropouts run on T/t tokens */
     et_optimizer optimizer;

@@ -302,7 +302,7 @@ static int read_parallelism(const et_json_reader *r, json_t *root, et_scenario *
     static const char *const keys[] = {"tensor",    "pipeline",          "virtual_pipeline",
                                        "zero_stage", "recompute",         "sequence_parallel",
                                        "bucket_MiB", "allreduce",         "overlap",
-                                       NULL};
+                                       "attention",  NULL};
     json_t *o;
     long long v;
     double x;
@@ -331,6 +331,10 @@ static int read_parallelism(const et_json_reader *r, json_t *root, et_scenario *
     if (et_json_get_bool(r, p, "$.parallelism", "sequence_parallel", false, false,
                          &s->parallel.sequence_parallel))
         goto done;
+    if (et_json_get_enum(r, p, "$.parallelism", "attention", false, et_attention_names, ET_ATTENTION_STANDARD,
+                         &e))
+        goto done;
+    s->parallel.attention = (et_attention_kind)e;
     if (et_json_get_positive(r, p, "$.parallelism", "bucket_MiB", false, 25, &x)) goto done;
     s->parallel.bucket_bytes = x * 1048576.0;
     if (et_json_get_enum(r, p, "$.parallelism", "allreduce", false, et_coll_algo_names, ET_COLL_AUTO, &e))

@@ -85,6 +85,7 @@ typedef struct et_scenario {
         int zero_stage;
         et_recompute recompute;
         bool sequence_parallel; /* Megatron sequence parallelism inside the tensor-parallel group */
+        et_attention_kind attention;
         double bucket_bytes;
         et_coll_algo allreduce;
         bool overlap;

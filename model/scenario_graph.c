@@ -11,6 +11,7 @@ et_graph_options et_scenario_graph_options(const et_scenario *s, int stage)
         .precision = s->precision,
         .recompute = s->parallel.recompute,
         .sequence_parallel = s->parallel.sequence_parallel && s->parallel.tensor > 1,
+        .attention = s->parallel.attention,
         .optimizer = s->optimizer.name,
         .optimizer_shards = s->parallel.zero_stage >= 1 ? s->parallel.data : 1,
         .clip_global = s->optimizer.clip == ET_CLIP_AFTER_ALLREDUCE,

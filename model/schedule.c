@@ -3,6 +3,7 @@
 #include <stddef.h>
 
 const char *const et_recompute_names[] = {"none", "full", "selective", NULL};
+const char *const et_attention_names[] = {"standard", "flash", NULL};
 const char *const et_launch_mode_names[] = {"framework_eager", "c_runtime", "cuda_graphs", NULL};
 
 double et_launch_default_seconds(et_launch_mode mode)

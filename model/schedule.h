@@ -9,6 +9,11 @@
 typedef enum { ET_RECOMPUTE_NONE, ET_RECOMPUTE_FULL, ET_RECOMPUTE_SELECTIVE } et_recompute;
 extern const char *const et_recompute_names[]; /* "none", "full", "selective", NULL */
 
+/* How attention runs: the scores materialised per head (scores, softmax, dropout, context kernels) or one
+ * fused flash-style kernel that keeps them on chip (Dao 2023, FlashAttention-2). */
+typedef enum { ET_ATTENTION_STANDARD, ET_ATTENTION_FLASH } et_attention_kind;
+extern const char *const et_attention_names[]; /* "standard", "flash", NULL */
+
 /* How kernels are launched, which sets the host's cost per kernel (docs/cost-model.md, "Host overhead"). */
 typedef enum { ET_LAUNCH_FRAMEWORK_EAGER, ET_LAUNCH_C_RUNTIME, ET_LAUNCH_CUDA_GRAPHS } et_launch_mode;
 extern const char *const et_launch_mode_names[]; /* "framework_eager", "c_runtime", "cuda_graphs", NULL */

@@ -29,7 +29,7 @@ json_t *report_json_scenario(const et_scenario *s)
     return json_pack(
         "{s:s, s:s, s:{s:s, s:i, s:i, s:i, s:i, s:i, s:s, s:s}, s:{s:i, s:s, s:b, s:f, s:f}, s:{s:I, s:I, "
         "s:I},"
-        " s:s, s:s, s:s, s:{s:i, s:i, s:i, s:i, s:i, s:s, s:b, s:f, s:s, s:b}, s:{s:s, s:i, s:i, s:i}}",
+        " s:s, s:s, s:s, s:{s:i, s:i, s:i, s:i, s:i, s:s, s:b, s:s, s:f, s:s, s:b}, s:{s:s, s:i, s:i, s:i}}",
         "name", s->name, "source", s->source, "model", "name", m->name, "layers", m->layers, "hidden",
         m->hidden, "heads", m->heads, "ffn", m->ffn, "vocab", m->vocab, "architecture",
         et_arch_names[m->arch], "loss_head", et_loss_head_names[m->head], "data", "seq_len", s->data.seq_len,
@@ -41,7 +41,8 @@ json_t *report_json_scenario(const et_scenario *s)
         et_clip_mode_names[s->optimizer.clip], "parallelism", "data", s->parallel.data, "tensor",
         s->parallel.tensor, "pipeline", s->parallel.pipeline, "virtual_pipeline", s->parallel.virtual_pipeline,
         "zero_stage", s->parallel.zero_stage, "recompute", et_recompute_names[s->parallel.recompute],
-        "sequence_parallel", s->parallel.sequence_parallel, "bucket_MiB", s->parallel.bucket_bytes / 1048576.0, "allreduce",
+        "sequence_parallel", s->parallel.sequence_parallel, "attention",
+        et_attention_names[s->parallel.attention], "bucket_MiB", s->parallel.bucket_bytes / 1048576.0, "allreduce",
         et_coll_algo_names[s->parallel.allreduce], "overlap", s->parallel.overlap, "cluster", "device",
         c->device.name, "nodes", c->nodes, "gpus_per_node", c->gpus_per_node, "gpus", et_scenario_gpus(s));
 }
@@ -130,15 +131,16 @@ void report_print_header(FILE *out, const et_scenario *s, const et_estimate *e, 
             s->cluster.nodes, s->cluster.gpus_per_node, s->cluster.device.name, et_scenario_gpus(s),
             s->parallel.data, s->parallel.tensor, s->parallel.pipeline, s->parallel.zero_stage);
     if (s->parallel.virtual_pipeline > 1 || s->parallel.sequence_parallel ||
-        s->parallel.recompute != ET_RECOMPUTE_NONE || m->dropout > 0) {
+        s->parallel.recompute != ET_RECOMPUTE_NONE || m->dropout > 0 ||
+        s->parallel.attention != ET_ATTENTION_STANDARD) {
         fprintf(out, "schedule     ");
         if (s->parallel.virtual_pipeline > 1)
             fprintf(out, "interleaved 1F1B, %d chunks per stage; ", s->parallel.virtual_pipeline);
         else if (s->parallel.pipeline > 1)
             fprintf(out, "1F1B; ");
-        fprintf(out, "recomputation %s; sequence parallelism %s; dropout %g\n",
+        fprintf(out, "recomputation %s; sequence parallelism %s; dropout %g; attention %s\n",
                 et_recompute_names[s->parallel.recompute], s->parallel.sequence_parallel ? "on" : "off",
-                m->dropout);
+                m->dropout, et_attention_names[s->parallel.attention]);
     }
     fprintf(out,
             "batch        global %lld = local %lld x %d data-parallel x %lld accumulation; seq_len %d, %s %s "

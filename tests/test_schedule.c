@@ -201,8 +201,43 @@ static void test_host_bound(void)
     et_scenario_free(&s);
 }
 
+static void test_flash_attention(void)
+{
+    et_scenario s;
+    if (load("22b-full", &s)) return;
+    et_error err;
+    const et_batch_shape b = et_batch_expected(&s);
+    et_graph std_g, flash_g;
+    et_graph_options o = et_scenario_graph_options(&s, 0);
+    o.recompute = ET_RECOMPUTE_NONE;
+    if (et_graph_build(&s.model, &o, &std_g, &err)) return;
+    o.attention = ET_ATTENTION_FLASH;
+    if (et_graph_build(&s.model, &o, &flash_g, &err)) return;
+    const int f = et_graph_find(&flash_g, "layer.2.attn.flash"), fb = et_graph_find(&flash_g, "layer.2.attn.flash.bwd");
+    const int sc = et_graph_find(&std_g, "layer.2.attn.scores"), cx = et_graph_find(&std_g, "layer.2.attn.context");
+    CHECK(f >= 0 && fb >= 0 && sc >= 0 && cx >= 0, "flash ops replace the attention core");
+    CHECK(et_graph_find(&flash_g, "layer.2.attn.softmax") < 0, "no softmax kernel of its own");
+    if (f >= 0 && fb >= 0 && sc >= 0 && cx >= 0) {
+        const double fwd = et_linear_eval(&flash_g.ops[f].flops, &b);
+        CHECK_REL(fwd, et_linear_eval(&std_g.ops[sc].flops, &b) + et_linear_eval(&std_g.ops[cx].flops, &b), 1e-12,
+                  "flash forward: the FLOPs of scores and context");
+        CHECK_REL(et_linear_eval(&flash_g.ops[fb].flops, &b), 2.5 * fwd, 1e-12, "flash backward: 2.5x forward");
+    }
+    /* memory: no l x l scores kept, an fp32 log-sum-exp per row and head instead */
+    s.parallel.recompute = ET_RECOMPUTE_NONE;
+    et_memory ms = et_memory_estimate(&s, &std_g, &b);
+    et_memory mf = et_memory_estimate(&s, &flash_g, &b);
+    const double T = b.tokens, Q = b.tokens_sq, A = 64, t = 8;
+    CHECK_REL(ms.activations - mf.activations, 48 * (5 * A * Q / t - 4 * A * T / t), 1e-9,
+              "flash keeps 48 x (5AQ/t - 4AT/t) bytes less");
+    et_graph_free(&std_g);
+    et_graph_free(&flash_g);
+    et_scenario_free(&s);
+}
+
 int main(void)
 {
+    test_flash_attention();
     test_host_bound();
     test_activation_memory();
     test_interleaved_bubble();
