@@ -272,7 +272,8 @@ static int estimate_phase(const et_scenario *s, et_estimate *out, et_error *err)
         et_graph g;
         et_graph_options o = et_scenario_graph_options(s, stage);
         if (et_graph_build(&s->model, &o, &g, err)) return -1;
-        et_memory mem = et_memory_estimate(s, &g, &out->largest_batch);
+        const et_batch_shape worst = et_batch_worst_case(s);
+        et_memory mem = et_memory_estimate(s, &g, &worst);
         if (mem.total > out->memory.total) out->memory = mem;
         double tp_f = 0, tp_b = 0;
         double F = et_phase_time(s, &g, ET_PHASE_FORWARD, &b, &tp_f);

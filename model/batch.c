@@ -13,3 +13,11 @@ et_batch_shape et_batch_expected(const et_scenario *s)
     et_sampler_free(&sampler);
     return shape;
 }
+
+et_batch_shape et_batch_worst_case(const et_scenario *s)
+{
+    const double B = (double)s->batch.local, S = s->data.seq_len;
+    et_batch_shape w = {.sequences = B, .tokens = B * S, .tokens_sq = B * S * S};
+    w.predictions = B * et_model_predictions_for_length(&s->model, s->data.seq_len);
+    return w;
+}

@@ -11,4 +11,10 @@
 
 et_batch_shape et_batch_expected(const et_scenario *s);
 
+/* The largest micro-batch the sampler's constraints allow: `local` rows of seq_len tokens each (a padded
+ * batch; unpadded or packed batches never hold more tokens, nor a larger sum of squared lengths, since
+ * the squares of lengths adding to at most seq_len add to at most seq_len^2). Activation memory is sized
+ * for it, so the memory verdict is a bound, not the luck of a seed. */
+et_batch_shape et_batch_worst_case(const et_scenario *s);
+
 #endif

@@ -10,6 +10,8 @@ int et_caveats(const et_scenario *s, const char **out, int max)
     ADD("no data loading or input pipeline");
     ADD("no checkpoint writes, failures or restarts");
     ADD("no evaluation beyond target.eval_* (forward passes only)");
+    if (s->data.lengths.kind != ET_LENGTHS_FIXED)
+        ADD("activation memory for the worst-case micro-batch (local x seq_len tokens), not a sampled one");
     if (s->parallel.tensor > 1) ADD("tensor-parallel communication not overlapped with compute");
     if (s->parallel.pipeline > 1) ADD("pipeline sends not overlapped with compute");
     if (s->parallel.sequence_parallel && s->parallel.tensor > 1)

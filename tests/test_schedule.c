@@ -235,8 +235,35 @@ static void test_flash_attention(void)
     et_scenario_free(&s);
 }
 
+static void test_memory_bound(void)
+{
+    et_scenario s;
+    et_error err;
+    if (et_scenario_load(ET_SOURCE_DIR "/scenarios/mlperf-bert-8.json", &s, &err)) {
+        CHECK(0, "mlperf-bert-8 loads: %s", err.text);
+        return;
+    }
+    et_estimate a, b;
+    CHECK(et_analytic_estimate(&s, &a, &err) == 0, "estimate: %s", err.text);
+    s.simulation.seed = 12345;
+    CHECK(et_analytic_estimate(&s, &b, &err) == 0, "estimate: %s", err.text);
+    CHECK(a.memory.total == b.memory.total, "the memory verdict does not depend on the seed (%.6g, %.6g GiB)",
+          a.memory.total / 1073741824.0, b.memory.total / 1073741824.0);
+    /* it is the memory of the padded batch of local x seq_len tokens */
+    et_graph g;
+    et_graph_options o = et_scenario_graph_options(&s, 0);
+    if (et_graph_build(&s.model, &o, &g, &err)) return;
+    const et_batch_shape w = et_batch_worst_case(&s);
+    CHECK(w.tokens == (double)s.batch.local * s.data.seq_len, "worst case: every sequence at seq_len");
+    CHECK_REL(a.memory.activations, et_memory_estimate(&s, &g, &w).activations, 1e-12,
+              "activations of the worst-case micro-batch");
+    et_graph_free(&g);
+    et_scenario_free(&s);
+}
+
 int main(void)
 {
+    test_memory_bound();
     test_flash_attention();
     test_host_bound();
     test_activation_memory();
