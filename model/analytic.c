@@ -95,6 +95,7 @@ static int whole_model_graph(const et_scenario *s, et_graph *g, et_error *err)
     et_graph_options o = et_scenario_graph_options(s, 0);
     o.tensor = 1;
     o.pipeline = 1;
+    o.layers_per_stage = NULL;
     o.recompute = ET_RECOMPUTE_NONE;
     o.sequence_parallel = false;
     o.optimizer_shards = 1;

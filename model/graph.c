@@ -620,6 +620,12 @@ int et_graph_build(const et_model_config *m, const et_graph_options *o, et_graph
     d.flash = o->attention == ET_ATTENTION_FLASH;
     int per_stage = m->layers / o->pipeline;
     g->first_layer = o->stage * per_stage;
+    if (o->layers_per_stage) {
+        g->first_layer = 0;
+        for (int k = 0; k < o->stage; k++)
+            g->first_layer += o->layers_per_stage[k];
+        per_stage = o->layers_per_stage[o->stage];
+    }
     g->last_layer = g->first_layer + per_stage - 1;
     int first = o->stage == 0, last = o->stage == o->pipeline - 1;
     int decoder = m->arch == ET_ARCH_DECODER;

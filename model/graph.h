@@ -82,6 +82,7 @@ typedef struct et_graph_options {
     int tensor;   /* tensor-parallel degree t */
     int pipeline; /* pipeline stages */
     int stage;    /* which stage this graph is for, 0-based */
+    const int *layers_per_stage; /* layers of each stage (NULL: layers / pipeline each) */
     et_precision precision;
     et_recompute recompute;  /* none, full (every layer's forward again) or selective (attention core) */
     et_attention_kind attention; /* standard (materialised scores) or flash (one fused kernel) */

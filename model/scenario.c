@@ -302,7 +302,7 @@ static int read_parallelism(const et_json_reader *r, json_t *root, et_scenario *
     static const char *const keys[] = {"tensor",    "pipeline",          "virtual_pipeline",
                                        "zero_stage", "recompute",         "sequence_parallel",
                                        "bucket_MiB", "allreduce",         "overlap",
-                                       "attention",  NULL};
+                                       "attention",  "layers_per_stage", NULL};
     json_t *o;
     long long v;
     double x;
@@ -312,10 +312,30 @@ static int read_parallelism(const et_json_reader *r, json_t *root, et_scenario *
     int rc = -1;
     if (et_json_get_int(r, p, "$.parallelism", "tensor", false, 1, 1, 4096, &v)) goto done;
     s->parallel.tensor = (int)v;
-    if (et_json_get_int(r, p, "$.parallelism", "pipeline", false, 1, 1, 4096, &v)) goto done;
+    if (et_json_get_int(r, p, "$.parallelism", "pipeline", false, 1, 1, ET_MAX_PIPELINE, &v)) goto done;
     s->parallel.pipeline = (int)v;
     if (et_json_get_int(r, p, "$.parallelism", "zero_stage", false, 0, 0, 3, &v)) goto done;
     s->parallel.zero_stage = (int)v;
+    json_t *lps;
+    if (et_json_get_array(r, p, "$.parallelism", "layers_per_stage", false, &lps)) goto done;
+    if (lps) {
+        size_t n = json_array_size(lps);
+        if (n != (size_t)s->parallel.pipeline) {
+            et_error_set(r->err, r->source, 0, 0, "$.parallelism.layers_per_stage",
+                         "expected one layer count per pipeline stage (%d), got %zu", s->parallel.pipeline, n);
+            goto done;
+        }
+        for (size_t i = 0; i < n; i++) {
+            if (et_json_array_number(r, lps, "$.parallelism.layers_per_stage", i, 1, 1 << 20, &x)) goto done;
+            if (x != (int)x) {
+                et_error_set(r->err, r->source, 0, 0, "$.parallelism.layers_per_stage",
+                             "layer counts must be whole numbers, got %g", x);
+                goto done;
+            }
+            s->parallel.layers_per_stage[i] = (int)x;
+        }
+        s->parallel.uneven = true;
+    }
     if (et_json_get_int(r, p, "$.parallelism", "virtual_pipeline", false, 1, 1, 1024, &v)) goto done;
     s->parallel.virtual_pipeline = (int)v;
     /* recompute: true / false (full / none, the older form) or one of the mode names */
@@ -552,8 +572,21 @@ static int check_parallelism(const et_json_reader *r, et_scenario *s)
              s->model.heads);
     if (s->model.ffn % t != 0)
         FAIL("$.parallelism.tensor", "tensor-parallel degree %d must divide ffn %d", t, s->model.ffn);
-    if (s->model.layers % pp != 0)
-        FAIL("$.parallelism.pipeline", "pipeline degree %d must divide the %d layers", pp, s->model.layers);
+    if (s->parallel.uneven) {
+        int sum = 0;
+        for (int k = 0; k < pp; k++)
+            sum += s->parallel.layers_per_stage[k];
+        if (sum != s->model.layers)
+            FAIL("$.parallelism.layers_per_stage", "the stages' layers add up to %d, the model has %d", sum,
+                 s->model.layers);
+        if (s->parallel.virtual_pipeline > 1)
+            FAIL("$.parallelism.layers_per_stage", "an uneven partition cannot be interleaved (virtual_pipeline %d)",
+                 s->parallel.virtual_pipeline);
+    } else if (s->model.layers % pp != 0) {
+        FAIL("$.parallelism.pipeline",
+             "pipeline degree %d must divide the %d layers (or give parallelism.layers_per_stage)", pp,
+             s->model.layers);
+    }
     const int v = s->parallel.virtual_pipeline;
     if (v > 1 && pp < 2)
         FAIL("$.parallelism.virtual_pipeline", "virtual pipeline stages (%d) need a pipeline of 2 or more stages",

@@ -24,6 +24,8 @@
 #include "sampling.h"
 #include "schedule.h"
 
+#define ET_MAX_PIPELINE 4096
+
 typedef enum { ET_CLIP_NONE, ET_CLIP_AFTER_ALLREDUCE, ET_CLIP_PER_BUCKET } et_clip_mode;
 extern const char *const et_clip_mode_names[]; /* "none", "after_allreduce", "per_bucket", NULL */
 
@@ -82,6 +84,8 @@ typedef struct et_scenario {
         int pipeline;
         int data; /* derived: gpus / (tensor * pipeline) */
         int virtual_pipeline; /* interleaved 1F1B: model chunks per pipeline stage (1 = plain 1F1B) */
+        int layers_per_stage[ET_MAX_PIPELINE]; /* uneven partition, or all 0 (layers / pipeline each) */
+        bool uneven;
         int zero_stage;
         et_recompute recompute;
         bool sequence_parallel; /* Megatron sequence parallelism inside the tensor-parallel group */

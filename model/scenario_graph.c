@@ -8,6 +8,7 @@ et_graph_options et_scenario_graph_options(const et_scenario *s, int stage)
         .tensor = s->parallel.tensor,
         .pipeline = s->parallel.pipeline,
         .stage = stage,
+        .layers_per_stage = s->parallel.uneven ? s->parallel.layers_per_stage : NULL,
         .precision = s->precision,
         .recompute = s->parallel.recompute,
         .sequence_parallel = s->parallel.sequence_parallel && s->parallel.tensor > 1,

@@ -50,6 +50,7 @@ static int layer_costs(const et_scenario *s, double *time, double *bytes)
     et_error err;
     et_graph_options o = et_scenario_graph_options(s, 0);
     o.pipeline = 1;
+    o.layers_per_stage = NULL;
     if (et_graph_build(&s->model, &o, &g, &err)) return -1;
     et_batch_shape b = et_batch_expected(s);
     const int L = s->model.layers;

@@ -261,8 +261,35 @@ static void test_memory_bound(void)
     et_scenario_free(&s);
 }
 
+static void test_uneven_pipeline(void)
+{
+    et_scenario s;
+    et_error err;
+    if (et_scenario_load(ET_SOURCE_DIR "/scenarios/bloom-176b-uneven-pipeline.json", &s, &err)) {
+        CHECK(0, "bloom loads: %s", err.text);
+        return;
+    }
+    int first = -1, last = -1, ok = 1, next = 0;
+    for (int k = 0; k < s.parallel.pipeline; k++) {
+        et_graph g;
+        et_graph_options o = et_scenario_graph_options(&s, k);
+        if (et_graph_build(&s.model, &o, &g, &err)) return;
+        ok &= g.first_layer == next && g.last_layer - g.first_layer + 1 == s.parallel.layers_per_stage[k];
+        next = g.last_layer + 1;
+        if (k == 0) first = g.last_layer - g.first_layer + 1;
+        if (k == s.parallel.pipeline - 1) last = g.last_layer - g.first_layer + 1;
+        et_graph_free(&g);
+    }
+    CHECK(ok && next == 70 && first == 5 && last == 5, "70 layers on 12 stages: 5, 6 x 10, 5 (%d, %d)", first, last);
+    et_estimate e;
+    CHECK(et_analytic_estimate(&s, &e, &err) == 0, "estimate: %s", err.text);
+    CHECK_REL(e.params_total, et_model_param_count(&s.model), 1e-12, "the whole model's parameters, all 70 layers");
+    et_scenario_free(&s);
+}
+
 int main(void)
 {
+    test_uneven_pipeline();
     test_memory_bound();
     test_flash_attention();
     test_host_bound();
