@@ -11,7 +11,7 @@
 
 double et_bucket_comm_time(const et_scenario *s, const et_comm_group *dp, double bytes, et_coll_algo *chosen)
 {
-    if (s->parallel.zero_stage >= 2) {
+    if (et_scenario_reduce_scatters_gradients(s)) {
         if (chosen) *chosen = ET_COLL_RING;
         return et_ring_reduce_scatter_time(dp, bytes);
     }
@@ -314,7 +314,7 @@ static int estimate_phase(const et_scenario *s, et_estimate *out, et_error *err)
             if (buckets[k].bytes > out->bucket_bytes_max) out->bucket_bytes_max = buckets[k].bytes;
         et_bucket_comm_time(s, &dp, out->bucket_bytes_max, &out->algo);
         out->optimizer = et_phase_time(s, &g, ET_PHASE_OPTIMIZER, &b, NULL);
-        if (s->parallel.data > 1 && s->parallel.zero_stage >= 1)
+        if (s->parallel.data > 1 && et_scenario_gathers_parameters(s))
             out->zero_gather = et_ring_allgather_time(&dp, g.param_count * ge);
         if (s->parallel.zero_stage >= 3) {
             /* parameters gathered again before forward and backward, prefetched under compute */

@@ -16,6 +16,10 @@ et_memory et_memory_estimate(const et_scenario *s, const et_graph *g, const et_b
     m.weights = g->weight_bytes / (z >= 3 ? dp : 1);
     m.gradients = g->grad_elems * e / (z >= 2 ? dp : 1);
     m.optimizer_states = P * states / (z >= 1 ? dp : 1);
+    /* Megatron's distributed optimizer: 16-bit parameters and gradients whole, the fp32 master copy, Adam's
+     * m and v and the fp32 main-gradient shard over the data ranks: 4 + 16/d bytes per parameter (its
+     * documentation's table, "fp16 param, fp16 grads"); 8 + 8/d in fp32 */
+    if (s->parallel.distributed_optimizer) m.optimizer_states = P * (mixed ? 16 : 8) / dp;
 
     /* Activations per layer (Korthikanti et al. 2022, eqs. 2-5, Table 2), written for 16-bit tensors and
      * scaled by e/2 for other precisions: T*H*(10 + 24/t) + 5*A*Q/t bytes with tensor parallelism t;

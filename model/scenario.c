@@ -302,7 +302,8 @@ static int read_parallelism(const et_json_reader *r, json_t *root, et_scenario *
     static const char *const keys[] = {"tensor",    "pipeline",          "virtual_pipeline",
                                        "zero_stage", "recompute",         "sequence_parallel",
                                        "bucket_MiB", "allreduce",         "overlap",
-                                       "attention",  "layers_per_stage", NULL};
+                                       "attention",  "layers_per_stage", "distributed_optimizer",
+                                       NULL};
     json_t *o;
     long long v;
     double x;
@@ -316,6 +317,15 @@ static int read_parallelism(const et_json_reader *r, json_t *root, et_scenario *
     s->parallel.pipeline = (int)v;
     if (et_json_get_int(r, p, "$.parallelism", "zero_stage", false, 0, 0, 3, &v)) goto done;
     s->parallel.zero_stage = (int)v;
+    if (et_json_get_bool(r, p, "$.parallelism", "distributed_optimizer", false, false,
+                         &s->parallel.distributed_optimizer))
+        goto done;
+    if (s->parallel.distributed_optimizer && s->parallel.zero_stage > 0) {
+        et_error_set(r->err, r->source, 0, 0, "$.parallelism.distributed_optimizer",
+                     "Megatron's distributed optimizer replaces ZeRO: zero_stage must be 0, got %d",
+                     s->parallel.zero_stage);
+        goto done;
+    }
     json_t *lps;
     if (et_json_get_array(r, p, "$.parallelism", "layers_per_stage", false, &lps)) goto done;
     if (lps) {
@@ -709,6 +719,16 @@ static int read_host(const et_json_reader *r, json_t *root, et_scenario *s)
     if (s->cluster.device.kind == ET_DEVICE_CPU) s->host.per_kernel = 0;
     if (!o) json_decref(p);
     return rc;
+}
+
+bool et_scenario_reduce_scatters_gradients(const et_scenario *s)
+{
+    return s->parallel.zero_stage >= 2 || s->parallel.distributed_optimizer;
+}
+
+bool et_scenario_gathers_parameters(const et_scenario *s)
+{
+    return s->parallel.zero_stage >= 1 || s->parallel.distributed_optimizer;
 }
 
 int et_scenario_gpus(const et_scenario *s)

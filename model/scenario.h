@@ -87,6 +87,7 @@ typedef struct et_scenario {
         int layers_per_stage[ET_MAX_PIPELINE]; /* uneven partition, or all 0 (layers / pipeline each) */
         bool uneven;
         int zero_stage;
+        bool distributed_optimizer; /* Megatron's: states sharded over data ranks, gradients reduce-scattered */
         et_recompute recompute;
         bool sequence_parallel; /* Megatron sequence parallelism inside the tensor-parallel group */
         et_attention_kind attention;
@@ -123,5 +124,11 @@ void et_scenario_free(et_scenario *s);
 
 /* Total GPUs in the cluster. */
 int et_scenario_gpus(const et_scenario *s);
+
+/* The data-parallel communication pattern, one rule for the analytic model and the simulator: gradients
+ * reduce-scattered instead of all-reduced (ZeRO-2/3, Megatron's distributed optimizer), and updated
+ * parameters all-gathered after the optimizer (ZeRO-1 and up, the distributed optimizer). */
+bool et_scenario_reduce_scatters_gradients(const et_scenario *s);
+bool et_scenario_gathers_parameters(const et_scenario *s);
 
 #endif

@@ -14,7 +14,8 @@ et_graph_options et_scenario_graph_options(const et_scenario *s, int stage)
         .sequence_parallel = s->parallel.sequence_parallel && s->parallel.tensor > 1,
         .attention = s->parallel.attention,
         .optimizer = s->optimizer.name,
-        .optimizer_shards = s->parallel.zero_stage >= 1 ? s->parallel.data : 1,
+        .optimizer_shards =
+            s->parallel.zero_stage >= 1 || s->parallel.distributed_optimizer ? s->parallel.data : 1,
         .clip_global = s->optimizer.clip == ET_CLIP_AFTER_ALLREDUCE,
         .method = &s->method,
         .tt_rank = 0,

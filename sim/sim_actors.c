@@ -143,7 +143,7 @@ static void account_buckets(sim_rank *r, const sim_group *grp, const sim_stage *
         if (start[k] > from) r->idle[step] += start[k] - from;
         trace(r, 1, arrive, start[k] - arrive, "wait for other ranks");
         trace(r, 1, start[k], end[k] - start[k], "%s bucket %d (%.1f MiB)",
-              s->parallel.zero_stage >= 2 ? "reduce-scatter" : et_coll_algo_names[st->algo[k]], k,
+              et_scenario_reduce_scatters_gradients(s) ? "reduce-scatter" : et_coll_algo_names[st->algo[k]], k,
               st->buckets[k].bytes / 1048576.0);
         previous_end = end[k];
     }
@@ -169,7 +169,7 @@ static void gpu_actor(int argc, char **argv)
     /* With nothing to wait for between meeting the communicator and the optimizer, nor after it, a step's
      * optimizer runs in one execution with the next step's forward and backward: one wake-up less a step. */
     const int fold_optimizer =
-        !(dp && (s->optimizer.clip == ET_CLIP_AFTER_ALLREDUCE || s->parallel.zero_stage >= 1));
+        !(dp && (s->optimizer.clip == ET_CLIP_AFTER_ALLREDUCE || et_scenario_gathers_parameters(s)));
     double optimizer_pending = 0; /* the previous step's optimizer, at the start of this step's execution */
     for (int step = 0; step < w->steps; step++) {
         if (r->rank == 0 && w->o->progress) {
@@ -242,7 +242,7 @@ static void gpu_actor(int argc, char **argv)
             continue;
         }
         exec(r, plan.opt, "optimizer", step);
-        if (s->parallel.zero_stage >= 1 && dp) {
+        if (et_scenario_gathers_parameters(s) && dp) {
             barrier(r, grp->meet, step, "wait for other ranks");
             double g0 = simgrid_get_clock();
             sg_barrier_wait(grp->meet); /* the communicator has gathered the updated parameters */
@@ -278,7 +278,7 @@ static void communicator_actor(int argc, char **argv)
         double *start = g->coll_start + (size_t)step * (nb + 1), *end = g->coll_end + (size_t)step * (nb + 1);
         for (int k = 0; k < nb; k++) {
             start[k] = fmax(latest[k], simgrid_get_clock());
-            if (zero >= 2)
+            if (et_scenario_reduce_scatters_gradients(s))
                 sim_ring_gather(g, st->buckets[k].bytes, 1, start[k]);
             else
                 sim_allreduce(g, st->algo[k], st->buckets[k].bytes, start[k]);
@@ -289,7 +289,7 @@ static void communicator_actor(int argc, char **argv)
             }
         }
         sg_barrier_wait(g->meet);
-        if (zero >= 1) {
+        if (et_scenario_gathers_parameters(s)) {
             sg_barrier_wait(g->meet);
             sim_ring_gather(g, param_bytes, 1, simgrid_get_clock());
             sg_barrier_wait(g->meet);

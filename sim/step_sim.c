@@ -245,12 +245,13 @@ static json_t *results(const sim_world *w)
         double t = w->bucket_end[i] - w->bucket_start[i], bytes = st0->buckets[k].bytes;
         et_coll_algo algo;
         double closed = et_bucket_comm_time(s, &w->dp, bytes, &algo);
-        double factor = s->parallel.zero_stage >= 2 ? et_busbw_factor_gather(w->dp.ranks)
+        double factor = et_scenario_reduce_scatters_gradients(s) ? et_busbw_factor_gather(w->dp.ranks)
                                                     : et_busbw_factor_allreduce(w->dp.ranks);
         json_array_append_new(
             buckets,
             json_pack("{s:i, s:f, s:s, s:f, s:f, s:f, s:f}", "bucket", k, "bytes", bytes, "algorithm",
-                      s->parallel.zero_stage >= 2 ? "reduce_scatter" : et_coll_algo_names[algo], "time_s", t,
+                      et_scenario_reduce_scatters_gradients(s) ? "reduce_scatter" : et_coll_algo_names[algo],
+                      "time_s", t,
                       "closed_form_s", closed, "algbw_GBps", t > 0 ? bytes / t / 1e9 : 0, "busbw_GBps",
                       t > 0 ? bytes / t / 1e9 * factor : 0));
     }

@@ -287,8 +287,34 @@ static void test_uneven_pipeline(void)
     et_scenario_free(&s);
 }
 
+static void test_distributed_optimizer(void)
+{
+    et_scenario s;
+    et_error err;
+    if (et_scenario_load(ET_SOURCE_DIR "/scenarios/gpt3-13b-dense-a100.json", &s, &err)) {
+        CHECK(0, "gpt3-13b loads: %s", err.text);
+        return;
+    }
+    s.parallel.zero_stage = 0;
+    s.parallel.distributed_optimizer = true;
+    et_graph g;
+    et_graph_options o = et_scenario_graph_options(&s, 0);
+    if (et_graph_build(&s.model, &o, &g, &err)) return;
+    const et_batch_shape b = et_batch_expected(&s);
+    et_memory m = et_memory_estimate(&s, &g, &b);
+    const double d = s.parallel.data, P = g.param_count;
+    CHECK_REL(m.weights + m.gradients + m.optimizer_states, P * (4 + 16 / d), 1e-12,
+              "distributed optimizer: 4 + 16/d bytes per parameter");
+    CHECK(o.optimizer_shards == (int)d, "the update runs on 1/d of the parameters");
+    CHECK(et_scenario_reduce_scatters_gradients(&s) && et_scenario_gathers_parameters(&s),
+          "gradients reduce-scattered, parameters all-gathered");
+    et_graph_free(&g);
+    et_scenario_free(&s);
+}
+
 int main(void)
 {
+    test_distributed_optimizer();
     test_uneven_pipeline();
     test_memory_bound();
     test_flash_attention();
