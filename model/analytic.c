@@ -43,7 +43,17 @@ static double op_seconds(const et_scenario *s, const et_graph *g, int i, const e
 {
     const et_op *op = &g->ops[i];
     if (et_op_is_tp_comm(op->kind)) {
-        if (tp_comm) *tp_comm += et_tp_comm_time(tp, op->kind, et_linear_eval(&op->bytes, b));
+        double t = et_tp_comm_time(tp, op->kind, et_linear_eval(&op->bytes, b));
+        if (s->parallel.tp_overlap) {
+            /* split into chunks pipelined with the product it feeds (an all-gather: the next op) or drains
+             * (a reduce-scatter or all-reduce: the previous op), only what that product cannot hide shows */
+            int j = op->kind == ET_OP_TP_ALLGATHER ? i + 1 : i - 1;
+            if (j >= 0 && j < g->n_ops && g->ops[j].kind == ET_OP_GEMM && g->ops[j].phase == op->phase) {
+                double gemm = op_time ? op_time[j] : et_op_time(&g->ops[j], b, &s->cluster.device, s->precision);
+                t = t > gemm ? t - gemm : 0;
+            }
+        }
+        if (tp_comm) *tp_comm += t;
         return 0;
     }
     return op_time ? op_time[i] : et_op_time(op, b, &s->cluster.device, s->precision);

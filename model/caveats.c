@@ -12,7 +12,10 @@ int et_caveats(const et_scenario *s, const char **out, int max)
     ADD("no evaluation beyond target.eval_* (forward passes only)");
     if (s->data.lengths.kind != ET_LENGTHS_FIXED)
         ADD("activation memory for the worst-case micro-batch (local x seq_len tokens), not a sampled one");
-    if (s->parallel.tensor > 1) ADD("tensor-parallel communication not overlapped with compute");
+    if (s->parallel.tensor > 1 && !s->parallel.tp_overlap)
+        ADD("tensor-parallel communication not overlapped with compute");
+    if (s->parallel.tensor > 1 && s->parallel.tp_overlap)
+        ADD("overlapped tensor-parallel communication slows no GEMM (no contention for SMs or memory)");
     if (s->parallel.pipeline > 1) ADD("pipeline sends not overlapped with compute");
     if (s->parallel.sequence_parallel && s->parallel.tensor > 1)
         ADD("no extra all-gather of layer inputs for weight gradients under sequence parallelism");

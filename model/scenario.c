@@ -303,7 +303,7 @@ static int read_parallelism(const et_json_reader *r, json_t *root, et_scenario *
                                        "zero_stage", "recompute",         "sequence_parallel",
                                        "bucket_MiB", "allreduce",         "overlap",
                                        "attention",  "layers_per_stage", "distributed_optimizer",
-                                       NULL};
+                                       "tp_overlap", NULL};
     json_t *o;
     long long v;
     double x;
@@ -361,6 +361,13 @@ static int read_parallelism(const et_json_reader *r, json_t *root, et_scenario *
     if (et_json_get_bool(r, p, "$.parallelism", "sequence_parallel", false, false,
                          &s->parallel.sequence_parallel))
         goto done;
+    if (et_json_get_bool(r, p, "$.parallelism", "tp_overlap", false, false, &s->parallel.tp_overlap)) goto done;
+    if (s->parallel.tp_overlap && !s->parallel.sequence_parallel) {
+        et_error_set(r->err, r->source, 0, 0, "$.parallelism.tp_overlap",
+                     "overlapping tensor-parallel communication with GEMMs needs sequence_parallel (its "
+                     "all-gathers and reduce-scatters are what is pipelined)");
+        goto done;
+    }
     if (et_json_get_enum(r, p, "$.parallelism", "attention", false, et_attention_names, ET_ATTENTION_STANDARD,
                          &e))
         goto done;

@@ -312,8 +312,42 @@ static void test_distributed_optimizer(void)
     et_scenario_free(&s);
 }
 
+static void test_tp_overlap(void)
+{
+    et_scenario s;
+    if (load("22b-selective", &s)) return;
+    et_error err;
+    et_estimate plain, over;
+    CHECK(et_analytic_estimate(&s, &plain, &err) == 0, "estimate: %s", err.text);
+    s.parallel.tp_overlap = true;
+    CHECK(et_analytic_estimate(&s, &over, &err) == 0, "estimate: %s", err.text);
+    /* by hand: each collective shows only what its neighbouring GEMM does not hide */
+    et_graph g;
+    et_graph_options o = et_scenario_graph_options(&s, 0);
+    if (et_graph_build(&s.model, &o, &g, &err)) return;
+    const et_batch_shape b = et_batch_expected(&s);
+    const et_comm_group tp = et_tp_group(&s);
+    double exposed = 0, full = 0;
+    for (int i = 0; i < g.n_ops; i++) {
+        const et_op *op = &g.ops[i];
+        if (!et_op_is_tp_comm(op->kind)) continue;
+        double t = et_tp_comm_time(&tp, op->kind, et_linear_eval(&op->bytes, &b));
+        int j = op->kind == ET_OP_TP_ALLGATHER ? i + 1 : i - 1;
+        double gemm = g.ops[j].kind == ET_OP_GEMM ? et_op_time(&g.ops[j], &b, &s.cluster.device, s.precision) : 0;
+        exposed += t > gemm ? t - gemm : 0;
+        full += t;
+    }
+    CHECK_REL(plain.tp_comm, full, 1e-12, "without overlap every collective shows");
+    CHECK_REL(over.tp_comm, exposed, 1e-12, "with overlap what the neighbouring GEMMs do not hide");
+    CHECK(over.tp_comm < 0.1 * plain.tp_comm, "22B's GEMMs hide most of it (%.3g of %.3g s)", over.tp_comm,
+          plain.tp_comm);
+    et_graph_free(&g);
+    et_scenario_free(&s);
+}
+
 int main(void)
 {
+    test_tp_overlap();
     test_distributed_optimizer();
     test_uneven_pipeline();
     test_memory_bound();
