@@ -45,7 +45,7 @@ tail -n +2 "$src/scenarios/validation/published.csv" | while IFS=, read -r name 
     printf " %13.3f %9s" "$sim" "$judged_err"
   fi
   printf "  %s\n" "$judged"
-  [ "$judged" = yes ] && echo "$judged_err" >> "$work/errors"
+  if [ "$judged" = yes ]; then echo "$judged_err" >> "$work/errors"; fi
 done
 awk '{e = $1 < 0 ? -$1 : $1; s += e; if (e > m) m = e; n++}
      END {printf "# %d judged rows: mean |error| %.1f%%, max |error| %.1f%% (targets: mean <= 5%%, max <= 10%%)\n", n, s / n, m;
