@@ -46,6 +46,15 @@ static void fail(const et_error *err)
     et_error_print(stderr, err);
 }
 
+/* An output that is an input, or cannot be written, is refused before any work (model/atomic_file.h). */
+static int refuse_output(const char *out, const char *flag, const char *const *inputs, int n)
+{
+    et_error err;
+    if (!out || !et_output_check(out, flag, inputs, n, &err)) return 0;
+    fail(&err);
+    return 1;
+}
+
 typedef struct sums {
     double measured[CALIB_CLASS_COUNT], predicted[CALIB_CLASS_COUNT];
     double measured_total, predicted_total;
@@ -154,6 +163,9 @@ static int cmd_report(int argc, char **argv)
         fprintf(stderr, "%s\n", usage);
         return EXIT_INPUT;
     }
+    const char *report_inputs[] = {file, profile_path};
+    if (refuse_output(csv, "--csv", report_inputs, 2) || refuse_output(plot, "--plot", report_inputs, 2))
+        return EXIT_INPUT;
     et_error err;
     et_device_profile profile;
     if (profile_path && et_device_profile_load(profile_path, &profile, &err)) {
@@ -259,17 +271,10 @@ static json_t *fitted_json(const char *base_path, const et_device_profile *fit, 
     return root;
 }
 
-static int same_file(const char *a, const char *b)
-{
-    char *ra = realpath(a, NULL), *rb = realpath(b, NULL);
-    int same = ra && rb && strcmp(ra, rb) == 0;
-    free(ra), free(rb);
-    return same;
-}
 
 static int cmd_fit(int argc, char **argv)
 {
-    const char *inputs[MAX_RUNS], *base_path = NULL, *out_path = NULL, *gpu = NULL, *precision_name = NULL;
+    const char *inputs[MAX_RUNS + 1], *base_path = NULL, *out_path = NULL, *gpu = NULL, *precision_name = NULL;
     int n = 0;
     for (int i = 0; i < argc; i++) {
         if (strcmp(argv[i], "--gpu") == 0 && i + 1 < argc) {
@@ -293,13 +298,8 @@ static int cmd_fit(int argc, char **argv)
         return EXIT_INPUT;
     }
     et_error err;
-    for (int i = 0; i < n; i++)
-        if (same_file(inputs[i], out_path) || same_file(base_path, out_path)) {
-            et_error_set(&err, out_path, 0, 0, NULL,
-                         "--out names an input; etcalib never overwrites its inputs");
-            fail(&err);
-            return EXIT_INPUT;
-        }
+    inputs[n] = base_path;
+    if (refuse_output(out_path, "--out", inputs, n + 1)) return EXIT_INPUT;
     et_device_profile base, fit;
     if (et_device_profile_load(base_path, &base, &err)) {
         fail(&err);
@@ -470,11 +470,8 @@ static int cmd_fit_network(int argc, char **argv)
         return EXIT_INPUT;
     }
     et_error err;
-    if (same_file(scenario_path, out) || same_file(table, out)) {
-        et_error_set(&err, out, 0, 0, NULL, "--out names an input; etcalib never overwrites its inputs");
-        fail(&err);
-        return EXIT_INPUT;
-    }
+    const char *inputs[] = {scenario_path, table};
+    if (refuse_output(out, "--out", inputs, 2)) return EXIT_INPUT;
     et_scenario s;
     if (et_scenario_load(scenario_path, &s, &err)) {
         fail(&err);
@@ -560,6 +557,8 @@ static int cmd_bench(int argc, char **argv)
         fprintf(stderr, "etcalib bench: --out micro.json is required\n");
         return EXIT_INPUT;
     }
+    const char *bench_inputs[] = {scenario_path};
+    if (refuse_output(out, "--out", bench_inputs, 1)) return EXIT_INPUT;
     et_error err;
     et_plan plan; /* a scenario or a plan: a plan's "run" is allowed */
     if (scenario_path && et_plan_load(scenario_path, &plan, &err)) {

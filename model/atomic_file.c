@@ -7,8 +7,48 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+/* The file `path` names, links followed (a new string), or a copy of `path` when it does not exist yet. */
+static char *resolve(const char *path)
+{
+    struct stat st;
+    if (lstat(path, &st) == 0 && S_ISLNK(st.st_mode)) {
+        char *real = realpath(path, NULL);
+        if (real) return real;
+        /* a link to a file not written yet: its target, relative to the link's folder */
+        char link[4096];
+        ssize_t n = readlink(path, link, sizeof link - 1);
+        if (n > 0) {
+            link[n] = 0;
+            const char *slash = strrchr(path, '/');
+            size_t dir = link[0] == '/' || !slash ? 0 : (size_t)(slash - path + 1);
+            char *out = malloc(dir + (size_t)n + 1);
+            if (out) {
+                memcpy(out, path, dir);
+                memcpy(out + dir, link, (size_t)n + 1);
+            }
+            return out;
+        }
+    }
+    return strdup(path);
+}
+
+static int write_to(const char *path, const char *shown, et_file_writer writer, void *ctx, et_error *err);
+
 int et_atomic_write(const char *path, et_file_writer writer, void *ctx, et_error *err)
 {
+    struct stat st;
+    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode))
+        return et_error_set(err, path, 0, 0, NULL, "not a regular file (a folder or a device): not replaced");
+    char *target = resolve(path);
+    if (!target) return et_error_set(err, path, 0, 0, NULL, "out of memory");
+    int rc = write_to(target, path, writer, ctx, err);
+    free(target);
+    return rc;
+}
+
+static int write_to(const char *path, const char *shown, et_file_writer writer, void *ctx, et_error *err)
+{
+    (void)shown;
     size_t n = strlen(path) + 16;
     char *tmp = malloc(n);
     if (!tmp) return et_error_set(err, path, 0, 0, NULL, "out of memory");
@@ -58,4 +98,38 @@ static int write_json(FILE *out, void *ctx)
 int et_atomic_write_json(const char *path, const json_t *value, et_error *err)
 {
     return et_atomic_write(path, write_json, (void *)value, err);
+}
+
+int et_output_check(const char *path, const char *what, const char *const *inputs, int n, et_error *err)
+{
+    struct stat out, in;
+    if (stat(path, &out) == 0) {
+        if (!S_ISREG(out.st_mode))
+            return et_error_set(err, path, 0, 0, NULL, "%s names a folder or a device, not a file to write", what);
+        for (int i = 0; i < n; i++)
+            if (inputs[i] && stat(inputs[i], &in) == 0 && in.st_dev == out.st_dev && in.st_ino == out.st_ino)
+                return et_error_set(err, path, 0, 0, NULL, "%s is the input %s itself: refusing to overwrite it",
+                                    what, inputs[i]);
+    }
+    /* can a file be created beside it? (the same test the atomic write will make, made now) */
+    char *target = resolve(path);
+    if (!target) return et_error_set(err, path, 0, 0, NULL, "out of memory");
+    size_t len = strlen(target) + 16;
+    char *tmp = malloc(len);
+    int rc = 0;
+    if (!tmp) {
+        rc = et_error_set(err, path, 0, 0, NULL, "out of memory");
+    } else {
+        snprintf(tmp, len, "%s.tmp.XXXXXX", target);
+        int fd = mkstemp(tmp);
+        if (fd < 0) {
+            rc = et_error_set(err, path, 0, 0, NULL, "%s: cannot write here: %s", what, strerror(errno));
+        } else {
+            close(fd);
+            unlink(tmp);
+        }
+    }
+    free(tmp);
+    free(target);
+    return rc;
 }

@@ -2,7 +2,13 @@
  *
  * Contract: the content goes to `path.tmp.XXXXXX` in the same directory, is flushed and closed, then
  * renamed over `path`. On any failure the temporary file is removed, `path` is untouched, and *err says
- * why. et_atomic_write_json() writes a Jansson value with 2-space indentation and a trailing newline. */
+ * why. A `path` that is a symbolic link is followed: the file it points to is replaced, the link stays.
+ * A `path` that exists but is not a regular file (a folder, a device) is refused. et_atomic_write_json()
+ * writes a Jansson value with 2-space indentation and a trailing newline.
+ *
+ * et_output_check() is what the tools call before any work: it fails with *err when `path` is one of the
+ * `n` input files (the same file, whatever the spelling or links), is not a regular file, or cannot be
+ * created in its folder (the folder is missing or not writable), so no result is lost late. */
 #ifndef ET_ATOMIC_FILE_H
 #define ET_ATOMIC_FILE_H
 
@@ -18,5 +24,8 @@ typedef int (*et_file_writer)(FILE *out, void *ctx);
 
 int et_atomic_write(const char *path, et_file_writer writer, void *ctx, et_error *err);
 int et_atomic_write_json(const char *path, const json_t *value, et_error *err);
+
+/* `what` names the output in messages ("--json"); inputs[i] may be NULL (skipped). */
+int et_output_check(const char *path, const char *what, const char *const *inputs, int n, et_error *err);
 
 #endif

@@ -10,6 +10,7 @@
 
 #include "quantile.h"
 #include "rt_checkpoint.h"
+#include "atomic_file.h"
 #include "rt_comm.h"
 #include "rt_data.h"
 #include "rt_measured.h"
@@ -18,6 +19,7 @@
 #include "wall_clock.h"
 
 #define EXIT_INPUT 2
+#define EXIT_DIVERGED 4
 
 typedef struct options {
     const char *plan, *out, *save, *resume, *backend;
@@ -40,7 +42,9 @@ static const char usage[] =
     "  predictions, losses, step times and communication timings to measured.json. Rank 0 prints a\n"
     "  progress line every N steps (default: run.log_every, else about ten a run) and a summary.\n"
     "  --save DIR writes a checkpoint every run.checkpoint_every steps (DIR/step-N) and at the end\n"
-    "  (DIR); --resume DIR continues from one.";
+    "  (DIR); --resume DIR continues from one.\n"
+    "exit status: 0 ok, 2 bad input (nothing run), 4 training diverged (a NaN or inf loss or gradient\n"
+    "  norm: the run stops, measured.json keeps the steps before), 1 other errors";
 
 static int parse_args(int argc, char **argv, options *o)
 {
@@ -159,13 +163,25 @@ int main(int argc, char **argv)
     double *op_pred = NULL;
     et_batch_shape *shapes = NULL; /* this step's micro-batches */
     memset(&model, 0, sizeof model);
-    int status = EXIT_INPUT;
+    et_error diverged;
+    memset(&diverged, 0, sizeof diverged);
+    int status = EXIT_INPUT, saved_failed = 0, completed = 0;
     if (et_plan_load(o.plan, &plan, &err)) {
         fail_message(&err);
         MPI_Finalize();
         return EXIT_INPUT;
     }
     if (!(comm = rt_comm_mpi_create(&err))) goto fail;
+    {
+        /* outputs checked before any work: none is an input, each can be written */
+        char resumed[4096] = "";
+        if (o.resume) snprintf(resumed, sizeof resumed, "%s/checkpoint.bin", o.resume);
+        const char *inputs[] = {o.plan, plan.data_from_file ? plan.data_file : NULL, o.resume ? resumed : NULL};
+        int bad = rank == 0 && (et_output_check(o.out, "--out", inputs, 3, &err) ||
+                                (o.save && rt_checkpoint_prepare(o.save, &err)));
+        comm->broadcast_int(comm, &bad);
+        if (bad) goto fail;
+    }
     if ((plan.data_from_file &&
          rt_token_file_load(plan.data_file, plan.s.model.vocab, plan.s.data.seq_len, &file, &err)) ||
         rt_data_init(&data, &plan.s, comm->size, comm->rank, plan.seed, plan.data_from_file ? &file : NULL,
@@ -181,6 +197,12 @@ int main(int argc, char **argv)
     long long start = 0;
     if (o.resume && rt_checkpoint_load(o.resume, &model, &start, &err)) goto fail;
     const int steps = plan.steps, n_ops = model.graph.n_ops;
+    if (start > steps) {
+        et_error_set(&err, o.resume, 0, 0, NULL,
+                     "the checkpoint continues at step %lld, past the plan's %d steps (raise run.steps to go on)",
+                     start, steps);
+        goto fail;
+    }
     if (rt_reducer_init(&red, &model, comm, &err) ||
         rt_run_log_init(&log, &model, (int)(steps - start), data.accum, start, &err))
         goto fail;
@@ -220,7 +242,22 @@ int main(int argc, char **argv)
         }
         sums[0] = model.loss_sum;
         comm->allreduce_sum_doubles(comm, sums, 2);
+        if (!isfinite(sums[0])) {
+            /* a diverged run stops here, before the update spreads it into the weights */
+            et_error_set(&diverged, o.plan, 0, 0, NULL,
+                         "training diverged at step %lld: the loss is %g (op head.loss); lower run.learning_rate or check "
+                         "the data",
+                         step + 1, sums[0]);
+            break;
+        }
         rt_model_update(&model, &plan.hyper);
+        if (!isfinite(model.last_grad_norm)) {
+            et_error_set(&diverged, o.plan, 0, 0, NULL,
+                         "training diverged at step %lld: the gradient norm is %g (op optimizer.grad_norm); lower "
+                         "run.lr or check the data",
+                         step + 1, model.last_grad_norm);
+            break;
+        }
         log.step_s[k] = et_wall_seconds() - t0;
         log.loss[k] = sums[0] / norm;
         log.grad_norm[k] = model.last_grad_norm;
@@ -238,6 +275,7 @@ int main(int argc, char **argv)
                 log.predicted_step_s += op_pred[i];
             log.measured++;
         }
+        completed = k + 1;
         if (progress && ((step + 1) % log_every == 0 || step + 1 == steps))
             print_progress(step + 1, steps, log.step_s[k], sums[1], flops, log.loss[k]);
         const int interval = plan.checkpoint_every > 0 && (step + 1) % plan.checkpoint_every == 0;
@@ -250,10 +288,36 @@ int main(int argc, char **argv)
                 snprintf(dir, sizeof dir, "%s/step-%lld", o.save, step + 1);
             int rc = rank == 0 ? rt_checkpoint_save(dir, &model, step + 1, &err) : 0;
             comm->broadcast_int(comm, &rc);
-            if (rc) goto fail;
+            if (rc) {
+                /* what was measured is still written */
+                saved_failed = 1;
+                break;
+            }
         }
     }
-    if (rt_measured_write(o.out, o.plan, &plan, &model, comm, &log, &err)) goto fail;
+    {
+        et_error werr;
+        if (diverged.text[0] || saved_failed) {
+            /* the steps that ran, and why the others did not */
+            log.steps = completed;
+            snprintf(log.stopped, sizeof log.stopped, "%s", diverged.text[0] ? diverged.text : err.text);
+        }
+        const int wrote = rt_measured_write(o.out, o.plan, &plan, &model, comm, &log, &werr) == 0;
+        if (diverged.text[0]) {
+            err = diverged;
+            status = EXIT_DIVERGED;
+            if (rank == 0 && wrote) fprintf(stderr, "etrun: the steps before are in %s\n", o.out);
+            goto fail;
+        }
+        if (saved_failed) {
+            if (rank == 0 && wrote) fprintf(stderr, "etrun: the checkpoint failed; measurements are in %s\n", o.out);
+            goto fail;
+        }
+        if (!wrote) {
+            err = werr;
+            goto fail;
+        }
+    }
     if (!o.quiet && rank == 0) print_summary(&o, &plan, &model, comm, &log);
     status = 0;
     goto finish;

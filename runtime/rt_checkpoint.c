@@ -1,6 +1,8 @@
 #include "rt_checkpoint.h"
 
 #include <errno.h>
+#include <limits.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,6 +44,15 @@ static int make_dirs(const char *dir)
     return mkdir(path, 0777) != 0 && errno != EEXIST ? -1 : 0;
 }
 
+int rt_checkpoint_prepare(const char *dir, et_error *err)
+{
+    if (make_dirs(dir))
+        return et_error_set(err, dir, 0, 0, NULL, "--save: cannot create the checkpoint folder: %s", strerror(errno));
+    char path[4096];
+    snprintf(path, sizeof path, "%s/checkpoint.bin", dir);
+    return et_output_check(path, "--save", NULL, 0, err);
+}
+
 int rt_checkpoint_save(const char *dir, const rt_model *m, long long next_step, et_error *err)
 {
     if (make_dirs(dir))
@@ -59,6 +70,13 @@ int rt_checkpoint_save(const char *dir, const rt_model *m, long long next_step, 
     }
     free(c.params), free(c.m1), free(c.v);
     return rc;
+}
+
+static int all_finite(const float *x, uint64_t n)
+{
+    for (uint64_t i = 0; i < n; i++)
+        if (!isfinite(x[i])) return 0;
+    return 1;
 }
 
 int rt_checkpoint_load(const char *dir, rt_model *m, long long *next_step, et_error *err)
@@ -85,6 +103,13 @@ int rt_checkpoint_load(const char *dir, rt_model *m, long long *next_step, et_er
                fgetc(f) != EOF) {
         et_error_set(err, path, 0, 0, NULL,
                      "checkpoint size does not match its header (truncated or corrupt)");
+    } else if (step > (uint64_t)INT_MAX || t > (uint64_t)LLONG_MAX) {
+        et_error_set(err, path, 0, 0, NULL, "the checkpoint's next step %llu (optimizer step %llu) is out of range",
+                     (unsigned long long)step, (unsigned long long)t);
+    } else if (!all_finite(host[0], n) || !all_finite(host[1], n) || !all_finite(host[2], n)) {
+        et_error_set(err, path, 0, 0, NULL,
+                     "the checkpoint holds non-finite values (NaN or inf): it was written by a diverged run "
+                     "or is corrupt");
     } else {
         rt_model_set_state(m, host[0], host[1], host[2]);
         *next_step = (long long)step;

@@ -8,6 +8,9 @@
 #include "et_error.h"
 #include "rt_model.h"
 
+/* Creates the checkpoint folder now and checks that a checkpoint can be written in it (before training). */
+int rt_checkpoint_prepare(const char *dir, et_error *err);
+
 int rt_checkpoint_save(const char *dir, const rt_model *m, long long next_step, et_error *err);
 int rt_checkpoint_load(const char *dir, rt_model *m, long long *next_step, et_error *err);
 

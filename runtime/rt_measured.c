@@ -229,6 +229,7 @@ int rt_measured_write(const char *path, const char *plan_path, const et_plan *p,
             json_object_set_new(j, "plan_file", json_string(real ? real : plan_path));
             json_object_set_new(j, "device_profile", json_string(p->s.cluster.device.name));
             json_object_set_new(j, "batch_shapes", batch_shapes(log));
+            if (log->stopped[0]) json_object_set_new(j, "stopped", json_string(log->stopped));
         }
         free(real);
         rc = j ? et_atomic_write_json(path, j, err) : et_error_set(err, path, 0, 0, NULL, "out of memory");

@@ -17,6 +17,7 @@ typedef struct rt_run_log {
     int n_ops, n_buckets, steps;       /* steps of this run (after a resume: the remaining ones) */
     long long first_step;              /* global index of the first */
     int measured;                      /* steps recorded after warm-up */
+    char stopped[768];                 /* why the run ended early ("" when it ran every step) */
     double *step_s, *loss, *grad_norm; /* steps */
     double *op_s, *op_predicted_s;     /* measured x n_ops */
     rt_bucket_record *buckets;         /* measured x n_buckets */

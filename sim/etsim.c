@@ -292,15 +292,56 @@ static int compare_main(options *o)
     return rc;
 }
 
+/* Every output is checked before any work: none may be an input, each must be writable. */
+static int check_outputs(const options *o, const et_scenario *s)
+{
+    const char *inputs[] = {o->scenario, o->compare_with, o->op_times,
+                            s->cluster.platform_file[0] ? s->cluster.platform_file : NULL,
+                            s->data.lengths.file[0] ? s->data.lengths.file : NULL};
+    const struct {
+        const char *path, *flag;
+    } outs[] = {{o->json_out, "--json"},
+                {o->plan_out, "--plan-out"},
+                {o->platform_out, "--platform-out"},
+                {o->sim.trace_path, "--trace"}};
+    et_error err;
+    for (size_t i = 0; i < sizeof outs / sizeof outs[0]; i++) {
+        if (!outs[i].path) continue;
+        if (et_output_check(outs[i].path, outs[i].flag, inputs, 5, &err)) {
+            print_error(&err);
+            return EXIT_INPUT;
+        }
+        for (size_t j = 0; j < i; j++)
+            if (outs[j].path && strcmp(outs[j].path, outs[i].path) == 0) {
+                fprintf(stderr, "etsim: error: %s and %s name the same file %s\n", outs[j].flag, outs[i].flag,
+                        outs[i].path);
+                return EXIT_INPUT;
+            }
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     options o;
     if (parse_args(argc, argv, &o)) return EXIT_INPUT;
-    if (o.compare_with) return compare_main(&o);
+    if (o.compare_with) {
+        et_scenario first;
+        int bad = load(&o, o.scenario, &first);
+        if (bad) return bad;
+        bad = check_outputs(&o, &first);
+        et_scenario_free(&first);
+        if (bad) return bad;
+        return compare_main(&o);
+    }
     et_error err;
     et_scenario s;
     int loaded = load(&o, o.scenario, &s);
     if (loaded) return loaded;
+    if (check_outputs(&o, &s)) {
+        et_scenario_free(&s);
+        return EXIT_INPUT;
+    }
     if (o.plan_out &&
         et_plan_write_for_scenario(o.scenario, o.plan_out, o.sim.steps > 0 ? o.sim.steps : 20, &err)) {
         print_error(&err);

@@ -21,7 +21,7 @@ jq --arg p "$src/tests/data/tiny-bert-plan.json" '.plan_file = $p' "$work/m.json
 expect "from another plan" "$etcalib" fit "$work/other.json" --base "$src/scenarios/profiles/host-cpu.json" --out "$work/fitted.json"
 expect "describes a gpu device" "$etcalib" report "$work/m.json" --profile "$src/scenarios/profiles/h200.json"
 cp "$src/scenarios/profiles/host-cpu.json" "$work/base.json"
-expect "never overwrites its inputs" "$etcalib" fit "$work/m.json" --base "$work/base.json" --out "$work/base.json"
+expect "is the input" "$etcalib" fit "$work/m.json" --base "$work/base.json" --out "$work/base.json"
 expect "unknown command" "$etcalib" frobnicate
 # without gnuplot the report says so, stays complete and exits 0
 PATH=/nonexistent "$etcalib" report "$work/m.json" --plot "$work/p.png" > "$work/out" 2> "$work/err"

@@ -96,6 +96,31 @@ case $mode in
     expect_error "$work/measured.json" 'no backend "cuda" in this build' "$etrun" --backend cuda --out "$work/measured.json" "$bert"
     variant "$bert" '.run.backend = "tpu"' > tpu.json
     expect_error "$work/measured.json" '$.run.backend' "$etrun" --out "$work/measured.json" tpu.json ;;
+  faults) # hostile and careless input: a diverged run, hand-edited checkpoints, outputs that are inputs
+    cd "$work"
+    # a NaN loss stops the run (exit 4) and measured.json keeps the steps before, with the reason
+    variant "$gpt" '.run.learning_rate = 1e38 | .run.steps = 6 | .run.warmup_steps = 0' > diverge.json
+    set +e; "$etrun" --quiet --out "$work/d.json" diverge.json 2> err; rc=$?; set -e
+    cat err
+    [ $rc -eq 4 ] || { echo "FAIL: a diverged run exits $rc, expected 4"; exit 1; }
+    grep -q "training diverged at step" err || { echo "FAIL: no divergence message"; exit 1; }
+    [ "$(jq '.steps == (.loss | length) and .steps < 6 and (.stopped | test("diverged"))' d.json)" = true ] ||
+      { echo "FAIL: measured.json of a diverged run"; jq -c '[.steps, .loss, .stopped]' d.json; exit 1; }
+    # checkpoints: a next step out of range, NaN weights, a step past the plan
+    steps "$gpt" 4 > four.json
+    "$etrun" --quiet --save "$work/ck" --out "$work/m4.json" four.json
+    cp -r ck bad-step && printf '\xff\xff\xff\xff\xff\xff\xff\xff' | dd of=bad-step/checkpoint.bin bs=1 seek=8 conv=notrunc 2> /dev/null
+    expect_error "$work/r.json" "next step 18446744073709551615" "$etrun" --resume "$work/bad-step" --out "$work/r.json" four.json
+    cp -r ck nan && printf '\x00\x00\xc0\x7f' | dd of=nan/checkpoint.bin bs=1 seek=40 conv=notrunc 2> /dev/null
+    expect_error "$work/r.json" "non-finite values" "$etrun" --resume "$work/nan" --out "$work/r.json" four.json
+    variant "$gpt" '.run.steps = 2 | .run.warmup_steps = 0' > two.json
+    expect_error "$work/r.json" "past the plan's 2 steps" "$etrun" --resume "$work/ck" --out "$work/r.json" two.json
+    # an output that is the input is refused before anything runs; the plan is left as it was
+    cp two.json keep.json
+    expect_error "$work/none" "is the input" "$etrun" --out "$work/two.json" two.json
+    cmp -s two.json keep.json || { echo "FAIL: the plan was overwritten"; exit 1; }
+    # an output nobody can write is found before training, not after
+    expect_error "$work/none" "--out: cannot write here" "$etrun" --out "$work/no/such/dir/m.json" two.json ;;
   plan-out) # etsim writes the plan; etrun runs it on 2 ranks; measured ops line up with predicted ones by id
     "$build/sim/etsim" --quiet --steps 8 --plan-out "$work/plan.json" --json "$work/predicted.json" "$src/scenarios/tiny-gpt-cpu.json" > /dev/null
     mpi 2 "$etrun" --quiet --out "$work/measured.json" "$work/plan.json"
