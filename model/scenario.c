@@ -75,8 +75,10 @@ static int read_model(const et_json_reader *r, json_t *root, et_model_config *m)
                 {"type_vocab", &m->type_vocab, 0}, {"max_predictions", &m->max_predictions, 0}};
     for (size_t i = 0; i < sizeof dims / sizeof dims[0]; i++) {
         bool required = !have_preset && i < 6;
-        if (et_json_get_int(r, o, "$.model", dims[i].key, required, *dims[i].field, dims[i].min, INT_MAX / 8,
-                            &v))
+        /* bounds that keep the op graph and the tables within a machine's memory (the largest published
+         * models have a few hundred layers, hidden sizes below 10^5, vocabularies below 10^7) */
+        const long long max = i == 0 ? ET_MAX_LAYERS : INT_MAX / 8;
+        if (et_json_get_int(r, o, "$.model", dims[i].key, required, *dims[i].field, dims[i].min, max, &v))
             return -1;
         *dims[i].field = (int)v;
     }
@@ -632,7 +634,7 @@ static int read_batch(const et_json_reader *r, json_t *root, et_scenario *s)
     json_t *o;
     if (et_json_get_object(r, root, "$", "batch", true, keys, &o)) return -1;
     long long dp = s->parallel.data, local, global, accum;
-    if (et_json_get_int(r, o, "$.batch", "local", true, 0, 1, 1 << 24, &local)) return -1;
+    if (et_json_get_int(r, o, "$.batch", "local", true, 0, 1, ET_MAX_LOCAL_BATCH, &local)) return -1;
     if (et_json_get_int(r, o, "$.batch", "grad_accum", false, 0, 1, 1 << 20, &accum)) return -1;
     if (et_json_get_int(r, o, "$.batch", "global", false, 0, 1, 1LL << 40, &global)) return -1;
     if (!global && !accum) accum = 1;
@@ -658,6 +660,12 @@ static int read_batch(const et_json_reader *r, json_t *root, et_scenario *s)
 
 static int check_sampling(const et_json_reader *r, et_scenario *s)
 {
+    /* variable lengths are sampled sequence by sequence, 16 steps for the analytic estimate: bound the
+     * draws so that the estimate finishes in seconds */
+    if (s->data.lengths.kind != ET_LENGTHS_FIXED && s->batch.global > ET_MAX_SAMPLED_BATCH)
+        FAIL("$.batch.global",
+             "a global batch of %lld sequences of variable length is more than ET samples (at most %d a step)",
+             s->batch.global, ET_MAX_SAMPLED_BATCH);
     et_sampler sampler;
     if (et_sampler_init(&sampler, &s->data.lengths, &s->data.sampling, (int)s->batch.local, s->parallel.data,
                         0, r->source, "$.data.sampling", r->err))

@@ -25,6 +25,10 @@
 #include "schedule.h"
 
 #define ET_MAX_PIPELINE 4096
+#define ET_MAX_LAYERS 10000             /* transformer layers of a model */
+#define ET_MAX_LOCAL_BATCH (1 << 20)    /* sequences per GPU micro-batch */
+#define ET_MAX_SAMPLED_BATCH (1 << 24)  /* sequences per step when lengths are sampled */
+#define ET_MAX_SIMULATED_GPUS 65536     /* GPUs the SimGrid engine plays (the analytic engine has no bound) */
 
 typedef enum { ET_CLIP_NONE, ET_CLIP_AFTER_ALLREDUCE, ET_CLIP_PER_BUCKET } et_clip_mode;
 extern const char *const et_clip_mode_names[]; /* "none", "after_allreduce", "per_bucket", NULL */

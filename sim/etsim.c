@@ -295,6 +295,13 @@ static int compare_main(options *o)
 /* Every output is checked before any work: none may be an input, each must be writable. */
 static int check_outputs(const options *o, const et_scenario *s)
 {
+    if (!o->analytic && et_scenario_gpus(s) > ET_MAX_SIMULATED_GPUS) {
+        fprintf(stderr,
+                "etsim: error: %s: $.cluster: %d GPUs are more than the simulator plays (at most %d); --analytic "
+                "estimates any size\n",
+                s->source, et_scenario_gpus(s), ET_MAX_SIMULATED_GPUS);
+        return EXIT_INPUT;
+    }
     const char *inputs[] = {o->scenario, o->compare_with, o->op_times,
                             s->cluster.platform_file[0] ? s->cluster.platform_file : NULL,
                             s->data.lengths.file[0] ? s->data.lengths.file : NULL};

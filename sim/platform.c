@@ -97,8 +97,10 @@ int platform_write(FILE *out, const et_scenario *s)
         fprintf(out,
                 "      <zone id=\"leaf-%d-switch\" routing=\"None\"><router id=\"leaf-%d-gw\"/></zone>\n",
                 leaf, leaf);
-        for (int n = first; n < last; n++)
+        for (int n = first; n < last; n++) {
             write_node(out, s, n);
+            if (ferror(out)) return -1; /* a full disk: stop now, not after every route */
+        }
         /* A switch is no link of its own: one shared switch link would tie every flow of the leaf into one
          * max-min component. Nodes reach each other over their two cables. */
         for (int x = first; x < last; x++) {
@@ -115,7 +117,7 @@ int platform_write(FILE *out, const et_scenario *s)
         }
         fprintf(out, "    </zone>\n");
     }
-    for (int a = 0; a < leaves; a++)
+    for (int a = 0; a < leaves && !ferror(out); a++)
         for (int b = a + 1; b < leaves; b++)
             fprintf(
                 out,

@@ -403,6 +403,11 @@ int sim_start(const et_scenario *s, const sim_options *o, sim_child *child, et_e
 {
     child->pid = -1;
     child->fd = -1;
+    if (et_scenario_gpus(s) > ET_MAX_SIMULATED_GPUS)
+        return et_error_set(err, s->source, 0, 0, "$.cluster",
+                            "%d GPUs are more than the simulator plays (at most %d); --analytic estimates any "
+                            "size",
+                            et_scenario_gpus(s), ET_MAX_SIMULATED_GPUS);
     int fds[2];
     if (pipe(fds)) return et_error_set(err, NULL, 0, 0, NULL, "cannot create a pipe: %s", strerror(errno));
     fflush(stdout);
