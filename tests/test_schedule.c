@@ -10,16 +10,23 @@
 #include "memory.h"
 #include "scenario_graph.h"
 
-#define VALIDATION ET_SOURCE_DIR "/scenarios/validation/korthikanti-2022-gpt-"
-
-static int load(const char *name, et_scenario *s)
+/* A shipped scenario, by its path under scenarios/. */
+static int load_shipped(const char *relative, et_scenario *s)
 {
     et_error err;
     char path[512];
-    snprintf(path, sizeof path, VALIDATION "%s.json", name);
+    snprintf(path, sizeof path, ET_SOURCE_DIR "/scenarios/%s", relative);
     int rc = et_scenario_load(path, s, &err);
     CHECK(rc == 0, "%s loads: %s", path, err.text);
     return rc;
+}
+
+/* A validation row: load("22b-full") is scenarios/validation/korthikanti-2022-gpt-22b-full.json. */
+static int load(const char *name, et_scenario *s)
+{
+    char relative[128];
+    snprintf(relative, sizeof relative, "validation/korthikanti-2022-gpt-%s.json", name);
+    return load_shipped(relative, s);
 }
 
 /* Activation bytes of stage 0 of 22B (48 layers, s 2048, b 1, h 6144, a 64, t 8), cut into 2 stages and 4
@@ -239,10 +246,7 @@ static void test_memory_bound(void)
 {
     et_scenario s;
     et_error err;
-    if (et_scenario_load(ET_SOURCE_DIR "/scenarios/mlperf-bert-8.json", &s, &err)) {
-        CHECK(0, "mlperf-bert-8 loads: %s", err.text);
-        return;
-    }
+    if (load_shipped("mlperf-bert-8.json", &s)) return;
     et_estimate a, b;
     CHECK(et_analytic_estimate(&s, &a, &err) == 0, "estimate: %s", err.text);
     s.simulation.seed = 12345;
@@ -265,10 +269,7 @@ static void test_uneven_pipeline(void)
 {
     et_scenario s;
     et_error err;
-    if (et_scenario_load(ET_SOURCE_DIR "/scenarios/bloom-176b-uneven-pipeline.json", &s, &err)) {
-        CHECK(0, "bloom loads: %s", err.text);
-        return;
-    }
+    if (load_shipped("bloom-176b-uneven-pipeline.json", &s)) return;
     int first = -1, last = -1, ok = 1, next = 0;
     for (int k = 0; k < s.parallel.pipeline; k++) {
         et_graph g;
@@ -291,10 +292,7 @@ static void test_distributed_optimizer(void)
 {
     et_scenario s;
     et_error err;
-    if (et_scenario_load(ET_SOURCE_DIR "/scenarios/gpt3-13b-dense-a100.json", &s, &err)) {
-        CHECK(0, "gpt3-13b loads: %s", err.text);
-        return;
-    }
+    if (load_shipped("gpt3-13b-dense-a100.json", &s)) return;
     s.parallel.zero_stage = 0;
     s.parallel.distributed_optimizer = true;
     et_graph g;
