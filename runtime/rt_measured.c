@@ -226,6 +226,7 @@ int rt_measured_write(const char *path, const char *plan_path, const et_plan *p,
             communication(m, log));
         char *real = realpath(plan_path, NULL);
         if (j) {
+            json_object_set_new(j, "format_version", json_integer(RT_MEASURED_FORMAT_VERSION));
             json_object_set_new(j, "plan_file", json_string(real ? real : plan_path));
             json_object_set_new(j, "device_profile", json_string(p->s.cluster.device.name));
             json_object_set_new(j, "batch_shapes", batch_shapes(log));

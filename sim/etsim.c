@@ -276,9 +276,16 @@ static int compare_main(options *o)
     if (o->json_out) {
         et_error err;
         json_t *ja = report_json_analytic(&a, &ea), *jb = report_json_analytic(&b, &eb);
-        if (sa) json_object_set(ja, "simulation", sa);
-        if (sb) json_object_set(jb, "simulation", sb);
-        json_t *j = json_pack("{s:s, s:[o, o]}", "tool", "etsim", "compare", ja, jb);
+        if (sa) {
+            json_object_set(ja, "simulation", sa);
+            json_object_set_new(sa, "headline", report_sim_headline(&a, &ea, sa));
+        }
+        if (sb) {
+            json_object_set(jb, "simulation", sb);
+            json_object_set_new(sb, "headline", report_sim_headline(&b, &eb, sb));
+        }
+        json_t *j = json_pack("{s:s, s:i, s:[o, o]}", "tool", "etsim", "format_version", REPORT_FORMAT_VERSION,
+                              "compare", ja, jb);
         if (!j || et_atomic_write_json(o->json_out, j, &err)) {
             if (j) print_error(&err);
             rc = 1;
@@ -372,6 +379,7 @@ int main(int argc, char **argv)
         int rc = sim_run(&s, &o.sim, &sim, &err);
         if (rc) print_error(&err);
         /* the JSON holds the measurements whatever the verdict */
+        if (sim) json_object_set_new(sim, "format_version", json_integer(REPORT_FORMAT_VERSION));
         if (!rc && o.json_out && et_atomic_write_json(o.json_out, sim, &err)) {
             print_error(&err);
             rc = 1;
@@ -415,6 +423,7 @@ int main(int argc, char **argv)
         if (j && sim) {
             json_object_set_new(j, "engine", json_string("simgrid"));
             json_object_set(j, "simulation", sim);
+            json_object_set_new(sim, "headline", report_sim_headline(&s, &e, sim));
         }
         if (!j || et_atomic_write_json(o.json_out, j, &err)) {
             if (j)

@@ -116,9 +116,30 @@ void report_print_caveats(FILE *out, const et_scenario *s)
 
 json_t *report_json_analytic_core(const et_scenario *s, const et_estimate *e)
 {
-    return json_pack("{s:s, s:s, s:o, s:o, s:o}", "tool", "etsim", "engine", "analytic", "scenario",
-                     report_json_scenario(s), "estimate", report_json_estimate(e), "caveats",
+    json_t *est = report_json_estimate(e);
+    const int gpus = et_scenario_gpus(s);
+    if (est) {
+        json_object_set_new(est, "tflops_per_gpu",
+                            json_real(e->step_time > 0 ? e->model_flops_per_step / e->step_time / gpus / 1e12 : 0));
+        json_object_set_new(json_object_get(est, "time_to_train"), "gpu_hours",
+                            json_real(e->time_to_train * gpus / 3600));
+    }
+    return json_pack("{s:s, s:i, s:s, s:o, s:o, s:o}", "tool", "etsim", "format_version", REPORT_FORMAT_VERSION,
+                     "engine", "analytic", "scenario", report_json_scenario(s), "estimate", est, "caveats",
                      report_json_caveats(s));
+}
+
+json_t *report_sim_headline(const et_scenario *s, const et_estimate *e, const json_t *sim)
+{
+    const double mean = report_num(json_object_get(sim, "step_time_s"), "mean");
+    const int gpus = et_scenario_gpus(s);
+    const double train = report_sim_train_time(e, sim), total = train + e->eval_time;
+    const double flops_rate = mean > 0 ? e->model_flops_per_step / mean : 0;
+    return json_pack("{s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f}", "step_s", mean, "mfu",
+                     flops_rate / (gpus * s->cluster.device.peak_flops[s->precision]), "tflops_per_gpu",
+                     flops_rate / gpus / 1e12, "samples_per_second", mean > 0 ? s->batch.global / mean : 0,
+                     "tokens_per_second", mean > 0 ? e->tokens_per_step / mean : 0, "train_s", train, "eval_s",
+                     e->eval_time, "time_to_train_s", total, "gpu_hours", total * gpus / 3600);
 }
 
 void report_print_header(FILE *out, const et_scenario *s, const et_estimate *e, const char *engine)
@@ -265,8 +286,7 @@ void report_print_simulated(FILE *out, const et_scenario *s, const et_estimate *
                 report_num(big, "time_s") * 1e6, report_num(big, "algbw_GBps"), report_num(big, "busbw_GBps"),
                 report_num(big, "closed_form_s") * 1e6);
     }
-    int gpus = et_scenario_gpus(s);
-    double mfu = e->model_flops_per_step / (mean * gpus * s->cluster.device.peak_flops[s->precision]);
+    json_t *headline = report_sim_headline(s, e, sim);
     const json_t *phases = json_object_get(sim, "phases");
     if (phases) {
         fprintf(out,
@@ -277,14 +297,14 @@ void report_print_simulated(FILE *out, const et_scenario *s, const et_estimate *
                     report_num(json_object_get(json_array_get(phases, i), "step_time_s"), "mean") * 1e3,
                     e->phases[i].step_time * 1e3, e->phases[i].params);
     }
-    double train = report_sim_train_time(e, sim), total = train + e->eval_time;
     char a[32], b[32], c[32];
-    report_format_duration(a, sizeof a, train);
+    report_format_duration(a, sizeof a, report_num(headline, "train_s"));
     report_format_duration(b, sizeof b, e->eval_time);
-    report_format_duration(c, sizeof c, total);
-    fprintf(out, "\nthroughput   MFU %.1f%%, %.0f samples/s, %.0f tokens/s\n", 100 * mfu,
-            s->batch.global / mean, e->tokens_per_step / mean);
+    report_format_duration(c, sizeof c, report_num(headline, "time_to_train_s"));
+    fprintf(out, "\nthroughput   MFU %.1f%%, %.0f samples/s, %.0f tokens/s\n", 100 * report_num(headline, "mfu"),
+            report_num(headline, "samples_per_second"), report_num(headline, "tokens_per_second"));
     fprintf(out, "time-to-train %lld steps: %s training + %s evaluation = %s\n", e->steps, a, b, c);
+    json_decref(headline);
     report_print_caveats(out, s);
 }
 

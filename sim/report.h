@@ -18,6 +18,12 @@ json_t *report_json_analytic(const et_scenario *s, const et_estimate *e);
 json_t *report_json_analytic_core(const et_scenario *s, const et_estimate *e);
 /* What the prediction leaves out (model/caveats.h): a JSON array, and the text report's "left out" line. */
 json_t *report_json_caveats(const et_scenario *s);
+/* The simulated run's headline figures (what the text prints), as a new object: step_s, mfu,
+ * tflops_per_gpu, samples_per_second, tokens_per_second, train_s, eval_s, time_to_train_s, gpu_hours. */
+json_t *report_sim_headline(const et_scenario *s, const et_estimate *e, const json_t *sim);
+
+/* Version of the JSON reports' layout (docs/report-format.md); raised when a key changes meaning. */
+#define REPORT_FORMAT_VERSION 1
 void report_print_caveats(FILE *out, const et_scenario *s);
 /* Tensor-train layers (factors, ranks, parameters, chosen contraction order); prints when out != NULL. */
 json_t *report_tensor_train(FILE *out, const et_scenario *s);
