@@ -1,6 +1,7 @@
 #include "scenario.h"
 
 #include <errno.h>
+#include <dirent.h>
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
@@ -141,6 +142,14 @@ static int read_data(const et_json_reader *r, json_t *root, et_scenario *s)
     default: {
         char path[1100];
         resolve(path, sizeof path, s->dir, file);
+        FILE *f = fopen(path, "r");
+        if (!f)
+            FAIL("$.data.lengths.file",
+                 "cannot open the length histogram %s: %s (a relative name is relative to the scenario's "
+                 "folder)",
+                 path, strerror(errno));
+        fclose(f);
+        /* errors inside the histogram name its own file, line and column */
         return et_length_dist_load_histogram(path, s->data.seq_len, &s->data.lengths, r->err);
     }
     }
@@ -201,6 +210,30 @@ static int read_optimizer(const et_json_reader *r, json_t *root, et_scenario *s)
                                 &s->optimizer.max_grad_norm);
 }
 
+/* The profile names in a folder (NAME for each NAME.json, sorted), comma-separated, into buf. */
+static void et_profile_names(const char *dir, char *buf, size_t size)
+{
+    char names[64][64];
+    int n = 0;
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    while (d && n < 64 && (e = readdir(d))) {
+        size_t len = strlen(e->d_name);
+        if (len > 5 && len < 64 && strcmp(e->d_name + len - 5, ".json") == 0) {
+            memcpy(names[n], e->d_name, len - 5);
+            names[n++][len - 5] = 0;
+        }
+    }
+    if (d) closedir(d);
+    qsort(names, (size_t)n, sizeof names[0], (int (*)(const void *, const void *))strcmp);
+    buf[0] = 0;
+    for (int i = 0; i < n; i++) {
+        size_t used = strlen(buf);
+        snprintf(buf + used, size - used, "%s%s", i ? ", " : "", names[i]);
+    }
+    if (!n) snprintf(buf, size, "none");
+}
+
 static int read_device(const et_json_reader *r, const char *name, et_scenario *s)
 {
     char path[1100];
@@ -211,7 +244,12 @@ static int read_device(const et_json_reader *r, const char *name, et_scenario *s
         const char *dir = getenv("ET_PROFILE_DIR");
         snprintf(path, sizeof path, "%s/%s.json", dir && *dir ? dir : ET_DEFAULT_PROFILE_DIR, name);
         FILE *f = fopen(path, "r");
-        if (!f) FAIL("$.cluster.device", "no device profile named \"%s\" (looked for %s)", name, path);
+        if (!f) {
+            char found[512];
+            et_profile_names(dir && *dir ? dir : ET_DEFAULT_PROFILE_DIR, found, sizeof found);
+            FAIL("$.cluster.device", "no device profile named \"%s\" (looked for %s; profiles there: %s)", name,
+                 path, found);
+        }
         fclose(f);
     }
     return et_device_profile_load(path, &s->cluster.device, r->err);

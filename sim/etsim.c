@@ -84,6 +84,29 @@ static int number_arg(int argc, char **argv, int *i, long long min, long long ma
     return 0;
 }
 
+/* A size in bytes: an integer with an optional K, M or G (binary: 1K = 1024), as the help shows. */
+static int bytes_arg(int argc, char **argv, int *i, long long min, long long max, long long *out)
+{
+    const char *flag = argv[*i];
+    if (++*i >= argc) {
+        fprintf(stderr, "etsim: %s needs a size\n", flag);
+        return -1;
+    }
+    char *end;
+    long long v = strtoll(argv[*i], &end, 10), unit = 1;
+    if (end != argv[*i] && *end && !end[1]) {
+        unit = *end == 'K' ? 1LL << 10 : *end == 'M' ? 1LL << 20 : *end == 'G' ? 1LL << 30 : 0;
+        if (unit) end++;
+    }
+    if (*end || end == argv[*i] || !unit || v < 1 || v > max / unit || v * unit < min) {
+        fprintf(stderr, "etsim: %s expects a size in bytes in [%lld, %lld], optionally with K, M or G, got \"%s\"\n",
+                flag, min, max, argv[*i]);
+        return -1;
+    }
+    *out = v * unit;
+    return 0;
+}
+
 static int file_arg(int argc, char **argv, int *i, const char **out)
 {
     if (++*i >= argc) {
@@ -160,9 +183,9 @@ static int parse_args(int argc, char **argv, options *o)
         } else if (strcmp(a, "--top-ops") == 0) {
             if (number_arg(argc, argv, &i, 1, 100000, &o->top_ops)) return -1;
         } else if (strcmp(a, "--min-bytes") == 0) {
-            if (number_arg(argc, argv, &i, 1, 1LL << 40, &o->min_bytes)) return -1;
+            if (bytes_arg(argc, argv, &i, 1, 1LL << 40, &o->min_bytes)) return -1;
         } else if (strcmp(a, "--max-bytes") == 0) {
-            if (number_arg(argc, argv, &i, 1, 1LL << 40, &o->max_bytes)) return -1;
+            if (bytes_arg(argc, argv, &i, 1, 1LL << 40, &o->max_bytes)) return -1;
         } else if (strcmp(a, "--step-factor") == 0) {
             if (number_arg(argc, argv, &i, 2, 1024, &o->step_factor)) return -1;
         } else if (strcmp(a, "--seed") == 0) {

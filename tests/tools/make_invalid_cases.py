@@ -54,7 +54,7 @@ case("batch-local-zero", setp(["batch","local"], 0), '$.batch.local: expected an
 case("nodes-zero", setp(["cluster","nodes"], 0), '$.cluster.nodes: expected an integer in [1,')
 case("nic-missing-multinode", setp(["cluster","nodes"], 2), '$.cluster.nics_per_node: missing required key "nics_per_node"')
 case("bandwidth-negative", setp(["cluster","nvlink_GBps"], -600), '$.cluster.nvlink_GBps: expected a positive number, got -600')
-case("device-unknown", setp(["cluster","device"], "tpu-v9"), '$.cluster.device: no device profile named "tpu-v9"')
+case("device-unknown", setp(["cluster","device"], "tpu-v9"), 'profiles there: a100-sxm4-40gb, a100-sxm4-80gb')
 case("tensor-not-dividing-node", setp(["parallelism"], {"tensor": 3}), '$.parallelism.tensor: tensor-parallel degree 3 must divide gpus_per_node 8')
 case("pipeline-not-dividing-layers", lambda d: d.update({"model": {"preset": "bert-large", "layers": 20}, "parallelism": {"pipeline": 8}, "batch": {"local": 32, "global": 32}}), '$.parallelism.pipeline: pipeline degree 8 must divide the 20 layers')
 case("zero-stage-4", setp(["parallelism"], {"zero_stage": 4}), '$.parallelism.zero_stage: expected an integer in [0, 3], got 4')
@@ -62,7 +62,7 @@ case("bucket-zero", setp(["parallelism"], {"bucket_MiB": 0}), '$.parallelism.buc
 case("target-both", setp(["target"], {"steps": 10, "samples": 1000}), '$.target: give exactly one of "samples" or "steps"')
 case("recompute-not-bool", setp(["parallelism"], {"recompute": "yes"}), '$.parallelism.recompute: expected a boolean, got a string')
 case("platform-file-missing", setp(["cluster","platform_file"], "no-such-platform.xml"), '$.cluster.platform_file: cannot open platform file')
-case("histogram-missing", setp(["data"], {"seq_len": 512, "lengths": {"distribution": "histogram", "file": "no-such-file.csv"}}), 'no-such-file.csv: cannot open length histogram')
+case("histogram-missing", setp(["data"], {"seq_len": 512, "lengths": {"distribution": "histogram", "file": "no-such-file.csv"}}), '$.data.lengths.file: cannot open the length histogram')
 case("histogram-malformed", setp(["data"], {"seq_len": 512, "lengths": {"distribution": "histogram", "file": "bad.csv"}}), 'bad.csv:4:3: expected a count (a non-negative integer) and nothing after it',
      files={"bad.csv": "# a histogram with a typo\nlength,count\n1,10\n2,1x0\n"})
 case("histogram-length-over-seq-len", setp(["data"], {"seq_len": 4, "lengths": {"distribution": "histogram", "file": "long.csv"}}), 'long.csv:3:1: length 9 is outside 1..4 (data.seq_len) but has 5 sequences',
