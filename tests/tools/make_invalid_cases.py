@@ -1,5 +1,6 @@
 # Regenerates tests/invalid/ (one folder per bad scenario, its expected error beside it). The folders are
-# the suite; this script only makes adding a case cheap: edit, run, review the diff, commit.
+# the suite; this script only makes adding a case cheap: edit, run, then write the whole expected messages
+# with tests/tools/refresh_invalid_expected.sh, review the diff, commit.
 import json, os, copy
 base = {
   "name": "invalid-case",
