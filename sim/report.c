@@ -148,9 +148,14 @@ void report_print_header(FILE *out, const et_scenario *s, const et_estimate *e, 
     fprintf(out, "scenario     %s (%s), engine %s\n", s->name, s->source, engine);
     fprintf(out, "model        %s: %d layers, hidden %d, %d heads, ffn %d, vocab %d; %.0f parameters\n",
             m->name, m->layers, m->hidden, m->heads, m->ffn, m->vocab, e->params_total);
-    fprintf(out, "cluster      %d node(s) x %d %s = %d GPUs; data %d x tensor %d x pipeline %d, ZeRO %d\n",
-            s->cluster.nodes, s->cluster.gpus_per_node, s->cluster.device.name, et_scenario_gpus(s),
-            s->parallel.data, s->parallel.tensor, s->parallel.pipeline, s->parallel.zero_stage);
+    const int gpus = et_scenario_gpus(s);
+    const char *unit = s->cluster.device.kind == ET_DEVICE_CPU ? (gpus == 1 ? "CPU rank" : "CPU ranks")
+                       : s->cluster.device.kind == ET_DEVICE_DATAFLOW ? (gpus == 1 ? "device" : "devices")
+                       : gpus == 1                                      ? "GPU"
+                                                                        : "GPUs";
+    fprintf(out, "cluster      %d node(s) x %d %s = %d %s; data %d x tensor %d x pipeline %d, ZeRO %d\n",
+            s->cluster.nodes, s->cluster.gpus_per_node, s->cluster.device.name, gpus, unit, s->parallel.data,
+            s->parallel.tensor, s->parallel.pipeline, s->parallel.zero_stage);
     if (s->parallel.virtual_pipeline > 1 || s->parallel.sequence_parallel ||
         s->parallel.recompute != ET_RECOMPUTE_NONE || m->dropout > 0 ||
         s->parallel.attention != ET_ATTENTION_STANDARD) {
@@ -169,10 +174,10 @@ void report_print_header(FILE *out, const et_scenario *s, const et_estimate *e, 
             s->batch.global, s->batch.local, s->parallel.data, s->batch.grad_accum, s->data.seq_len,
             et_length_kind_names[s->data.lengths.kind], s->data.unpadded ? "unpadded" : "padded",
             et_length_mean(&s->data.lengths), et_length_padding_fraction(&s->data.lengths, s->data.seq_len));
-    fprintf(out, "training     %s %s, %s clipping, %d gradient buckets (largest %.1f MiB), all-reduce %s\n",
+    fprintf(out, "training     %s %s, %s clipping, %d gradient bucket%s (largest %.1f MiB), all-reduce %s\n",
             et_precision_names[s->precision], et_optimizer_names[s->optimizer.name],
-            et_clip_mode_names[s->optimizer.clip], e->n_buckets, e->bucket_bytes_max / 1048576.0,
-            et_coll_algo_names[e->algo]);
+            et_clip_mode_names[s->optimizer.clip], e->n_buckets, e->n_buckets == 1 ? "" : "s",
+            e->bucket_bytes_max / 1048576.0, et_coll_algo_names[e->algo]);
     fprintf(out, "FLOPs        %.4g per step, %.4g per token\n", e->model_flops_per_step, e->flops_per_token);
     const et_sampling *smp = &s->data.sampling;
     fprintf(out, "sampling     %s", et_sampling_scheme_names[smp->scheme]);
@@ -253,8 +258,10 @@ void report_print_simulated(FILE *out, const et_scenario *s, const et_estimate *
     report_print_memory(out, &e->memory);
     const json_t *st = json_object_get(sim, "step_time_s");
     double mean = report_num(st, "mean");
-    fprintf(out,
-            "\nsimulated    steps  mean[ms]  p50[ms]  p99[ms]  compute[ms]  exposed_comm[ms]  idle[ms]\n");
+    /* a 99th percentile of fewer than 100 steps is their maximum: say so */
+    const int n_steps = (int)json_integer_value(json_object_get(sim, "simulated_steps"));
+    fprintf(out, "\nsimulated    steps  mean[ms]  p50[ms]  %s  compute[ms]  exposed_comm[ms]  idle[ms]\n",
+            n_steps >= 100 ? "p99[ms]" : "max[ms]");
     fprintf(out, "             %5d %9.2f %8.2f %8.2f %12.2f %17.2f %9.2f\n",
             (int)json_integer_value(json_object_get(sim, "simulated_steps")), mean * 1e3,
             report_num(st, "p50") * 1e3, report_num(st, "p99") * 1e3, report_num(sim, "compute_s") * 1e3,
