@@ -271,10 +271,10 @@ static json_t *fitted_json(const char *base_path, const et_device_profile *fit, 
     return root;
 }
 
-
 static int cmd_fit(int argc, char **argv)
 {
-    const char *inputs[MAX_RUNS + 1], *base_path = NULL, *out_path = NULL, *gpu = NULL, *precision_name = NULL;
+    const char *inputs[MAX_RUNS + 1], *base_path = NULL, *out_path = NULL, *gpu = NULL,
+                                      *precision_name = NULL;
     int n = 0;
     for (int i = 0; i < argc; i++) {
         if (strcmp(argv[i], "--gpu") == 0 && i + 1 < argc) {

@@ -49,7 +49,8 @@ static double op_seconds(const et_scenario *s, const et_graph *g, int i, const e
              * (a reduce-scatter or all-reduce: the previous op), only what that product cannot hide shows */
             int j = op->kind == ET_OP_TP_ALLGATHER ? i + 1 : i - 1;
             if (j >= 0 && j < g->n_ops && g->ops[j].kind == ET_OP_GEMM && g->ops[j].phase == op->phase) {
-                double gemm = op_time ? op_time[j] : et_op_time(&g->ops[j], b, &s->cluster.device, s->precision);
+                double gemm =
+                    op_time ? op_time[j] : et_op_time(&g->ops[j], b, &s->cluster.device, s->precision);
                 t = t > gemm ? t - gemm : 0;
             }
         }
@@ -93,10 +94,12 @@ double et_pipeline_send_time(const et_scenario *s, const et_batch_shape *b)
     const et_cluster *c = &s->cluster;
     double bytes = b->tokens * s->model.hidden * et_precision_bytes(s->precision) / s->parallel.tensor;
     int stage_gpus = s->parallel.tensor * s->parallel.pipeline;
-    double bw = stage_gpus <= c->gpus_per_node ? et_cluster_nvlink_bandwidth(c)
-                                               : c->nics_per_node * et_cluster_nic_bandwidth(c) / c->gpus_per_node;
+    double bw = stage_gpus <= c->gpus_per_node
+                    ? et_cluster_nvlink_bandwidth(c)
+                    : c->nics_per_node * et_cluster_nic_bandwidth(c) / c->gpus_per_node;
     double lat = stage_gpus <= c->gpus_per_node ? c->intra_node_latency : c->nic_latency + c->switch_latency;
-    return (lat + bytes / bw) * et_pipeline_sends_per_micro_batch(s->parallel.pipeline, s->parallel.virtual_pipeline);
+    return (lat + bytes / bw) *
+           et_pipeline_sends_per_micro_batch(s->parallel.pipeline, s->parallel.virtual_pipeline);
 }
 
 /* The whole model on one GPU, without recomputation: its parameters and its model FLOPs. */

@@ -54,9 +54,9 @@ typedef struct et_estimate {
     double optimizer;
     double step_time;
 
-    double straggler_factor;     /* E over sampled steps of max/mean per-rank compute (1 = balanced) */
-    double step_time_balanced;   /* the step with every rank at the mean compute (the parts above add to it) */
-    double straggler_delay;      /* (factor - 1) x (forward + backward): a first-order estimate, in step_time */
+    double straggler_factor;   /* E over sampled steps of max/mean per-rank compute (1 = balanced) */
+    double step_time_balanced; /* the step with every rank at the mean compute (the parts above add to it) */
+    double straggler_delay;    /* (factor - 1) x (forward + backward): a first-order estimate, in step_time */
     et_batch_shape largest_batch; /* largest sampled micro-batch, used to size activations */
 
     double mfu;

@@ -105,11 +105,12 @@ int et_output_check(const char *path, const char *what, const char *const *input
     struct stat out, in;
     if (stat(path, &out) == 0) {
         if (!S_ISREG(out.st_mode))
-            return et_error_set(err, path, 0, 0, NULL, "%s names a folder or a device, not a file to write", what);
+            return et_error_set(err, path, 0, 0, NULL, "%s names a folder or a device, not a file to write",
+                                what);
         for (int i = 0; i < n; i++)
             if (inputs[i] && stat(inputs[i], &in) == 0 && in.st_dev == out.st_dev && in.st_ino == out.st_ino)
-                return et_error_set(err, path, 0, 0, NULL, "%s is the input %s itself: refusing to overwrite it",
-                                    what, inputs[i]);
+                return et_error_set(err, path, 0, 0, NULL,
+                                    "%s is the input %s itself: refusing to overwrite it", what, inputs[i]);
     }
     /* can a file be created beside it? (the same test the atomic write will make, made now) */
     char *target = resolve(path);

@@ -24,7 +24,8 @@ int et_caveats(const et_scenario *s, const char **out, int max)
         ADD("attention materialises the scores per head (no fused flash-style kernel)");
     else
         ADD("flash attention at the GEMM efficiency of its l x l x D products (not fitted to the kernel)");
-    if (s->method.kind == ET_METHOD_TENSOR_TRAIN) ADD("tensor-train reshapes between contractions not costed");
+    if (s->method.kind == ET_METHOD_TENSOR_TRAIN)
+        ADD("tensor-train reshapes between contractions not costed");
     if (s->method.kind == ET_METHOD_SPARSE) ADD("sparse kernel efficiency from the profile, not measured");
     if (s->simulation.straggler_sigma <= 0) ADD("no per-rank compute noise (simulation.straggler_sigma 0)");
     if (s->parallel.zero_stage >= 3) ADD("ZeRO-3 parameter gathers assumed prefetched under compute");

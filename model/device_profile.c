@@ -31,8 +31,8 @@ int et_device_profile_load(const char *path, et_device_profile *out, et_error *e
     static const char *const sparse_keys[] = {"unstructured_efficiency", "block_half",
                                               "semi_structured_2_4_speedup", "masked_dense", NULL};
     static const char *const peak_keys[] = {"fp32", "tf32", "fp16", "bf16", NULL};
-    static const char *const eff_keys[] = {"gemm_max", "gemm_half_dim", "gemm_tile", "memory",
-                                           "kernel_overhead_us", NULL};
+    static const char *const eff_keys[] = {"gemm_max", "gemm_half_dim",      "gemm_tile",
+                                           "memory",   "kernel_overhead_us", NULL};
     json_t *root;
     if (et_json_load_file(path, &root, err)) return -1;
     et_json_reader r = {path, err};
@@ -81,8 +81,8 @@ int et_device_profile_load(const char *path, et_device_profile *out, et_error *e
     if (et_json_get_array(&r, eff, "$.efficiency", "gemm_tile", false, &tile)) goto done;
     if (tile) {
         if (json_array_size(tile) != 2) {
-            et_error_set(err, path, 0, 0, "$.efficiency.gemm_tile", "expected [rows, columns], got %zu values",
-                         json_array_size(tile));
+            et_error_set(err, path, 0, 0, "$.efficiency.gemm_tile",
+                         "expected [rows, columns], got %zu values", json_array_size(tile));
             goto done;
         }
         for (size_t i = 0; i < 2; i++)
@@ -159,7 +159,8 @@ double et_gemm_dimension_efficiency(const et_device_profile *d, double m, double
 double et_gemm_batched_efficiency(const et_device_profile *d, double batch, double m, double n, double k)
 {
     /* a batch of equal products is one grid of batch x tiles: stacked rows quantize the same way */
-    return et_gemm_dimension_efficiency(d, m, n, k) * et_gemm_wave_efficiency(d, m * (batch > 1 ? batch : 1), n);
+    return et_gemm_dimension_efficiency(d, m, n, k) *
+           et_gemm_wave_efficiency(d, m * (batch > 1 ? batch : 1), n);
 }
 
 double et_gemm_efficiency(const et_device_profile *d, double m, double n, double k)

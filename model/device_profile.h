@@ -6,7 +6,8 @@
  *     t = max(flops / (peak * eff_compute), bytes / (bandwidth * eff_memory)) + kernel_overhead
  * with eff_compute for matrix products = gemm_max * prod_d d / (d + gemm_half_dim) over d in {M, N, K},
  * times the tile and wave quantization of the M x N output over the device's multiprocessors when the
- * profile gives them (docs/cost-model.md gives the formula and sources). Loading fills *err with file and JSON path on bad input. */
+ * profile gives them (docs/cost-model.md gives the formula and sources). Loading fills *err with file and
+ * JSON path on bad input. */
 #ifndef ET_DEVICE_PROFILE_H
 #define ET_DEVICE_PROFILE_H
 

@@ -5,9 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *const et_op_kind_names[] = {"gemm",         "attention",     "elementwise",      "embedding",
-                                        "loss",         "optimizer",     "tp_allreduce",     "tensor_train",
-                                        "tp_allgather", "tp_reduce_scatter", NULL};
+const char *const et_op_kind_names[] = {
+    "gemm",         "attention",    "elementwise",  "embedding",         "loss", "optimizer",
+    "tp_allreduce", "tensor_train", "tp_allgather", "tp_reduce_scatter", NULL};
 
 bool et_op_is_tp_comm(et_op_kind kind)
 {
@@ -301,7 +301,8 @@ static void dropout_op(builder *b, const dims *d, et_phase phase, int layer, et_
 
 /* The attention core: scores, softmax, dropout, context (what selective recomputation repeats); or one
  * flash-style kernel: the same 4 l^2 D FLOPs per head forward, q, k, v read and the context written, the
- * scores never leaving the chip (backward: 2.5x the forward FLOPs, the scores recomputed inside; Dao 2023). */
+ * scores never leaving the chip (backward: 2.5x the forward FLOPs, the scores recomputed inside; Dao 2023).
+ */
 static void attention_core(builder *b, const dims *d, int i, et_phase phase, const char *suffix)
 {
     char id[80];
@@ -407,7 +408,8 @@ static void layer_backward(builder *b, const dims *d, int i, int decoder, et_rec
     if (!d->flash && recompute == ET_RECOMPUTE_SELECTIVE)
         attention_core(b, d, i, ET_PHASE_BACKWARD, ".recompute");
     /* context = P V: dP = dO V^T and dV = P^T dO, each 2*l*l*D per head */
-    if (!d->flash && (op = add_op(b, ET_OP_ATTENTION, ET_PHASE_BACKWARD, i, "%s", NAME("attn.context.bwd")))) {
+    if (!d->flash &&
+        (op = add_op(b, ET_OP_ATTENTION, ET_PHASE_BACKWARD, i, "%s", NAME("attn.context.bwd")))) {
         op->k = FIX(d->D);
         op->flops = SQ(4 * Ht);
         op->bytes = lin_add(TOK(4 * e * Ht), SQ(2 * e * At));
@@ -719,7 +721,8 @@ double et_op_time(const et_op *op, const et_batch_shape *b, const et_device_prof
         if (m <= 0 || n <= 0 || k <= 0) return 0;
         double factor = et_sparse_rate_factor(d, &op->sparse);
         /* a tensor-train op is a sequence of contractions of other shapes than its largest: no one grid */
-        double eff = op->kind == ET_OP_TT ? et_gemm_dimension_efficiency(d, m, n, k) : et_gemm_efficiency(d, m, n, k);
+        double eff =
+            op->kind == ET_OP_TT ? et_gemm_dimension_efficiency(d, m, n, k) : et_gemm_efficiency(d, m, n, k);
         rate = d->peak_flops[p] * eff * (factor > 0 ? factor : 1);
         break;
     }

@@ -79,15 +79,15 @@ typedef struct et_param {
 } et_param;
 
 typedef struct et_graph_options {
-    int tensor;   /* tensor-parallel degree t */
-    int pipeline; /* pipeline stages */
-    int stage;    /* which stage this graph is for, 0-based */
+    int tensor;                  /* tensor-parallel degree t */
+    int pipeline;                /* pipeline stages */
+    int stage;                   /* which stage this graph is for, 0-based */
     const int *layers_per_stage; /* layers of each stage (NULL: layers / pipeline each) */
     et_precision precision;
-    et_recompute recompute;  /* none, full (every layer's forward again) or selective (attention core) */
+    et_recompute recompute;      /* none, full (every layer's forward again) or selective (attention core) */
     et_attention_kind attention; /* standard (materialised scores) or flash (one fused kernel) */
-    bool sequence_parallel;  /* tensor-parallel all-reduces become all-gather + reduce-scatter; layer norms
-                                and dropouts run on T/t tokens */
+    bool sequence_parallel; /* tensor-parallel all-reduces become all-gather + reduce-scatter; layer norms
+                               and dropouts run on T/t tokens */
     et_optimizer optimizer;
     int optimizer_shards;    /* ZeRO: optimizer states split over this many ranks (1 = none) */
     bool clip_global;        /* clip after the all-reduce: a global-norm op before the update */

@@ -32,13 +32,13 @@ et_memory et_memory_estimate(const et_scenario *s, const et_graph *g, const et_b
     /* a flash-style kernel keeps no scores either: its fp32 log-sum-exp per row and head (4 bytes x A/t x T,
      * written here at the 16-bit scale like the rest) */
     const int flash = g->options.attention == ET_ATTENTION_FLASH;
-    const double core = flash ? 4 * A * T / t * 2 / e
+    const double core = flash                                            ? 4 * A * T / t * 2 / e
                         : g->options.recompute == ET_RECOMPUTE_SELECTIVE ? 0
                                                                          : 5 * A * Q / t;
     double per_layer = ((sp ? T * H * 34 / t : T * H * (10 + 24 / t)) + core) * e / 2;
     double layers = g->last_layer - g->first_layer + 1;
-    double kept = g->options.recompute == ET_RECOMPUTE_FULL ? layers * T * H * e / (sp ? t : 1)
-                                                            : layers * per_layer;
+    double kept =
+        g->options.recompute == ET_RECOMPUTE_FULL ? layers * T * H * e / (sp ? t : 1) : layers * per_layer;
     /* embeddings output and the loss head: logits and their gradient, fp32 softmax statistics */
     double head = 0;
     if (g->options.stage == g->options.pipeline - 1)

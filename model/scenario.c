@@ -1,7 +1,7 @@
 #include "scenario.h"
 
-#include <errno.h>
 #include <dirent.h>
+#include <errno.h>
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
@@ -31,21 +31,10 @@ static void resolve(char *out, size_t size, const char *dir, const char *name)
 
 static int read_model(const et_json_reader *r, json_t *root, et_model_config *m)
 {
-    static const char *const keys[] = {"preset",
-                                       "layers",
-                                       "hidden",
-                                       "heads",
-                                       "ffn",
-                                       "vocab",
-                                       "max_positions",
-                                       "type_vocab",
-                                       "architecture",
-                                       "loss_head",
-                                       "max_predictions",
-                                       "mask_fraction",
-                                       "tie_embeddings",
-                                       "dropout",
-                                       NULL};
+    static const char *const keys[] = {
+        "preset",          "layers",        "hidden",         "heads",        "ffn",
+        "vocab",           "max_positions", "type_vocab",     "architecture", "loss_head",
+        "max_predictions", "mask_fraction", "tie_embeddings", "dropout",      NULL};
     json_t *o;
     if (et_json_get_object(r, root, "$", "model", true, keys, &o)) return -1;
     const char *preset;
@@ -247,8 +236,8 @@ static int read_device(const et_json_reader *r, const char *name, et_scenario *s
         if (!f) {
             char found[512];
             et_profile_names(dir && *dir ? dir : ET_DEFAULT_PROFILE_DIR, found, sizeof found);
-            FAIL("$.cluster.device", "no device profile named \"%s\" (looked for %s; profiles there: %s)", name,
-                 path, found);
+            FAIL("$.cluster.device", "no device profile named \"%s\" (looked for %s; profiles there: %s)",
+                 name, path, found);
         }
         fclose(f);
     }
@@ -339,11 +328,13 @@ static int read_cluster(const et_json_reader *r, json_t *root, et_scenario *s)
 
 static int read_parallelism(const et_json_reader *r, json_t *root, et_scenario *s)
 {
-    static const char *const keys[] = {"tensor",    "pipeline",          "virtual_pipeline",
-                                       "zero_stage", "recompute",         "sequence_parallel",
-                                       "bucket_MiB", "allreduce",         "overlap",
-                                       "attention",  "layers_per_stage", "distributed_optimizer",
-                                       "tp_overlap", NULL};
+    static const char *const keys[] = {"tensor",           "pipeline",
+                                       "virtual_pipeline", "zero_stage",
+                                       "recompute",        "sequence_parallel",
+                                       "bucket_MiB",       "allreduce",
+                                       "overlap",          "attention",
+                                       "layers_per_stage", "distributed_optimizer",
+                                       "tp_overlap",       NULL};
     json_t *o;
     long long v;
     double x;
@@ -372,7 +363,8 @@ static int read_parallelism(const et_json_reader *r, json_t *root, et_scenario *
         size_t n = json_array_size(lps);
         if (n != (size_t)s->parallel.pipeline) {
             et_error_set(r->err, r->source, 0, 0, "$.parallelism.layers_per_stage",
-                         "expected one layer count per pipeline stage (%d), got %zu", s->parallel.pipeline, n);
+                         "expected one layer count per pipeline stage (%d), got %zu", s->parallel.pipeline,
+                         n);
             goto done;
         }
         for (size_t i = 0; i < n; i++) {
@@ -401,7 +393,8 @@ static int read_parallelism(const et_json_reader *r, json_t *root, et_scenario *
     if (et_json_get_bool(r, p, "$.parallelism", "sequence_parallel", false, false,
                          &s->parallel.sequence_parallel))
         goto done;
-    if (et_json_get_bool(r, p, "$.parallelism", "tp_overlap", false, false, &s->parallel.tp_overlap)) goto done;
+    if (et_json_get_bool(r, p, "$.parallelism", "tp_overlap", false, false, &s->parallel.tp_overlap))
+        goto done;
     if (s->parallel.tp_overlap && !s->parallel.sequence_parallel) {
         et_error_set(r->err, r->source, 0, 0, "$.parallelism.tp_overlap",
                      "overlapping tensor-parallel communication with GEMMs needs sequence_parallel (its "
@@ -637,7 +630,8 @@ static int check_parallelism(const et_json_reader *r, et_scenario *s)
             FAIL("$.parallelism.layers_per_stage", "the stages' layers add up to %d, the model has %d", sum,
                  s->model.layers);
         if (s->parallel.virtual_pipeline > 1)
-            FAIL("$.parallelism.layers_per_stage", "an uneven partition cannot be interleaved (virtual_pipeline %d)",
+            FAIL("$.parallelism.layers_per_stage",
+                 "an uneven partition cannot be interleaved (virtual_pipeline %d)",
                  s->parallel.virtual_pipeline);
     } else if (s->model.layers % pp != 0) {
         FAIL("$.parallelism.pipeline",
@@ -646,8 +640,8 @@ static int check_parallelism(const et_json_reader *r, et_scenario *s)
     }
     const int v = s->parallel.virtual_pipeline;
     if (v > 1 && pp < 2)
-        FAIL("$.parallelism.virtual_pipeline", "virtual pipeline stages (%d) need a pipeline of 2 or more stages",
-             v);
+        FAIL("$.parallelism.virtual_pipeline",
+             "virtual pipeline stages (%d) need a pipeline of 2 or more stages", v);
     if (v > 1 && s->model.layers % (pp * v) != 0)
         FAIL("$.parallelism.virtual_pipeline",
              "pipeline %d x virtual stages %d = %d must divide the %d layers (each virtual stage holds whole "
@@ -701,9 +695,10 @@ static int check_sampling(const et_json_reader *r, et_scenario *s)
     /* variable lengths are sampled sequence by sequence, 16 steps for the analytic estimate: bound the
      * draws so that the estimate finishes in seconds */
     if (s->data.lengths.kind != ET_LENGTHS_FIXED && s->batch.global > ET_MAX_SAMPLED_BATCH)
-        FAIL("$.batch.global",
-             "a global batch of %lld sequences of variable length is more than ET samples (at most %d a step)",
-             s->batch.global, ET_MAX_SAMPLED_BATCH);
+        FAIL(
+            "$.batch.global",
+            "a global batch of %lld sequences of variable length is more than ET samples (at most %d a step)",
+            s->batch.global, ET_MAX_SAMPLED_BATCH);
     et_sampler sampler;
     if (et_sampler_init(&sampler, &s->data.lengths, &s->data.sampling, (int)s->batch.local, s->parallel.data,
                         0, r->source, "$.data.sampling", r->err))
@@ -761,8 +756,8 @@ static int read_host(const et_json_reader *r, json_t *root, et_scenario *s)
     double x = 0;
     if (et_json_get_object(r, root, "$", "host", false, keys, &o)) return -1;
     json_t *p = o ? o : json_object();
-    int rc = et_json_get_enum(r, p, "$.host", "launch", false, et_launch_mode_names, ET_LAUNCH_FRAMEWORK_EAGER,
-                              &e);
+    int rc = et_json_get_enum(r, p, "$.host", "launch", false, et_launch_mode_names,
+                              ET_LAUNCH_FRAMEWORK_EAGER, &e);
     s->host.mode = (et_launch_mode)e;
     if (!rc)
         rc = et_json_get_number(r, p, "$.host", "per_kernel_us", false,
@@ -792,8 +787,9 @@ int et_scenario_gpus(const et_scenario *s)
 int et_scenario_parse(json_t *root, const char *source, const char *const *extra_keys, et_scenario *out,
                       et_error *err)
 {
-    const char *keys[24] = {"name",      "description", "model",   "method", "data",       "batch", "optimizer",
-                            "precision", "parallelism", "cluster", "target", "simulation", "host"};
+    const char *keys[24] = {"name",   "description", "model",     "method",      "data",
+                            "batch",  "optimizer",   "precision", "parallelism", "cluster",
+                            "target", "simulation",  "host"};
     int n_keys = 13;
     for (int i = 0; extra_keys && extra_keys[i] && n_keys < 23; i++)
         keys[n_keys++] = extra_keys[i];

@@ -25,10 +25,10 @@
 #include "schedule.h"
 
 #define ET_MAX_PIPELINE 4096
-#define ET_MAX_LAYERS 10000             /* transformer layers of a model */
-#define ET_MAX_LOCAL_BATCH (1 << 20)    /* sequences per GPU micro-batch */
-#define ET_MAX_SAMPLED_BATCH (1 << 24)  /* sequences per step when lengths are sampled */
-#define ET_MAX_SIMULATED_GPUS 65536     /* GPUs the SimGrid engine plays (the analytic engine has no bound) */
+#define ET_MAX_LAYERS 10000            /* transformer layers of a model */
+#define ET_MAX_LOCAL_BATCH (1 << 20)   /* sequences per GPU micro-batch */
+#define ET_MAX_SAMPLED_BATCH (1 << 24) /* sequences per step when lengths are sampled */
+#define ET_MAX_SIMULATED_GPUS 65536    /* GPUs the SimGrid engine plays (the analytic engine has no bound) */
 
 typedef enum { ET_CLIP_NONE, ET_CLIP_AFTER_ALLREDUCE, ET_CLIP_PER_BUCKET } et_clip_mode;
 extern const char *const et_clip_mode_names[]; /* "none", "after_allreduce", "per_bucket", NULL */
@@ -86,15 +86,17 @@ typedef struct et_scenario {
     struct {
         int tensor;
         int pipeline;
-        int data; /* derived: gpus / (tensor * pipeline) */
+        int data;             /* derived: gpus / (tensor * pipeline) */
         int virtual_pipeline; /* interleaved 1F1B: model chunks per pipeline stage (1 = plain 1F1B) */
         int layers_per_stage[ET_MAX_PIPELINE]; /* uneven partition, or all 0 (layers / pipeline each) */
         bool uneven;
         int zero_stage;
-        bool distributed_optimizer; /* Megatron's: states sharded over data ranks, gradients reduce-scattered */
+        bool distributed_optimizer; /* Megatron's: states sharded over data ranks, gradients reduce-scattered
+                                     */
         et_recompute recompute;
         bool sequence_parallel; /* Megatron sequence parallelism inside the tensor-parallel group */
-        bool tp_overlap;        /* tensor-parallel collectives pipelined with their GEMMs (needs sequence_parallel) */
+        bool
+            tp_overlap; /* tensor-parallel collectives pipelined with their GEMMs (needs sequence_parallel) */
         et_attention_kind attention;
         double bucket_bytes;
         et_coll_algo allreduce;

@@ -8,9 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "atomic_file.h"
 #include "quantile.h"
 #include "rt_checkpoint.h"
-#include "atomic_file.h"
 #include "rt_comm.h"
 #include "rt_data.h"
 #include "rt_measured.h"
@@ -176,7 +176,8 @@ int main(int argc, char **argv)
         /* outputs checked before any work: none is an input, each can be written */
         char resumed[4096] = "";
         if (o.resume) snprintf(resumed, sizeof resumed, "%s/checkpoint.bin", o.resume);
-        const char *inputs[] = {o.plan, plan.data_from_file ? plan.data_file : NULL, o.resume ? resumed : NULL};
+        const char *inputs[] = {o.plan, plan.data_from_file ? plan.data_file : NULL,
+                                o.resume ? resumed : NULL};
         int bad = rank == 0 && (et_output_check(o.out, "--out", inputs, 3, &err) ||
                                 (o.save && rt_checkpoint_prepare(o.save, &err)));
         comm->broadcast_int(comm, &bad);
@@ -198,9 +199,10 @@ int main(int argc, char **argv)
     if (o.resume && rt_checkpoint_load(o.resume, &model, &start, &err)) goto fail;
     const int steps = plan.steps, n_ops = model.graph.n_ops;
     if (start > steps) {
-        et_error_set(&err, o.resume, 0, 0, NULL,
-                     "the checkpoint continues at step %lld, past the plan's %d steps (raise run.steps to go on)",
-                     start, steps);
+        et_error_set(
+            &err, o.resume, 0, 0, NULL,
+            "the checkpoint continues at step %lld, past the plan's %d steps (raise run.steps to go on)",
+            start, steps);
         goto fail;
     }
     if (rt_reducer_init(&red, &model, comm, &err) ||
@@ -245,17 +247,19 @@ int main(int argc, char **argv)
         if (!isfinite(sums[0])) {
             /* a diverged run stops here, before the update spreads it into the weights */
             et_error_set(&diverged, o.plan, 0, 0, NULL,
-                         "training diverged at step %lld: the loss is %g (op head.loss); lower run.learning_rate or check "
+                         "training diverged at step %lld: the loss is %g (op head.loss); lower "
+                         "run.learning_rate or check "
                          "the data",
                          step + 1, sums[0]);
             break;
         }
         rt_model_update(&model, &plan.hyper);
         if (!isfinite(model.last_grad_norm)) {
-            et_error_set(&diverged, o.plan, 0, 0, NULL,
-                         "training diverged at step %lld: the gradient norm is %g (op optimizer.grad_norm); lower "
-                         "run.lr or check the data",
-                         step + 1, model.last_grad_norm);
+            et_error_set(
+                &diverged, o.plan, 0, 0, NULL,
+                "training diverged at step %lld: the gradient norm is %g (op optimizer.grad_norm); lower "
+                "run.lr or check the data",
+                step + 1, model.last_grad_norm);
             break;
         }
         log.step_s[k] = et_wall_seconds() - t0;
@@ -310,7 +314,8 @@ int main(int argc, char **argv)
             goto fail;
         }
         if (saved_failed) {
-            if (rank == 0 && wrote) fprintf(stderr, "etrun: the checkpoint failed; measurements are in %s\n", o.out);
+            if (rank == 0 && wrote)
+                fprintf(stderr, "etrun: the checkpoint failed; measurements are in %s\n", o.out);
             goto fail;
         }
         if (!wrote) {

@@ -47,7 +47,8 @@ static int make_dirs(const char *dir)
 int rt_checkpoint_prepare(const char *dir, et_error *err)
 {
     if (make_dirs(dir))
-        return et_error_set(err, dir, 0, 0, NULL, "--save: cannot create the checkpoint folder: %s", strerror(errno));
+        return et_error_set(err, dir, 0, 0, NULL, "--save: cannot create the checkpoint folder: %s",
+                            strerror(errno));
     char path[4096];
     snprintf(path, sizeof path, "%s/checkpoint.bin", dir);
     return et_output_check(path, "--save", NULL, 0, err);
@@ -104,7 +105,8 @@ int rt_checkpoint_load(const char *dir, rt_model *m, long long *next_step, et_er
         et_error_set(err, path, 0, 0, NULL,
                      "checkpoint size does not match its header (truncated or corrupt)");
     } else if (step > (uint64_t)INT_MAX || t > (uint64_t)LLONG_MAX) {
-        et_error_set(err, path, 0, 0, NULL, "the checkpoint's next step %llu (optimizer step %llu) is out of range",
+        et_error_set(err, path, 0, 0, NULL,
+                     "the checkpoint's next step %llu (optimizer step %llu) is out of range",
                      (unsigned long long)step, (unsigned long long)t);
     } else if (!all_finite(host[0], n) || !all_finite(host[1], n) || !all_finite(host[2], n)) {
         et_error_set(err, path, 0, 0, NULL,

@@ -99,7 +99,8 @@ static int bytes_arg(int argc, char **argv, int *i, long long min, long long max
         if (unit) end++;
     }
     if (*end || end == argv[*i] || !unit || v < 1 || v > max / unit || v * unit < min) {
-        fprintf(stderr, "etsim: %s expects a size in bytes in [%lld, %lld], optionally with K, M or G, got \"%s\"\n",
+        fprintf(stderr,
+                "etsim: %s expects a size in bytes in [%lld, %lld], optionally with K, M or G, got \"%s\"\n",
                 flag, min, max, argv[*i]);
         return -1;
     }
@@ -307,8 +308,8 @@ static int compare_main(options *o)
             json_object_set(jb, "simulation", sb);
             json_object_set_new(sb, "headline", report_sim_headline(&b, &eb, sb));
         }
-        json_t *j = json_pack("{s:s, s:i, s:[o, o]}", "tool", "etsim", "format_version", REPORT_FORMAT_VERSION,
-                              "compare", ja, jb);
+        json_t *j = json_pack("{s:s, s:i, s:[o, o]}", "tool", "etsim", "format_version",
+                              REPORT_FORMAT_VERSION, "compare", ja, jb);
         if (!j || et_atomic_write_json(o->json_out, j, &err)) {
             if (j) print_error(&err);
             rc = 1;
@@ -326,10 +327,11 @@ static int compare_main(options *o)
 static int check_outputs(const options *o, const et_scenario *s)
 {
     if (!o->analytic && et_scenario_gpus(s) > ET_MAX_SIMULATED_GPUS) {
-        fprintf(stderr,
-                "etsim: error: %s: $.cluster: %d GPUs are more than the simulator plays (at most %d); --analytic "
-                "estimates any size\n",
-                s->source, et_scenario_gpus(s), ET_MAX_SIMULATED_GPUS);
+        fprintf(
+            stderr,
+            "etsim: error: %s: $.cluster: %d GPUs are more than the simulator plays (at most %d); --analytic "
+            "estimates any size\n",
+            s->source, et_scenario_gpus(s), ET_MAX_SIMULATED_GPUS);
         return EXIT_INPUT;
     }
     const char *inputs[] = {o->scenario, o->compare_with, o->op_times,

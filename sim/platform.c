@@ -41,8 +41,7 @@ static void write_links(FILE *out, const et_scenario *s, int leaves)
         int nodes_in_leaf = (leaf + 1) * per_leaf < c->nodes ? per_leaf : c->nodes - leaf * per_leaf;
         /* a cross-leaf route takes two up-links: each carries one spine hop's latency */
         snprintf(id, sizeof id, "leaf-%d-up", leaf);
-        write_link(out, id, nodes_in_leaf * node_nic / c->oversubscription,
-                   c->switch_latency);
+        write_link(out, id, nodes_in_leaf * node_nic / c->oversubscription, c->switch_latency);
     }
     fprintf(out, "    </zone>\n");
 }

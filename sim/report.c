@@ -39,12 +39,13 @@ json_t *report_json_scenario(const et_scenario *s)
         "local", s->batch.local, "grad_accum", s->batch.grad_accum, "precision",
         et_precision_names[s->precision], "optimizer", et_optimizer_names[s->optimizer.name], "clip",
         et_clip_mode_names[s->optimizer.clip], "parallelism", "data", s->parallel.data, "tensor",
-        s->parallel.tensor, "pipeline", s->parallel.pipeline, "virtual_pipeline", s->parallel.virtual_pipeline,
-        "zero_stage", s->parallel.zero_stage, "recompute", et_recompute_names[s->parallel.recompute],
-        "sequence_parallel", s->parallel.sequence_parallel, "attention",
-        et_attention_names[s->parallel.attention], "bucket_MiB", s->parallel.bucket_bytes / 1048576.0, "allreduce",
-        et_coll_algo_names[s->parallel.allreduce], "overlap", s->parallel.overlap, "cluster", "device",
-        c->device.name, "nodes", c->nodes, "gpus_per_node", c->gpus_per_node, "gpus", et_scenario_gpus(s));
+        s->parallel.tensor, "pipeline", s->parallel.pipeline, "virtual_pipeline",
+        s->parallel.virtual_pipeline, "zero_stage", s->parallel.zero_stage, "recompute",
+        et_recompute_names[s->parallel.recompute], "sequence_parallel", s->parallel.sequence_parallel,
+        "attention", et_attention_names[s->parallel.attention], "bucket_MiB",
+        s->parallel.bucket_bytes / 1048576.0, "allreduce", et_coll_algo_names[s->parallel.allreduce],
+        "overlap", s->parallel.overlap, "cluster", "device", c->device.name, "nodes", c->nodes,
+        "gpus_per_node", c->gpus_per_node, "gpus", et_scenario_gpus(s));
 }
 
 static json_t *memory_json(const et_memory *m)
@@ -57,13 +58,13 @@ static json_t *memory_json(const et_memory *m)
 
 json_t *report_json_estimate(const et_estimate *e)
 {
-    json_t *step = json_pack(
-        "{s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f}", "forward_s", e->forward,
-        "backward_s", e->backward, "clip_s", e->clip, "tp_comm_s", e->tp_comm, "pp_comm_s", e->pp_comm,
-        "bubble_s", e->bubble, "compute_s", e->compute, "dp_comm_s", e->dp_comm, "dp_comm_exposed_s",
-        e->dp_comm_exposed, "zero_gather_s", e->zero_gather, "clip_allreduce_s", e->clip_allreduce,
-        "optimizer_s", e->optimizer, "balanced_step_s", e->step_time_balanced, "step_s", e->step_time,
-        "busiest_stage", (double)e->busiest_stage);
+    json_t *step =
+        json_pack("{s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f}", "forward_s",
+                  e->forward, "backward_s", e->backward, "clip_s", e->clip, "tp_comm_s", e->tp_comm,
+                  "pp_comm_s", e->pp_comm, "bubble_s", e->bubble, "compute_s", e->compute, "dp_comm_s",
+                  e->dp_comm, "dp_comm_exposed_s", e->dp_comm_exposed, "zero_gather_s", e->zero_gather,
+                  "clip_allreduce_s", e->clip_allreduce, "optimizer_s", e->optimizer, "balanced_step_s",
+                  e->step_time_balanced, "step_s", e->step_time, "busiest_stage", (double)e->busiest_stage);
     json_t *j = json_pack(
         "{s:f, s:f, s:f, s:f, s:f, s:o, s:o, s:{s:i, s:f, s:s}, s:f, s:f, s:f, s:{s:I, s:f, s:f, s:f}}",
         "params_total", e->params_total, "params_per_gpu", e->params_per_gpu, "model_flops_per_step",
@@ -119,14 +120,15 @@ json_t *report_json_analytic_core(const et_scenario *s, const et_estimate *e)
     json_t *est = report_json_estimate(e);
     const int gpus = et_scenario_gpus(s);
     if (est) {
-        json_object_set_new(est, "tflops_per_gpu",
-                            json_real(e->step_time > 0 ? e->model_flops_per_step / e->step_time / gpus / 1e12 : 0));
+        json_object_set_new(
+            est, "tflops_per_gpu",
+            json_real(e->step_time > 0 ? e->model_flops_per_step / e->step_time / gpus / 1e12 : 0));
         json_object_set_new(json_object_get(est, "time_to_train"), "gpu_hours",
                             json_real(e->time_to_train * gpus / 3600));
     }
-    return json_pack("{s:s, s:i, s:s, s:o, s:o, s:o}", "tool", "etsim", "format_version", REPORT_FORMAT_VERSION,
-                     "engine", "analytic", "scenario", report_json_scenario(s), "estimate", est, "caveats",
-                     report_json_caveats(s));
+    return json_pack("{s:s, s:i, s:s, s:o, s:o, s:o}", "tool", "etsim", "format_version",
+                     REPORT_FORMAT_VERSION, "engine", "analytic", "scenario", report_json_scenario(s),
+                     "estimate", est, "caveats", report_json_caveats(s));
 }
 
 json_t *report_sim_headline(const et_scenario *s, const et_estimate *e, const json_t *sim)
@@ -138,8 +140,8 @@ json_t *report_sim_headline(const et_scenario *s, const et_estimate *e, const js
     return json_pack("{s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f}", "step_s", mean, "mfu",
                      flops_rate / (gpus * s->cluster.device.peak_flops[s->precision]), "tflops_per_gpu",
                      flops_rate / gpus / 1e12, "samples_per_second", mean > 0 ? s->batch.global / mean : 0,
-                     "tokens_per_second", mean > 0 ? e->tokens_per_step / mean : 0, "train_s", train, "eval_s",
-                     e->eval_time, "time_to_train_s", total, "gpu_hours", total * gpus / 3600);
+                     "tokens_per_second", mean > 0 ? e->tokens_per_step / mean : 0, "train_s", train,
+                     "eval_s", e->eval_time, "time_to_train_s", total, "gpu_hours", total * gpus / 3600);
 }
 
 void report_print_header(FILE *out, const et_scenario *s, const et_estimate *e, const char *engine)
@@ -149,10 +151,10 @@ void report_print_header(FILE *out, const et_scenario *s, const et_estimate *e, 
     fprintf(out, "model        %s: %d layers, hidden %d, %d heads, ffn %d, vocab %d; %.0f parameters\n",
             m->name, m->layers, m->hidden, m->heads, m->ffn, m->vocab, e->params_total);
     const int gpus = et_scenario_gpus(s);
-    const char *unit = s->cluster.device.kind == ET_DEVICE_CPU ? (gpus == 1 ? "CPU rank" : "CPU ranks")
+    const char *unit = s->cluster.device.kind == ET_DEVICE_CPU        ? (gpus == 1 ? "CPU rank" : "CPU ranks")
                        : s->cluster.device.kind == ET_DEVICE_DATAFLOW ? (gpus == 1 ? "device" : "devices")
-                       : gpus == 1                                      ? "GPU"
-                                                                        : "GPUs";
+                       : gpus == 1                                    ? "GPU"
+                                                                      : "GPUs";
     fprintf(out, "cluster      %d node(s) x %d %s = %d %s; data %d x tensor %d x pipeline %d, ZeRO %d\n",
             s->cluster.nodes, s->cluster.gpus_per_node, s->cluster.device.name, gpus, unit, s->parallel.data,
             s->parallel.tensor, s->parallel.pipeline, s->parallel.zero_stage);
@@ -224,10 +226,11 @@ void report_print_analytic(FILE *out, const et_scenario *s, const et_estimate *e
                     e->phases[i].rank, e->phases[i].steps, e->phases[i].step_time * 1e3, e->phases[i].params);
     }
     if (e->straggler_factor > 1.0005)
-        fprintf(out,
-                "stragglers   step %.2f ms: %+.2f ms waiting for the slowest rank's compute (first order; the "
-                "simulator plays it)\n",
-                e->step_time * 1e3, e->straggler_delay * 1e3);
+        fprintf(
+            out,
+            "stragglers   step %.2f ms: %+.2f ms waiting for the slowest rank's compute (first order; the "
+            "simulator plays it)\n",
+            e->step_time * 1e3, e->straggler_delay * 1e3);
     fprintf(out, "\nthroughput   MFU %.1f%%, %.0f samples/s, %.0f tokens/s\n", 100 * e->mfu,
             e->samples_per_second, e->tokens_per_second);
     fprintf(out, "time-to-train %lld steps: %s training + %s evaluation = %s\n", e->steps, train, eval,
@@ -308,8 +311,9 @@ void report_print_simulated(FILE *out, const et_scenario *s, const et_estimate *
     report_format_duration(a, sizeof a, report_num(headline, "train_s"));
     report_format_duration(b, sizeof b, e->eval_time);
     report_format_duration(c, sizeof c, report_num(headline, "time_to_train_s"));
-    fprintf(out, "\nthroughput   MFU %.1f%%, %.0f samples/s, %.0f tokens/s\n", 100 * report_num(headline, "mfu"),
-            report_num(headline, "samples_per_second"), report_num(headline, "tokens_per_second"));
+    fprintf(out, "\nthroughput   MFU %.1f%%, %.0f samples/s, %.0f tokens/s\n",
+            100 * report_num(headline, "mfu"), report_num(headline, "samples_per_second"),
+            report_num(headline, "tokens_per_second"));
     fprintf(out, "time-to-train %lld steps: %s training + %s evaluation = %s\n", e->steps, a, b, c);
     json_decref(headline);
     report_print_caveats(out, s);

@@ -143,8 +143,8 @@ static void account_buckets(sim_rank *r, const sim_group *grp, const sim_stage *
         if (start[k] > from) r->idle[step] += start[k] - from;
         trace(r, 1, arrive, start[k] - arrive, "wait for other ranks");
         trace(r, 1, start[k], end[k] - start[k], "%s bucket %d (%.1f MiB)",
-              et_scenario_reduce_scatters_gradients(s) ? "reduce-scatter" : et_coll_algo_names[st->algo[k]], k,
-              st->buckets[k].bytes / 1048576.0);
+              et_scenario_reduce_scatters_gradients(s) ? "reduce-scatter" : et_coll_algo_names[st->algo[k]],
+              k, st->buckets[k].bytes / 1048576.0);
         previous_end = end[k];
     }
 }

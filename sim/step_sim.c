@@ -246,14 +246,13 @@ static json_t *results(const sim_world *w)
         et_coll_algo algo;
         double closed = et_bucket_comm_time(s, &w->dp, bytes, &algo);
         double factor = et_scenario_reduce_scatters_gradients(s) ? et_busbw_factor_gather(w->dp.ranks)
-                                                    : et_busbw_factor_allreduce(w->dp.ranks);
+                                                                 : et_busbw_factor_allreduce(w->dp.ranks);
         json_array_append_new(
             buckets,
             json_pack("{s:i, s:f, s:s, s:f, s:f, s:f, s:f}", "bucket", k, "bytes", bytes, "algorithm",
                       et_scenario_reduce_scatters_gradients(s) ? "reduce_scatter" : et_coll_algo_names[algo],
-                      "time_s", t,
-                      "closed_form_s", closed, "algbw_GBps", t > 0 ? bytes / t / 1e9 : 0, "busbw_GBps",
-                      t > 0 ? bytes / t / 1e9 * factor : 0));
+                      "time_s", t, "closed_form_s", closed, "algbw_GBps", t > 0 ? bytes / t / 1e9 : 0,
+                      "busbw_GBps", t > 0 ? bytes / t / 1e9 * factor : 0));
     }
     /* per op of stage 0, over its ranks and the simulated steps: seconds per step */
     const et_graph *g = &st0->graph;
@@ -404,10 +403,11 @@ int sim_start(const et_scenario *s, const sim_options *o, sim_child *child, et_e
     child->pid = -1;
     child->fd = -1;
     if (et_scenario_gpus(s) > ET_MAX_SIMULATED_GPUS)
-        return et_error_set(err, s->source, 0, 0, "$.cluster",
-                            "%d GPUs are more than the simulator plays (at most %d); --analytic estimates any "
-                            "size",
-                            et_scenario_gpus(s), ET_MAX_SIMULATED_GPUS);
+        return et_error_set(
+            err, s->source, 0, 0, "$.cluster",
+            "%d GPUs are more than the simulator plays (at most %d); --analytic estimates any "
+            "size",
+            et_scenario_gpus(s), ET_MAX_SIMULATED_GPUS);
     int fds[2];
     if (pipe(fds)) return et_error_set(err, NULL, 0, 0, NULL, "cannot create a pipe: %s", strerror(errno));
     fflush(stdout);

@@ -125,9 +125,10 @@ static void test_sequence_parallel(void)
             rs += sp.ops[i].kind == ET_OP_TP_REDUCE_SCATTER;
             ar += sp.ops[i].kind == ET_OP_TP_ALLREDUCE;
         }
-    CHECK(ag == 4 && rs == 4 && ar == 0, "layer 3: 4 all-gathers, 4 reduce-scatters, no all-reduce (%d, %d, %d)",
-          ag, rs, ar);
-    const int a = et_graph_find(&sp, "layer.3.attn.layernorm"), p = et_graph_find(&plain, "layer.3.attn.layernorm");
+    CHECK(ag == 4 && rs == 4 && ar == 0,
+          "layer 3: 4 all-gathers, 4 reduce-scatters, no all-reduce (%d, %d, %d)", ag, rs, ar);
+    const int a = et_graph_find(&sp, "layer.3.attn.layernorm"),
+              p = et_graph_find(&plain, "layer.3.attn.layernorm");
     CHECK(a >= 0 && p >= 0, "layer norms exist");
     if (a >= 0 && p >= 0)
         CHECK_REL(et_linear_eval(&sp.ops[a].bytes, &b), et_linear_eval(&plain.ops[p].bytes, &b) / 8, 1e-12,
@@ -154,8 +155,8 @@ static void test_selective_recompute(void)
         snprintf(id, sizeof id, "layer.5.%s.recompute", core[k]);
         found += et_graph_find(&g, id) >= 0;
     }
-    CHECK(recomputed == 4 && found == 4, "selective recomputation repeats the attention core only (%d ops, %d of 4)",
-          recomputed, found);
+    CHECK(recomputed == 4 && found == 4,
+          "selective recomputation repeats the attention core only (%d ops, %d of 4)", recomputed, found);
     et_graph_free(&g);
     et_scenario_free(&s);
 }
@@ -171,7 +172,8 @@ static void test_wave_quantization(void)
     /* 8192 x 8192 on 256 x 128: 2048 tiles, 19 waves of 108 (2052 slots) */
     CHECK_REL(et_gemm_wave_efficiency(&d, 8192, 8192), 2048.0 / 2052, 1e-12, "8192^2: 2048 of 2052 slots");
     /* 8192 x 2304 (22B's q, k, v shard): 128 x 128 gives 1152 tiles in 11 waves */
-    CHECK_REL(et_gemm_wave_efficiency(&d, 8192, 2304), 1152.0 / 1188, 1e-12, "8192 x 2304: 1152 of 1188 slots");
+    CHECK_REL(et_gemm_wave_efficiency(&d, 8192, 2304), 1152.0 / 1188, 1e-12,
+              "8192 x 2304: 1152 of 1188 slots");
     /* a skinny product runs on a narrow tile: 4096 x 24 best on 128 x 32 tiles (24 of 32 columns used),
      * 32 tiles in one partial wave of 108 */
     CHECK_REL(et_gemm_wave_efficiency(&d, 4096, 24), 24.0 / 32 * 32 / 108, 1e-12,
@@ -220,15 +222,18 @@ static void test_flash_attention(void)
     if (et_graph_build(&s.model, &o, &std_g, &err)) return;
     o.attention = ET_ATTENTION_FLASH;
     if (et_graph_build(&s.model, &o, &flash_g, &err)) return;
-    const int f = et_graph_find(&flash_g, "layer.2.attn.flash"), fb = et_graph_find(&flash_g, "layer.2.attn.flash.bwd");
-    const int sc = et_graph_find(&std_g, "layer.2.attn.scores"), cx = et_graph_find(&std_g, "layer.2.attn.context");
+    const int f = et_graph_find(&flash_g, "layer.2.attn.flash"),
+              fb = et_graph_find(&flash_g, "layer.2.attn.flash.bwd");
+    const int sc = et_graph_find(&std_g, "layer.2.attn.scores"),
+              cx = et_graph_find(&std_g, "layer.2.attn.context");
     CHECK(f >= 0 && fb >= 0 && sc >= 0 && cx >= 0, "flash ops replace the attention core");
     CHECK(et_graph_find(&flash_g, "layer.2.attn.softmax") < 0, "no softmax kernel of its own");
     if (f >= 0 && fb >= 0 && sc >= 0 && cx >= 0) {
         const double fwd = et_linear_eval(&flash_g.ops[f].flops, &b);
-        CHECK_REL(fwd, et_linear_eval(&std_g.ops[sc].flops, &b) + et_linear_eval(&std_g.ops[cx].flops, &b), 1e-12,
-                  "flash forward: the FLOPs of scores and context");
-        CHECK_REL(et_linear_eval(&flash_g.ops[fb].flops, &b), 2.5 * fwd, 1e-12, "flash backward: 2.5x forward");
+        CHECK_REL(fwd, et_linear_eval(&std_g.ops[sc].flops, &b) + et_linear_eval(&std_g.ops[cx].flops, &b),
+                  1e-12, "flash forward: the FLOPs of scores and context");
+        CHECK_REL(et_linear_eval(&flash_g.ops[fb].flops, &b), 2.5 * fwd, 1e-12,
+                  "flash backward: 2.5x forward");
     }
     /* memory: no l x l scores kept, an fp32 log-sum-exp per row and head instead */
     s.parallel.recompute = ET_RECOMPUTE_NONE;
@@ -281,10 +286,12 @@ static void test_uneven_pipeline(void)
         if (k == s.parallel.pipeline - 1) last = g.last_layer - g.first_layer + 1;
         et_graph_free(&g);
     }
-    CHECK(ok && next == 70 && first == 5 && last == 5, "70 layers on 12 stages: 5, 6 x 10, 5 (%d, %d)", first, last);
+    CHECK(ok && next == 70 && first == 5 && last == 5, "70 layers on 12 stages: 5, 6 x 10, 5 (%d, %d)", first,
+          last);
     et_estimate e;
     CHECK(et_analytic_estimate(&s, &e, &err) == 0, "estimate: %s", err.text);
-    CHECK_REL(e.params_total, et_model_param_count(&s.model), 1e-12, "the whole model's parameters, all 70 layers");
+    CHECK_REL(e.params_total, et_model_param_count(&s.model), 1e-12,
+              "the whole model's parameters, all 70 layers");
     et_scenario_free(&s);
 }
 
@@ -331,7 +338,8 @@ static void test_tp_overlap(void)
         if (!et_op_is_tp_comm(op->kind)) continue;
         double t = et_tp_comm_time(&tp, op->kind, et_linear_eval(&op->bytes, &b));
         int j = op->kind == ET_OP_TP_ALLGATHER ? i + 1 : i - 1;
-        double gemm = g.ops[j].kind == ET_OP_GEMM ? et_op_time(&g.ops[j], &b, &s.cluster.device, s.precision) : 0;
+        double gemm =
+            g.ops[j].kind == ET_OP_GEMM ? et_op_time(&g.ops[j], &b, &s.cluster.device, s.precision) : 0;
         exposed += t > gemm ? t - gemm : 0;
         full += t;
     }
