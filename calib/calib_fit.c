@@ -69,8 +69,15 @@ static void to_terms(const double *x, calib_terms *t)
     t->overhead = exp(x[4]);
 }
 
-static double eval(const double *x, const calib_data *data, const et_device_profile *base, et_precision p)
+/* Every term stays within a factor of 1000 of the base profile's (a box in log space): a term the runs do
+ * not constrain (GEMMs slowed by a debugging build, say) must not run off to a value no profile holds. */
+#define CALIB_FIT_LOG_RANGE 6.907755
+
+static double eval(const double *x, const double *origin, const calib_data *data,
+                   const et_device_profile *base, et_precision p)
 {
+    for (int k = 0; k < NT; k++)
+        if (fabs(x[k] - origin[k]) > CALIB_FIT_LOG_RANGE) return HUGE_VAL;
     et_device_profile d = *base;
     calib_terms t;
     to_terms(x, &t);
@@ -98,7 +105,7 @@ double calib_fit(const calib_data *data, const et_device_profile *base, et_devic
         for (int v = 0; v <= NT; v++) {
             memcpy(simplex[v], start, sizeof start);
             if (v > 0) simplex[v][v - 1] += step;
-            f[v] = eval(simplex[v], data, base, p);
+            f[v] = eval(simplex[v], origin, data, base, p);
         }
         for (int local = 0; local < 1500; local++, it++) {
             int lo = 0, hi = 0, nh;
@@ -116,11 +123,11 @@ double calib_fit(const calib_data *data, const et_device_profile *base, et_devic
                     c[k] += simplex[v][k] / NT;
             for (int k = 0; k < NT; k++)
                 xr[k] = c[k] + (c[k] - simplex[hi][k]);
-            double fr = eval(xr, data, base, p);
+            double fr = eval(xr, origin, data, base, p);
             if (fr < f[lo]) {
                 for (int k = 0; k < NT; k++)
                     xe[k] = c[k] + 2 * (c[k] - simplex[hi][k]);
-                double fe = eval(xe, data, base, p);
+                double fe = eval(xe, origin, data, base, p);
                 memcpy(simplex[hi], fe < fr ? xe : xr, sizeof xr);
                 f[hi] = fe < fr ? fe : fr;
             } else if (fr < f[nh]) {
@@ -128,7 +135,7 @@ double calib_fit(const calib_data *data, const et_device_profile *base, et_devic
             } else {
                 for (int k = 0; k < NT; k++)
                     xc[k] = c[k] + 0.5 * (simplex[hi][k] - c[k]);
-                double fc = eval(xc, data, base, p);
+                double fc = eval(xc, origin, data, base, p);
                 if (fc < f[hi]) {
                     memcpy(simplex[hi], xc, sizeof xc), f[hi] = fc;
                 } else { /* shrink towards the best */
@@ -136,7 +143,7 @@ double calib_fit(const calib_data *data, const et_device_profile *base, et_devic
                         if (v == lo) continue;
                         for (int k = 0; k < NT; k++)
                             simplex[v][k] = simplex[lo][k] + 0.5 * (simplex[v][k] - simplex[lo][k]);
-                        f[v] = eval(simplex[v], data, base, p);
+                        f[v] = eval(simplex[v], origin, data, base, p);
                     }
                 }
             }
@@ -155,7 +162,8 @@ double calib_fit(const calib_data *data, const et_device_profile *base, et_devic
         double x[NT];
         memcpy(x, simplex[best], sizeof x);
         x[k] = origin[k];
-        if (fabs(eval(x, data, base, p) - f[best]) <= 1e-9 * (f[best] + 1e-30)) simplex[best][k] = origin[k];
+        if (fabs(eval(x, origin, data, base, p) - f[best]) <= 1e-9 * (f[best] + 1e-30))
+            simplex[best][k] = origin[k];
     }
     *out = *base;
     calib_terms t;

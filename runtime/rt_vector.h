@@ -32,7 +32,8 @@ RT_VECTOR_INLINE static float rt_expf(float x)
     p = p * r + 1.6666665459e-1f;
     p = p * r + 5.0000001201e-1f;
     const float y = p * r * r + r + 1.0f;
-    const int32_t bits = ((int32_t)n + 127) << 23;
+    /* unsigned: no undefined shift when x is NaN (then y is NaN and so is the result, as expf gives) */
+    const uint32_t bits = (uint32_t)((int32_t)n + 127) << 23;
     float scale;
     memcpy(&scale, &bits, sizeof scale);
     return y * scale;

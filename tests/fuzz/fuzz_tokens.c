@@ -6,6 +6,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     rt_token_file f = {0};
     et_error err;
-    if (rt_token_file_load(fuzz_file(data, size, "tokens.bin"), 256, 64, &f, &err) == 0) rt_token_file_free(&f);
+    if (rt_token_file_load(fuzz_file(data, size, "tokens.bin"), 256, 64, &f, &err) == 0)
+        rt_token_file_free(&f);
     return 0;
 }
