@@ -39,6 +39,7 @@ static void usage(FILE *out)
         "  --quiet           no progress output\n"
         "  --stats           the simulator's own cost on stderr: wall times, flows modelled and played\n"
         "  --top-ops N       also list the N most expensive ops of one micro-batch\n"
+        "  --top-ops-by-layer  the same with each op summed over the layers (20 rows unless --top-ops says)\n"
         "  --compare A.json B.json  both scenarios side by side with the speedup of each part\n"
         "  --collective OP   benchmark one collective (allreduce, reduce_scatter, allgather) on the\n"
         "                    data-parallel GPUs instead of training, nccl-tests style\n"
@@ -62,7 +63,8 @@ typedef struct options {
     const char *op_times;     /* --op-times measured.json */
     const char *compare_with; /* --compare: the second scenario */
     long long top_ops;
-    int collective; /* -1: train */
+    int top_ops_by_layer; /* --top-ops-by-layer: each op summed over the layers */
+    int collective;       /* -1: train */
     long long min_bytes, max_bytes, step_factor;
 } options;
 
@@ -183,6 +185,9 @@ static int parse_args(int argc, char **argv, options *o)
             o->compare_with = argv[++i];
         } else if (strcmp(a, "--top-ops") == 0) {
             if (number_arg(argc, argv, &i, 1, 100000, &o->top_ops)) return -1;
+        } else if (strcmp(a, "--top-ops-by-layer") == 0) {
+            o->top_ops_by_layer = 1;
+            if (o->top_ops <= 0) o->top_ops = 20;
         } else if (strcmp(a, "--min-bytes") == 0) {
             if (bytes_arg(argc, argv, &i, 1, 1LL << 40, &o->min_bytes)) return -1;
         } else if (strcmp(a, "--max-bytes") == 0) {
@@ -441,7 +446,7 @@ int main(int argc, char **argv)
         report_print_analytic(stdout, &s, &e);
     }
     json_decref(report_tensor_train(stdout, &s));
-    if (o.top_ops > 0) report_print_top_ops(stdout, &s, (int)o.top_ops);
+    if (o.top_ops > 0) report_print_top_ops(stdout, &s, (int)o.top_ops, o.top_ops_by_layer);
     int rc = 0;
     if (o.json_out) {
         json_t *j = report_json_analytic(&s, &e);

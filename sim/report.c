@@ -330,7 +330,17 @@ static int by_time_desc(const void *a, const void *b)
     return (x < y) - (x > y);
 }
 
-void report_print_top_ops(FILE *out, const et_scenario *s, int count)
+/* An op's id with its layer index written as *, so that the same op of every layer sums into one row. */
+static void layer_pattern(const char *id, char *out, size_t size)
+{
+    int n = 0;
+    if (sscanf(id, "layer.%*d.%n", &n) == 0 && n > 0)
+        snprintf(out, size, "layer.*.%s", id + n);
+    else
+        snprintf(out, size, "%s", id);
+}
+
+void report_print_top_ops(FILE *out, const et_scenario *s, int count, int by_layer)
 {
     et_graph g;
     et_error err;
@@ -338,24 +348,60 @@ void report_print_top_ops(FILE *out, const et_scenario *s, int count)
     if (et_graph_build(&s->model, &o, &g, &err)) return;
     et_batch_shape b = et_batch_expected(s);
     op_cost *c = malloc((size_t)g.n_ops * sizeof *c);
-    double total = 0;
-    for (int i = 0; c && i < g.n_ops; i++) {
-        c[i].index = i;
-        c[i].time = et_op_time(&g.ops[i], &b, &s->cluster.device, s->precision);
-        total += c[i].time;
-    }
-    if (c) {
-        qsort(c, (size_t)g.n_ops, sizeof *c, by_time_desc);
-        fprintf(out, "\ntop ops (one micro-batch, stage 0)  %-34s %10s %12s %10s %10s %8s\n", "id", "kind",
-                "time[ms]", "GFLOP", "GB", "share");
-        for (int i = 0; i < count && i < g.n_ops; i++) {
-            const et_op *op = &g.ops[c[i].index];
-            fprintf(out, "%-70s %10s %12.4f %10.3f %10.4f %7.1f%%\n", op->id, et_op_kind_names[op->kind],
-                    c[i].time * 1e3, et_linear_eval(&op->flops, &b) / 1e9,
-                    et_linear_eval(&op->bytes, &b) / 1e9, total > 0 ? 100 * c[i].time / total : 0);
+    char(*name)[96] = malloc((size_t)g.n_ops * sizeof *name);
+    double *flops = calloc((size_t)g.n_ops, sizeof *flops), *bytes = calloc((size_t)g.n_ops, sizeof *bytes);
+    int *ops = calloc((size_t)g.n_ops, sizeof *ops), rows = 0;
+    double micro = 0, optimizer = 0;
+    for (int i = 0; c && name && flops && bytes && ops && i < g.n_ops; i++) {
+        const et_op *op = &g.ops[i];
+        const double t = et_op_time(op, &b, &s->cluster.device, s->precision);
+        if (op->phase == ET_PHASE_OPTIMIZER) {
+            optimizer += t; /* once a step, not part of a micro-batch */
+            continue;
         }
+        micro += t;
+        char key[96];
+        if (by_layer)
+            layer_pattern(op->id, key, sizeof key);
+        else
+            snprintf(key, sizeof key, "%s", op->id);
+        int r = 0;
+        while (r < rows && strcmp(name[r], key) != 0)
+            r++;
+        if (r == rows) {
+            snprintf(name[rows], sizeof name[rows], "%s", key);
+            c[rows] = (op_cost){rows, 0};
+            rows++;
+        }
+        c[r].time += t;
+        flops[r] += et_linear_eval(&op->flops, &b);
+        bytes[r] += et_linear_eval(&op->bytes, &b);
+        ops[r]++;
     }
-    free(c);
+    if (c && name && flops && bytes && ops) {
+        qsort(c, (size_t)rows, sizeof *c, by_time_desc);
+        fprintf(out, "\ntop ops: one micro-batch of stage 0 (forward + backward %.2f ms)%s\n", micro * 1e3,
+                by_layer ? ", each op summed over its layers" : "");
+        fprintf(out, "%-44s %-12s %5s %12s %12s %10s %8s\n", "id", "kind", "ops", "time[ms]", "GFLOP", "GB",
+                "share");
+        for (int i = 0; i < count && i < rows; i++) {
+            const int r = c[i].index;
+            const et_op *first = NULL;
+            for (int k = 0; k < g.n_ops && !first; k++) {
+                char key[96];
+                if (by_layer)
+                    layer_pattern(g.ops[k].id, key, sizeof key);
+                else
+                    snprintf(key, sizeof key, "%s", g.ops[k].id);
+                if (strcmp(key, name[r]) == 0) first = &g.ops[k];
+            }
+            fprintf(out, "%-44s %-12s %5d %12.4f %12.3f %10.4f %7.1f%%\n", name[r],
+                    first ? et_op_kind_names[first->kind] : "", ops[r], c[i].time * 1e3, flops[r] / 1e9,
+                    bytes[r] / 1e9, micro > 0 ? 100 * c[i].time / micro : 0);
+        }
+        fprintf(out, "optimizer (once a step, not in the shares above): %.4f ms\n", optimizer * 1e3);
+    }
+    free(c), free(name), free(flops), free(bytes), free(ops);
     et_graph_free(&g);
 }
 

@@ -33,7 +33,9 @@ void report_print_analytic(FILE *out, const et_scenario *s, const et_estimate *e
 /* Human summary of a simulated run: `sim` is the object sim_run() returned. */
 void report_print_simulated(FILE *out, const et_scenario *s, const et_estimate *e, const json_t *sim);
 /* The `count` most expensive ops of one micro-batch on stage 0 (time, FLOPs, bytes, share of the step). */
-void report_print_top_ops(FILE *out, const et_scenario *s, int count);
+/* The `count` most expensive ops of one micro-batch of stage 0 (the optimizer apart), each op or, with
+ * `by_layer`, each op summed over the layers; shares of the micro-batch's forward + backward. */
+void report_print_top_ops(FILE *out, const et_scenario *s, int count, int by_layer);
 /* Training time from a simulation: steps x mean simulated step, phase by phase under a rank schedule. */
 double report_sim_train_time(const et_estimate *e, const json_t *sim);
 /* A number member of a JSON object (0 when absent). */
