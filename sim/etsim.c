@@ -31,6 +31,7 @@ static void usage(FILE *out)
         "  --trace-ranks K   ranks kept in the trace, sampled evenly (default 64)\n"
         "  --platform-out FILE  write the generated SimGrid platform XML\n"
         "  --plan-out FILE   write a plan etrun can execute (the scenario plus a \"run\" section)\n"
+        "  --plan-steps N    the plan's training steps (run.steps, default 20; --steps is the simulation's)\n"
         "  --op-times FILE   scale each op's modelled time by measured/modelled from etrun's measured.json\n"
         "                    (a step measured on one device of the scenario's kind predicts the cluster)\n"
         "  --detailed-collectives  play rings step by step (slow; for validating the fluid form)\n"
@@ -56,7 +57,8 @@ typedef struct options {
     const char *json_out;
     int analytic;
     int quiet;
-    long long seed; /* -1: scenario's */
+    long long seed;       /* -1: scenario's */
+    long long plan_steps; /* --plan-steps: the plan's run.steps (0: 20) */
     sim_options sim;
     const char *platform_out;
     const char *plan_out;
@@ -156,6 +158,8 @@ static int parse_args(int argc, char **argv, options *o)
         } else if (strcmp(a, "--steps") == 0) {
             if (number_arg(argc, argv, &i, 1, 10000, &v)) return -1;
             o->sim.steps = (int)v;
+        } else if (strcmp(a, "--plan-steps") == 0) {
+            if (number_arg(argc, argv, &i, 1, 10000000, &o->plan_steps)) return -1;
         } else if (strcmp(a, "--trace-ranks") == 0) {
             if (number_arg(argc, argv, &i, 1, 1 << 20, &v)) return -1;
             o->sim.trace_ranks = (int)v;
@@ -331,6 +335,11 @@ static int compare_main(options *o)
 /* Every output is checked before any work: none may be an input, each must be writable. */
 static int check_outputs(const options *o, const et_scenario *s)
 {
+    if (o->analytic && o->sim.trace_path) {
+        fprintf(stderr, "etsim: error: --trace writes the simulated step's events: it needs the simulation "
+                        "(drop --analytic)\n");
+        return EXIT_INPUT;
+    }
     if (!o->analytic && et_scenario_gpus(s) > ET_MAX_SIMULATED_GPUS) {
         fprintf(
             stderr,
@@ -387,7 +396,7 @@ int main(int argc, char **argv)
         return EXIT_INPUT;
     }
     if (o.plan_out &&
-        et_plan_write_for_scenario(o.scenario, o.plan_out, o.sim.steps > 0 ? o.sim.steps : 20, &err)) {
+        et_plan_write_for_scenario(o.scenario, o.plan_out, o.plan_steps > 0 ? (int)o.plan_steps : 20, &err)) {
         print_error(&err);
         et_scenario_free(&s);
         return 1;

@@ -58,7 +58,7 @@ median() { sort -g | awk '{v[NR]=$1} END {print (NR % 2) ? v[(NR+1)/2] : (v[NR/2
 
 run_size() { # name scenario steps warmup
   local name=$1 scenario=$2 steps=$3 warm=$4
-  "$build/sim/etsim" --analytic --quiet --steps "$steps" --plan-out "$work/$name.json" "$scenario" > /dev/null
+  "$build/sim/etsim" --analytic --quiet --plan-steps "$steps" --plan-out "$work/$name.json" "$scenario" > /dev/null
   jq ".run.warmup_steps = $warm" "$work/$name.json" > "$work/$name-plan.json"
   "$build/bench/export_run" "$work/$name-plan.json" "$steps" "$work/$name-export"
   : > "$work/$name.ratios-eager"; : > "$work/$name.ratios-compile"

@@ -13,7 +13,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 export OPENBLAS_NUM_THREADS=1
 etsim=$build/sim/etsim etrun=$build/runtime/etrun etcalib=$build/calib/etcalib
-"$etsim" --analytic --quiet --steps 20 --plan-out "$work/fit.json" "$src/scenarios/tiny-gpt-cpu.json" > /dev/null
+"$etsim" --analytic --quiet --plan-steps 20 --plan-out "$work/fit.json" "$src/scenarios/tiny-gpt-cpu.json" > /dev/null
 "$etrun" --quiet --out "$work/fit-m.json" "$work/fit.json"
 "$etcalib" bench --scenario "$src/scenarios/tiny-gpt-cpu.json" --out "$work/micro.json" 2> /dev/null
 "$etcalib" fit "$work/micro.json" "$work/fit-m.json" --base "$src/scenarios/profiles/host-cpu.json" --out "$work/host-cpu-fitted.json"

@@ -12,7 +12,7 @@ trap 'rm -rf "$work"' EXIT
 export OPENBLAS_NUM_THREADS=1
 etsim=$build/sim/etsim
 scenario=$src/scenarios/tiny-gpt-cpu.json
-"$etsim" --analytic --quiet --steps 20 --plan-out "$work/plan.json" "$scenario" > /dev/null
+"$etsim" --analytic --quiet --plan-steps 20 --plan-out "$work/plan.json" "$scenario" > /dev/null
 mpirun --allow-run-as-root --oversubscribe --mca btl self,vader -np 2 "$build/runtime/etrun" --quiet \
   --out "$work/m.json" "$work/plan.json" 2> /dev/null
 measured=$(jq .step_time_s.median "$work/m.json")

@@ -122,7 +122,7 @@ case $mode in
     # an output nobody can write is found before training, not after
     expect_error "$work/none" "--out: cannot write here" "$etrun" --out "$work/no/such/dir/m.json" two.json ;;
   plan-out) # etsim writes the plan; etrun runs it on 2 ranks; measured ops line up with predicted ones by id
-    "$build/sim/etsim" --quiet --steps 8 --plan-out "$work/plan.json" --json "$work/predicted.json" "$src/scenarios/tiny-gpt-cpu.json" > /dev/null
+    "$build/sim/etsim" --quiet --plan-steps 8 --plan-out "$work/plan.json" --json "$work/predicted.json" "$src/scenarios/tiny-gpt-cpu.json" > /dev/null
     mpi 2 "$etrun" --quiet --out "$work/measured.json" "$work/plan.json"
     "$check" ops "$work/measured.json" 2
     "$check" same-ops "$work/predicted.json" "$work/measured.json" ;;
