@@ -12,6 +12,7 @@
 #include "platform.h"
 #include "quantile.h"
 #include "report.h"
+#include "report_csv.h"
 #include "scenario.h"
 #include "step_sim.h"
 #include <unistd.h>
@@ -30,6 +31,9 @@ static void usage(FILE *out)
         "  --trace FILE      Chrome trace-event JSON of the last simulated step (opens in Perfetto)\n"
         "  --trace-ranks K   ranks kept in the trace, sampled evenly (default 64)\n"
         "  --platform-out FILE  write the generated SimGrid platform XML\n"
+        "  --csv PREFIX      write the tables as CSV: PREFIX-ops.csv, and with the simulation "
+        "PREFIX-buckets,\n"
+        "                    -ranks and -steps.csv\n"
         "  --plan-out FILE   write a plan etrun can execute (the scenario plus a \"run\" section)\n"
         "  --plan-steps N    the plan's training steps (run.steps, default 20; --steps is the simulation's)\n"
         "  --op-times FILE   scale each op's modelled time by measured/modelled from etrun's measured.json\n"
@@ -55,6 +59,7 @@ static void usage(FILE *out)
 typedef struct options {
     const char *scenario;
     const char *json_out;
+    const char *csv_prefix; /* --csv PREFIX */
     int analytic;
     int quiet;
     long long seed;       /* -1: scenario's */
@@ -151,6 +156,8 @@ static int parse_args(int argc, char **argv, options *o)
             if (file_arg(argc, argv, &i, &o->sim.trace_path)) return -1;
         } else if (strcmp(a, "--platform-out") == 0) {
             if (file_arg(argc, argv, &i, &o->platform_out)) return -1;
+        } else if (strcmp(a, "--csv") == 0) {
+            if (file_arg(argc, argv, &i, &o->csv_prefix)) return -1;
         } else if (strcmp(a, "--plan-out") == 0) {
             if (file_arg(argc, argv, &i, &o->plan_out)) return -1;
         } else if (strcmp(a, "--op-times") == 0) {
@@ -358,6 +365,13 @@ static int check_outputs(const options *o, const et_scenario *s)
                 {o->platform_out, "--platform-out"},
                 {o->sim.trace_path, "--trace"}};
     et_error err;
+    char csv[REPORT_CSV_FILES][1024];
+    const int n_csv = o->csv_prefix ? report_csv_paths(o->csv_prefix, !o->analytic, csv) : 0;
+    for (int i = 0; i < n_csv; i++)
+        if (et_output_check(csv[i], "--csv", inputs, 5, &err)) {
+            print_error(&err);
+            return EXIT_INPUT;
+        }
     for (size_t i = 0; i < sizeof outs / sizeof outs[0]; i++) {
         if (!outs[i].path) continue;
         if (et_output_check(outs[i].path, outs[i].flag, inputs, 5, &err)) {
@@ -472,6 +486,10 @@ int main(int argc, char **argv)
             rc = 1;
         }
         json_decref(j);
+    }
+    if (o.csv_prefix && report_csv_write(o.csv_prefix, &s, sim, &err)) {
+        print_error(&err);
+        rc = 1;
     }
     json_decref(sim);
     if (!rc && !e.memory.fits) {

@@ -14,6 +14,7 @@
 #include "batch.h"
 #include "platform.h"
 #include "quantile.h"
+#include "report_csv.h"
 #include "sg_cxx.h"
 #include "sim_world.h"
 #include "wall_clock.h"
@@ -255,16 +256,9 @@ static json_t *results(const sim_world *w)
                       "busbw_GBps", t > 0 ? bytes / t / 1e9 * factor : 0));
     }
     /* per op of stage 0, over its ranks and the simulated steps: seconds per step */
-    const et_graph *g = &st0->graph;
-    et_batch_shape b = et_batch_expected(s);
-    for (int i = 0; i < g->n_ops; i++) {
-        const et_op *op = &g->ops[i];
-        double t = et_op_is_tp_comm(op->kind) ? 0 : et_op_time(op, &b, &s->cluster.device, s->precision);
-        json_array_append_new(ops, json_pack("{s:s, s:s, s:s, s:f, s:f, s:f}", "id", op->id, "phase",
-                                             et_phase_names[op->phase], "kind", et_op_kind_names[op->kind],
-                                             "flops", et_linear_eval(&op->flops, &b), "bytes",
-                                             et_linear_eval(&op->bytes, &b), "time_s", t));
-    }
+    const et_batch_shape b = et_batch_expected(s);
+    json_decref(ops);
+    ops = report_op_rows(s, &st0->graph, &b);
     json_t *out = json_pack(
         "{s:s, s:i, s:b, s:{s:f, s:f, s:f, s:f, s:f}, s:f, s:f, s:f, s:f, s:o, s:o, s:o, s:o}", "engine",
         "simgrid", "simulated_steps", S, "detailed_collectives", w->o->detailed, "step_time_s", "mean", mean,
