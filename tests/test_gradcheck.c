@@ -260,7 +260,7 @@ static void check_tensor_train(void)
     et_tt_shape shape;
     et_error err;
     int in[] = {3, 4}, out[] = {2, 5};
-    et_tt_linear(&shape, in, 2, out, 2, 3, &err);
+    CHECK(et_tt_linear(&shape, in, 2, out, 2, 3, &err) == 0, "et_tt_linear: %s", err.text);
     tt t = {.T = 5};
     for (int hint = 1; hint <= 1000; hint *= 1000) { /* both orders: tokens first and cores first */
         rt_tt_layer_init(&t.layer, &shape, hint);

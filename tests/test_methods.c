@@ -17,16 +17,16 @@ static void test_tt_params(void)
     et_tt_shape t;
     et_error err;
     int a[] = {12, 8, 8}, b[] = {8, 8, 12}, c[] = {12, 16, 16}, rc[] = {16, 16, 12};
-    et_tt_linear(&t, a, 3, b, 3, 30, &err);
+    CHECK(et_tt_linear(&t, a, 3, b, 3, 30, &err) == 0, "et_tt_linear: %s", err.text);
     int want[] = {1, 12, 30, 30, 30, 12, 1}, ok = 1;
     for (int k = 0; k < 7; k++)
         ok &= t.rank[k] == want[k];
     CHECK(ok, "768x768 ranks 1,12,30,30,30,12,1");
     CHECK(et_tt_params(&t) == 20448, "768x768 at rank 30: %.0f parameters, want 20,448", et_tt_params(&t));
-    et_tt_linear(&t, a, 3, c, 3, 30, &err);
+    CHECK(et_tt_linear(&t, a, 3, c, 3, 30, &err) == 0, "et_tt_linear: %s", err.text);
     CHECK(t.rank[5] == 16, "768x3072 ranks end 30,16,1");
     CHECK(et_tt_params(&t) == 28960, "768x3072: %.0f, want 28,960", et_tt_params(&t));
-    et_tt_linear(&t, rc, 3, b, 3, 30, &err);
+    CHECK(et_tt_linear(&t, rc, 3, b, 3, 30, &err) == 0, "et_tt_linear: %s", err.text);
     CHECK(et_tt_params(&t) == 28960, "its transpose 3072x768 (16x16x12 by 8x8x12): %.0f, want 28,960",
           et_tt_params(&t));
     int rows[] = {16, 20, 10, 10}, cols[] = {4, 4, 8, 6};
@@ -78,7 +78,9 @@ static void test_orders(void)
     };
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         et_tt_shape t;
-        et_tt_linear(&t, cases[c].in, cases[c].d_in, cases[c].out, cases[c].d_out, cases[c].rank, &err);
+        CHECK(et_tt_linear(&t, cases[c].in, cases[c].d_in, cases[c].out, cases[c].d_out, cases[c].rank,
+                           &err) == 0,
+              "et_tt_linear: %s", err.text);
         int d = t.d_in + t.d_out;
         /* the same network, written out independently: T, modes, ranks */
         memset(sizes, 0, sizeof sizes);
@@ -123,7 +125,7 @@ static void test_orders(void)
     /* the shipped layer: the chosen order beats left to right by a wide margin at 4096 tokens */
     et_tt_shape t;
     int a[] = {12, 8, 8}, b[] = {12, 16, 16};
-    et_tt_linear(&t, a, 3, b, 3, 30, &err);
+    CHECK(et_tt_linear(&t, a, 3, b, 3, 30, &err) == 0, "et_tt_linear: %s", err.text);
     et_tt_plan best, naive;
     et_tt_plan_best(&t, 4096, &best);
     et_tt_plan_naive(&t, &naive);
@@ -149,15 +151,15 @@ static void test_sparse(void)
     et_method sparse = s.method, dense = {.kind = ET_METHOD_DENSE};
     et_graph gd, gs, g1;
     o.method = &dense;
-    et_graph_build(&s.model, &o, &gd, &err);
+    CHECK(et_graph_build(&s.model, &o, &gd, &err) == 0, "et_graph_build: %s", err.text);
     o.method = &sparse;
-    et_graph_build(&s.model, &o, &gs, &err);
+    CHECK(et_graph_build(&s.model, &o, &gs, &err) == 0, "et_graph_build: %s", err.text);
     /* density 1 for every group: exactly the dense costs */
     et_method full = sparse;
     for (int k = 0; k < ET_GROUP_COUNT; k++)
         full.sparse[k] = (et_sparse_spec){1.0, ET_PATTERN_UNSTRUCTURED, 0};
     o.method = &full;
-    et_graph_build(&s.model, &o, &g1, &err);
+    CHECK(et_graph_build(&s.model, &o, &g1, &err) == 0, "et_graph_build: %s", err.text);
     int same = gd.n_ops == g1.n_ops;
     for (int i = 0; same && i < gd.n_ops; i++)
         same = et_op_time(&gd.ops[i], &b, &s.cluster.device, s.precision) ==
@@ -191,9 +193,9 @@ static void test_sparse(void)
 
     /* unstructured sparsity is slower than dense on A100 and faster on the dataflow device */
     et_estimate e_sparse, e_dense;
-    et_analytic_estimate(&s, &e_sparse, &err);
+    CHECK(et_analytic_estimate(&s, &e_sparse, &err) == 0, "et_analytic_estimate: %s", err.text);
     s.method = dense;
-    et_analytic_estimate(&s, &e_dense, &err);
+    CHECK(et_analytic_estimate(&s, &e_dense, &err) == 0, "et_analytic_estimate: %s", err.text);
     CHECK(e_sparse.step_time > e_dense.step_time,
           "75%% unstructured on A100 is slower than dense: %.3g > %.3g s", e_sparse.step_time,
           e_dense.step_time);
@@ -201,8 +203,8 @@ static void test_sparse(void)
     et_scenario df_sparse, df_dense;
     if (!check_scenario_load(SCEN("gpt3-13b-sparse75-dataflow.json"), &df_sparse) &&
         !check_scenario_load(SCEN("gpt3-13b-dense-dataflow.json"), &df_dense)) {
-        et_analytic_estimate(&df_sparse, &e_sparse, &err);
-        et_analytic_estimate(&df_dense, &e_dense, &err);
+        CHECK(et_analytic_estimate(&df_sparse, &e_sparse, &err) == 0, "et_analytic_estimate: %s", err.text);
+        CHECK(et_analytic_estimate(&df_dense, &e_dense, &err) == 0, "et_analytic_estimate: %s", err.text);
         CHECK(e_sparse.step_time < 0.5 * e_dense.step_time,
               "75%% sparse on the dataflow device: %.3g s < dense %.3g s", e_sparse.step_time,
               e_dense.step_time);
@@ -220,8 +222,8 @@ static void test_tt_scenario(void)
         check_scenario_load(SCEN("encoder-6x768-tt.json"), &tt))
         return;
     et_estimate ed, et;
-    et_analytic_estimate(&dense, &ed, &err);
-    et_analytic_estimate(&tt, &et, &err);
+    CHECK(et_analytic_estimate(&dense, &ed, &err) == 0, "et_analytic_estimate: %s", err.text);
+    CHECK(et_analytic_estimate(&tt, &et, &err) == 0, "et_analytic_estimate: %s", err.text);
     CHECK(et.params_total < 0.05 * ed.params_total, "TT stores %.4g parameters against %.4g dense",
           et.params_total, ed.params_total);
     CHECK(et.memory.weights + et.memory.gradients + et.memory.optimizer_states <

@@ -113,7 +113,7 @@ static void test_straggler_factors(void)
     CHECK(s.parallel.data == 1024 && s.batch.local == 16, "1024 GPUs, local batch 16");
     et_graph g;
     et_graph_options o = et_scenario_graph_options(&s, 0);
-    et_graph_build(&s.model, &o, &g, &err);
+    CHECK(et_graph_build(&s.model, &o, &g, &err) == 0, "et_graph_build: %s", err.text);
     double f_random, f_strat, f_presort;
     s.data.sampling.scheme = ET_SAMPLING_RANDOM;
     s.data.sampling.presort_group = 0;

@@ -59,7 +59,7 @@ static void check_scenario(const char *path, int steps)
               field(flat, "exposed_comm_s"));
         CHECK(step_mean(over) <= step_mean(flat) * (1 + 1e-9), "%s: overlap is no slower", s.name);
         et_estimate eo;
-        et_analytic_estimate(&s, &eo, &err);
+        CHECK(et_analytic_estimate(&s, &eo, &err) == 0, "et_analytic_estimate: %s", err.text);
         CHECK_REL(step_mean(over), eo.step_time, 0.02, "with overlap, simulated step vs analytic");
     }
     json_decref(flat);
