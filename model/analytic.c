@@ -166,7 +166,7 @@ static double overlap_buckets(const et_scenario *s, const et_graph *g, const et_
 {
     int per_bucket_clip = s->optimizer.clip == ET_CLIP_PER_BUCKET;
     double *seg = malloc(((size_t)nb + 1) * sizeof *seg);
-    if (!seg) return 0;
+    if (!seg) return -1; /* the caller reports it: never a plausible 0 */
     et_backward_segments(s, g, buckets, nb, b, seg, NULL);
     double t = 0, comm_end = 0, sum = 0, clip = 0;
     for (int k = 0; k < nb; k++) {
@@ -316,6 +316,11 @@ static int estimate_phase(const et_scenario *s, et_estimate *out, et_error *err)
         double comm_total = 0, clip = 0;
         out->dp_comm_exposed =
             s->parallel.data > 1 ? overlap_buckets(s, &g, &b, buckets, nb, &dp, &comm_total, &clip) : 0;
+        if (out->dp_comm_exposed < 0) {
+            free(buckets);
+            et_graph_free(&g);
+            return et_error_set(err, NULL, 0, 0, NULL, "out of memory laying out the gradient buckets");
+        }
         if (s->parallel.data <= 1 && s->optimizer.clip == ET_CLIP_PER_BUCKET)
             for (int k = 0; k < nb; k++)
                 clip += et_bucket_clip_time(s, buckets[k].bytes);

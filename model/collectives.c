@@ -129,24 +129,20 @@ double et_tree_max_nic_load(int n)
     static int cached_n;
     static double cached_load;
     if (n == cached_n) return cached_load;
+    /* each tree carries half the data: a node sends S/2 up each tree it has a parent in and receives S/2
+     * from each child; no allocation, so no failure to hide */
     double worst = 0;
-    double *down = calloc((size_t)n, sizeof *down), *up = calloc((size_t)n, sizeof *up);
-    if (!down || !up) {
-        free(down);
-        free(up);
-        return 1.0;
-    }
-    for (int t = 0; t < 2; t++)
-        for (int i = 0; i < n; i++) {
-            int p = et_tree_parent(n, t, i);
-            if (p < 0) continue;
-            up[i] += 0.5;
-            down[p] += 0.5;
+    for (int i = 0; i < n; i++) {
+        double up = 0, down = 0;
+        int kids[2];
+        for (int t = 0; t < 2; t++) {
+            if (et_tree_parent(n, t, i) >= 0) up += 0.5;
+            down += 0.5 * et_tree_children(n, t, i, kids);
         }
-    for (int i = 0; i < n; i++)
-        worst = fmax(worst, fmax(up[i], down[i]));
-    free(down);
-    free(up);
+        worst = fmax(worst, fmax(up, down));
+    }
+    cached_n = n;
+    cached_load = worst;
     return worst;
 }
 
