@@ -159,7 +159,7 @@ double et_backward_segments_of(const et_scenario *s, const et_graph *g, const et
 }
 
 /* Lays the last micro-batch's backward out on the compute stream and the bucket collectives on the
- * communication stream; returns the exposed communication. */
+ * communication stream; returns the exposed communication, or -1 when out of memory. */
 static double overlap_buckets(const et_scenario *s, const et_graph *g, const et_batch_shape *b,
                               const et_bucket *buckets, int nb, const et_comm_group *dp, double *comm_total,
                               double *clip_total)
