@@ -137,7 +137,8 @@ void compare_print(FILE *out, const et_scenario *a, const et_estimate *ea, const
     double tb = (sim_b ? report_sim_train_time(eb, sim_b) : eb->train_time) + eb->eval_time;
     row(out, "time-to-train [s]", ta, tb, 1, 1);
     fprintf(out, "%-34s %14lld %14lld\n", "steps to train", ea->steps, eb->steps);
-    fprintf(out, "%-34s %s\n", "", "(B vs A: A/B for times, memory and the straggler factor, B/A for MFU and");
+    fprintf(out, "%-34s %s\n", "",
+            "(B vs A: A/B for times, memory and the straggler factor, B/A for MFU and");
     fprintf(out, "%-34s %s\n", "", " samples/s; above 1, B is better: a speedup only on the time rows)");
     fprintf(out, "%-34s %14.4g %14.4g\n", "trainable parameters", ea->params_total, eb->params_total);
     print_layers(out, a, b);

@@ -113,7 +113,10 @@ static void barrier(sim_rank *r, sg_bar_t bar, int step, const char *name)
     sg_barrier_wait(bar);
     double start = simgrid_get_clock();
     double from = fmax(arrive, r->bwd_end[step]);
-    if (start > from) r->idle[step] += start - from;
+    if (start > from) {
+        r->idle[step] += start - from;
+        trace(r, 0, from, start - from, "idle: waiting for other ranks");
+    }
     trace(r, 1, arrive, start - arrive, "%s", name);
 }
 
@@ -140,11 +143,19 @@ static void account_buckets(sim_rank *r, const sim_group *grp, const sim_stage *
     for (int k = 0; k < nb; k++) {
         double arrive = fmax(overlap ? ready[k] : bwd_end, previous_end);
         double from = fmax(arrive, bwd_end);
-        if (start[k] > from) r->idle[step] += start[k] - from;
+        if (start[k] > from) {
+            r->idle[step] += start[k] - from;
+            trace(r, 0, from, start[k] - from, "idle: waiting for other ranks");
+        }
         trace(r, 1, arrive, start[k] - arrive, "wait for other ranks");
-        trace(r, 1, start[k], end[k] - start[k], "%s bucket %d (%.1f MiB)",
-              et_scenario_reduce_scatters_gradients(s) ? "reduce-scatter" : et_coll_algo_names[st->algo[k]],
-              k, st->buckets[k].bytes / 1048576.0);
+        if (traced(r) && end[k] > start[k]) {
+            const char *algo =
+                et_scenario_reduce_scatters_gradients(s) ? "reduce-scatter" : et_coll_algo_names[st->algo[k]];
+            char name[96];
+            snprintf(name, sizeof name, "%s bucket %d (%.1f MiB)", algo, k, st->buckets[k].bytes / 1048576.0);
+            sim_trace_add_comm(&sim_w->trace, r->rank, name, start[k], end[k] - start[k],
+                               st->buckets[k].bytes, algo);
+        }
         previous_end = end[k];
     }
 }

@@ -383,7 +383,14 @@ int sim_child_main(const et_scenario *s, const sim_options *o, int fd)
     if (o->stats) print_stats(&w, t_run - t_begin, et_wall_seconds() - t_run);
     if (o->trace_path) {
         et_error err;
-        if (sim_trace_write(&w.trace, o->trace_path, s->name, &err)) {
+        int *stage = malloc((size_t)w.n_ranks * sizeof *stage);
+        for (int r = 0; stage && r < w.n_ranks; r++)
+            stage[r] = w.ranks[r].stage;
+        int bad = !stage ||
+                  sim_trace_write(&w.trace, o->trace_path, s->name, stage, s->cluster.gpus_per_node, &err);
+        if (!stage) snprintf(err.text, sizeof err.text, "out of memory");
+        free(stage);
+        if (bad) {
             fail(&result, "cannot write the trace: %s", err.text);
             write_json_fd(fd, result);
             return 1;

@@ -22,6 +22,18 @@ void sim_trace_add(sim_trace *t, int rank, int lane, const char *name, double st
     snprintf(e->name, sizeof e->name, "%s", name);
     e->start = start;
     e->duration = duration;
+    e->bytes = 0;
+    e->algorithm[0] = 0;
+}
+
+void sim_trace_add_comm(sim_trace *t, int rank, const char *name, double start, double duration, double bytes,
+                        const char *algorithm)
+{
+    const int before = t->count;
+    sim_trace_add(t, rank, 1, name, start, duration);
+    if (t->count == before) return;
+    t->events[t->count - 1].bytes = bytes;
+    snprintf(t->events[t->count - 1].algorithm, sizeof t->events[0].algorithm, "%s", algorithm);
 }
 
 static const sim_trace_event *sort_base;
@@ -37,7 +49,8 @@ static int by_lane_and_time(const void *a, const void *b)
     return i - j;
 }
 
-int sim_trace_write(const sim_trace *t, const char *path, const char *scenario_name, et_error *err)
+int sim_trace_write(const sim_trace *t, const char *path, const char *scenario_name, const int *stage_of_rank,
+                    int gpus_per_node, et_error *err)
 {
     int *order = malloc(((size_t)t->count + 1) * sizeof *order);
     if (!order) return et_error_set(err, path, 0, 0, NULL, "out of memory for the trace");
@@ -49,9 +62,14 @@ int sim_trace_write(const sim_trace *t, const char *path, const char *scenario_n
     for (int i = 0; i < t->count; i++) {
         const sim_trace_event *e = &t->events[order[i]];
         if (e->start < t->window_start) continue; /* only the last simulated step */
-        json_array_append_new(events, json_pack("{s:s, s:s, s:s, s:f, s:f, s:i, s:i}", "name", e->name, "cat",
-                                                e->lane ? "comm" : "compute", "ph", "X", "ts", e->start * 1e6,
-                                                "dur", e->duration * 1e6, "pid", e->rank, "tid", e->lane));
+        json_t *ev =
+            json_pack("{s:s, s:s, s:s, s:f, s:f, s:i, s:i}", "name", e->name, "cat",
+                      e->lane ? "comm" : "compute", "ph", "X", "ts", (e->start - t->window_start) * 1e6,
+                      "dur", e->duration * 1e6, "pid", e->rank, "tid", e->lane);
+        if (ev && e->algorithm[0])
+            json_object_set_new(ev, "args",
+                                json_pack("{s:f, s:s}", "bytes", e->bytes, "algorithm", e->algorithm));
+        json_array_append_new(events, ev);
     }
     /* name the lanes, in rank order */
     int previous = -1;
@@ -60,8 +78,9 @@ int sim_trace_write(const sim_trace *t, const char *path, const char *scenario_n
         int r = e->rank;
         if (e->start < t->window_start || r == previous) continue;
         previous = r;
-        char name[32];
-        snprintf(name, sizeof name, "GPU %d", r);
+        char name[64];
+        snprintf(name, sizeof name, "GPU %d (node %d, stage %d)", r,
+                 gpus_per_node > 0 ? r / gpus_per_node : 0, stage_of_rank ? stage_of_rank[r] : 0);
         json_array_append_new(events, json_pack("{s:s, s:s, s:i, s:{s:s}}", "name", "process_name", "ph", "M",
                                                 "pid", r, "args", "name", name));
         for (int lane = 0; lane < 2; lane++)
