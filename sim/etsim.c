@@ -75,46 +75,39 @@ typedef struct options {
     long long min_bytes, max_bytes, step_factor;
 } options;
 
-static int number_arg(int argc, char **argv, int *i, long long min, long long max, long long *out)
+/* The integer after a flag, in [min, max]; with `sizes`, a K, M or G suffix multiplies it by 2^10, 2^20 or
+ * 2^30 (byte sizes, as the help shows). */
+static int integer_arg(int argc, char **argv, int *i, long long min, long long max, int sizes, long long *out)
 {
     const char *flag = argv[*i];
     if (++*i >= argc) {
-        fprintf(stderr, "etsim: %s needs a number\n", flag);
-        return -1;
-    }
-    char *end;
-    long long v = strtoll(argv[*i], &end, 10);
-    if (*end || end == argv[*i] || v < min || v > max) {
-        fprintf(stderr, "etsim: %s expects an integer in [%lld, %lld], got \"%s\"\n", flag, min, max,
-                argv[*i]);
-        return -1;
-    }
-    *out = v;
-    return 0;
-}
-
-/* A size in bytes: an integer with an optional K, M or G (binary: 1K = 1024), as the help shows. */
-static int bytes_arg(int argc, char **argv, int *i, long long min, long long max, long long *out)
-{
-    const char *flag = argv[*i];
-    if (++*i >= argc) {
-        fprintf(stderr, "etsim: %s needs a size\n", flag);
+        fprintf(stderr, "etsim: %s needs %s\n", flag, sizes ? "a size" : "a number");
         return -1;
     }
     char *end;
     long long v = strtoll(argv[*i], &end, 10), unit = 1;
-    if (end != argv[*i] && *end && !end[1]) {
+    if (sizes && end != argv[*i] && *end && !end[1]) {
         unit = *end == 'K' ? 1LL << 10 : *end == 'M' ? 1LL << 20 : *end == 'G' ? 1LL << 30 : 0;
         if (unit) end++;
     }
-    if (*end || end == argv[*i] || !unit || v < 1 || v > max / unit || v * unit < min) {
-        fprintf(stderr,
-                "etsim: %s expects a size in bytes in [%lld, %lld], optionally with K, M or G, got \"%s\"\n",
-                flag, min, max, argv[*i]);
+    if (*end || end == argv[*i] || !unit || v > max / unit || v * unit < min) {
+        fprintf(stderr, "etsim: %s expects %s in [%lld, %lld]%s, got \"%s\"\n", flag,
+                sizes ? "a size in bytes" : "an integer", min, max,
+                sizes ? ", optionally with K, M or G" : "", argv[*i]);
         return -1;
     }
     *out = v * unit;
     return 0;
+}
+
+static int number_arg(int argc, char **argv, int *i, long long min, long long max, long long *out)
+{
+    return integer_arg(argc, argv, i, min, max, 0, out);
+}
+
+static int bytes_arg(int argc, char **argv, int *i, long long min, long long max, long long *out)
+{
+    return integer_arg(argc, argv, i, min, max, 1, out);
 }
 
 static int file_arg(int argc, char **argv, int *i, const char **out)
