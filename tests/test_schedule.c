@@ -103,18 +103,30 @@ static double layer_tp_seconds(const et_scenario *s, const et_graph *g, int laye
     return t;
 }
 
+/* Two graphs of stage 0 of a scenario: one with options `a`, one with `b`; 0 when both built. */
+static int build_pair(const et_scenario *s, const et_graph_options *a, const et_graph_options *b,
+                      et_graph *ga, et_graph *gb)
+{
+    et_error err;
+    int ok = et_graph_build(&s->model, a, ga, &err) == 0;
+    CHECK(ok, "first graph: %s", err.text);
+    if (!ok) return -1;
+    ok = et_graph_build(&s->model, b, gb, &err) == 0;
+    CHECK(ok, "second graph: %s", err.text);
+    if (!ok) et_graph_free(ga);
+    return ok ? 0 : -1;
+}
+
 static void test_sequence_parallel(void)
 {
     et_scenario s;
     if (load("22b-selective", &s)) return;
-    et_error err;
     const et_batch_shape b = et_batch_expected(&s);
     et_graph sp, plain;
-    et_graph_options o = et_scenario_graph_options(&s, 0);
+    et_graph_options o = et_scenario_graph_options(&s, 0), off = o;
     CHECK(o.sequence_parallel, "the 22B selective row runs sequence parallel");
-    if (et_graph_build(&s.model, &o, &sp, &err)) return;
-    o.sequence_parallel = false;
-    if (et_graph_build(&s.model, &o, &plain, &err)) return;
+    off.sequence_parallel = false;
+    if (build_pair(&s, &o, &off, &sp, &plain)) return;
     /* a ring all-reduce is a reduce-scatter and an all-gather: the same time, split in two */
     CHECK_REL(layer_tp_seconds(&s, &sp, 3, &b), layer_tp_seconds(&s, &plain, 3, &b), 1e-12,
               "layer 3: all-gathers + reduce-scatters cost the all-reduces they replace");
@@ -214,14 +226,13 @@ static void test_flash_attention(void)
 {
     et_scenario s;
     if (load("22b-full", &s)) return;
-    et_error err;
     const et_batch_shape b = et_batch_expected(&s);
     et_graph std_g, flash_g;
     et_graph_options o = et_scenario_graph_options(&s, 0);
     o.recompute = ET_RECOMPUTE_NONE;
-    if (et_graph_build(&s.model, &o, &std_g, &err)) return;
-    o.attention = ET_ATTENTION_FLASH;
-    if (et_graph_build(&s.model, &o, &flash_g, &err)) return;
+    et_graph_options flash = o;
+    flash.attention = ET_ATTENTION_FLASH;
+    if (build_pair(&s, &o, &flash, &std_g, &flash_g)) return;
     const int f = et_graph_find(&flash_g, "layer.2.attn.flash"),
               fb = et_graph_find(&flash_g, "layer.2.attn.flash.bwd");
     const int sc = et_graph_find(&std_g, "layer.2.attn.scores"),
