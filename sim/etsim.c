@@ -14,6 +14,7 @@
 #include "report.h"
 #include "report_csv.h"
 #include "scenario.h"
+#include "search.h"
 #include "step_sim.h"
 #include <unistd.h>
 
@@ -31,6 +32,10 @@ static void usage(FILE *out)
         "  --trace FILE      Chrome trace-event JSON of the last simulated step (opens in Perfetto)\n"
         "  --trace-ranks K   ranks kept in the trace, sampled evenly (default 64)\n"
         "  --platform-out FILE  write the generated SimGrid platform XML\n"
+        "  --search          rank the plans of the scenario's cluster and global batch by step time:\n"
+        "                    tensor, pipeline (interleaved), micro-batch, recomputation, ZeRO 0/1,\n"
+        "                    sequence parallelism; analytic estimates, plans that fit only\n"
+        "  --search-top N    plans listed (default 10); --search-out FILE writes the best as a scenario\n"
         "  --csv PREFIX      write the tables as CSV: PREFIX-ops.csv, and with the simulation "
         "PREFIX-buckets,\n"
         "                    -ranks and -steps.csv\n"
@@ -60,6 +65,9 @@ typedef struct options {
     const char *scenario;
     const char *json_out;
     const char *csv_prefix; /* --csv PREFIX */
+    int search;             /* --search: rank the plans of the scenario's cluster */
+    long long search_top;   /* --search-top N */
+    const char *search_out; /* --search-out FILE: the best plan's scenario */
     int analytic;
     int quiet;
     long long seed;       /* -1: scenario's */
@@ -149,6 +157,12 @@ static int parse_args(int argc, char **argv, options *o)
             if (file_arg(argc, argv, &i, &o->sim.trace_path)) return -1;
         } else if (strcmp(a, "--platform-out") == 0) {
             if (file_arg(argc, argv, &i, &o->platform_out)) return -1;
+        } else if (strcmp(a, "--search") == 0) {
+            o->search = 1;
+        } else if (strcmp(a, "--search-top") == 0) {
+            if (number_arg(argc, argv, &i, 1, 1000, &o->search_top)) return -1;
+        } else if (strcmp(a, "--search-out") == 0) {
+            if (file_arg(argc, argv, &i, &o->search_out)) return -1;
         } else if (strcmp(a, "--csv") == 0) {
             if (file_arg(argc, argv, &i, &o->csv_prefix)) return -1;
         } else if (strcmp(a, "--plan-out") == 0) {
@@ -381,10 +395,68 @@ static int check_outputs(const options *o, const et_scenario *s)
     return 0;
 }
 
+static int search_main(const options *o)
+{
+    et_scenario s;
+    int bad = load(o, o->scenario, &s);
+    if (bad) return bad;
+    const char *inputs[] = {o->scenario};
+    et_error err;
+    if (o->search_out && et_output_check(o->search_out, "--search-out", inputs, 1, &err)) {
+        print_error(&err);
+        et_scenario_free(&s);
+        return EXIT_INPUT;
+    }
+    et_estimate own;
+    const int own_ok = et_analytic_estimate(&s, &own, &err) == 0;
+    search_result r;
+    if (search_run(o->scenario, o->search_top > 0 ? (int)o->search_top : 10, &r, &err)) {
+        print_error(&err);
+        et_scenario_free(&s);
+        return EXIT_INPUT;
+    }
+    printf("search       %s: %d GPUs of %s, global batch %lld; %d plans tried in %.1f s: %d refused by the "
+           "scenario's rules, %d do not fit, %d ranked (analytic estimates)\n",
+           s.name, et_scenario_gpus(&s), s.cluster.device.name, s.batch.global, r.tried, r.seconds, r.invalid,
+           r.too_big, r.ranked);
+    printf("\n%4s %10s %7s %9s %6s %6s %6s %6s %6s %6s %10s %5s %5s %12s\n", "rank", "step[s]", "MFU[%]",
+           "mem[GiB]", "tensor", "pipe", "chunks", "data", "micro", "accum", "recompute", "seq", "zero",
+           "train");
+    for (int i = 0; i < r.n_best; i++) {
+        const search_plan *p = &r.best[i];
+        char ttt[32];
+        report_format_duration(ttt, sizeof ttt, p->time_to_train_s);
+        printf("%4d %10.4f %7.1f %9.2f %6d %6d %6d %6d %6lld %6lld %10s %5s %5d %12s\n", i + 1, p->step_s,
+               100 * p->mfu, p->memory_gib, p->tensor, p->pipeline, p->virtual_pipeline, p->data, p->local,
+               p->grad_accum, et_recompute_names[p->recompute], p->sequence_parallel ? "on" : "off",
+               p->zero_stage, ttt);
+    }
+    int rc = 0;
+    if (r.n_best == 0) {
+        printf("no plan fits: every candidate was refused or needs more memory than the GPU has\n");
+        rc = EXIT_DOES_NOT_FIT;
+    } else if (own_ok) {
+        const double ratio = own.step_time / r.best[0].step_s;
+        printf("\nthe scenario's own plan: %.4f s a step%s; the best is %.2fx %s\n", own.step_time,
+               own.memory.fits ? "" : " (does not fit)", ratio > 1 ? ratio : 1 / ratio,
+               ratio > 1 ? "faster" : "slower (the own plan is outside the space searched)");
+    }
+    /* written elsewhere, the best plan's file names must still resolve */
+    if (r.n_best > 0) et_scenario_json_absolute(r.best[0].scenario, s.dir);
+    if (r.n_best > 0 && o->search_out && et_atomic_write_json(o->search_out, r.best[0].scenario, &err)) {
+        print_error(&err);
+        rc = 1;
+    }
+    search_result_free(&r);
+    et_scenario_free(&s);
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
     options o;
     if (parse_args(argc, argv, &o)) return EXIT_INPUT;
+    if (o.search) return search_main(&o);
     if (o.compare_with) {
         et_scenario first;
         int bad = load(&o, o.scenario, &first);

@@ -1,0 +1,138 @@
+#include "search.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "json_reader.h"
+#include "wall_clock.h"
+
+/* Inserts p into the `keep` fastest (sorted), taking ownership of p->scenario; returns 1 when kept. */
+static int keep_plan(search_result *r, int keep, search_plan *p)
+{
+    int at = r->n_best;
+    while (at > 0 && r->best[at - 1].step_s > p->step_s)
+        at--;
+    if (at >= keep) {
+        json_decref(p->scenario);
+        return 0;
+    }
+    if (r->n_best == keep) {
+        json_decref(r->best[keep - 1].scenario);
+        r->n_best--;
+    }
+    memmove(&r->best[at + 1], &r->best[at], (size_t)(r->n_best - at) * sizeof *r->best);
+    r->best[at] = *p;
+    r->n_best++;
+    return 1;
+}
+
+/* One candidate: the scenario document with its plan replaced, validated by the parser, estimated. */
+static void try_plan(const json_t *root, const char *path, long long global, search_plan *p, int keep,
+                     search_result *r)
+{
+    static const char *const recompute[] = {"none", "full", "selective"};
+    json_t *doc = json_deep_copy(root);
+    json_t *par = json_object();
+    json_object_set_new(par, "tensor", json_integer(p->tensor));
+    json_object_set_new(par, "pipeline", json_integer(p->pipeline));
+    json_object_set_new(par, "virtual_pipeline", json_integer(p->virtual_pipeline));
+    json_object_set_new(par, "zero_stage", json_integer(p->zero_stage));
+    json_object_set_new(par, "recompute", json_string(recompute[p->recompute]));
+    json_object_set_new(par, "sequence_parallel", json_boolean(p->sequence_parallel));
+    /* what the plan space does not vary is kept from the scenario */
+    const json_t *old = json_object_get(root, "parallelism");
+    static const char *const kept[] = {"bucket_MiB", "allreduce", "overlap", "attention", "tp_overlap", NULL};
+    for (int k = 0; kept[k]; k++) {
+        json_t *v = json_object_get(old, kept[k]);
+        if (v && !(strcmp(kept[k], "tp_overlap") == 0 && !p->sequence_parallel))
+            json_object_set(par, kept[k], v);
+    }
+    json_object_set_new(doc, "parallelism", par);
+    json_object_set_new(doc, "batch",
+                        json_pack("{s:I, s:I}", "global", (json_int_t)global, "local", (json_int_t)p->local));
+    r->tried++;
+    et_scenario s;
+    et_error err;
+    if (et_scenario_parse(doc, path, NULL, &s, &err)) {
+        r->invalid++;
+        json_decref(doc);
+        return;
+    }
+    et_estimate e;
+    if (et_analytic_estimate(&s, &e, &err) || !e.memory.fits) {
+        r->too_big++;
+        et_scenario_free(&s);
+        json_decref(doc);
+        return;
+    }
+    r->ranked++;
+    p->data = s.parallel.data;
+    p->grad_accum = s.batch.grad_accum;
+    p->step_s = e.step_time;
+    p->mfu = e.mfu;
+    p->memory_gib = e.memory.total / 1073741824.0;
+    p->time_to_train_s = e.time_to_train;
+    p->scenario = doc;
+    et_scenario_free(&s);
+    keep_plan(r, keep, p);
+}
+
+int search_run(const char *scenario_path, int keep, search_result *out, et_error *err)
+{
+    memset(out, 0, sizeof *out);
+    const double t0 = et_wall_seconds();
+    json_t *root;
+    if (et_json_load_file(scenario_path, &root, err)) return -1;
+    et_scenario base;
+    if (et_scenario_parse(root, scenario_path, NULL, &base, err)) {
+        json_decref(root);
+        return -1;
+    }
+    out->best = calloc((size_t)(keep > 0 ? keep : 1), sizeof *out->best);
+    if (!out->best) {
+        et_scenario_free(&base);
+        json_decref(root);
+        return et_error_set(err, scenario_path, 0, 0, NULL, "out of memory for the search");
+    }
+    const int L = base.model.layers, per_node = base.cluster.gpus_per_node;
+    const long long global = base.batch.global;
+    /* micro-batches: powers of two to 64, and the scenario's own */
+    long long micro[8];
+    int n_micro = 0;
+    for (long long m = 1; m <= 64; m *= 2)
+        micro[n_micro++] = m;
+    if (base.batch.local & (base.batch.local - 1) || base.batch.local > 64)
+        micro[n_micro++] = base.batch.local;
+    et_scenario_free(&base);
+    for (int t = 1; t <= per_node; t++) {
+        if (per_node % t) continue;
+        for (int pp = 1; pp <= L; pp++) {
+            if (L % pp) continue;
+            for (int v = 1; v <= (pp > 1 ? 4 : 1); v *= 2)
+                for (int mi = 0; mi < n_micro; mi++)
+                    for (int rc = 0; rc < 3; rc++)
+                        for (int z = 0; z <= 1; z++)
+                            for (int sp = 0; sp <= (t > 1); sp++) {
+                                search_plan p = {.tensor = t,
+                                                 .pipeline = pp,
+                                                 .virtual_pipeline = v,
+                                                 .zero_stage = z,
+                                                 .local = micro[mi],
+                                                 .recompute = (et_recompute)rc,
+                                                 .sequence_parallel = sp};
+                                try_plan(root, scenario_path, global, &p, keep, out);
+                            }
+        }
+    }
+    json_decref(root);
+    out->seconds = et_wall_seconds() - t0;
+    return 0;
+}
+
+void search_result_free(search_result *r)
+{
+    for (int i = 0; i < r->n_best; i++)
+        json_decref(r->best[i].scenario);
+    free(r->best);
+    memset(r, 0, sizeof *r);
+}

@@ -1,0 +1,37 @@
+/* search: the plans of a scenario's cluster and global batch, each estimated by the analytic model and
+ * ranked by step time (etsim --search).
+ *
+ * Contract: search_run() reads the scenario file, varies its parallelism and micro-batch over the space
+ * below, validates every candidate with the scenario parser itself (so a plan the parser would refuse is
+ * never ranked), estimates the valid ones and fills *out with the `keep` fastest that fit in memory,
+ * fastest first, plus counts of what was tried. The space: tensor degree over the divisors of
+ * gpus_per_node, pipeline over the divisors of the layers (with 1, 2 or 4 interleaved chunks when more than
+ * one stage), micro-batch 1..64 in powers of two and the scenario's own, recomputation none / selective / full, ZeRO 0 or 1,
+ * sequence parallelism off or on (with tensor parallelism). Errors: the scenario cannot be read (*err). */
+#ifndef ET_SEARCH_H
+#define ET_SEARCH_H
+
+#include <jansson.h>
+
+#include "analytic.h"
+
+typedef struct search_plan {
+    int tensor, pipeline, virtual_pipeline, data, zero_stage;
+    long long local, grad_accum;
+    et_recompute recompute;
+    bool sequence_parallel;
+    double step_s, mfu, memory_gib, time_to_train_s;
+    json_t *scenario; /* the candidate's scenario document (owned) */
+} search_plan;
+
+typedef struct search_result {
+    search_plan *best; /* fastest first */
+    int n_best;
+    int tried, invalid, too_big, ranked;
+    double seconds; /* wall time of the search */
+} search_result;
+
+int search_run(const char *scenario_path, int keep, search_result *out, et_error *err);
+void search_result_free(search_result *r);
+
+#endif
