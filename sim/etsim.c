@@ -36,6 +36,9 @@ static void usage(FILE *out)
         "                    tensor, pipeline (interleaved), micro-batch, recomputation, ZeRO 0/1,\n"
         "                    sequence parallelism; analytic estimates, plans that fit only\n"
         "  --search-top N    plans listed (default 10); --search-out FILE writes the best as a scenario\n"
+        "  --search-gpus 256,512,...  GPU counts to try (default: the scenario's)\n"
+        "  --deadline-days D   only plans that train within D days, ranked by GPU-hours (else by time)\n"
+        "  --price-per-gpu-hour P  adds the cost of each plan\n"
         "  --csv PREFIX      write the tables as CSV: PREFIX-ops.csv, and with the simulation "
         "PREFIX-buckets,\n"
         "                    -ranks and -steps.csv\n"
@@ -68,6 +71,7 @@ typedef struct options {
     int search;             /* --search: rank the plans of the scenario's cluster */
     long long search_top;   /* --search-top N */
     const char *search_out; /* --search-out FILE: the best plan's scenario */
+    search_space space;     /* --search-gpus, --price-per-gpu-hour, --deadline-days */
     int analytic;
     int quiet;
     long long seed;       /* -1: scenario's */
@@ -163,6 +167,34 @@ static int parse_args(int argc, char **argv, options *o)
             if (number_arg(argc, argv, &i, 1, 1000, &o->search_top)) return -1;
         } else if (strcmp(a, "--search-out") == 0) {
             if (file_arg(argc, argv, &i, &o->search_out)) return -1;
+        } else if (strcmp(a, "--search-gpus") == 0) {
+            const char *list;
+            if (file_arg(argc, argv, &i, &list)) return -1;
+            for (const char *c = list; *c && o->space.n_gpus < 32;) {
+                char *end;
+                long v = strtol(c, &end, 10);
+                if (end == c || v < 1 || v > ET_MAX_SIMULATED_GPUS * 16 || (*end && *end != ',')) {
+                    fprintf(stderr,
+                            "etsim: --search-gpus expects GPU counts separated by commas, got \"%s\"\n",
+                            list);
+                    return -1;
+                }
+                o->space.gpus[o->space.n_gpus++] = (int)v;
+                c = *end ? end + 1 : end;
+            }
+        } else if (strcmp(a, "--price-per-gpu-hour") == 0 || strcmp(a, "--deadline-days") == 0) {
+            const char *flag = a, *text;
+            if (file_arg(argc, argv, &i, &text)) return -1;
+            char *end;
+            double x = strtod(text, &end);
+            if (*end || end == text || !(x > 0)) {
+                fprintf(stderr, "etsim: %s expects a positive number, got \"%s\"\n", flag, text);
+                return -1;
+            }
+            if (strcmp(flag, "--deadline-days") == 0)
+                o->space.deadline_s = x * 86400;
+            else
+                o->space.price = x;
         } else if (strcmp(a, "--csv") == 0) {
             if (file_arg(argc, argv, &i, &o->csv_prefix)) return -1;
         } else if (strcmp(a, "--plan-out") == 0) {
@@ -410,30 +442,32 @@ static int search_main(const options *o)
     et_estimate own;
     const int own_ok = et_analytic_estimate(&s, &own, &err) == 0;
     search_result r;
-    if (search_run(o->scenario, o->search_top > 0 ? (int)o->search_top : 10, &r, &err)) {
+    if (search_run(o->scenario, &o->space, o->search_top > 0 ? (int)o->search_top : 10, &r, &err)) {
         print_error(&err);
         et_scenario_free(&s);
         return EXIT_INPUT;
     }
-    printf("search       %s: %d GPUs of %s, global batch %lld; %d plans tried in %.1f s: %d refused by the "
-           "scenario's rules, %d do not fit, %d ranked (analytic estimates)\n",
-           s.name, et_scenario_gpus(&s), s.cluster.device.name, s.batch.global, r.tried, r.seconds, r.invalid,
-           r.too_big, r.ranked);
-    printf("\n%4s %10s %7s %9s %6s %6s %6s %6s %6s %6s %10s %5s %5s %12s\n", "rank", "step[s]", "MFU[%]",
-           "mem[GiB]", "tensor", "pipe", "chunks", "data", "micro", "accum", "recompute", "seq", "zero",
-           "train");
+    printf("search       %s on %s, global batch %lld; %d plans tried in %.1f s: %d refused by the scenario's "
+           "rules, %d do not fit, %d miss the deadline, %d ranked by %s (analytic estimates)\n",
+           s.name, s.cluster.device.name, s.batch.global, r.tried, r.seconds, r.invalid, r.too_big,
+           r.too_slow, r.ranked, o->space.deadline_s > 0 ? "GPU-hours" : "time-to-train");
+    printf("\n%4s %6s %10s %7s %9s %6s %6s %6s %6s %6s %6s %10s %5s %5s %12s %10s %10s\n", "rank", "GPUs",
+           "step[s]", "MFU[%]", "mem[GiB]", "tensor", "pipe", "chunks", "data", "micro", "accum", "recompute",
+           "seq", "zero", "train", "GPU-hours", "cost");
     for (int i = 0; i < r.n_best; i++) {
         const search_plan *p = &r.best[i];
-        char ttt[32];
+        char ttt[32], cost[32] = "-";
         report_format_duration(ttt, sizeof ttt, p->time_to_train_s);
-        printf("%4d %10.4f %7.1f %9.2f %6d %6d %6d %6d %6lld %6lld %10s %5s %5d %12s\n", i + 1, p->step_s,
-               100 * p->mfu, p->memory_gib, p->tensor, p->pipeline, p->virtual_pipeline, p->data, p->local,
-               p->grad_accum, et_recompute_names[p->recompute], p->sequence_parallel ? "on" : "off",
-               p->zero_stage, ttt);
+        if (o->space.price > 0) snprintf(cost, sizeof cost, "%.0f", p->gpu_hours * o->space.price);
+        printf("%4d %6d %10.4f %7.1f %9.2f %6d %6d %6d %6d %6lld %6lld %10s %5s %5d %12s %10.0f %10s\n",
+               i + 1, p->gpus, p->step_s, 100 * p->mfu, p->memory_gib, p->tensor, p->pipeline,
+               p->virtual_pipeline, p->data, p->local, p->grad_accum, et_recompute_names[p->recompute],
+               p->sequence_parallel ? "on" : "off", p->zero_stage, ttt, p->gpu_hours, cost);
     }
     int rc = 0;
     if (r.n_best == 0) {
-        printf("no plan fits: every candidate was refused or needs more memory than the GPU has\n");
+        printf("no plan: every candidate was refused, needs more memory than the GPU has or misses the "
+               "deadline\n");
         rc = EXIT_DOES_NOT_FIT;
     } else if (own_ok) {
         const double ratio = own.step_time / r.best[0].step_s;

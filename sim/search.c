@@ -7,10 +7,15 @@
 #include "wall_clock.h"
 
 /* Inserts p into the `keep` fastest (sorted), taking ownership of p->scenario; returns 1 when kept. */
-static int keep_plan(search_result *r, int keep, search_plan *p)
+static double rank_key(const search_plan *p, int by_cost)
+{
+    return by_cost ? p->gpu_hours : p->time_to_train_s;
+}
+
+static int keep_plan(search_result *r, int keep, search_plan *p, int by_cost)
 {
     int at = r->n_best;
-    while (at > 0 && r->best[at - 1].step_s > p->step_s)
+    while (at > 0 && rank_key(&r->best[at - 1], by_cost) > rank_key(p, by_cost))
         at--;
     if (at >= keep) {
         json_decref(p->scenario);
@@ -28,7 +33,7 @@ static int keep_plan(search_result *r, int keep, search_plan *p)
 
 /* One candidate: the scenario document with its plan replaced, validated by the parser, estimated. */
 static void try_plan(const json_t *root, const char *path, long long global, search_plan *p, int keep,
-                     search_result *r)
+                     const search_space *space, search_result *r)
 {
     static const char *const recompute[] = {"none", "full", "selective"};
     json_t *doc = json_deep_copy(root);
@@ -50,6 +55,10 @@ static void try_plan(const json_t *root, const char *path, long long global, sea
     json_object_set_new(doc, "parallelism", par);
     json_object_set_new(doc, "batch",
                         json_pack("{s:I, s:I}", "global", (json_int_t)global, "local", (json_int_t)p->local));
+    json_t *cluster = json_object_get(doc, "cluster");
+    const json_t *per_node = json_object_get(cluster, "gpus_per_node");
+    if (json_is_integer(per_node) && json_integer_value(per_node) > 0)
+        json_object_set_new(cluster, "nodes", json_integer(p->gpus / json_integer_value(per_node)));
     r->tried++;
     et_scenario s;
     et_error err;
@@ -65,7 +74,15 @@ static void try_plan(const json_t *root, const char *path, long long global, sea
         json_decref(doc);
         return;
     }
+    const int gpus = et_scenario_gpus(&s);
+    if (space && space->deadline_s > 0 && e.time_to_train > space->deadline_s) {
+        r->too_slow++;
+        et_scenario_free(&s);
+        json_decref(doc);
+        return;
+    }
     r->ranked++;
+    p->gpu_hours = e.time_to_train * gpus / 3600;
     p->data = s.parallel.data;
     p->grad_accum = s.batch.grad_accum;
     p->step_s = e.step_time;
@@ -74,10 +91,11 @@ static void try_plan(const json_t *root, const char *path, long long global, sea
     p->time_to_train_s = e.time_to_train;
     p->scenario = doc;
     et_scenario_free(&s);
-    keep_plan(r, keep, p);
+    keep_plan(r, keep, p, space && space->deadline_s > 0);
 }
 
-int search_run(const char *scenario_path, int keep, search_result *out, et_error *err)
+int search_run(const char *scenario_path, const search_space *space, int keep, search_result *out,
+               et_error *err)
 {
     memset(out, 0, sizeof *out);
     const double t0 = et_wall_seconds();
@@ -95,6 +113,19 @@ int search_run(const char *scenario_path, int keep, search_result *out, et_error
         return et_error_set(err, scenario_path, 0, 0, NULL, "out of memory for the search");
     }
     const int L = base.model.layers, per_node = base.cluster.gpus_per_node;
+    int counts[32], n_counts = 0;
+    for (int i = 0; space && i < space->n_gpus && i < 32; i++) {
+        if (space->gpus[i] <= 0 || space->gpus[i] % per_node) {
+            search_result_free(out);
+            et_scenario_free(&base);
+            json_decref(root);
+            return et_error_set(err, scenario_path, 0, 0, "$.cluster.gpus_per_node",
+                                "--search-gpus %d is not a multiple of the %d GPUs of a node", space->gpus[i],
+                                per_node);
+        }
+        counts[n_counts++] = space->gpus[i];
+    }
+    if (!n_counts) counts[n_counts++] = et_scenario_gpus(&base);
     const long long global = base.batch.global;
     /* micro-batches: powers of two to 64, and the scenario's own */
     long long micro[8];
@@ -104,26 +135,28 @@ int search_run(const char *scenario_path, int keep, search_result *out, et_error
     if (base.batch.local & (base.batch.local - 1) || base.batch.local > 64)
         micro[n_micro++] = base.batch.local;
     et_scenario_free(&base);
-    for (int t = 1; t <= per_node; t++) {
-        if (per_node % t) continue;
-        for (int pp = 1; pp <= L; pp++) {
-            if (L % pp) continue;
-            for (int v = 1; v <= (pp > 1 ? 4 : 1); v *= 2)
-                for (int mi = 0; mi < n_micro; mi++)
-                    for (int rc = 0; rc < 3; rc++)
-                        for (int z = 0; z <= 1; z++)
-                            for (int sp = 0; sp <= (t > 1); sp++) {
-                                search_plan p = {.tensor = t,
-                                                 .pipeline = pp,
-                                                 .virtual_pipeline = v,
-                                                 .zero_stage = z,
-                                                 .local = micro[mi],
-                                                 .recompute = (et_recompute)rc,
-                                                 .sequence_parallel = sp};
-                                try_plan(root, scenario_path, global, &p, keep, out);
-                            }
+    for (int g = 0; g < n_counts; g++)
+        for (int t = 1; t <= per_node; t++) {
+            if (per_node % t) continue;
+            for (int pp = 1; pp <= L; pp++) {
+                if (L % pp) continue;
+                for (int v = 1; v <= (pp > 1 ? 4 : 1); v *= 2)
+                    for (int mi = 0; mi < n_micro; mi++)
+                        for (int rc = 0; rc < 3; rc++)
+                            for (int z = 0; z <= 1; z++)
+                                for (int sp = 0; sp <= (t > 1); sp++) {
+                                    search_plan p = {.gpus = counts[g],
+                                                     .tensor = t,
+                                                     .pipeline = pp,
+                                                     .virtual_pipeline = v,
+                                                     .zero_stage = z,
+                                                     .local = micro[mi],
+                                                     .recompute = (et_recompute)rc,
+                                                     .sequence_parallel = sp};
+                                    try_plan(root, scenario_path, global, &p, keep, space, out);
+                                }
+            }
         }
-    }
     json_decref(root);
     out->seconds = et_wall_seconds() - t0;
     return 0;

@@ -6,8 +6,10 @@
  * never ranked), estimates the valid ones and fills *out with the `keep` fastest that fit in memory,
  * fastest first, plus counts of what was tried. The space: tensor degree over the divisors of
  * gpus_per_node, pipeline over the divisors of the layers (with 1, 2 or 4 interleaved chunks when more than
- * one stage), micro-batch 1..64 in powers of two and the scenario's own, recomputation none / selective / full, ZeRO 0 or 1,
- * sequence parallelism off or on (with tensor parallelism). Errors: the scenario cannot be read (*err). */
+ * one stage), micro-batch 1..64 in powers of two and the scenario's own, recomputation none / selective /
+ * full, ZeRO 0 or 1, sequence parallelism off or on (with tensor parallelism); with `space`, over several GPU
+ * counts too, dropping plans past a deadline and ranking by GPU-hours when one is given. Errors: the scenario
+ * cannot be read, a GPU count is not a multiple of gpus_per_node (*err). */
 #ifndef ET_SEARCH_H
 #define ET_SEARCH_H
 
@@ -15,23 +17,33 @@
 
 #include "analytic.h"
 
+/* What the search may vary beyond the plan, and how it ranks. */
+typedef struct search_space {
+    int n_gpus;
+    int gpus[32];      /* GPU counts to try (multiples of gpus_per_node); none: the scenario's */
+    double price;      /* per GPU-hour (0: rank by time) */
+    double deadline_s; /* time-to-train limit (0: none); with one, plans rank by GPU-hours */
+} search_space;
+
 typedef struct search_plan {
+    int gpus;
     int tensor, pipeline, virtual_pipeline, data, zero_stage;
     long long local, grad_accum;
     et_recompute recompute;
     bool sequence_parallel;
-    double step_s, mfu, memory_gib, time_to_train_s;
+    double step_s, mfu, memory_gib, time_to_train_s, gpu_hours;
     json_t *scenario; /* the candidate's scenario document (owned) */
 } search_plan;
 
 typedef struct search_result {
     search_plan *best; /* fastest first */
     int n_best;
-    int tried, invalid, too_big, ranked;
+    int tried, invalid, too_big, too_slow, ranked;
     double seconds; /* wall time of the search */
 } search_result;
 
-int search_run(const char *scenario_path, int keep, search_result *out, et_error *err);
+int search_run(const char *scenario_path, const search_space *space, int keep, search_result *out,
+               et_error *err);
 void search_result_free(search_result *r);
 
 #endif

@@ -9,14 +9,26 @@ trap 'rm -rf "$work"' EXIT
 etsim=$build/sim/etsim
 "$etsim" --search --search-top 5 --search-out "$work/best.json" "$src/scenarios/gpt3-13b-dense-a100.json" > "$work/out"
 cat "$work/out"
-read -r tried invalid big ranked < <(sed -n 's/.*; \([0-9]*\) plans tried.*: \([0-9]*\) refused.*, \([0-9]*\) do not fit, \([0-9]*\) ranked.*/\1 \2 \3 \4/p' "$work/out")
-[ $((invalid + big + ranked)) -eq "$tried" ] || { echo "FAIL: $tried tried, $invalid + $big + $ranked counted"; exit 1; }
-awk '$1 ~ /^[0-9]+$/ && NF > 10 {if (prev != "" && $2 < prev) bad = 1; prev = $2} END {exit bad}' "$work/out" ||
-  { echo "FAIL: the table is not sorted by step time"; exit 1; }
-best=$(awk '$1 == 1 {print $2}' "$work/out")
+counts() { sed -n 's/.*; \([0-9]*\) plans tried.*: \([0-9]*\) refused.*, \([0-9]*\) do not fit, \([0-9]*\) miss the deadline, \([0-9]*\) ranked.*/\1 \2 \3 \4 \5/p' "$1"; }
+read -r tried invalid big slow ranked < <(counts "$work/out")
+[ $((invalid + big + slow + ranked)) -eq "$tried" ] || { echo "FAIL: $tried tried, $invalid + $big + $slow + $ranked counted"; exit 1; }
+sorted() { awk -v c="$2" '$1 ~ /^[0-9]+$/ && NF > 10 {if (prev != "" && $c < prev) bad = 1; prev = $c} END {exit bad}' "$1"; }
+sorted "$work/out" 3 || { echo "FAIL: the table is not sorted by step time"; exit 1; }
+best=$(awk '$1 == 1 {print $3}' "$work/out")
 "$etsim" --analytic --quiet --json "$work/r.json" "$work/best.json" > /dev/null
 again=$(jq .estimate.step.step_s "$work/r.json")
 awk -v a="$best" -v b="$again" 'BEGIN {d = a - b; if (d < 0) d = -d; exit !(d <= 5e-5 * b)}' ||
   { echo "FAIL: the best plan estimates $again s, the search said $best s"; exit 1; }
 grep -q "the best is [0-9.]*x faster" "$work/out" || { echo "FAIL: no comparison with the scenario's own plan"; exit 1; }
+# several GPU counts and a deadline: every plan listed trains within it, ranked by GPU-hours
+"$etsim" --search --search-top 8 --search-gpus 256,512 --deadline-days 4 "$src/scenarios/gpt3-13b-dense-a100.json" > "$work/d"
+read -r tried invalid big slow ranked < <(counts "$work/d")
+[ "$slow" -gt 0 ] && [ $((invalid + big + slow + ranked)) -eq "$tried" ] || { echo "FAIL: deadline counts"; cat "$work/d"; exit 1; }
+sorted "$work/d" 16 || { echo "FAIL: not ranked by GPU-hours"; exit 1; }
+awk '$1 ~ /^[0-9]+$/ && NF > 10 && $15 == "days" && $14 > 4 {exit 1}' "$work/d" || { echo "FAIL: a plan past the deadline"; exit 1; }
+set +e
+"$etsim" --search --search-gpus 100 "$src/scenarios/gpt3-13b-dense-a100.json" > /dev/null 2> "$work/err"
+rc=$?
+set -e
+[ $rc -eq 2 ] && grep -q "not a multiple of the 8 GPUs" "$work/err" || { echo "FAIL: --search-gpus 100 (exit $rc)"; exit 1; }
 echo "search: 1 passed, 0 failed"
