@@ -37,6 +37,7 @@ static void usage(FILE *out)
         "                    sequence parallelism; analytic estimates, plans that fit only\n"
         "  --search-top N    plans listed (default 10); --search-out FILE writes the best as a scenario\n"
         "  --search-gpus 256,512,...  GPU counts to try (default: the scenario's)\n"
+        "  --search-devices a100-sxm4-80gb,h100-sxm  device profiles to try (default: the scenario's)\n"
         "  --deadline-days D   only plans that train within D days, ranked by GPU-hours (else by time)\n"
         "  --price-per-gpu-hour P  adds the cost of each plan\n"
         "  --csv PREFIX      write the tables as CSV: PREFIX-ops.csv, and with the simulation "
@@ -182,6 +183,13 @@ static int parse_args(int argc, char **argv, options *o)
                 o->space.gpus[o->space.n_gpus++] = (int)v;
                 c = *end ? end + 1 : end;
             }
+        } else if (strcmp(a, "--search-devices") == 0) {
+            const char *list;
+            if (file_arg(argc, argv, &i, &list)) return -1;
+            static char names[1024];
+            snprintf(names, sizeof names, "%s", list);
+            for (char *tok = strtok(names, ","); tok && o->space.n_devices < 8; tok = strtok(NULL, ","))
+                o->space.devices[o->space.n_devices++] = tok;
         } else if (strcmp(a, "--price-per-gpu-hour") == 0 || strcmp(a, "--deadline-days") == 0) {
             const char *flag = a, *text;
             if (file_arg(argc, argv, &i, &text)) return -1;
@@ -427,6 +435,18 @@ static int check_outputs(const options *o, const et_scenario *s)
     return 0;
 }
 
+static void print_plan(const options *o, const et_scenario *s, int rank, const search_plan *p)
+{
+    char ttt[32], cost[32] = "-";
+    report_format_duration(ttt, sizeof ttt, p->time_to_train_s);
+    if (o->space.price > 0) snprintf(cost, sizeof cost, "%.0f", p->gpu_hours * o->space.price);
+    const char *device = p->device >= 0 ? o->space.devices[p->device] : s->cluster.device.name;
+    printf("%4d %-16.16s %6d %10.4f %7.1f %9.2f %6d %6d %6d %6d %6lld %6lld %10s %5s %5d %12s %10.0f %10s\n",
+           rank, device, p->gpus, p->step_s, 100 * p->mfu, p->memory_gib, p->tensor, p->pipeline,
+           p->virtual_pipeline, p->data, p->local, p->grad_accum, et_recompute_names[p->recompute],
+           p->sequence_parallel ? "on" : "off", p->zero_stage, ttt, p->gpu_hours, cost);
+}
+
 static int search_main(const options *o)
 {
     et_scenario s;
@@ -451,18 +471,16 @@ static int search_main(const options *o)
            "rules, %d do not fit, %d miss the deadline, %d ranked by %s (analytic estimates)\n",
            s.name, s.cluster.device.name, s.batch.global, r.tried, r.seconds, r.invalid, r.too_big,
            r.too_slow, r.ranked, o->space.deadline_s > 0 ? "GPU-hours" : "time-to-train");
-    printf("\n%4s %6s %10s %7s %9s %6s %6s %6s %6s %6s %6s %10s %5s %5s %12s %10s %10s\n", "rank", "GPUs",
-           "step[s]", "MFU[%]", "mem[GiB]", "tensor", "pipe", "chunks", "data", "micro", "accum", "recompute",
-           "seq", "zero", "train", "GPU-hours", "cost");
-    for (int i = 0; i < r.n_best; i++) {
-        const search_plan *p = &r.best[i];
-        char ttt[32], cost[32] = "-";
-        report_format_duration(ttt, sizeof ttt, p->time_to_train_s);
-        if (o->space.price > 0) snprintf(cost, sizeof cost, "%.0f", p->gpu_hours * o->space.price);
-        printf("%4d %6d %10.4f %7.1f %9.2f %6d %6d %6d %6d %6lld %6lld %10s %5s %5d %12s %10.0f %10s\n",
-               i + 1, p->gpus, p->step_s, 100 * p->mfu, p->memory_gib, p->tensor, p->pipeline,
-               p->virtual_pipeline, p->data, p->local, p->grad_accum, et_recompute_names[p->recompute],
-               p->sequence_parallel ? "on" : "off", p->zero_stage, ttt, p->gpu_hours, cost);
+    printf("\n%4s %-16s %6s %10s %7s %9s %6s %6s %6s %6s %6s %6s %10s %5s %5s %12s %10s %10s\n", "rank",
+           "device", "GPUs", "step[s]", "MFU[%]", "mem[GiB]", "tensor", "pipe", "chunks", "data", "micro",
+           "accum", "recompute", "seq", "zero", "train", "GPU-hours", "cost");
+    for (int i = 0; i < r.n_best; i++)
+        print_plan(o, &s, i + 1, &r.best[i]);
+    if (r.n_front > 1) {
+        printf("\nPareto front of time-to-train against GPU-hours (%d plans no other beats on both):\n",
+               r.n_front);
+        for (int i = 0; i < r.n_front; i++)
+            print_plan(o, &s, i + 1, &r.front[i]);
     }
     int rc = 0;
     if (r.n_best == 0) {
@@ -471,9 +489,10 @@ static int search_main(const options *o)
         rc = EXIT_DOES_NOT_FIT;
     } else if (own_ok) {
         const double ratio = own.step_time / r.best[0].step_s;
-        printf("\nthe scenario's own plan: %.4f s a step%s; the best is %.2fx %s\n", own.step_time,
+        printf("\nthe scenario's own plan: %.4f s a step%s; the best is %.2fx %s%s\n", own.step_time,
                own.memory.fits ? "" : " (does not fit)", ratio > 1 ? ratio : 1 / ratio,
-               ratio > 1 ? "faster" : "slower (the own plan is outside the space searched)");
+               ratio > 1 ? "faster" : "slower (the own plan is outside the space searched)",
+               o->space.n_gpus || o->space.n_devices ? " (on the GPUs it names)" : "");
     }
     /* written elsewhere, the best plan's file names must still resolve */
     if (r.n_best > 0) et_scenario_json_absolute(r.best[0].scenario, s.dir);

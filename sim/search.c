@@ -7,6 +7,35 @@
 #include "wall_clock.h"
 
 /* Inserts p into the `keep` fastest (sorted), taking ownership of p->scenario; returns 1 when kept. */
+/* Keeps the plans no other plan beats on both time-to-train and GPU-hours (a copy without the document). */
+static void front_add(search_result *r, const search_plan *p)
+{
+    for (int i = 0; i < r->n_front; i++) {
+        const search_plan *q = &r->front[i];
+        if (q->time_to_train_s <= p->time_to_train_s && q->gpu_hours <= p->gpu_hours) return;
+    }
+    int n = 0;
+    for (int i = 0; i < r->n_front; i++) {
+        const search_plan *q = &r->front[i];
+        if (!(p->time_to_train_s <= q->time_to_train_s && p->gpu_hours <= q->gpu_hours)) r->front[n++] = *q;
+    }
+    r->n_front = n;
+    if (r->n_front == r->cap_front) {
+        int cap = r->cap_front ? 2 * r->cap_front : 16;
+        search_plan *f = realloc(r->front, (size_t)cap * sizeof *f);
+        if (!f) return; /* the front is a summary; the ranked table does not depend on it */
+        r->front = f;
+        r->cap_front = cap;
+    }
+    int at = r->n_front;
+    while (at > 0 && r->front[at - 1].time_to_train_s > p->time_to_train_s)
+        at--;
+    memmove(&r->front[at + 1], &r->front[at], (size_t)(r->n_front - at) * sizeof *r->front);
+    r->front[at] = *p;
+    r->front[at].scenario = NULL;
+    r->n_front++;
+}
+
 static double rank_key(const search_plan *p, int by_cost)
 {
     return by_cost ? p->gpu_hours : p->time_to_train_s;
@@ -56,6 +85,8 @@ static void try_plan(const json_t *root, const char *path, long long global, sea
     json_object_set_new(doc, "batch",
                         json_pack("{s:I, s:I}", "global", (json_int_t)global, "local", (json_int_t)p->local));
     json_t *cluster = json_object_get(doc, "cluster");
+    if (space && p->device >= 0)
+        json_object_set_new(cluster, "device", json_string(space->devices[p->device]));
     const json_t *per_node = json_object_get(cluster, "gpus_per_node");
     if (json_is_integer(per_node) && json_integer_value(per_node) > 0)
         json_object_set_new(cluster, "nodes", json_integer(p->gpus / json_integer_value(per_node)));
@@ -91,6 +122,7 @@ static void try_plan(const json_t *root, const char *path, long long global, sea
     p->time_to_train_s = e.time_to_train;
     p->scenario = doc;
     et_scenario_free(&s);
+    front_add(r, p);
     keep_plan(r, keep, p, space && space->deadline_s > 0);
 }
 
@@ -135,28 +167,31 @@ int search_run(const char *scenario_path, const search_space *space, int keep, s
     if (base.batch.local & (base.batch.local - 1) || base.batch.local > 64)
         micro[n_micro++] = base.batch.local;
     et_scenario_free(&base);
-    for (int g = 0; g < n_counts; g++)
-        for (int t = 1; t <= per_node; t++) {
-            if (per_node % t) continue;
-            for (int pp = 1; pp <= L; pp++) {
-                if (L % pp) continue;
-                for (int v = 1; v <= (pp > 1 ? 4 : 1); v *= 2)
-                    for (int mi = 0; mi < n_micro; mi++)
-                        for (int rc = 0; rc < 3; rc++)
-                            for (int z = 0; z <= 1; z++)
-                                for (int sp = 0; sp <= (t > 1); sp++) {
-                                    search_plan p = {.gpus = counts[g],
-                                                     .tensor = t,
-                                                     .pipeline = pp,
-                                                     .virtual_pipeline = v,
-                                                     .zero_stage = z,
-                                                     .local = micro[mi],
-                                                     .recompute = (et_recompute)rc,
-                                                     .sequence_parallel = sp};
-                                    try_plan(root, scenario_path, global, &p, keep, space, out);
-                                }
+    const int n_dev = space && space->n_devices > 0 ? space->n_devices : 1;
+    for (int dev = 0; dev < n_dev; dev++)
+        for (int g = 0; g < n_counts; g++)
+            for (int t = 1; t <= per_node; t++) {
+                if (per_node % t) continue;
+                for (int pp = 1; pp <= L; pp++) {
+                    if (L % pp) continue;
+                    for (int v = 1; v <= (pp > 1 ? 4 : 1); v *= 2)
+                        for (int mi = 0; mi < n_micro; mi++)
+                            for (int rc = 0; rc < 3; rc++)
+                                for (int z = 0; z <= 1; z++)
+                                    for (int sp = 0; sp <= (t > 1); sp++) {
+                                        search_plan p = {.gpus = counts[g],
+                                                         .device = space && space->n_devices > 0 ? dev : -1,
+                                                         .tensor = t,
+                                                         .pipeline = pp,
+                                                         .virtual_pipeline = v,
+                                                         .zero_stage = z,
+                                                         .local = micro[mi],
+                                                         .recompute = (et_recompute)rc,
+                                                         .sequence_parallel = sp};
+                                        try_plan(root, scenario_path, global, &p, keep, space, out);
+                                    }
+                }
             }
-        }
     json_decref(root);
     out->seconds = et_wall_seconds() - t0;
     return 0;
@@ -167,5 +202,6 @@ void search_result_free(search_result *r)
     for (int i = 0; i < r->n_best; i++)
         json_decref(r->best[i].scenario);
     free(r->best);
+    free(r->front);
     memset(r, 0, sizeof *r);
 }

@@ -23,10 +23,13 @@ typedef struct search_space {
     int gpus[32];      /* GPU counts to try (multiples of gpus_per_node); none: the scenario's */
     double price;      /* per GPU-hour (0: rank by time) */
     double deadline_s; /* time-to-train limit (0: none); with one, plans rank by GPU-hours */
+    int n_devices;
+    const char *devices[8]; /* device profiles to try (names or files); none: the scenario's */
 } search_space;
 
 typedef struct search_plan {
     int gpus;
+    int device; /* index into search_space.devices, -1 for the scenario's */
     int tensor, pipeline, virtual_pipeline, data, zero_stage;
     long long local, grad_accum;
     et_recompute recompute;
@@ -38,6 +41,8 @@ typedef struct search_plan {
 typedef struct search_result {
     search_plan *best; /* fastest first */
     int n_best;
+    search_plan *front; /* the Pareto front of time-to-train against GPU-hours, fastest first */
+    int n_front, cap_front;
     int tried, invalid, too_big, too_slow, ranked;
     double seconds; /* wall time of the search */
 } search_result;

@@ -12,9 +12,9 @@ cat "$work/out"
 counts() { sed -n 's/.*; \([0-9]*\) plans tried.*: \([0-9]*\) refused.*, \([0-9]*\) do not fit, \([0-9]*\) miss the deadline, \([0-9]*\) ranked.*/\1 \2 \3 \4 \5/p' "$1"; }
 read -r tried invalid big slow ranked < <(counts "$work/out")
 [ $((invalid + big + slow + ranked)) -eq "$tried" ] || { echo "FAIL: $tried tried, $invalid + $big + $slow + $ranked counted"; exit 1; }
-sorted() { awk -v c="$2" '$1 ~ /^[0-9]+$/ && NF > 10 {if (prev != "" && $c < prev) bad = 1; prev = $c} END {exit bad}' "$1"; }
-sorted "$work/out" 3 || { echo "FAIL: the table is not sorted by step time"; exit 1; }
-best=$(awk '$1 == 1 {print $3}' "$work/out")
+sorted() { sed '/^Pareto/q' "$1" | awk -v c="$2" '$1 ~ /^[0-9]+$/ && NF > 10 {if (prev != "" && $c < prev) bad = 1; prev = $c} END {exit bad}'; }
+sorted "$work/out" 4 || { echo "FAIL: the table is not sorted by step time"; exit 1; }
+best=$(awk '$1 == 1 {print $4; exit}' "$work/out")
 "$etsim" --analytic --quiet --json "$work/r.json" "$work/best.json" > /dev/null
 again=$(jq .estimate.step.step_s "$work/r.json")
 awk -v a="$best" -v b="$again" 'BEGIN {d = a - b; if (d < 0) d = -d; exit !(d <= 5e-5 * b)}' ||
@@ -24,8 +24,15 @@ grep -q "the best is [0-9.]*x faster" "$work/out" || { echo "FAIL: no comparison
 "$etsim" --search --search-top 8 --search-gpus 256,512 --deadline-days 4 "$src/scenarios/gpt3-13b-dense-a100.json" > "$work/d"
 read -r tried invalid big slow ranked < <(counts "$work/d")
 [ "$slow" -gt 0 ] && [ $((invalid + big + slow + ranked)) -eq "$tried" ] || { echo "FAIL: deadline counts"; cat "$work/d"; exit 1; }
-sorted "$work/d" 16 || { echo "FAIL: not ranked by GPU-hours"; exit 1; }
-awk '$1 ~ /^[0-9]+$/ && NF > 10 && $15 == "days" && $14 > 4 {exit 1}' "$work/d" || { echo "FAIL: a plan past the deadline"; exit 1; }
+sorted "$work/d" 17 || { echo "FAIL: not ranked by GPU-hours"; exit 1; }
+awk '$1 ~ /^[0-9]+$/ && NF > 10 && $16 == "days" && $15 > 4 {exit 1}' "$work/d" || { echo "FAIL: a plan past the deadline"; exit 1; }
+# two devices: the Pareto front of time against GPU-hours, each plan beating the next on time and losing on
+# GPU-hours
+"$etsim" --search --search-top 3 --search-gpus 256,512 --search-devices a100-sxm4-80gb,h100-sxm \
+  "$src/scenarios/gpt3-13b-dense-a100.json" > "$work/f"
+grep -q "h100-sxm" "$work/f" && grep -q "^Pareto front" "$work/f" || { echo "FAIL: devices or front missing"; exit 1; }
+sed -n '/^Pareto front/,/^$/p' "$work/f" | awk '$1 ~ /^[0-9]+$/ {h = $17; if (prev != "" && h >= prev) bad = 1; prev = h} END {exit bad}' ||
+  { echo "FAIL: the front is not ordered by falling GPU-hours"; exit 1; }
 set +e
 "$etsim" --search --search-gpus 100 "$src/scenarios/gpt3-13b-dense-a100.json" > /dev/null 2> "$work/err"
 rc=$?
