@@ -36,6 +36,7 @@ static void usage(FILE *out)
         "                    tensor, pipeline (interleaved), micro-batch, recomputation, ZeRO 0/1,\n"
         "                    sequence parallelism; analytic estimates, plans that fit only\n"
         "  --search-top N    plans listed (default 10); --search-out FILE writes the best as a scenario\n"
+        "  --search-simulate K  also simulate the K best with SimGrid and show both figures\n"
         "  --search-gpus 256,512,...  GPU counts to try (default: the scenario's)\n"
         "  --search-devices a100-sxm4-80gb,h100-sxm  device profiles to try (default: the scenario's)\n"
         "  --deadline-days D   only plans that train within D days, ranked by GPU-hours (else by time)\n"
@@ -71,6 +72,7 @@ typedef struct options {
     const char *csv_prefix; /* --csv PREFIX */
     int search;             /* --search: rank the plans of the scenario's cluster */
     long long search_top;   /* --search-top N */
+    long long search_sim;   /* --search-simulate K: the K best simulated too */
     const char *search_out; /* --search-out FILE: the best plan's scenario */
     search_space space;     /* --search-gpus, --price-per-gpu-hour, --deadline-days */
     int analytic;
@@ -166,6 +168,8 @@ static int parse_args(int argc, char **argv, options *o)
             o->search = 1;
         } else if (strcmp(a, "--search-top") == 0) {
             if (number_arg(argc, argv, &i, 1, 1000, &o->search_top)) return -1;
+        } else if (strcmp(a, "--search-simulate") == 0) {
+            if (number_arg(argc, argv, &i, 1, 100, &o->search_sim)) return -1;
         } else if (strcmp(a, "--search-out") == 0) {
             if (file_arg(argc, argv, &i, &o->search_out)) return -1;
         } else if (strcmp(a, "--search-gpus") == 0) {
@@ -483,6 +487,29 @@ static int search_main(const options *o)
             print_plan(o, &s, i + 1, &r.front[i]);
     }
     int rc = 0;
+    /* the best plans played by the simulator, beside their analytic estimate */
+    const int k = o->search_sim < r.n_best ? (int)o->search_sim : r.n_best;
+    if (k > 0) printf("\nsimulated (SimGrid)   rank    analytic[s]   simulated[s]   simulated/analytic\n");
+    for (int i = 0; i < k; i++) {
+        et_scenario c;
+        json_t *sim = NULL;
+        if (et_scenario_parse(r.best[i].scenario, o->scenario, NULL, &c, &err)) {
+            print_error(&err);
+            rc = 1;
+            break;
+        }
+        if (sim_run_phases(&c, &o->sim, &sim, &err)) {
+            print_error(&err);
+            et_scenario_free(&c);
+            rc = 1;
+            break;
+        }
+        const double sim_step = report_num(json_object_get(sim, "step_time_s"), "mean");
+        printf("%-21s %4d %14.4f %14.4f %20.3f\n", "", i + 1, r.best[i].step_s, sim_step,
+               r.best[i].step_s > 0 ? sim_step / r.best[i].step_s : 0);
+        json_decref(sim);
+        et_scenario_free(&c);
+    }
     if (r.n_best == 0) {
         printf("no plan: every candidate was refused, needs more memory than the GPU has or misses the "
                "deadline\n");
