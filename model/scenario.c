@@ -709,12 +709,22 @@ static int check_sampling(const et_json_reader *r, et_scenario *s)
 
 static int read_target(const et_json_reader *r, json_t *root, et_scenario *s)
 {
-    static const char *const keys[] = {"samples", "steps", "eval_interval_samples", "eval_samples", NULL};
+    static const char *const keys[] = {"samples",      "steps", "tokens", "eval_interval_samples",
+                                       "eval_samples", NULL};
     json_t *o;
     if (et_json_get_object(r, root, "$", "target", true, keys, &o)) return -1;
     int has_samples = json_object_get(o, "samples") != NULL, has_steps = json_object_get(o, "steps") != NULL;
-    if (has_samples == has_steps) FAIL("$.target", "give exactly one of \"samples\" or \"steps\"");
+    const int has_tokens = json_object_get(o, "tokens") != NULL;
+    if (has_samples + has_steps + has_tokens != 1)
+        FAIL("$.target", "give exactly one of \"samples\", \"steps\" or \"tokens\"");
     if (et_json_get_positive(r, o, "$.target", "samples", false, 0, &s->target.samples)) return -1;
+    if (has_tokens) {
+        /* a token budget counts real tokens: samples of the data's mean length (padding excluded) */
+        double tokens;
+        if (et_json_get_positive(r, o, "$.target", "tokens", true, 0, &tokens)) return -1;
+        s->target.samples = tokens / et_length_mean(&s->data.lengths);
+        has_samples = 1;
+    }
     if (et_json_get_int(r, o, "$.target", "steps", false, 0, 1, BIG, &s->target.steps)) return -1;
     if (has_samples)
         s->target.steps = (long long)ceil(s->target.samples / (double)s->batch.global);

@@ -362,8 +362,32 @@ static void test_tp_overlap(void)
     et_scenario_free(&s);
 }
 
+static void test_target_tokens(void)
+{
+    /* 300B tokens of 2048-token sequences: the shipped GPT-3 13B target of 146,484,375 samples */
+    json_error_t jerr;
+    json_t *root = json_load_file(ET_SOURCE_DIR "/scenarios/gpt3-13b-dense-a100.json", 0, &jerr);
+    CHECK(root != NULL, "gpt3-13b loads as JSON");
+    if (!root) return;
+    et_scenario by_samples, by_tokens;
+    et_error err;
+    const char *path = ET_SOURCE_DIR "/scenarios/gpt3-13b-dense-a100.json";
+    int ok = et_scenario_parse(root, path, NULL, &by_samples, &err) == 0;
+    CHECK(ok, "parse: %s", err.text);
+    json_object_set_new(root, "target", json_pack("{s:f}", "tokens", 300e9));
+    int ok2 = et_scenario_parse(root, path, NULL, &by_tokens, &err) == 0;
+    CHECK(ok2, "parse with tokens: %s", err.text);
+    if (ok && ok2)
+        CHECK(by_tokens.target.steps == by_samples.target.steps && by_tokens.target.steps == 143052,
+              "target.tokens 300e9 gives the same 143,052 steps (%lld)", by_tokens.target.steps);
+    if (ok) et_scenario_free(&by_samples);
+    if (ok2) et_scenario_free(&by_tokens);
+    json_decref(root);
+}
+
 int main(void)
 {
+    test_target_tokens();
     test_tp_overlap();
     test_distributed_optimizer();
     test_uneven_pipeline();

@@ -60,7 +60,7 @@ case("tensor-not-dividing-node", setp(["parallelism"], {"tensor": 3}), '$.parall
 case("pipeline-not-dividing-layers", lambda d: d.update({"model": {"preset": "bert-large", "layers": 20}, "parallelism": {"pipeline": 8}, "batch": {"local": 32, "global": 32}}), '$.parallelism.pipeline: pipeline degree 8 must divide the 20 layers')
 case("zero-stage-4", setp(["parallelism"], {"zero_stage": 4}), '$.parallelism.zero_stage: expected an integer in [0, 3], got 4')
 case("bucket-zero", setp(["parallelism"], {"bucket_MiB": 0}), '$.parallelism.bucket_MiB: expected a positive number, got 0')
-case("target-both", setp(["target"], {"steps": 10, "samples": 1000}), '$.target: give exactly one of "samples" or "steps"')
+case("target-both", setp(["target"], {"steps": 10, "samples": 1000}), '$.target: give exactly one of "samples", "steps" or "tokens"')
 case("recompute-not-bool", setp(["parallelism"], {"recompute": "yes"}), '$.parallelism.recompute: expected a boolean, got a string')
 case("platform-file-missing", setp(["cluster","platform_file"], "no-such-platform.xml"), '$.cluster.platform_file: cannot open platform file')
 case("histogram-missing", setp(["data"], {"seq_len": 512, "lengths": {"distribution": "histogram", "file": "no-such-file.csv"}}), '$.data.lengths.file: cannot open the length histogram')
