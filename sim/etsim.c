@@ -1,4 +1,5 @@
 /* etsim: capacity planning for one training scenario (see docs/). Only this file prints and exits. */
+#define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,7 @@
 #include "report.h"
 #include "report_csv.h"
 #include "scenario.h"
+#include "scenario_override.h"
 #include "search.h"
 #include "step_sim.h"
 #include <unistd.h>
@@ -32,6 +34,8 @@ static void usage(FILE *out)
         "  --trace FILE      Chrome trace-event JSON of the last simulated step (opens in Perfetto)\n"
         "  --trace-ranks K   ranks kept in the trace, sampled evenly (default 64)\n"
         "  --platform-out FILE  write the generated SimGrid platform XML\n"
+        "  --set key.path=value  override a scenario key (repeatable; JSON values, else strings)\n"
+        "  --sweep key.path=a,b,c  the analytic estimate for each value, one row each\n"
         "  --search          rank the plans of the scenario's cluster and global batch by step time:\n"
         "                    tensor, pipeline (interleaved), micro-batch, recomputation, ZeRO 0/1,\n"
         "                    sequence parallelism; analytic estimates, plans that fit only\n"
@@ -75,6 +79,9 @@ typedef struct options {
     long long search_sim;   /* --search-simulate K: the K best simulated too */
     const char *search_out; /* --search-out FILE: the best plan's scenario */
     search_space space;     /* --search-gpus, --price-per-gpu-hour, --deadline-days */
+    const char *sets[32];   /* --set key.path=value, in order */
+    int n_sets;
+    const char *sweep; /* --sweep key.path=a,b,c */
     int analytic;
     int quiet;
     long long seed;       /* -1: scenario's */
@@ -164,6 +171,15 @@ static int parse_args(int argc, char **argv, options *o)
             if (file_arg(argc, argv, &i, &o->sim.trace_path)) return -1;
         } else if (strcmp(a, "--platform-out") == 0) {
             if (file_arg(argc, argv, &i, &o->platform_out)) return -1;
+        } else if (strcmp(a, "--set") == 0) {
+            if (o->n_sets == 32) {
+                fprintf(stderr, "etsim: at most 32 --set options\n");
+                return -1;
+            }
+            if (file_arg(argc, argv, &i, &o->sets[o->n_sets])) return -1;
+            o->n_sets++;
+        } else if (strcmp(a, "--sweep") == 0) {
+            if (file_arg(argc, argv, &i, &o->sweep)) return -1;
         } else if (strcmp(a, "--search") == 0) {
             o->search = 1;
         } else if (strcmp(a, "--search-top") == 0) {
@@ -322,13 +338,31 @@ static int apply_op_times(const options *o, et_scenario *s)
     return rc;
 }
 
-static int load(const options *o, const char *path, et_scenario *s)
+/* The scenario with --set applied (and one more override when `extra` is not NULL). */
+static int load_with(const options *o, const char *path, const char *extra, et_scenario *s)
 {
     et_error err;
-    if (et_scenario_load(path, s, &err)) {
+    const char *sets[33];
+    int n = 0;
+    for (int i = 0; i < o->n_sets; i++)
+        sets[n++] = o->sets[i];
+    if (extra) sets[n++] = extra;
+    json_t *root;
+    int bad = et_scenario_json_load(path, sets, n, &root, &err);
+    if (!bad) {
+        bad = et_scenario_parse(root, path, NULL, s, &err);
+        json_decref(root);
+    }
+    if (bad) {
         print_error(&err);
         return EXIT_INPUT;
     }
+    return 0;
+}
+
+static int load(const options *o, const char *path, et_scenario *s)
+{
+    if (load_with(o, path, NULL, s)) return EXIT_INPUT;
     if (o->seed >= 0) s->simulation.seed = (unsigned long long)o->seed;
     if (o->sim.force_no_overlap) s->parallel.overlap = false;
     return o->op_times ? apply_op_times(o, s) : 0;
@@ -451,6 +485,43 @@ static void print_plan(const options *o, const et_scenario *s, int rank, const s
            p->sequence_parallel ? "on" : "off", p->zero_stage, ttt, p->gpu_hours, cost);
 }
 
+/* --sweep key=a,b,c: one analytic estimate per value. */
+static int sweep_main(const options *o)
+{
+    const char *eq = strchr(o->sweep, '=');
+    if (!eq || eq == o->sweep || !eq[1]) {
+        fprintf(stderr, "etsim: --sweep expects key.path=a,b,c, got \"%s\"\n", o->sweep);
+        return EXIT_INPUT;
+    }
+    printf("sweep        %.*s over %s (analytic estimates)\n\n", (int)(eq - o->sweep), o->sweep, eq + 1);
+    printf("%-16s %10s %7s %9s %5s %14s %12s\n", "value", "step[s]", "MFU[%]", "mem[GiB]", "fits",
+           "time-to-train", "GPU-hours");
+    char values[1024];
+    snprintf(values, sizeof values, "%s", eq + 1);
+    int rc = 0;
+    char *save = NULL;
+    for (char *v = strtok_r(values, ",", &save); v; v = strtok_r(NULL, ",", &save)) {
+        char set[1200];
+        snprintf(set, sizeof set, "%.*s=%s", (int)(eq - o->sweep), o->sweep, v);
+        et_scenario s;
+        et_estimate e;
+        et_error err;
+        if (load_with(o, o->scenario, set, &s)) return EXIT_INPUT;
+        if (et_analytic_estimate(&s, &e, &err)) {
+            print_error(&err);
+            et_scenario_free(&s);
+            return 1;
+        }
+        char ttt[32];
+        report_format_duration(ttt, sizeof ttt, e.time_to_train);
+        printf("%-16s %10.4f %7.1f %9.2f %5s %14s %12.0f\n", v, e.step_time, 100 * e.mfu,
+               e.memory.total / 1073741824.0, e.memory.fits ? "yes" : "no", ttt,
+               e.time_to_train * et_scenario_gpus(&s) / 3600);
+        et_scenario_free(&s);
+    }
+    return rc;
+}
+
 static int search_main(const options *o)
 {
     et_scenario s;
@@ -466,7 +537,8 @@ static int search_main(const options *o)
     et_estimate own;
     const int own_ok = et_analytic_estimate(&s, &own, &err) == 0;
     search_result r;
-    if (search_run(o->scenario, &o->space, o->search_top > 0 ? (int)o->search_top : 10, &r, &err)) {
+    if (search_run(o->scenario, o->sets, o->n_sets, &o->space, o->search_top > 0 ? (int)o->search_top : 10,
+                   &r, &err)) {
         print_error(&err);
         et_scenario_free(&s);
         return EXIT_INPUT;
@@ -537,6 +609,7 @@ int main(int argc, char **argv)
     options o;
     if (parse_args(argc, argv, &o)) return EXIT_INPUT;
     if (o.search) return search_main(&o);
+    if (o.sweep) return sweep_main(&o);
     if (o.compare_with) {
         et_scenario first;
         int bad = load(&o, o.scenario, &first);

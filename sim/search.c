@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "json_reader.h"
+#include "scenario_override.h"
 #include "wall_clock.h"
 
 /* Inserts p into the `keep` fastest (sorted), taking ownership of p->scenario; returns 1 when kept. */
@@ -126,13 +127,13 @@ static void try_plan(const json_t *root, const char *path, long long global, sea
     keep_plan(r, keep, p, space && space->deadline_s > 0);
 }
 
-int search_run(const char *scenario_path, const search_space *space, int keep, search_result *out,
-               et_error *err)
+int search_run(const char *scenario_path, const char *const *sets, int n_sets, const search_space *space,
+               int keep, search_result *out, et_error *err)
 {
     memset(out, 0, sizeof *out);
     const double t0 = et_wall_seconds();
     json_t *root;
-    if (et_json_load_file(scenario_path, &root, err)) return -1;
+    if (et_scenario_json_load(scenario_path, sets, n_sets, &root, err)) return -1;
     et_scenario base;
     if (et_scenario_parse(root, scenario_path, NULL, &base, err)) {
         json_decref(root);

@@ -47,8 +47,9 @@ typedef struct search_result {
     double seconds; /* wall time of the search */
 } search_result;
 
-int search_run(const char *scenario_path, const search_space *space, int keep, search_result *out,
-               et_error *err);
+/* `sets` (n_sets "key.path=value", as etsim --set) are applied to the scenario first. */
+int search_run(const char *scenario_path, const char *const *sets, int n_sets, const search_space *space,
+               int keep, search_result *out, et_error *err);
 void search_result_free(search_result *r);
 
 #endif
