@@ -272,10 +272,17 @@ static void weight_backward(builder *b, int layer, et_layer_group group, et_line
 
 typedef struct dims {
     double H, A, D, F, V, t, Ht, Ft, At, e;
-    int flash;      /* attention as one fused kernel */
-    double St;      /* token share of the sequence-parallel region (layer norms, dropouts): 1/t or 1 */
-    double dropout; /* dropout probability (0: no dropout kernels) */
-    int sp;         /* sequence parallelism */
+    int flash;  /* attention as one fused kernel */
+    double KVt; /* key/value width per tensor rank: kv_heads x D / t (grouped-query attention) */
+    int bias;   /* linear layers carry biases */
+    int swiglu; /* gated MLP: gate and up in one product of 2 Ft outputs, SiLU(gate) x up */
+    int rms;    /* RMSNorm: a weight, no bias */
+    int rope;   /* rotary positions: q and k rotated after their projection, no position table */
+    double
+        causal_share; /* of the l x l products a fused causal kernel computes: 1/2 (decoder, flash), else 1 */
+    double St;        /* token share of the sequence-parallel region (layer norms, dropouts): 1/t or 1 */
+    double dropout;   /* dropout probability (0: no dropout kernels) */
+    int sp;           /* sequence parallelism */
 } dims;
 
 /* The tensor-parallel collective at the boundary of a block: one all-reduce of the block's output, or
@@ -312,7 +319,7 @@ static void attention_core(builder *b, const dims *d, int i, et_phase phase, con
     if (d->flash) {
         if ((op = add_op(b, ET_OP_ATTENTION, phase, i, "%s", ID("attn.flash")))) {
             op->k = FIX(d->D);
-            op->flops = SQ(4 * Ht);
+            op->flops = SQ(4 * Ht * d->causal_share);
             op->bytes = TOK(4 * e * Ht + 4 * At); /* q, k, v, context; fp32 log-sum-exp per row and head */
         }
         return;
@@ -347,7 +354,10 @@ static void layer_forward(builder *b, const dims *d, int i, int decoder, et_phas
     if (b->method->kind == ET_METHOD_TENSOR_TRAIN && b->method->tt_group[ET_GROUP_ATTENTION])
         weight_forward(b, phase, i, ET_GROUP_ATTENTION, TOK(1), H, Ht, 3, ID("attn.qkv"));
     else
-        weight_forward(b, phase, i, ET_GROUP_ATTENTION, TOK(1), H, 3 * Ht, 1, ID("attn.qkv"));
+        weight_forward(b, phase, i, ET_GROUP_ATTENTION, TOK(1), H, Ht + 2 * d->KVt, 1, ID("attn.qkv"));
+    /* rotary positions: q and k rotated pairwise (a multiply-add per element and its cos/sin lookup) */
+    if (d->rope)
+        elementwise(b, phase, i, TOK(6 * (Ht + d->KVt)), TOK(2 * e * (Ht + d->KVt)), ID("attn.rope"));
     attention_core(b, d, i, phase, suffix);
     weight_forward(b, phase, i, ET_GROUP_ATTENTION, TOK(1), Ht, H, 1, ID("attn.out"));
     tp_boundary(b, d, phase, i, 0, d->sp ? ID("attn.tp_reduce_scatter") : ID("attn.tp_allreduce"));
@@ -358,8 +368,11 @@ static void layer_forward(builder *b, const dims *d, int i, int decoder, et_phas
     else
         elementwise(b, phase, i, TOK(8 * H * St), TOK(3 * e * H * St), ID("attn.layernorm"));
     tp_boundary(b, d, phase, i, 1, ID("mlp.tp_allgather"));
-    weight_forward(b, phase, i, ET_GROUP_MLP, TOK(1), H, Ft, 1, ID("mlp.fc1"));
-    elementwise(b, phase, i, TOK(8 * Ft), TOK(2 * e * Ft), ID("mlp.gelu"));
+    weight_forward(b, phase, i, ET_GROUP_MLP, TOK(1), H, d->swiglu ? 2 * Ft : Ft, 1, ID("mlp.fc1"));
+    if (d->swiglu) /* SiLU(gate) x up: reads both halves, writes one */
+        elementwise(b, phase, i, TOK(6 * Ft), TOK(3 * e * Ft), ID("mlp.swiglu"));
+    else
+        elementwise(b, phase, i, TOK(8 * Ft), TOK(2 * e * Ft), ID("mlp.gelu"));
     weight_forward(b, phase, i, ET_GROUP_MLP, TOK(1), Ft, H, 1, ID("mlp.fc2"));
     tp_boundary(b, d, phase, i, 0, d->sp ? ID("mlp.tp_reduce_scatter") : ID("mlp.tp_allreduce"));
     dropout_op(b, d, phase, i, TOK(H * St), reads, ID("mlp.fc2.dropout"));
@@ -374,7 +387,7 @@ static void layernorm_backward(builder *b, const dims *d, int layer, const char 
     elementwise(b, ET_PHASE_BACKWARD, layer, lin_scale(rows, 10 * d->H), lin_scale(rows, 4 * d->e * d->H),
                 id);
     add_grad(b, layer, d->H, "%s.weight", name);
-    add_grad(b, layer, d->H, "%s.bias", name);
+    if (!d->rms) add_grad(b, layer, d->H, "%s.bias", name);
 }
 
 static void layer_backward(builder *b, const dims *d, int i, int decoder, et_recompute recompute)
@@ -387,21 +400,24 @@ static void layer_backward(builder *b, const dims *d, int i, int decoder, et_rec
     dropout_op(b, d, ET_PHASE_BACKWARD, i, TOK(H * St), 1, NAME("mlp.fc2.dropout.bwd"));
     tp_boundary(b, d, ET_PHASE_BACKWARD, i, 1, NAME("mlp.tp_allgather.bwd"));
     /* rows of weight-grad products are the token dimension: m = n_out fixed, k = T */
-    weight_backward(b, i, ET_GROUP_MLP, TOK(1), Ft, H, 1, NAME("mlp.fc2"), 1, 1);
-    elementwise(b, ET_PHASE_BACKWARD, i, TOK(8 * Ft), TOK(3 * e * Ft), NAME("mlp.gelu.bwd"));
-    weight_backward(b, i, ET_GROUP_MLP, TOK(1), H, Ft, 1, NAME("mlp.fc1"), 1, 1);
+    weight_backward(b, i, ET_GROUP_MLP, TOK(1), Ft, H, 1, NAME("mlp.fc2"), d->bias, 1);
+    if (d->swiglu)
+        elementwise(b, ET_PHASE_BACKWARD, i, TOK(10 * Ft), TOK(5 * e * Ft), NAME("mlp.swiglu.bwd"));
+    else
+        elementwise(b, ET_PHASE_BACKWARD, i, TOK(8 * Ft), TOK(3 * e * Ft), NAME("mlp.gelu.bwd"));
+    weight_backward(b, i, ET_GROUP_MLP, TOK(1), H, d->swiglu ? 2 * Ft : Ft, 1, NAME("mlp.fc1"), d->bias, 1);
     tp_boundary(b, d, ET_PHASE_BACKWARD, i, 0,
                 d->sp ? NAME("mlp.tp_reduce_scatter.bwd") : NAME("mlp.tp_allreduce.bwd"));
     layernorm_backward(b, d, i, decoder ? NAME("mlp.layernorm") : NAME("attn.layernorm"), TOK(St));
     dropout_op(b, d, ET_PHASE_BACKWARD, i, TOK(H * St), 1, NAME("attn.out.dropout.bwd"));
     tp_boundary(b, d, ET_PHASE_BACKWARD, i, 1, NAME("attn.tp_allgather.bwd"));
-    weight_backward(b, i, ET_GROUP_ATTENTION, TOK(1), Ht, H, 1, NAME("attn.out"), 1, 1);
+    weight_backward(b, i, ET_GROUP_ATTENTION, TOK(1), Ht, H, 1, NAME("attn.out"), d->bias, 1);
     et_op *op;
     if (d->flash) {
         /* the fused backward recomputes the scores itself: nothing for selective recomputation to repeat */
         if ((op = add_op(b, ET_OP_ATTENTION, ET_PHASE_BACKWARD, i, "%s", NAME("attn.flash.bwd")))) {
             op->k = FIX(d->D);
-            op->flops = SQ(10 * Ht);
+            op->flops = SQ(10 * Ht * d->causal_share);
             op->bytes = TOK(8 * e * Ht + 4 * At); /* q, k, v, context, its gradient in; dq, dk, dv out */
         }
     }
@@ -425,8 +441,13 @@ static void layer_backward(builder *b, const dims *d, int i, int decoder, et_rec
     }
     if (b->method->kind == ET_METHOD_TENSOR_TRAIN && b->method->tt_group[ET_GROUP_ATTENTION])
         weight_backward(b, i, ET_GROUP_ATTENTION, TOK(1), H, Ht, 3, NAME("attn.qkv"), 1, 1);
-    else
-        weight_backward(b, i, ET_GROUP_ATTENTION, TOK(1), H, 3 * Ht, 1, NAME("attn.qkv"), 1, 1);
+    else {
+        if (d->rope)
+            elementwise(b, ET_PHASE_BACKWARD, i, TOK(6 * (Ht + d->KVt)), TOK(2 * e * (Ht + d->KVt)),
+                        NAME("attn.rope.bwd"));
+        weight_backward(b, i, ET_GROUP_ATTENTION, TOK(1), H, Ht + 2 * d->KVt, 1, NAME("attn.qkv"), d->bias,
+                        1);
+    }
     tp_boundary(b, d, ET_PHASE_BACKWARD, i, 0,
                 d->sp ? NAME("attn.tp_reduce_scatter.bwd") : NAME("attn.tp_allreduce.bwd"));
     if (decoder) layernorm_backward(b, d, i, NAME("attn.layernorm"), TOK(St));
@@ -496,7 +517,7 @@ static int tt_embedding_of(const builder *b, et_tt_shape *tt)
 static void embedding_forward(builder *b, const dims *d, const et_model_config *m)
 {
     const double H = d->H, e = d->e;
-    double tables = 2 + (m->type_vocab > 0);
+    double tables = 1 + (m->position == ET_POSITION_LEARNED) + (m->type_vocab > 0);
     et_tt_shape tt;
     int tt_word = tt_embedding_of(b, &tt);
     et_op *op = add_op(b, ET_OP_EMBEDDING, ET_PHASE_FORWARD, -1, "embed.lookup");
@@ -517,12 +538,13 @@ static void embedding_backward(builder *b, const dims *d, const et_model_config 
     const double H = d->H, e = d->e, Vt = d->V / d->t;
     if (m->arch == ET_ARCH_ENCODER) layernorm_backward(b, d, -1, "embed.layernorm", TOK(1));
     dropout_op(b, d, ET_PHASE_BACKWARD, -1, TOK(H * d->St), 1, "embed.dropout.bwd");
-    double tables = 2 + (m->type_vocab > 0);
+    double tables = 1 + (m->position == ET_POSITION_LEARNED) + (m->type_vocab > 0);
     et_tt_shape tt;
     int tt_word = tt_embedding_of(b, &tt);
     et_sparse_spec sp = sparse_of(b, ET_GROUP_EMBEDDINGS);
     double word_dense = Vt * H, word_kept = tt_word ? et_tt_params(&tt) : word_dense * sp.density;
-    double table_elems = word_kept + m->max_positions * H + m->type_vocab * H;
+    double table_elems = word_kept + (m->position == ET_POSITION_LEARNED ? (double)m->max_positions * H : 0) +
+                         m->type_vocab * H;
     et_op *op = add_op(b, ET_OP_EMBEDDING, ET_PHASE_BACKWARD, -1, "embed.lookup.bwd");
     if (!op) return;
     op->group = ET_GROUP_EMBEDDINGS;
@@ -541,7 +563,8 @@ static void embedding_backward(builder *b, const dims *d, const et_model_config 
         add_param(b, -1, word_kept, word_dense, b->method->dense_gradients ? word_dense : word_kept,
                   word_dense * et_sparse_meta_bytes_per_weight(&sp), "embed.word_embeddings");
     }
-    add_grad(b, -1, (double)m->max_positions * H, "embed.position_embeddings");
+    if (m->position == ET_POSITION_LEARNED)
+        add_grad(b, -1, (double)m->max_positions * H, "embed.position_embeddings");
     if (m->type_vocab > 0) add_grad(b, -1, (double)m->type_vocab * H, "embed.token_type_embeddings");
 }
 
@@ -619,6 +642,13 @@ int et_graph_build(const et_model_config *m, const et_graph_options *o, et_graph
     d.sp = o->sequence_parallel && o->tensor > 1;
     d.St = d.sp ? 1 / d.t : 1;
     d.dropout = m->dropout;
+    d.KVt = (m->kv_heads ? m->kv_heads : m->heads) * d.D / d.t;
+    d.bias = !m->no_bias;
+    d.swiglu = m->mlp == ET_MLP_SWIGLU;
+    d.rms = m->norm == ET_NORM_RMSNORM;
+    d.rope = m->position == ET_POSITION_ROPE;
+    /* a fused causal kernel skips the blocks above the diagonal; materialised scores are computed whole */
+    d.causal_share = m->arch == ET_ARCH_DECODER && o->attention == ET_ATTENTION_FLASH ? 0.5 : 1;
     d.flash = o->attention == ET_ATTENTION_FLASH;
     int per_stage = m->layers / o->pipeline;
     g->first_layer = o->stage * per_stage;

@@ -5,7 +5,39 @@
 
 const char *const et_arch_names[] = {"encoder", "decoder", NULL};
 const char *const et_loss_head_names[] = {"mlm_nsp", "mlm", "causal_lm", NULL};
-const char *const et_model_preset_names[] = {"bert-base", "bert-large", "gpt3-13b", "encoder-6x768", NULL};
+const char *const et_mlp_names[] = {"gelu", "swiglu", NULL};
+const char *const et_norm_names[] = {"layernorm", "rmsnorm", NULL};
+const char *const et_position_names[] = {"learned", "rope", "none", NULL};
+const char *const et_model_preset_names[] = {"bert-base",  "bert-large",  "gpt3-13b",   "encoder-6x768",
+                                             "llama2-7b",  "llama2-13b",  "llama2-70b", "llama3-8b",
+                                             "llama3-70b", "llama3-405b", "mistral-7b", NULL};
+
+/* The Llama family: pre-norm decoders with RMSNorm, SwiGLU, rotary positions, no biases, untied output
+ * (dimensions from the models' published configurations: Touvron et al. 2023, Meta's Llama 3 model cards,
+ * Mistral AI's Mistral 7B release). */
+static et_model_config llama(const char *name, int layers, int hidden, int heads, int kv_heads, int ffn,
+                             int vocab, int positions)
+{
+    et_model_config m = {
+        .layers = layers,
+        .hidden = hidden,
+        .heads = heads,
+        .ffn = ffn,
+        .vocab = vocab,
+        .max_positions = positions,
+        .arch = ET_ARCH_DECODER,
+        .head = ET_HEAD_CAUSAL_LM,
+        .mask_fraction = 1.0,
+        .tie_embeddings = false,
+        .kv_heads = kv_heads,
+        .mlp = ET_MLP_SWIGLU,
+        .norm = ET_NORM_RMSNORM,
+        .position = ET_POSITION_ROPE,
+        .no_bias = true,
+    };
+    strncpy(m.name, name, sizeof m.name - 1);
+    return m;
+}
 
 static et_model_config bert(const char *name, int layers, int hidden, int heads, int vocab)
 {
@@ -39,6 +71,20 @@ int et_model_preset(const char *name, et_model_config *out)
         out->max_positions = 512;
         out->head = ET_HEAD_MLM;
         out->max_predictions = 20;
+    } else if (strcmp(name, "llama2-7b") == 0) {
+        *out = llama(name, 32, 4096, 32, 32, 11008, 32000, 4096);
+    } else if (strcmp(name, "llama2-13b") == 0) {
+        *out = llama(name, 40, 5120, 40, 40, 13824, 32000, 4096);
+    } else if (strcmp(name, "llama2-70b") == 0) {
+        *out = llama(name, 80, 8192, 64, 8, 28672, 32000, 4096);
+    } else if (strcmp(name, "llama3-8b") == 0) {
+        *out = llama(name, 32, 4096, 32, 8, 14336, 128256, 8192);
+    } else if (strcmp(name, "llama3-70b") == 0) {
+        *out = llama(name, 80, 8192, 64, 8, 28672, 128256, 8192);
+    } else if (strcmp(name, "llama3-405b") == 0) {
+        *out = llama(name, 126, 16384, 128, 8, 53248, 128256, 8192);
+    } else if (strcmp(name, "mistral-7b") == 0) {
+        *out = llama(name, 32, 4096, 32, 8, 14336, 32000, 32768);
     } else if (strcmp(name, "gpt3-13b") == 0) {
         et_model_config m = {
             .layers = 40,
@@ -68,6 +114,11 @@ int et_model_config_check(const et_model_config *m, const char *source, const ch
     if (m->hidden % m->heads != 0) {
         snprintf(p, sizeof p, "%s.heads", path);
         return et_error_set(err, source, 0, 0, p, "heads (%d) must divide hidden (%d)", m->heads, m->hidden);
+    }
+    if (m->kv_heads && (m->kv_heads > m->heads || m->heads % m->kv_heads != 0)) {
+        snprintf(p, sizeof p, "%s.kv_heads", path);
+        return et_error_set(err, source, 0, 0, p, "kv_heads (%d) must divide heads (%d)", m->kv_heads,
+                            m->heads);
     }
     if (m->head == ET_HEAD_CAUSAL_LM && m->arch != ET_ARCH_DECODER) {
         snprintf(p, sizeof p, "%s.loss_head", path);

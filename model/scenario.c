@@ -31,10 +31,26 @@ static void resolve(char *out, size_t size, const char *dir, const char *name)
 
 static int read_model(const et_json_reader *r, json_t *root, et_model_config *m)
 {
-    static const char *const keys[] = {
-        "preset",          "layers",        "hidden",         "heads",        "ffn",
-        "vocab",           "max_positions", "type_vocab",     "architecture", "loss_head",
-        "max_predictions", "mask_fraction", "tie_embeddings", "dropout",      NULL};
+    static const char *const keys[] = {"preset",
+                                       "layers",
+                                       "hidden",
+                                       "heads",
+                                       "ffn",
+                                       "vocab",
+                                       "max_positions",
+                                       "type_vocab",
+                                       "architecture",
+                                       "loss_head",
+                                       "max_predictions",
+                                       "mask_fraction",
+                                       "tie_embeddings",
+                                       "dropout",
+                                       "kv_heads",
+                                       "mlp",
+                                       "norm",
+                                       "position_embedding",
+                                       "bias",
+                                       NULL};
     json_t *o;
     if (et_json_get_object(r, root, "$", "model", true, keys, &o)) return -1;
     const char *preset;
@@ -42,7 +58,7 @@ static int read_model(const et_json_reader *r, json_t *root, et_model_config *m)
     memset(m, 0, sizeof *m);
     bool have_preset = preset != NULL;
     if (preset && et_model_preset(preset, m)) {
-        char list[256] = "";
+        char list[512] = "";
         for (int i = 0; et_model_preset_names[i]; i++) {
             size_t used = strlen(list);
             snprintf(list + used, sizeof list - used, "%s\"%s\"", i ? ", " : "", et_model_preset_names[i]);
@@ -86,6 +102,20 @@ static int read_model(const et_json_reader *r, json_t *root, et_model_config *m)
     if (et_json_get_bool(r, o, "$.model", "tie_embeddings", false, m->tie_embeddings, &m->tie_embeddings))
         return -1;
     if (et_json_get_number(r, o, "$.model", "dropout", false, m->dropout, 0, 0.99, &m->dropout)) return -1;
+    if (et_json_get_int(r, o, "$.model", "kv_heads", false, m->kv_heads ? m->kv_heads : m->heads, 1,
+                        INT_MAX / 8, &v))
+        return -1;
+    m->kv_heads = (int)v;
+    if (et_json_get_enum(r, o, "$.model", "mlp", false, et_mlp_names, m->mlp, &e)) return -1;
+    m->mlp = (et_mlp_kind)e;
+    if (et_json_get_enum(r, o, "$.model", "norm", false, et_norm_names, m->norm, &e)) return -1;
+    m->norm = (et_norm_kind)e;
+    if (et_json_get_enum(r, o, "$.model", "position_embedding", false, et_position_names, m->position, &e))
+        return -1;
+    m->position = (et_position_kind)e;
+    bool bias = !m->no_bias;
+    if (et_json_get_bool(r, o, "$.model", "bias", false, bias, &bias)) return -1;
+    m->no_bias = !bias;
     return et_model_config_check(m, r->source, "$.model", r->err);
 }
 

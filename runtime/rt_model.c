@@ -24,6 +24,14 @@ static int refuse_unsupported(const et_scenario *s, et_error *err)
     if (s->method.kind == ET_METHOD_TENSOR_TRAIN && s->method.n_phases > 1)
         return et_error_set(err, s->source, 0, 0, "$.method.tensor_train.rank_schedule",
                             "etrun trains at one rank; rank schedules are costed by etsim only");
+    const et_model_config *mc = &s->model;
+    if ((mc->kv_heads && mc->kv_heads != mc->heads) || mc->mlp != ET_MLP_GELU ||
+        mc->norm != ET_NORM_LAYERNORM || mc->position != ET_POSITION_LEARNED || mc->no_bias)
+        return et_error_set(
+            err, s->source, 0, 0, "$.model",
+            "etrun runs GELU MLPs, layer norms, learned positions, biases and full multi-head "
+            "attention; grouped-query attention, SwiGLU, RMSNorm, rotary positions and "
+            "bias-free layers (the Llama family) are costed by etsim only for now");
     if (s->model.head == ET_HEAD_MLM_NSP)
         return et_error_set(
             err, s->source, 0, 0, "$.model.loss_head",

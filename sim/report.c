@@ -155,9 +155,11 @@ void report_print_header(FILE *out, const et_scenario *s, const et_estimate *e, 
                        : s->cluster.device.kind == ET_DEVICE_DATAFLOW ? (gpus == 1 ? "device" : "devices")
                        : gpus == 1                                    ? "GPU"
                                                                       : "GPUs";
-    fprintf(out, "cluster      %d node(s) x %d %s = %d %s; data %d x tensor %d x pipeline %d, ZeRO %d\n",
+    fprintf(out, "cluster      %d node(s) x %d %s = %d %s; data %d x tensor %d x pipeline %d, %s %d\n",
             s->cluster.nodes, s->cluster.gpus_per_node, s->cluster.device.name, gpus, unit, s->parallel.data,
-            s->parallel.tensor, s->parallel.pipeline, s->parallel.zero_stage);
+            s->parallel.tensor, s->parallel.pipeline,
+            s->parallel.distributed_optimizer ? "distributed optimizer, ZeRO" : "ZeRO",
+            s->parallel.zero_stage);
     if (s->parallel.virtual_pipeline > 1 || s->parallel.sequence_parallel ||
         s->parallel.recompute != ET_RECOMPUTE_NONE || m->dropout > 0 ||
         s->parallel.attention != ET_ATTENTION_STANDARD) {

@@ -204,8 +204,33 @@ static void test_op_classes(void)
     }
 }
 
+/* Llama-family presets against the published parameter counts and an independent formula: embeddings and
+ * an untied output (V H each), per layer q and o (H^2 each), k and v (H x kv D each), three SwiGLU
+ * matrices (3 H F), two RMSNorm weights (2 H), and the final norm (H); no biases, no position table. */
+static void test_llama_presets(void)
+{
+    static const struct {
+        const char *name;
+        double published; /* 0: the formula only */
+    } presets[] = {{"llama2-7b", 6738415616.0},   {"llama2-13b", 13015864320.0},
+                   {"llama2-70b", 68976648192.0}, {"llama3-8b", 8030261248.0},
+                   {"llama3-70b", 70553706496.0}, {"llama3-405b", 405853388800.0},
+                   {"mistral-7b", 7241732096.0}};
+    for (size_t i = 0; i < sizeof presets / sizeof presets[0]; i++) {
+        et_model_config m;
+        CHECK(et_model_preset(presets[i].name, &m) == 0, "%s preset exists", presets[i].name);
+        const double H = m.hidden, F = m.ffn, V = m.vocab, L = m.layers, D = H / m.heads, kv = m.kv_heads;
+        const double formula = 2 * V * H + L * (2 * H * H + 2 * H * kv * D + 3 * H * F + 2 * H) + H;
+        const double counted = et_model_param_count(&m);
+        CHECK(counted == formula, "%s: %.0f parameters, the formula %.0f", presets[i].name, counted, formula);
+        CHECK(counted == presets[i].published, "%s: %.0f parameters, published %.0f", presets[i].name,
+              counted, presets[i].published);
+    }
+}
+
 int main(void)
 {
+    test_llama_presets();
     test_op_classes();
     test_param_counts();
     test_flops_per_token();
