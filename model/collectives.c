@@ -126,8 +126,8 @@ double et_tree_max_nic_load(int n)
 {
     if (n <= 1) return 0;
     /* called for every bucket of every simulated rank: remember the last answer */
-    static int cached_n;
-    static double cached_load;
+    static _Thread_local int cached_n; /* per thread: the search evaluates plans in parallel */
+    static _Thread_local double cached_load;
     if (n == cached_n) return cached_load;
     /* each tree carries half the data: a node sends S/2 up each tree it has a parent in and receives S/2
      * from each child; no allocation, so no failure to hide */

@@ -40,6 +40,7 @@ static void usage(FILE *out)
         "                    tensor, pipeline (interleaved), micro-batch, recomputation, ZeRO 0/1,\n"
         "                    sequence parallelism; analytic estimates, plans that fit only\n"
         "  --search-top N    plans listed (default 10); --search-out FILE writes the best as a scenario\n"
+        "  --search-threads N  evaluation threads (default: every core)\n"
         "  --search-simulate K  also simulate the K best with SimGrid and show both figures\n"
         "  --search-gpus 256,512,...  GPU counts to try (default: the scenario's)\n"
         "  --search-devices a100-sxm4-80gb,h100-sxm  device profiles to try (default: the scenario's)\n"
@@ -184,6 +185,10 @@ static int parse_args(int argc, char **argv, options *o)
             o->search = 1;
         } else if (strcmp(a, "--search-top") == 0) {
             if (number_arg(argc, argv, &i, 1, 1000, &o->search_top)) return -1;
+        } else if (strcmp(a, "--search-threads") == 0) {
+            long long v2;
+            if (number_arg(argc, argv, &i, 1, 64, &v2)) return -1;
+            o->space.threads = (int)v2;
         } else if (strcmp(a, "--search-simulate") == 0) {
             if (number_arg(argc, argv, &i, 1, 100, &o->search_sim)) return -1;
         } else if (strcmp(a, "--search-out") == 0) {
@@ -544,9 +549,11 @@ static int search_main(const options *o)
         return EXIT_INPUT;
     }
     printf("search       %s on %s, global batch %lld; %d plans tried in %.1f s: %d refused by the scenario's "
-           "rules, %d do not fit, %d miss the deadline, %d ranked by %s (analytic estimates)\n",
+           "rules, %d do not fit, %d miss the deadline, %d ranked by %s (analytic estimates; %d threads, "
+           "%.0f plans/s)\n",
            s.name, s.cluster.device.name, s.batch.global, r.tried, r.seconds, r.invalid, r.too_big,
-           r.too_slow, r.ranked, o->space.deadline_s > 0 ? "GPU-hours" : "time-to-train");
+           r.too_slow, r.ranked, o->space.deadline_s > 0 ? "GPU-hours" : "time-to-train", r.threads,
+           r.seconds > 0 ? r.tried / r.seconds : 0);
     printf("\n%4s %-16s %6s %10s %7s %9s %6s %6s %6s %6s %6s %6s %10s %5s %5s %12s %10s %10s\n", "rank",
            "device", "GPUs", "step[s]", "MFU[%]", "mem[GiB]", "tensor", "pipe", "chunks", "data", "micro",
            "accum", "recompute", "seq", "zero", "train", "GPU-hours", "cost");

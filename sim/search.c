@@ -1,7 +1,10 @@
+#define _POSIX_C_SOURCE 200809L
 #include "search.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "json_reader.h"
 #include "scenario_override.h"
@@ -80,7 +83,7 @@ static void try_plan(const json_t *root, const char *path, long long global, sea
     for (int k = 0; kept[k]; k++) {
         json_t *v = json_object_get(old, kept[k]);
         if (v && !(strcmp(kept[k], "tp_overlap") == 0 && !p->sequence_parallel))
-            json_object_set(par, kept[k], v);
+            json_object_set_new(par, kept[k], json_deep_copy(v)); /* the shared root is only read */
     }
     json_object_set_new(doc, "parallelism", par);
     json_object_set_new(doc, "batch",
@@ -127,6 +130,28 @@ static void try_plan(const json_t *root, const char *path, long long global, sea
     keep_plan(r, keep, p, space && space->deadline_s > 0);
 }
 
+typedef struct worker {
+    const json_t *root;
+    const char *path;
+    long long global;
+    const search_plan *cand;
+    size_t n_cand;
+    int index, count, keep;
+    const search_space *space;
+    search_result r;
+} worker;
+
+/* Evaluates candidates index, index + count, ... into its own result. */
+static void *work(void *arg)
+{
+    worker *w = arg;
+    for (size_t i = (size_t)w->index; i < w->n_cand; i += (size_t)w->count) {
+        search_plan p = w->cand[i];
+        try_plan(w->root, w->path, w->global, &p, w->keep, w->space, &w->r);
+    }
+    return NULL;
+}
+
 int search_run(const char *scenario_path, const char *const *sets, int n_sets, const search_space *space,
                int keep, search_result *out, et_error *err)
 {
@@ -168,7 +193,10 @@ int search_run(const char *scenario_path, const char *const *sets, int n_sets, c
     if (base.batch.local & (base.batch.local - 1) || base.batch.local > 64)
         micro[n_micro++] = base.batch.local;
     et_scenario_free(&base);
+    /* every candidate first (cheap), then evaluated in parallel, each thread keeping its own best */
     const int n_dev = space && space->n_devices > 0 ? space->n_devices : 1;
+    search_plan *cand = NULL;
+    size_t n_cand = 0, cap = 0;
     for (int dev = 0; dev < n_dev; dev++)
         for (int g = 0; g < n_counts; g++)
             for (int t = 1; t <= per_node; t++) {
@@ -180,19 +208,61 @@ int search_run(const char *scenario_path, const char *const *sets, int n_sets, c
                             for (int rc = 0; rc < 3; rc++)
                                 for (int z = 0; z <= 1; z++)
                                     for (int sp = 0; sp <= (t > 1); sp++) {
-                                        search_plan p = {.gpus = counts[g],
-                                                         .device = space && space->n_devices > 0 ? dev : -1,
-                                                         .tensor = t,
-                                                         .pipeline = pp,
-                                                         .virtual_pipeline = v,
-                                                         .zero_stage = z,
-                                                         .local = micro[mi],
-                                                         .recompute = (et_recompute)rc,
-                                                         .sequence_parallel = sp};
-                                        try_plan(root, scenario_path, global, &p, keep, space, out);
+                                        if (n_cand == cap) {
+                                            cap = cap ? 2 * cap : 1024;
+                                            search_plan *c = realloc(cand, cap * sizeof *c);
+                                            if (!c) {
+                                                free(cand);
+                                                search_result_free(out);
+                                                json_decref(root);
+                                                return et_error_set(err, scenario_path, 0, 0, NULL,
+                                                                    "out of memory for the search");
+                                            }
+                                            cand = c;
+                                        }
+                                        cand[n_cand++] =
+                                            (search_plan){.gpus = counts[g],
+                                                          .device = space && space->n_devices > 0 ? dev : -1,
+                                                          .tensor = t,
+                                                          .pipeline = pp,
+                                                          .virtual_pipeline = v,
+                                                          .zero_stage = z,
+                                                          .local = micro[mi],
+                                                          .recompute = (et_recompute)rc,
+                                                          .sequence_parallel = sp};
                                     }
                 }
             }
+    int threads = space && space->threads > 0 ? space->threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
+    if (threads < 1) threads = 1;
+    if (threads > 64) threads = 64;
+    worker w[64];
+    pthread_t tid[64];
+    int started[64] = {0};
+    for (int k = 0; k < threads; k++) {
+        w[k] = (worker){root, scenario_path, global, cand, n_cand, k, threads, keep, space, {0}};
+        w[k].r.best = calloc((size_t)(keep > 0 ? keep : 1), sizeof *w[k].r.best);
+        started[k] = w[k].r.best && (threads == 1 || pthread_create(&tid[k], NULL, work, &w[k]) == 0);
+        if (started[k] && threads == 1) work(&w[k]);
+    }
+    for (int k = 0; k < threads; k++) {
+        if (started[k] && threads > 1) pthread_join(tid[k], NULL);
+        if (!started[k]) { /* a thread that could not start: its share runs here */
+            if (!w[k].r.best) w[k].r.best = calloc((size_t)(keep > 0 ? keep : 1), sizeof *w[k].r.best);
+            if (w[k].r.best) work(&w[k]);
+        }
+        search_result *r = &w[k].r;
+        out->tried += r->tried, out->invalid += r->invalid, out->too_big += r->too_big;
+        out->too_slow += r->too_slow, out->ranked += r->ranked;
+        for (int i = 0; i < r->n_front; i++)
+            front_add(out, &r->front[i]);
+        for (int i = 0; i < r->n_best; i++)
+            keep_plan(out, keep, &r->best[i], space && space->deadline_s > 0);
+        r->n_best = 0; /* the documents now belong to out (or were released) */
+        search_result_free(r);
+    }
+    free(cand);
+    out->threads = threads;
     json_decref(root);
     out->seconds = et_wall_seconds() - t0;
     return 0;

@@ -25,6 +25,7 @@ typedef struct search_space {
     double deadline_s; /* time-to-train limit (0: none); with one, plans rank by GPU-hours */
     int n_devices;
     const char *devices[8]; /* device profiles to try (names or files); none: the scenario's */
+    int threads;            /* evaluation threads (0: every core of the machine) */
 } search_space;
 
 typedef struct search_plan {
@@ -45,6 +46,7 @@ typedef struct search_result {
     int n_front, cap_front;
     int tried, invalid, too_big, too_slow, ranked;
     double seconds; /* wall time of the search */
+    int threads;    /* threads that evaluated it */
 } search_result;
 
 /* `sets` (n_sets "key.path=value", as etsim --set) are applied to the scenario first. */

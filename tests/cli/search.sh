@@ -20,6 +20,10 @@ again=$(jq .estimate.step.step_s "$work/r.json")
 awk -v a="$best" -v b="$again" 'BEGIN {d = a - b; if (d < 0) d = -d; exit !(d <= 5e-5 * b)}' ||
   { echo "FAIL: the best plan estimates $again s, the search said $best s"; exit 1; }
 grep -q "the best is [0-9.]*x faster" "$work/out" || { echo "FAIL: no comparison with the scenario's own plan"; exit 1; }
+# one thread or two: the same plans, the same ranking
+"$etsim" --search --search-top 8 --search-threads 1 "$src/scenarios/gpt3-13b-dense-a100.json" | sed 1d > "$work/t1"
+"$etsim" --search --search-top 8 --search-threads 2 "$src/scenarios/gpt3-13b-dense-a100.json" | sed 1d > "$work/t2"
+cmp -s "$work/t1" "$work/t2" || { echo "FAIL: the ranking depends on the threads"; diff "$work/t1" "$work/t2"; exit 1; }
 # the two best simulated too: SimGrid's step beside the analytic one
 "$etsim" --search --search-top 2 --search-simulate 2 --steps 1 "$src/scenarios/gpt3-13b-dense-a100.json" > "$work/s"
 [ "$(sed -n '/^simulated (SimGrid)/,/^$/p' "$work/s" | awk '$1 ~ /^[0-9]+$/ && $4 > 0.5 && $4 < 2' | wc -l)" -eq 2 ] ||
