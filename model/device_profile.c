@@ -5,12 +5,13 @@
 
 #include "json_reader.h"
 
-const char *const et_precision_names[] = {"fp32", "tf32", "fp16", "bf16", NULL};
+const char *const et_precision_names[] = {"fp32", "tf32", "fp16", "bf16", "fp8", NULL};
 const char *const et_device_kind_names[] = {"gpu", "cpu", "dataflow", NULL};
 
 double et_precision_bytes(et_precision p)
 {
-    return (p == ET_FP16 || p == ET_BF16) ? 2.0 : 4.0;
+    return (p == ET_FP16 || p == ET_BF16 || p == ET_FP8) ? 2.0
+                                                         : 4.0; /* fp8 stores bf16; casts are transient */
 }
 
 int et_device_profile_load(const char *path, et_device_profile *out, et_error *err)
@@ -30,7 +31,7 @@ int et_device_profile_load(const char *path, et_device_profile *out, et_error *e
                                            NULL};
     static const char *const sparse_keys[] = {"unstructured_efficiency", "block_half",
                                               "semi_structured_2_4_speedup", "masked_dense", NULL};
-    static const char *const peak_keys[] = {"fp32", "tf32", "fp16", "bf16", NULL};
+    static const char *const peak_keys[] = {"fp32", "tf32", "fp16", "bf16", "fp8", NULL};
     static const char *const eff_keys[] = {"gemm_max", "gemm_half_dim",      "gemm_tile",
                                            "memory",   "kernel_overhead_us", NULL};
     json_t *root;
@@ -51,7 +52,9 @@ int et_device_profile_load(const char *path, et_device_profile *out, et_error *e
     out->kind = (et_device_kind)kind;
     if (et_json_get_object(&r, root, "$", "peak_tflops", true, peak_keys, &peak)) goto done;
     for (int p = 0; p < ET_PRECISION_COUNT; p++) {
-        if (et_json_get_number(&r, peak, "$.peak_tflops", peak_keys[p], true, 0, 0, 1e6, &v)) goto done;
+        /* fp8 is optional: a profile without it has no FP8 units */
+        if (et_json_get_number(&r, peak, "$.peak_tflops", peak_keys[p], p != ET_FP8, 0, 0, 1e6, &v))
+            goto done;
         out->peak_flops[p] = v * 1e12;
     }
     if (out->peak_flops[ET_FP32] <= 0) {

@@ -60,7 +60,8 @@ typedef struct builder {
     const et_method *method; /* never NULL inside the builder */
     double tokens;           /* tokens per micro-batch the TT orders are chosen for */
     int tt_rank;
-    int t; /* tensor-parallel degree */
+    int t;   /* tensor-parallel degree */
+    int fp8; /* matrix products on FP8 units */
 } builder;
 
 static et_op *add_op(builder *b, et_op_kind kind, et_phase phase, int layer, const char *fmt, ...)
@@ -194,6 +195,12 @@ static et_op *weight_gemm(builder *b, et_phase phase, int layer, et_layer_group 
     op->flops = lin_scale(lin_mul(lin_mul(m, n), k), 2 * sp.density);
     op->weight_bytes = n_in * n_out * et_sparse_bytes_per_weight(&sp, b->e);
     op->bytes = lin_add(lin_scale(rows, b->e * (n_in + n_out)), FIX(op->weight_bytes));
+    if (b->fp8) {
+        /* FP8: the activation input is cast per product (read in bf16, written in FP8: 3 bytes an element,
+         * one more kernel); the weight's FP8 copy is made once a step, with the optimizer */
+        op->bytes = lin_add(op->bytes, lin_scale(rows, 3 * n_in));
+        op->kernels += 1;
+    }
     return op;
 }
 
@@ -627,7 +634,8 @@ int et_graph_build(const et_model_config *m, const et_graph_options *o, et_graph
                  o->method ? o->method : &dense_method,
                  o->tokens_hint > 0 ? o->tokens_hint : 1,
                  0,
-                 o->tensor};
+                 o->tensor,
+                 o->precision == ET_FP8};
     b.tt_rank = o->tt_rank > 0 ? o->tt_rank : b.method->tt_rank;
     dims d = {.H = m->hidden,
               .A = m->heads,
@@ -761,7 +769,9 @@ double et_op_time(const et_op *op, const et_batch_shape *b, const et_device_prof
         if (l <= 0 || D <= 0) return 0;
         /* products of l x l x D per head and sequence: heads x sequences of them in one batched kernel */
         double products = flops / (2 * l * l * D);
-        rate = d->peak_flops[p] * et_gemm_batched_efficiency(d, floor(products + 0.5), l, l, D);
+        /* attention's products stay in bf16 under FP8 training */
+        rate = d->peak_flops[p == ET_FP8 ? ET_BF16 : p] *
+               et_gemm_batched_efficiency(d, floor(products + 0.5), l, l, D);
         break;
     }
     default:

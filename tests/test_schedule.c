@@ -388,8 +388,45 @@ static void test_target_tokens(void)
     json_decref(root);
 }
 
+static void test_fp8(void)
+{
+    et_scenario s;
+    if (load_shipped("llama3-8b-h100.json", &s)) return;
+    et_error err;
+    et_graph bf, f8;
+    et_graph_options o = et_scenario_graph_options(&s, 0), o8 = o;
+    o8.precision = ET_FP8;
+    if (build_pair(&s, &o, &o8, &bf, &f8)) return;
+    const et_batch_shape b = et_batch_expected(&s);
+    const et_device_profile *d = &s.cluster.device;
+    CHECK(d->peak_flops[ET_FP8] > 1.9 * d->peak_flops[ET_BF16], "H100: FP8 peak twice bf16's");
+    const int q = et_graph_find(&f8, "layer.0.attn.qkv"), a = et_graph_find(&f8, "layer.0.attn.flash");
+    if (q >= 0 && a >= 0) {
+        /* the product: FP8 peak, its input cast added (3 bytes an element, one more kernel) */
+        const double rows = b.tokens, n_in = s.model.hidden;
+        CHECK_REL(et_linear_eval(&f8.ops[q].bytes, &b) - et_linear_eval(&bf.ops[q].bytes, &b),
+                  3 * rows * n_in, 1e-12, "FP8 cast: 3 bytes per input element");
+        CHECK(f8.ops[q].kernels == bf.ops[q].kernels + 1, "and one more kernel");
+        CHECK(et_op_time(&f8.ops[q], &b, d, ET_FP8) < 0.6 * et_op_time(&bf.ops[q], &b, d, ET_BF16),
+              "a large product at FP8 takes about half the bf16 time");
+        /* attention stays in bf16 */
+        CHECK_REL(et_op_time(&f8.ops[a], &b, d, ET_FP8), et_op_time(&bf.ops[a], &b, d, ET_BF16), 1e-12,
+                  "attention at the bf16 rate under FP8");
+    }
+    s.precision = ET_FP8;
+    et_memory m8 = et_memory_estimate(&s, &f8, &b);
+    s.precision = ET_BF16;
+    et_memory mb = et_memory_estimate(&s, &bf, &b);
+    CHECK_REL(m8.total, mb.total, 1e-12, "FP8 training keeps bf16 copies and fp32 states: the same memory");
+    (void)err;
+    et_graph_free(&bf);
+    et_graph_free(&f8);
+    et_scenario_free(&s);
+}
+
 int main(void)
 {
+    test_fp8();
     test_target_tokens();
     test_tp_overlap();
     test_distributed_optimizer();
