@@ -46,7 +46,7 @@ case("hidden-negative", setp(["model","hidden"], -1024), '$.model.hidden: expect
 case("heads-not-dividing-hidden", setp(["model","heads"], 15), '$.model.heads: heads (15) must divide hidden (1024)')
 case("seq-len-fractional", setp(["data","seq_len"], 128.5), '$.data.seq_len: expected an integer, got a number')
 case("seq-len-over-max-positions", setp(["data","seq_len"], 1024), "$.data.seq_len: seq_len 1024 exceeds the model's max_positions 512")
-case("precision-unknown", setp(["precision"], "fp4"), '$.precision: expected one of "fp32", "tf32", "fp16", "bf16", got "fp8"')
+case("precision-unknown", setp(["precision"], "fp4"), '$.precision: expected one of "fp32", "tf32", "fp16", "bf16", "fp8", got "fp4"')
 case("precision-number", setp(["precision"], 16), '$.precision: expected a string, got an integer')
 case("optimizer-unknown", setp(["optimizer","name"], "sgd"), '$.optimizer.name: expected one of "adam", "adamw", "lamb", got "sgd"')
 case("batch-not-divisible", setp(["batch","global"], 260), '$.batch.global: global batch 260 is not divisible by local batch 32 x 8 data-parallel ranks = 256')
