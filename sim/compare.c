@@ -6,14 +6,20 @@
 #include "batch.h"
 #include "report.h"
 
-/* One row; `time` rows show A/B, rate rows B/A. */
-static void row(FILE *out, const char *name, double a, double b, double scale, int time)
+/* One row over n sides: the values, then each later side against the first (time rows A/X, rate rows X/A). */
+static void row(FILE *out, const char *name, const double *v, int n, double scale, int time)
 {
-    double ratio = time ? (b > 0 ? a / b : NAN) : (a > 0 ? b / a : NAN);
-    if (a == 0 && b == 0)
-        fprintf(out, "%-34s %14.3f %14.3f %12s\n", name, 0.0, 0.0, "-");
-    else
-        fprintf(out, "%-34s %14.3f %14.3f %11.2fx\n", name, a * scale, b * scale, ratio);
+    fprintf(out, "%-34s", name);
+    for (int i = 0; i < n; i++)
+        fprintf(out, " %14.3f", v[i] * scale);
+    for (int i = 1; i < n; i++) {
+        double ratio = time ? (v[i] > 0 ? v[0] / v[i] : NAN) : (v[0] > 0 ? v[i] / v[0] : NAN);
+        if (v[0] == 0 && v[i] == 0)
+            fprintf(out, " %12s", "-");
+        else
+            fprintf(out, " %11.2fx", ratio);
+    }
+    fputc('\n', out);
 }
 
 typedef struct side {
@@ -111,35 +117,66 @@ static void print_layers(FILE *out, const et_scenario *a, const et_scenario *b)
     free(bb);
 }
 
+void compare_print_many(FILE *out, int n, const et_scenario *const *s, const et_estimate *const *e,
+                        const json_t *const *sim)
+{
+    if (n > COMPARE_MAX) n = COMPARE_MAX;
+    side x[COMPARE_MAX];
+    double v[COMPARE_MAX] = {0};
+    fprintf(out, "compare ");
+    for (int i = 0; i < n; i++) {
+        x[i] = summarize(s[i], e[i], sim[i]);
+        fprintf(out, "%s     %c: %s (%s)\n", i ? "        " : "", 'A' + i, s[i]->name, s[i]->source);
+    }
+    fprintf(out, "engine       %s\n\n",
+            sim[0] ? "simgrid (step parts marked * are the cost model's)" : "analytic");
+    fprintf(out, "%-34s", "");
+    for (int i = 0; i < n; i++)
+        fprintf(out, " %14c", 'A' + i);
+    for (int i = 1; i < n; i++)
+        fprintf(out, "       %c vs A", 'A' + i);
+    fputc('\n', out);
+#define ROW(name, expr, scale, time)                                                                         \
+    do {                                                                                                     \
+        for (int i = 0; i < n; i++)                                                                          \
+            v[i] = (expr);                                                                                   \
+        row(out, name, v, n, scale, time);                                                                   \
+    } while (0)
+    ROW("step [ms]", x[i].step, 1e3, 1);
+    ROW("  compute per GPU [ms]", x[i].compute, 1e3, 1);
+    ROW("    forward* [ms]", e[i]->forward, 1e3, 1);
+    ROW("    backward* [ms]", e[i]->backward, 1e3, 1);
+    ROW("    clipping per bucket* [ms]", e[i]->clip, 1e3, 1);
+    ROW("    optimizer* [ms]", e[i]->optimizer, 1e3, 1);
+    ROW("  exposed communication [ms]", x[i].exposed, 1e3, 1);
+    ROW("  idle, waiting for stragglers [ms]", x[i].idle, 1e3, 1);
+    ROW("gradient communication* [ms]", e[i]->dp_comm, 1e3, 1);
+    ROW("straggler factor max/mean", x[i].factor, 1, 1);
+    ROW("memory per GPU [GiB]", e[i]->memory.total, 1.0 / 1073741824.0, 1);
+    ROW("MFU [%]", x[i].mfu, 100, 0);
+    ROW("samples/s", s[i]->batch.global / x[i].step, 1, 0);
+    ROW("time-to-train [s]",
+        (sim[i] ? report_sim_train_time(e[i], sim[i]) : e[i]->train_time) + e[i]->eval_time, 1, 1);
+#undef ROW
+    fprintf(out, "%-34s", "steps to train");
+    for (int i = 0; i < n; i++)
+        fprintf(out, " %14lld", e[i]->steps);
+    fputc('\n', out);
+    fprintf(out, "%-34s %s\n", "",
+            "(X vs A: A/X for times, memory and the straggler factor, X/A for MFU and");
+    fprintf(out, "%-34s %s\n", "", " samples/s; above 1, X is better: a speedup only on the time rows)");
+    fprintf(out, "%-34s", "trainable parameters");
+    for (int i = 0; i < n; i++)
+        fprintf(out, " %14.4g", e[i]->params_total);
+    fputc('\n', out);
+    if (n == 2) print_layers(out, s[0], s[1]);
+}
+
 void compare_print(FILE *out, const et_scenario *a, const et_estimate *ea, const json_t *sim_a,
                    const et_scenario *b, const et_estimate *eb, const json_t *sim_b)
 {
-    side x = summarize(a, ea, sim_a), y = summarize(b, eb, sim_b);
-    fprintf(out, "compare      A: %s (%s)\n             B: %s (%s)\n", a->name, a->source, b->name,
-            b->source);
-    fprintf(out, "engine       %s\n\n",
-            sim_a ? "simgrid (step parts marked * are the cost model's)" : "analytic");
-    fprintf(out, "%-34s %14s %14s %12s\n", "", "A", "B", "B vs A");
-    row(out, "step [ms]", x.step, y.step, 1e3, 1);
-    row(out, "  compute per GPU [ms]", x.compute, y.compute, 1e3, 1);
-    row(out, "    forward* [ms]", ea->forward, eb->forward, 1e3, 1);
-    row(out, "    backward* [ms]", ea->backward, eb->backward, 1e3, 1);
-    row(out, "    clipping per bucket* [ms]", ea->clip, eb->clip, 1e3, 1);
-    row(out, "    optimizer* [ms]", ea->optimizer, eb->optimizer, 1e3, 1);
-    row(out, "  exposed communication [ms]", x.exposed, y.exposed, 1e3, 1);
-    row(out, "  idle, waiting for stragglers [ms]", x.idle, y.idle, 1e3, 1);
-    row(out, "gradient communication* [ms]", ea->dp_comm, eb->dp_comm, 1e3, 1);
-    row(out, "straggler factor max/mean", x.factor, y.factor, 1, 1);
-    row(out, "memory per GPU [GiB]", ea->memory.total, eb->memory.total, 1.0 / 1073741824.0, 1);
-    row(out, "MFU [%]", x.mfu, y.mfu, 100, 0);
-    row(out, "samples/s", a->batch.global / x.step, b->batch.global / y.step, 1, 0);
-    double ta = (sim_a ? report_sim_train_time(ea, sim_a) : ea->train_time) + ea->eval_time;
-    double tb = (sim_b ? report_sim_train_time(eb, sim_b) : eb->train_time) + eb->eval_time;
-    row(out, "time-to-train [s]", ta, tb, 1, 1);
-    fprintf(out, "%-34s %14lld %14lld\n", "steps to train", ea->steps, eb->steps);
-    fprintf(out, "%-34s %s\n", "",
-            "(B vs A: A/B for times, memory and the straggler factor, B/A for MFU and");
-    fprintf(out, "%-34s %s\n", "", " samples/s; above 1, B is better: a speedup only on the time rows)");
-    fprintf(out, "%-34s %14.4g %14.4g\n", "trainable parameters", ea->params_total, eb->params_total);
-    print_layers(out, a, b);
+    const et_scenario *s[2] = {a, b};
+    const et_estimate *e[2] = {ea, eb};
+    const json_t *sim[2] = {sim_a, sim_b};
+    compare_print_many(out, 2, s, e, sim);
 }

@@ -15,4 +15,10 @@
 void compare_print(FILE *out, const et_scenario *a, const et_estimate *ea, const json_t *sim_a,
                    const et_scenario *b, const et_estimate *eb, const json_t *sim_b);
 
+/* Up to COMPARE_MAX scenarios as columns A, B, C, ..., each later one against A; the per-layer table only
+ * for two. */
+#define COMPARE_MAX 8
+void compare_print_many(FILE *out, int n, const et_scenario *const *s, const et_estimate *const *e,
+                        const json_t *const *sim);
+
 #endif

@@ -60,7 +60,7 @@ static void usage(FILE *out)
         "  --stats           the simulator's own cost on stderr: wall times, flows modelled and played\n"
         "  --top-ops N       also list the N most expensive ops of one micro-batch\n"
         "  --top-ops-by-layer  the same with each op summed over the layers (20 rows unless --top-ops says)\n"
-        "  --compare A.json B.json  both scenarios side by side with the speedup of each part\n"
+        "  --compare A.json B.json [C.json ...]  scenarios side by side, each against A, part by part\n"
         "  --collective OP   benchmark one collective (allreduce, reduce_scatter, allgather) on the\n"
         "                    data-parallel GPUs instead of training, nccl-tests style\n"
         "  --algo A          with --collective: auto, ring, tree or hierarchical (default auto)\n"
@@ -90,8 +90,10 @@ typedef struct options {
     sim_options sim;
     const char *platform_out;
     const char *plan_out;
-    const char *op_times;     /* --op-times measured.json */
-    const char *compare_with; /* --compare: the second scenario */
+    const char *op_times;             /* --op-times measured.json */
+    const char *compare_with;         /* --compare: the second scenario */
+    const char *compare[COMPARE_MAX]; /* --compare A B C ...: every scenario, A first */
+    int n_compare;
     long long top_ops;
     int top_ops_by_layer; /* --top-ops-by-layer: each op summed over the layers */
     int collective;       /* -1: train */
@@ -260,12 +262,19 @@ static int parse_args(int argc, char **argv, options *o)
             else
                 o->sim.bench_algo = (et_coll_algo)found;
         } else if (strcmp(a, "--compare") == 0) {
-            if (i + 2 >= argc) {
-                fprintf(stderr, "etsim: --compare needs two scenario files\n");
+            while (i + 1 < argc && strncmp(argv[i + 1], "--", 2) != 0) {
+                if (o->n_compare == COMPARE_MAX) {
+                    fprintf(stderr, "etsim: --compare takes at most %d scenarios\n", COMPARE_MAX);
+                    return -1;
+                }
+                o->compare[o->n_compare++] = argv[++i];
+            }
+            if (o->n_compare < 2) {
+                fprintf(stderr, "etsim: --compare needs two or more scenario files\n");
                 return -1;
             }
-            o->scenario = argv[++i];
-            o->compare_with = argv[++i];
+            o->scenario = o->compare[0];
+            o->compare_with = o->compare[1];
         } else if (strcmp(a, "--top-ops") == 0) {
             if (number_arg(argc, argv, &i, 1, 100000, &o->top_ops)) return -1;
         } else if (strcmp(a, "--top-ops-by-layer") == 0) {
@@ -390,42 +399,45 @@ static int evaluate(const options *o, const char *path, et_scenario *s, et_estim
 
 static int compare_main(options *o)
 {
-    et_scenario a, b;
-    et_estimate ea, eb;
-    json_t *sa, *sb;
+    const int n = o->n_compare;
+    et_scenario sc[COMPARE_MAX];
+    et_estimate est[COMPARE_MAX];
+    json_t *sims[COMPARE_MAX] = {NULL};
+    int loaded = 0, rc = 0;
     o->sim.progress = !o->quiet && isatty(2);
-    int rc = evaluate(o, o->scenario, &a, &ea, &sa);
-    if (rc) return rc;
-    rc = evaluate(o, o->compare_with, &b, &eb, &sb);
-    if (rc) {
-        json_decref(sa);
-        et_scenario_free(&a);
-        return rc;
+    for (; loaded < n && !rc; loaded++)
+        if ((rc = evaluate(o, o->compare[loaded], &sc[loaded], &est[loaded], &sims[loaded]))) break;
+    if (!rc) {
+        const et_scenario *ps[COMPARE_MAX];
+        const et_estimate *pe[COMPARE_MAX];
+        const json_t *pj[COMPARE_MAX];
+        for (int i = 0; i < n; i++)
+            ps[i] = &sc[i], pe[i] = &est[i], pj[i] = sims[i];
+        compare_print_many(stdout, n, ps, pe, pj);
     }
-    compare_print(stdout, &a, &ea, sa, &b, &eb, sb);
-    if (o->json_out) {
+    if (!rc && o->json_out) {
         et_error err;
-        json_t *ja = report_json_analytic(&a, &ea), *jb = report_json_analytic(&b, &eb);
-        if (sa) {
-            json_object_set(ja, "simulation", sa);
-            json_object_set_new(sa, "headline", report_sim_headline(&a, &ea, sa));
+        json_t *list = json_array();
+        for (int i = 0; i < n && list; i++) {
+            json_t *j = report_json_analytic(&sc[i], &est[i]);
+            if (j && sims[i]) {
+                json_object_set(j, "simulation", sims[i]);
+                json_object_set_new(sims[i], "headline", report_sim_headline(&sc[i], &est[i], sims[i]));
+            }
+            json_array_append_new(list, j);
         }
-        if (sb) {
-            json_object_set(jb, "simulation", sb);
-            json_object_set_new(sb, "headline", report_sim_headline(&b, &eb, sb));
-        }
-        json_t *j = json_pack("{s:s, s:i, s:[o, o]}", "tool", "etsim", "format_version",
-                              REPORT_FORMAT_VERSION, "compare", ja, jb);
+        json_t *j = json_pack("{s:s, s:i, s:o}", "tool", "etsim", "format_version", REPORT_FORMAT_VERSION,
+                              "compare", list);
         if (!j || et_atomic_write_json(o->json_out, j, &err)) {
             if (j) print_error(&err);
             rc = 1;
         }
         json_decref(j);
     }
-    json_decref(sa);
-    json_decref(sb);
-    et_scenario_free(&a);
-    et_scenario_free(&b);
+    for (int i = 0; i < loaded; i++) {
+        json_decref(sims[i]);
+        et_scenario_free(&sc[i]);
+    }
     return rc;
 }
 
