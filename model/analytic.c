@@ -405,3 +405,13 @@ int et_analytic_estimate(const et_scenario *s, et_estimate *out, et_error *err)
     *out = first;
     return 0;
 }
+
+double et_gpu_hours(const et_scenario *s, double seconds)
+{
+    return seconds * et_scenario_gpus(s) / 3600;
+}
+
+double et_tflops_per_gpu(const et_scenario *s, double flops_per_step, double step_s)
+{
+    return step_s > 0 ? flops_per_step / step_s / et_scenario_gpus(s) / 1e12 : 0;
+}

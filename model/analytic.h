@@ -75,6 +75,11 @@ typedef struct et_estimate {
     et_coll_algo algo; /* algorithm used for the largest bucket */
 } et_estimate;
 
+/* GPU-hours of `seconds` on the scenario's GPUs, and model TFLOP/s per GPU at `step_s` a step (0 when
+ * step_s is not positive): the rules every report and the search use. */
+double et_gpu_hours(const et_scenario *s, double seconds);
+double et_tflops_per_gpu(const et_scenario *s, double flops_per_step, double step_s);
+
 int et_analytic_estimate(const et_scenario *s, et_estimate *out, et_error *err);
 
 /* Straggler factor E[max/mean] over `steps` sampled steps of per-rank compute (forward + backward of a

@@ -449,12 +449,9 @@ static int check_outputs(const options *o, const et_scenario *s)
                         "(drop --analytic)\n");
         return EXIT_INPUT;
     }
-    if (!o->analytic && et_scenario_gpus(s) > ET_MAX_SIMULATED_GPUS) {
-        fprintf(
-            stderr,
-            "etsim: error: %s: $.cluster: %d GPUs are more than the simulator plays (at most %d); --analytic "
-            "estimates any size\n",
-            s->source, et_scenario_gpus(s), ET_MAX_SIMULATED_GPUS);
+    et_error size_err;
+    if (!o->analytic && sim_check_size(s, &size_err)) {
+        print_error(&size_err);
         return EXIT_INPUT;
     }
     const char *inputs[] = {o->scenario, o->compare_with, o->op_times,
@@ -515,7 +512,6 @@ static int sweep_main(const options *o)
            "time-to-train", "GPU-hours");
     char values[1024];
     snprintf(values, sizeof values, "%s", eq + 1);
-    int rc = 0;
     char *save = NULL;
     for (char *v = strtok_r(values, ",", &save); v; v = strtok_r(NULL, ",", &save)) {
         char set[1200];
@@ -533,10 +529,10 @@ static int sweep_main(const options *o)
         report_format_duration(ttt, sizeof ttt, e.time_to_train);
         printf("%-16s %10.4f %7.1f %9.2f %5s %14s %12.0f\n", v, e.step_time, 100 * e.mfu,
                e.memory.total / 1073741824.0, e.memory.fits ? "yes" : "no", ttt,
-               e.time_to_train * et_scenario_gpus(&s) / 3600);
+               et_gpu_hours(&s, e.time_to_train));
         et_scenario_free(&s);
     }
-    return rc;
+    return 0;
 }
 
 static int search_main(const options *o)

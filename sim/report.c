@@ -118,13 +118,11 @@ void report_print_caveats(FILE *out, const et_scenario *s)
 json_t *report_json_analytic_core(const et_scenario *s, const et_estimate *e)
 {
     json_t *est = report_json_estimate(e);
-    const int gpus = et_scenario_gpus(s);
     if (est) {
-        json_object_set_new(
-            est, "tflops_per_gpu",
-            json_real(e->step_time > 0 ? e->model_flops_per_step / e->step_time / gpus / 1e12 : 0));
+        json_object_set_new(est, "tflops_per_gpu",
+                            json_real(et_tflops_per_gpu(s, e->model_flops_per_step, e->step_time)));
         json_object_set_new(json_object_get(est, "time_to_train"), "gpu_hours",
-                            json_real(e->time_to_train * gpus / 3600));
+                            json_real(et_gpu_hours(s, e->time_to_train)));
     }
     return json_pack("{s:s, s:i, s:s, s:o, s:o, s:o}", "tool", "etsim", "format_version",
                      REPORT_FORMAT_VERSION, "engine", "analytic", "scenario", report_json_scenario(s),
@@ -139,9 +137,10 @@ json_t *report_sim_headline(const et_scenario *s, const et_estimate *e, const js
     const double flops_rate = mean > 0 ? e->model_flops_per_step / mean : 0;
     return json_pack("{s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f}", "step_s", mean, "mfu",
                      flops_rate / (gpus * s->cluster.device.peak_flops[s->precision]), "tflops_per_gpu",
-                     flops_rate / gpus / 1e12, "samples_per_second", mean > 0 ? s->batch.global / mean : 0,
-                     "tokens_per_second", mean > 0 ? e->tokens_per_step / mean : 0, "train_s", train,
-                     "eval_s", e->eval_time, "time_to_train_s", total, "gpu_hours", total * gpus / 3600);
+                     et_tflops_per_gpu(s, e->model_flops_per_step, mean), "samples_per_second",
+                     mean > 0 ? s->batch.global / mean : 0, "tokens_per_second",
+                     mean > 0 ? e->tokens_per_step / mean : 0, "train_s", train, "eval_s", e->eval_time,
+                     "time_to_train_s", total, "gpu_hours", et_gpu_hours(s, total));
 }
 
 void report_print_header(FILE *out, const et_scenario *s, const et_estimate *e, const char *engine)
@@ -353,8 +352,10 @@ void report_print_top_ops(FILE *out, const et_scenario *s, int count, int by_lay
     char(*name)[96] = malloc((size_t)g.n_ops * sizeof *name);
     double *flops = calloc((size_t)g.n_ops, sizeof *flops), *bytes = calloc((size_t)g.n_ops, sizeof *bytes);
     int *ops = calloc((size_t)g.n_ops, sizeof *ops), rows = 0;
+    et_op_kind *kind = malloc((size_t)g.n_ops * sizeof *kind);
     double micro = 0, optimizer = 0;
-    for (int i = 0; c && name && flops && bytes && ops && i < g.n_ops; i++) {
+    const int ready = c && name && flops && bytes && ops && kind;
+    for (int i = 0; ready && i < g.n_ops; i++) {
         const et_op *op = &g.ops[i];
         const double t = et_op_time(op, &b, &s->cluster.device, s->precision);
         if (op->phase == ET_PHASE_OPTIMIZER) {
@@ -367,11 +368,12 @@ void report_print_top_ops(FILE *out, const et_scenario *s, int count, int by_lay
             layer_pattern(op->id, key, sizeof key);
         else
             snprintf(key, sizeof key, "%s", op->id);
-        int r = 0;
+        int r = by_layer ? 0 : rows; /* op ids are unique: only a layer pattern can repeat */
         while (r < rows && strcmp(name[r], key) != 0)
             r++;
         if (r == rows) {
             snprintf(name[rows], sizeof name[rows], "%s", key);
+            kind[rows] = op->kind;
             c[rows] = (op_cost){rows, 0};
             rows++;
         }
@@ -380,7 +382,7 @@ void report_print_top_ops(FILE *out, const et_scenario *s, int count, int by_lay
         bytes[r] += et_linear_eval(&op->bytes, &b);
         ops[r]++;
     }
-    if (c && name && flops && bytes && ops) {
+    if (ready) {
         qsort(c, (size_t)rows, sizeof *c, by_time_desc);
         fprintf(out, "\ntop ops: one micro-batch of stage 0 (forward + backward %.2f ms)%s\n", micro * 1e3,
                 by_layer ? ", each op summed over its layers" : "");
@@ -388,22 +390,13 @@ void report_print_top_ops(FILE *out, const et_scenario *s, int count, int by_lay
                 "share");
         for (int i = 0; i < count && i < rows; i++) {
             const int r = c[i].index;
-            const et_op *first = NULL;
-            for (int k = 0; k < g.n_ops && !first; k++) {
-                char key[96];
-                if (by_layer)
-                    layer_pattern(g.ops[k].id, key, sizeof key);
-                else
-                    snprintf(key, sizeof key, "%s", g.ops[k].id);
-                if (strcmp(key, name[r]) == 0) first = &g.ops[k];
-            }
-            fprintf(out, "%-44s %-12s %5d %12.4f %12.3f %10.4f %7.1f%%\n", name[r],
-                    first ? et_op_kind_names[first->kind] : "", ops[r], c[i].time * 1e3, flops[r] / 1e9,
-                    bytes[r] / 1e9, micro > 0 ? 100 * c[i].time / micro : 0);
+            fprintf(out, "%-44s %-12s %5d %12.4f %12.3f %10.4f %7.1f%%\n", name[r], et_op_kind_names[kind[r]],
+                    ops[r], c[i].time * 1e3, flops[r] / 1e9, bytes[r] / 1e9,
+                    micro > 0 ? 100 * c[i].time / micro : 0);
         }
         fprintf(out, "optimizer (once a step, not in the shares above): %.4f ms\n", optimizer * 1e3);
     }
-    free(c), free(name), free(flops), free(bytes), free(ops);
+    free(c), free(name), free(flops), free(bytes), free(ops), free(kind);
     et_graph_free(&g);
 }
 

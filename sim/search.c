@@ -109,7 +109,6 @@ static void try_plan(const json_t *root, const char *path, long long global, sea
         json_decref(doc);
         return;
     }
-    const int gpus = et_scenario_gpus(&s);
     if (space && space->deadline_s > 0 && e.time_to_train > space->deadline_s) {
         r->too_slow++;
         et_scenario_free(&s);
@@ -117,7 +116,7 @@ static void try_plan(const json_t *root, const char *path, long long global, sea
         return;
     }
     r->ranked++;
-    p->gpu_hours = e.time_to_train * gpus / 3600;
+    p->gpu_hours = et_gpu_hours(&s, e.time_to_train);
     p->data = s.parallel.data;
     p->grad_accum = s.batch.grad_accum;
     p->step_s = e.step_time;

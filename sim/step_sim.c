@@ -399,16 +399,20 @@ int sim_child_main(const et_scenario *s, const sim_options *o, int fd)
     return write_json_fd(fd, o->bench_sizes > 0 ? bench_results(&w) : results(&w)) ? 1 : 0;
 }
 
+int sim_check_size(const et_scenario *s, et_error *err)
+{
+    if (et_scenario_gpus(s) <= ET_MAX_SIMULATED_GPUS) return 0;
+    return et_error_set(
+        err, s->source, 0, 0, "$.cluster",
+        "%d GPUs are more than the simulator plays (at most %d); --analytic estimates any size",
+        et_scenario_gpus(s), ET_MAX_SIMULATED_GPUS);
+}
+
 int sim_start(const et_scenario *s, const sim_options *o, sim_child *child, et_error *err)
 {
     child->pid = -1;
     child->fd = -1;
-    if (et_scenario_gpus(s) > ET_MAX_SIMULATED_GPUS)
-        return et_error_set(
-            err, s->source, 0, 0, "$.cluster",
-            "%d GPUs are more than the simulator plays (at most %d); --analytic estimates any "
-            "size",
-            et_scenario_gpus(s), ET_MAX_SIMULATED_GPUS);
+    if (sim_check_size(s, err)) return -1;
     int fds[2];
     if (pipe(fds)) return et_error_set(err, NULL, 0, 0, NULL, "cannot create a pipe: %s", strerror(errno));
     fflush(stdout);

@@ -48,6 +48,10 @@ typedef struct sim_child {
     int pid, fd;
 } sim_child;
 int sim_start(const et_scenario *s, const sim_options *o, sim_child *child, et_error *err);
+
+/* Refuses (-1, *err) a scenario with more GPUs than the simulator plays (ET_MAX_SIMULATED_GPUS); sim_start
+ * checks it too, before anything is written. */
+int sim_check_size(const et_scenario *s, et_error *err);
 int sim_finish(sim_child *child, const et_scenario *s, json_t **out, et_error *err);
 
 /* Whether sim_run_phases runs the simulation once (everything but tensor-train rank schedules). */
