@@ -229,6 +229,11 @@ static int read_optimizer(const et_json_reader *r, json_t *root, et_scenario *s)
                                 &s->optimizer.max_grad_norm);
 }
 
+static int by_name(const void *a, const void *b)
+{
+    return strcmp((const char *)a, (const char *)b);
+}
+
 /* The profile names in a folder (NAME for each NAME.json, sorted), comma-separated, into buf. */
 static void et_profile_names(const char *dir, char *buf, size_t size)
 {
@@ -244,7 +249,7 @@ static void et_profile_names(const char *dir, char *buf, size_t size)
         }
     }
     if (d) closedir(d);
-    qsort(names, (size_t)n, sizeof names[0], (int (*)(const void *, const void *))strcmp);
+    qsort(names, (size_t)n, sizeof names[0], by_name);
     buf[0] = 0;
     for (int i = 0; i < n; i++) {
         size_t used = strlen(buf);
