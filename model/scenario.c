@@ -16,7 +16,7 @@
 
 const char *const et_clip_mode_names[] = {"none", "after_allreduce", "per_bucket", NULL};
 const char *const et_coll_algo_names[] = {"auto", "ring", "tree", "hierarchical", NULL};
-const char *const et_topology_names[] = {"fat_tree", NULL};
+const char *const et_topology_names[] = {"fat_tree", "rail", NULL};
 
 #define BIG LLONG_MAX
 #define FAIL(...) return et_error_set(r->err, r->source, 0, 0, __VA_ARGS__)
@@ -296,9 +296,13 @@ static int read_cluster(const et_json_reader *r, json_t *root, et_scenario *s)
                                        "latency_factor",
                                        "nvlink_efficiency",
                                        "nic_efficiency",
+                                       "faults",
+                                       "random_faults",
                                        NULL};
-    static const char *const fabric_keys[] = {"topology", "oversubscription", "nodes_per_leaf",
-                                              "switch_latency_us", NULL};
+    static const char *const fabric_keys[] = {
+        "topology", "oversubscription", "nodes_per_leaf",        "switch_latency_us",
+        "tiers",    "leaves_per_pod",   "core_oversubscription", "channels_per_nic",
+        NULL};
     et_cluster *c = &s->cluster;
     json_t *o, *fabric;
     const char *device, *platform;
@@ -309,13 +313,14 @@ static int read_cluster(const et_json_reader *r, json_t *root, et_scenario *s)
     if (et_json_get_string(r, o, "$.cluster", "device", true, NULL, &device)) return -1;
     if (et_json_get_int(r, o, "$.cluster", "nodes", true, 0, 1, 1 << 20, &v)) return -1;
     c->nodes = (int)v;
-    if (et_json_get_int(r, o, "$.cluster", "gpus_per_node", true, 0, 1, 64, &v)) return -1;
+    if (et_json_get_int(r, o, "$.cluster", "gpus_per_node", true, 0, 1, ET_MAX_GPUS_PER_NODE, &v)) return -1;
     c->gpus_per_node = (int)v;
     if (et_json_get_positive(r, o, "$.cluster", "nvlink_GBps", false, 600, &x)) return -1;
     c->intra_node_bandwidth = x * 1e9 / 2; /* marketed bidirectional figure -> per direction */
     if (et_json_get_number(r, o, "$.cluster", "nvlink_latency_us", false, 0.7, 0, 1e6, &x)) return -1;
     c->intra_node_latency = x * 1e-6;
-    if (et_json_get_int(r, o, "$.cluster", "nics_per_node", c->nodes > 1, 1, 1, 64, &v)) return -1;
+    if (et_json_get_int(r, o, "$.cluster", "nics_per_node", c->nodes > 1, 1, 1, ET_MAX_GPUS_PER_NODE, &v))
+        return -1;
     c->nics_per_node = (int)v;
     if (et_json_get_positive(r, o, "$.cluster", "nic_Gbps", c->nodes > 1, 200, &x)) return -1;
     c->nic_bandwidth = x * 1e9 / 8;
@@ -356,8 +361,23 @@ static int read_cluster(const et_json_reader *r, json_t *root, et_scenario *s)
     c->nodes_per_leaf = (int)v;
     if (!rc) rc = et_json_get_number(r, f, "$.cluster.fabric", "switch_latency_us", false, 0.3, 0, 1e6, &x);
     c->switch_latency = x * 1e-6;
+    if (!rc) rc = et_json_get_int(r, f, "$.cluster.fabric", "tiers", false, 2, 2, 3, &v);
+    c->tiers = (int)v;
+    if (!rc) rc = et_json_get_int(r, f, "$.cluster.fabric", "leaves_per_pod", false, 16, 1, 1 << 16, &v);
+    c->leaves_per_pod = (int)v;
+    if (!rc)
+        rc = et_json_get_number(r, f, "$.cluster.fabric", "core_oversubscription", false, 1.0, 1.0, 64,
+                                &c->core_oversubscription);
+    if (!rc) rc = et_json_get_int(r, f, "$.cluster.fabric", "channels_per_nic", false, 2, 1, 64, &v);
+    c->channels_per_nic = (int)v;
+    if (!rc && c->tiers < 3 &&
+        (json_object_get(f, "leaves_per_pod") || json_object_get(f, "core_oversubscription")))
+        rc = et_error_set(r->err, r->source, 0, 0, "$.cluster.fabric",
+                          "leaves_per_pod and core_oversubscription describe a three-tier fabric: set "
+                          "\"tiers\": 3");
     if (!fabric) json_decref(f);
     if (rc) return -1;
+    if (et_faults_read(r, o, c)) return -1;
     return read_device(r, device, s);
 }
 

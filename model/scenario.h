@@ -16,6 +16,7 @@
 
 #include "device_profile.h"
 #include "et_error.h"
+#include "faults.h"
 #include "length_dist.h"
 #include "method.h"
 #include "model_config.h"
@@ -28,7 +29,8 @@
 #define ET_MAX_LAYERS 10000            /* transformer layers of a model */
 #define ET_MAX_LOCAL_BATCH (1 << 20)   /* sequences per GPU micro-batch */
 #define ET_MAX_SAMPLED_BATCH (1 << 24) /* sequences per step when lengths are sampled */
-#define ET_MAX_SIMULATED_GPUS 65536    /* GPUs the SimGrid engine plays (the analytic engine has no bound) */
+#define ET_MAX_SIMULATED_GPUS 262144   /* GPUs the SimGrid engine plays (the analytic engine has no bound) */
+#define ET_MAX_GPUS_PER_NODE 576 /* one NVLink domain (GB200 NVL72 is 72; NVL576 the largest announced) */
 
 typedef enum { ET_CLIP_NONE, ET_CLIP_AFTER_ALLREDUCE, ET_CLIP_PER_BUCKET } et_clip_mode;
 extern const char *const et_clip_mode_names[]; /* "none", "after_allreduce", "per_bucket", NULL */
@@ -36,8 +38,8 @@ extern const char *const et_clip_mode_names[]; /* "none", "after_allreduce", "pe
 typedef enum { ET_COLL_AUTO, ET_COLL_RING, ET_COLL_TREE, ET_COLL_HIERARCHICAL } et_coll_algo;
 extern const char *const et_coll_algo_names[]; /* "auto", "ring", "tree", "hierarchical", NULL */
 
-typedef enum { ET_TOPO_FAT_TREE } et_topology;
-extern const char *const et_topology_names[]; /* "fat_tree", NULL */
+typedef enum { ET_TOPO_FAT_TREE, ET_TOPO_RAIL } et_topology;
+extern const char *const et_topology_names[]; /* "fat_tree", "rail", NULL */
 
 typedef struct et_cluster {
     et_device_profile device;
@@ -50,7 +52,14 @@ typedef struct et_cluster {
     double nic_latency;   /* seconds, NIC to NIC through one switch */
     et_topology topology;
     double oversubscription; /* leaf down-links : leaf up-links bandwidth ratio (1 = non-blocking) */
-    int nodes_per_leaf;
+    int nodes_per_leaf;      /* fat tree: nodes under one leaf switch; rail: nodes of one unit */
+    int tiers;               /* 2: leaf and spine; 3: leaf, spine and core (pods of leaves_per_pod leaves) */
+    int leaves_per_pod;
+    double core_oversubscription; /* a pod's down-links : its up-links to the core */
+    int channels_per_nic;         /* NCCL channels per NIC: how traffic moves off a failed NIC (fabric.h) */
+    et_fault faults[ET_MAX_FAULTS];
+    int n_faults;
+    et_random_faults random_faults;
     double switch_latency;          /* seconds per switch hop */
     double collective_step_latency; /* NCCL per-step software latency, seconds */
     double bandwidth_factor;        /* achieved / nominal link bandwidth (calibration; 1 = wire speed) */

@@ -58,6 +58,8 @@ static void usage(FILE *out)
         "  --no-overlap      start gradient collectives only after backward\n"
         "  --quiet           no progress output\n"
         "  --stats           the simulator's own cost on stderr: wall times, flows modelled and played\n"
+        "  --cfg name:value  a SimGrid configuration option (repeatable), e.g. contexts/factory:thread\n"
+        "  --log spec        a SimGrid log setting (repeatable), e.g. et_actors.thresh:debug\n"
         "  --top-ops N       also list the N most expensive ops of one micro-batch\n"
         "  --top-ops-by-layer  the same with each op summed over the layers (20 rows unless --top-ops says)\n"
         "  --compare A.json B.json [C.json ...]  scenarios side by side, each against A, part by part\n"
@@ -142,6 +144,36 @@ static int file_arg(int argc, char **argv, int *i, const char **out)
         return -1;
     }
     *out = argv[*i];
+    return 0;
+}
+
+/* --cfg name:value, --cfg=name:value, --log spec, --log=spec: kept as SimGrid reads them ("--cfg=..."). */
+static int simgrid_arg(int argc, char **argv, int *i, sim_options *sim)
+{
+    const char *a = argv[*i];
+    static char joined[SIM_MAX_SIMGRID_ARGS][600];
+    if (a[5] != '\0' && a[5] != '=') {
+        fprintf(stderr, "etsim: unknown option %s\n", a);
+        return -1;
+    }
+    const char *value = a[5] == '=' ? a + 6 : (++*i < argc ? argv[*i] : NULL);
+    if (!value || !*value) {
+        fprintf(stderr, "etsim: %.5s needs a value (%s)\n", a,
+                a[2] == 'c' ? "name:value, as in --cfg contexts/factory:thread" : "a SimGrid log setting");
+        return -1;
+    }
+    if (a[2] == 'c' && !strchr(value, ':')) {
+        fprintf(stderr, "etsim: --cfg expects name:value, got \"%s\"\n", value);
+        return -1;
+    }
+    if (sim->n_simgrid_args == SIM_MAX_SIMGRID_ARGS || strlen(value) > 580) {
+        fprintf(stderr, "etsim: at most %d --cfg and --log options of 580 characters each\n",
+                SIM_MAX_SIMGRID_ARGS);
+        return -1;
+    }
+    char *out = joined[sim->n_simgrid_args];
+    snprintf(out, sizeof joined[0], "%.5s=%s", a, value);
+    sim->simgrid_args[sim->n_simgrid_args++] = out;
     return 0;
 }
 
@@ -288,6 +320,8 @@ static int parse_args(int argc, char **argv, options *o)
             if (number_arg(argc, argv, &i, 2, 1024, &o->step_factor)) return -1;
         } else if (strcmp(a, "--seed") == 0) {
             if (number_arg(argc, argv, &i, 0, 0x7fffffffffffffffLL, &o->seed)) return -1;
+        } else if (!strncmp(a, "--cfg", 5) || !strncmp(a, "--log", 5)) {
+            if (simgrid_arg(argc, argv, &i, &o->sim)) return -1;
         } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
             usage(stdout);
             exit(0);

@@ -1,139 +1,104 @@
 #include "platform.h"
 
 #include "atomic_file.h"
-#include "collectives.h"
+#include "fabric.h"
 
-void platform_host_name(char *buf, size_t size, int node, int local)
+/* CM02 without SimGrid's TCP-fitted factors, window or cross-traffic: an RDMA fabric. Calibration sets the
+ * two factors through the scenario (cluster.bandwidth_factor, cluster.latency_factor). */
+static const char *const config_names[PLATFORM_CONFIG_OPTIONS] = {
+    "network/model",    "network/latency-factor", "network/bandwidth-factor",
+    "network/weight-S", "network/TCP-gamma",      "network/crosstraffic"};
+
+static void config_values(const et_scenario *s, char values[][32])
 {
-    snprintf(buf, size, "gpu-%d-%d", node, local);
+    snprintf(values[0], 32, "CM02");
+    snprintf(values[1], 32, "%.17g", s->cluster.latency_factor);
+    snprintf(values[2], 32, "%.17g", s->cluster.bandwidth_factor);
+    snprintf(values[3], 32, "0");
+    snprintf(values[4], 32, "0");
+    snprintf(values[5], 32, "0");
 }
 
-static void write_link(FILE *out, const char *id, double bandwidth, double latency)
+int platform_config_options(const et_scenario *s, char buf[][96])
 {
-    fprintf(
-        out,
-        "      <link id=\"%s\" bandwidth=\"%.17gBps\" latency=\"%.17gs\" sharing_policy=\"SPLITDUPLEX\"/>\n",
-        id, bandwidth, latency);
+    char values[PLATFORM_CONFIG_OPTIONS][32];
+    config_values(s, values);
+    for (int i = 0; i < PLATFORM_CONFIG_OPTIONS; i++)
+        snprintf(buf[i], 96, "--cfg=%.40s:%.32s", config_names[i], values[i]);
+    return PLATFORM_CONFIG_OPTIONS;
 }
 
-/* Every link of the platform, in one zone that comes first: SimGrid resolves a route's link names by a
- * depth-first search of the zones, so links kept inside each node's zone cost a walk over all earlier
- * zones per name (quadratic in nodes); here the first zone searched has them all. */
-static void write_links(FILE *out, const et_scenario *s, int leaves)
+static void write_route(FILE *out, const et_fabric *f, int a, int b)
+{
+    char src[32], dst[32], link[48];
+    et_fabric_hop hops[ET_FABRIC_MAX_HOPS];
+    et_fabric_host_name(src, sizeof src, a / f->gpus_per_node, a % f->gpus_per_node);
+    et_fabric_host_name(dst, sizeof dst, b / f->gpus_per_node, b % f->gpus_per_node);
+    fprintf(out, "    <route src=\"%s\" dst=\"%s\" symmetrical=\"NO\">", src, dst);
+    int n = et_fabric_route(f, a, b, hops);
+    for (int i = 0; i < n; i++) {
+        et_fabric_link_name(f, hops[i].link, link, sizeof link);
+        fprintf(out, "<link_ctn id=\"%s\" direction=\"%s\"/>", link, hops[i].down ? "DOWN" : "UP");
+    }
+    fprintf(out, "</route>\n");
+}
+
+int platform_write(FILE *out, const et_scenario *s, et_error *err)
 {
     const et_cluster *c = &s->cluster;
-    const double node_nic = c->nics_per_node * et_cluster_nic_bandwidth(c);
-    char id[48];
-    fprintf(out, "    <zone id=\"links\" routing=\"None\">\n");
-    for (int node = 0; node < c->nodes; node++) {
-        for (int j = 0; j < c->gpus_per_node; j++) {
-            snprintf(id, sizeof id, "nvl-%d-%d", node, j);
-            write_link(out, id, et_cluster_nvlink_bandwidth(c), c->intra_node_latency / 2);
-        }
-        snprintf(id, sizeof id, "nic-%d", node);
-        write_link(out, id, node_nic, c->nic_latency / 2);
-        /* each node's cable to its leaf switch carries half a switch hop's latency */
-        snprintf(id, sizeof id, "cable-%d", node);
-        write_link(out, id, node_nic, c->switch_latency / 2);
-    }
-    for (int leaf = 0; leaf < leaves; leaf++) {
-        int per_leaf = c->nodes_per_leaf;
-        int nodes_in_leaf = (leaf + 1) * per_leaf < c->nodes ? per_leaf : c->nodes - leaf * per_leaf;
-        /* a cross-leaf route takes two up-links: each carries one spine hop's latency */
-        snprintf(id, sizeof id, "leaf-%d-up", leaf);
-        write_link(out, id, nodes_in_leaf * node_nic / c->oversubscription, c->switch_latency);
-    }
-    fprintf(out, "    </zone>\n");
-}
-
-static void write_node(FILE *out, const et_scenario *s, int node)
-{
-    const et_cluster *c = &s->cluster;
-    const int k = c->gpus_per_node;
-    fprintf(out, "      <zone id=\"node-%d\" routing=\"Full\">\n", node);
-    for (int j = 0; j < k; j++)
-        fprintf(out, "        <host id=\"gpu-%d-%d\" speed=\"1Gf\"/>\n", node, j);
-    fprintf(out, "        <router id=\"node-%d-gw\"/>\n", node);
-    for (int a = 0; a < k; a++) {
-        for (int b = a + 1; b < k; b++)
-            fprintf(out,
-                    "        <route src=\"gpu-%d-%d\" dst=\"gpu-%d-%d\"><link_ctn id=\"nvl-%d-%d\" "
-                    "direction=\"UP\"/>"
-                    "<link_ctn id=\"nvl-%d-%d\" direction=\"DOWN\"/></route>\n",
-                    node, a, node, b, node, a, node, b);
-        fprintf(out,
-                "        <route src=\"gpu-%d-%d\" dst=\"node-%d-gw\"><link_ctn id=\"nic-%d\" "
-                "direction=\"UP\"/></route>\n",
-                node, a, node, node);
-    }
-    fprintf(out, "      </zone>\n");
-}
-
-int platform_write(FILE *out, const et_scenario *s)
-{
-    const et_cluster *c = &s->cluster;
-    const int per_leaf = c->nodes_per_leaf;
-    const int leaves = (c->nodes + per_leaf - 1) / per_leaf;
+    if (et_scenario_gpus(s) > PLATFORM_MAX_GPUS)
+        return et_error_set(err, s->source, 0, 0, "$.cluster",
+                            "--platform-out writes every route (GPUs squared): at most %d GPUs, got %d; the "
+                            "simulator builds larger clusters itself",
+                            PLATFORM_MAX_GPUS, et_scenario_gpus(s));
+    et_fabric f;
+    if (et_fabric_build(c, &f, err)) return -1;
+    char values[PLATFORM_CONFIG_OPTIONS][32], name[48];
+    config_values(s, values);
     fprintf(out, "<?xml version='1.0'?>\n<!DOCTYPE platform SYSTEM \"https://simgrid.org/simgrid.dtd\">\n");
-    fprintf(out, "<!-- generated by etsim for scenario %s: %d nodes x %d GPUs -->\n", s->name, c->nodes,
-            c->gpus_per_node);
-    /* CM02 without SimGrid's TCP-fitted factors, window or cross-traffic: an RDMA fabric. Calibration sets
-     * the two factors through the scenario (cluster.bandwidth_factor, cluster.latency_factor). */
-    fprintf(out,
-            "<platform version=\"4.1\">\n  <config>\n"
-            "    <prop id=\"network/model\" value=\"CM02\"/>\n"
-            "    <prop id=\"network/latency-factor\" value=\"%.17g\"/>\n"
-            "    <prop id=\"network/bandwidth-factor\" value=\"%.17g\"/>\n"
-            "    <prop id=\"network/weight-S\" value=\"0\"/>\n"
-            "    <prop id=\"network/TCP-gamma\" value=\"0\"/>\n"
-            "    <prop id=\"network/crosstraffic\" value=\"0\"/>\n  </config>\n",
-            c->latency_factor, c->bandwidth_factor);
-    fprintf(out, "  <zone id=\"world\" routing=\"Full\">\n");
-    write_links(out, s, leaves);
-    for (int leaf = 0; leaf < leaves; leaf++) {
-        int first = leaf * per_leaf, last = first + per_leaf < c->nodes ? first + per_leaf : c->nodes;
-        fprintf(out, "    <zone id=\"leaf-%d\" routing=\"Full\">\n", leaf);
-        fprintf(out,
-                "      <zone id=\"leaf-%d-switch\" routing=\"None\"><router id=\"leaf-%d-gw\"/></zone>\n",
-                leaf, leaf);
-        for (int n = first; n < last; n++) {
-            write_node(out, s, n);
-            if (ferror(out)) return -1; /* a full disk: stop now, not after every route */
-        }
-        /* A switch is no link of its own: one shared switch link would tie every flow of the leaf into one
-         * max-min component. Nodes reach each other over their two cables. */
-        for (int x = first; x < last; x++) {
-            for (int y = x + 1; y < last; y++)
-                fprintf(out,
-                        "      <zoneRoute src=\"node-%d\" dst=\"node-%d\" gw_src=\"node-%d-gw\" "
-                        "gw_dst=\"node-%d-gw\"><link_ctn id=\"cable-%d\" direction=\"UP\"/>"
-                        "<link_ctn id=\"cable-%d\" direction=\"DOWN\"/></zoneRoute>\n",
-                        x, y, x, y, x, y);
-            fprintf(out,
-                    "      <zoneRoute src=\"node-%d\" dst=\"leaf-%d-switch\" gw_src=\"node-%d-gw\" "
-                    "gw_dst=\"leaf-%d-gw\"><link_ctn id=\"cable-%d\" direction=\"UP\"/></zoneRoute>\n",
-                    x, leaf, x, leaf, x);
-        }
-        fprintf(out, "    </zone>\n");
+    fprintf(out, "<!-- generated by etsim for scenario %s: %d nodes x %d GPUs, %s, %d tiers -->\n", s->name,
+            c->nodes, c->gpus_per_node, et_topology_names[c->topology], c->tiers);
+    fprintf(out, "<platform version=\"4.1\">\n  <config>\n");
+    for (int i = 0; i < PLATFORM_CONFIG_OPTIONS; i++)
+        fprintf(out, "    <prop id=\"%s\" value=\"%s\"/>\n", config_names[i], values[i]);
+    fprintf(out, "  </config>\n  <zone id=\"world\" routing=\"Full\">\n");
+    for (int g = 0; g < f.gpus; g++) {
+        et_fabric_host_name(name, sizeof name, g / f.gpus_per_node, g % f.gpus_per_node);
+        fprintf(out, "    <host id=\"%s\" speed=\"1Gf\"/>\n", name);
     }
-    for (int a = 0; a < leaves && !ferror(out); a++)
-        for (int b = a + 1; b < leaves; b++)
-            fprintf(
-                out,
-                "    <zoneRoute src=\"leaf-%d\" dst=\"leaf-%d\" gw_src=\"leaf-%d-gw\" gw_dst=\"leaf-%d-gw\">"
-                "<link_ctn id=\"leaf-%d-up\" direction=\"UP\"/>"
-                "<link_ctn id=\"leaf-%d-up\" direction=\"DOWN\"/></zoneRoute>\n",
-                a, b, a, b, a, b);
+    for (int l = 0; l < f.n_links; l++) {
+        et_fabric_link_name(&f, l, name, sizeof name);
+        fprintf(out,
+                "    <link id=\"%s\" bandwidth=\"%.17gBps\" latency=\"%.17gs\" "
+                "sharing_policy=\"SPLITDUPLEX\"/>\n",
+                name, f.bandwidth[l], f.latency[l]);
+    }
+    for (int a = 0; a < f.gpus && !ferror(out); a++)
+        for (int b = 0; b < f.gpus; b++)
+            if (a != b) write_route(out, &f, a, b);
     fprintf(out, "  </zone>\n</platform>\n");
+    et_fabric_free(&f);
     return ferror(out) ? -1 : 0;
 }
 
+typedef struct writer_ctx {
+    const et_scenario *s;
+    et_error *err;
+} writer_ctx;
+
 static int writer(FILE *out, void *ctx)
 {
-    return platform_write(out, (const et_scenario *)ctx);
+    writer_ctx *w = ctx;
+    return platform_write(out, w->s, w->err);
 }
 
 int platform_write_file(const char *path, const et_scenario *s, et_error *err)
 {
-    return et_atomic_write(path, writer, (void *)s, err);
+    /* size first, so that nothing is written for a cluster too large */
+    if (et_scenario_gpus(s) > PLATFORM_MAX_GPUS) return platform_write(NULL, s, err);
+    et_fabric f; /* and its faults drawn, so that their errors keep their text */
+    if (et_fabric_build(&s->cluster, &f, err)) return -1;
+    et_fabric_free(&f);
+    writer_ctx ctx = {s, err};
+    return et_atomic_write(path, writer, &ctx, err);
 }

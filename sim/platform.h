@@ -1,17 +1,13 @@
-/* platform: the SimGrid platform (XML) of a scenario's cluster.
+/* platform: the SimGrid platform (XML) of a scenario's generated cluster, for etsim --platform-out.
  *
- * One host per GPU, named gpu-<node>-<local>. Inside a node each GPU has an NVSwitch port (a full-duplex
- * link at the per-direction NVLink bandwidth; GPU to GPU crosses the source's and the destination's
- * ports). The node's NICs are one aggregated full-duplex link (nics x speed) that every inter-node flow of
- * the node crosses. Nodes hang off leaf switches (nodes_per_leaf each); a leaf's up-link to the spine is
- * one aggregated link of (nodes in leaf x node NIC bandwidth / oversubscription). Switch latency is folded
- * into the adjacent links (no separate switch links: they would tie every flow of the cluster into one
- * max-min component and slow the solver down). The network model is CM02 with unit latency and bandwidth
- * factors and no TCP window (an RDMA fabric, not SimGrid's TCP-fitted defaults). Routing is Full at every
- * level.
+ * The simulator itself builds the cluster as one netzone routed by the fabric (fabric_zone.h); this file
+ * writes the same hosts, links and routes as a platform file a user can edit and pass back with
+ * cluster.platform_file: one zone with Full routing listing every route in both directions (so it grows as
+ * GPUs squared: at most PLATFORM_MAX_GPUS), and the network configuration the simulator uses (CM02 with
+ * unit factors, no TCP window: an RDMA fabric; the scenario's calibration factors).
  *
- * Contract: platform_write() prints the XML to `out` (returns -1 on a write error);
- * platform_write_file() writes it atomically to `path`. */
+ * Contract: platform_write() prints the XML to `out` (-1 on a write error, or with `err` filled when the
+ * fabric cannot be built or is too large); platform_write_file() writes it atomically to `path`. */
 #ifndef ET_PLATFORM_H
 #define ET_PLATFORM_H
 
@@ -20,10 +16,14 @@
 #include "et_error.h"
 #include "scenario.h"
 
-/* Host name of GPU `local` on node `node`. */
-void platform_host_name(char *buf, size_t size, int node, int local);
+#define PLATFORM_MAX_GPUS 256
 
-int platform_write(FILE *out, const et_scenario *s);
+int platform_write(FILE *out, const et_scenario *s, et_error *err);
 int platform_write_file(const char *path, const et_scenario *s, et_error *err);
+
+/* The network configuration of a generated cluster, as SimGrid command-line options
+ * ("--cfg=network/model:CM02", ...) written into buf[i] (n entries of 96 characters); returns n. */
+#define PLATFORM_CONFIG_OPTIONS 6
+int platform_config_options(const et_scenario *s, char buf[][96]);
 
 #endif

@@ -46,7 +46,7 @@ void sim_rank_plan(sim_world *w, int rank, int step, sim_plan *plan)
     const sim_rank *r = &w->ranks[rank];
     sim_stage *st = &w->stages[r->stage];
     const int m = (int)s->batch.grad_accum, p = s->parallel.pipeline, nb = st->n_buckets;
-    const double f = noise_factor(w, rank, step);
+    const double f = noise_factor(w, rank, step) / (w->gpu_speed ? w->gpu_speed[rank] : 1);
     /* every micro-batch but the last runs forward and backward whole; the last one's backward is split at
      * the bucket-ready points; the 1F1B bubble costs (p - 1) / v average micro-batches */
     double pre = 0, mean_micro = 0, tp_f = 0, tp_b = 0, F = 0, Bw = 0, send = 0;

@@ -143,6 +143,7 @@ typedef struct sim_world {
                            mirrored */
     int equal_shares;   /* flows share links equally, start together and have no rate bound of their own: a
                            phase's flows that are not alone can be played by those of its most contended link */
+    const double *gpu_speed;    /* [rank] compute speed left (slow GPUs, fabric.h); NULL: all nominal */
     double flow_latency_factor; /* route latency -> the latency SimGrid makes a flow pay (0: none) */
     long long flows_modelled, flows_simulated; /* for --stats: flows of all phases, and those played */
 } sim_world;

@@ -12,6 +12,7 @@
 #include <xbt/log.h>
 
 #include "batch.h"
+#include "fabric_zone.h"
 #include "platform.h"
 #include "quantile.h"
 #include "report_csv.h"
@@ -125,8 +126,8 @@ static int build_world(sim_world *w, json_t **result)
         r->host = by_rank[rank];
         if (!r->host) {
             char host[64];
-            platform_host_name(host, sizeof host, rank / s->cluster.gpus_per_node,
-                               rank % s->cluster.gpus_per_node);
+            et_fabric_host_name(host, sizeof host, rank / s->cluster.gpus_per_node,
+                                rank % s->cluster.gpus_per_node);
             free(by_rank);
             return fail(result, "the platform has no host named %s (hosts must be gpu-<node>-<local>)", host);
         }
@@ -349,28 +350,46 @@ static void print_stats(const sim_world *w, double setup_s, double run_s)
 int sim_child_main(const et_scenario *s, const sim_options *o, int fd)
 {
     json_t *result = NULL;
-    int argc = 1;
-    char *argv[] = {"etsim", NULL};
     const double t_begin = et_wall_seconds();
-    xbt_log_control_set("root.thresh:warning");
+    const int generated = !s->cluster.platform_file[0];
+    /* etsim's defaults, then the user's --cfg and --log (later ones win). Actors here are shallow: 128 KiB
+     * stacks, and no guard pages (each costs two memory mappings, and 65,536 actors would pass Linux's
+     * default vm.max_map_count of 65,530). A generated cluster's network configuration comes first too; a
+     * platform file carries its own. */
+    char config[PLATFORM_CONFIG_OPTIONS][96];
+    char *argv[SIM_MAX_SIMGRID_ARGS + PLATFORM_CONFIG_OPTIONS + 8];
+    int argc = 0;
+    argv[argc++] = "etsim";
+    argv[argc++] = "--log=root.thresh:warning";
+    argv[argc++] = "--cfg=contexts/stack-size:128";
+    argv[argc++] = "--cfg=contexts/guard-size:0";
+    for (int i = 0, n = generated ? platform_config_options(s, config) : 0; i < n; i++)
+        argv[argc++] = config[i];
+    for (int i = 0; i < o->n_simgrid_args; i++)
+        argv[argc++] = (char *)o->simgrid_args[i];
+    argv[argc] = NULL;
     simgrid_init(&argc, argv);
-    sg_cfg_set_int("contexts/stack-size", 128); /* KiB; actors here are shallow */
-    char tmp[] = "/tmp/etsim-platform-XXXXXX";
-    const char *platform = s->cluster.platform_file;
-    if (!platform[0]) {
-        int pfd = mkstemp(tmp);
-        FILE *f = pfd >= 0 ? fdopen(pfd, "w") : NULL;
-        if (!f || platform_write(f, s) || fclose(f)) {
-            if (pfd >= 0) unlink(tmp);
-            fail(&result, "cannot write the platform to %s", tmp);
+    et_fabric fabric = {.slowest = -1};
+    if (generated) {
+        et_error err;
+        char text[512];
+        if (et_fabric_build(&s->cluster, &fabric, &err)) {
+            fail(&result, "%s", err.text);
             write_json_fd(fd, result);
             return 1;
         }
-        platform = tmp;
+        if (et_fabric_zone_create(&fabric, text, sizeof text)) {
+            fail(&result, "%s", text);
+            write_json_fd(fd, result);
+            return 1;
+        }
+    } else {
+        simgrid_load_platform(s->cluster.platform_file);
     }
-    simgrid_load_platform(platform);
-    if (!s->cluster.platform_file[0]) unlink(tmp);
-    sim_world w = {.s = s, .o = o, .steps = o->steps > 0 ? o->steps : s->simulation.steps};
+    sim_world w = {.s = s,
+                   .o = o,
+                   .steps = o->steps > 0 ? o->steps : s->simulation.steps,
+                   .gpu_speed = generated ? fabric.gpu_speed : NULL};
     sim_w = &w;
     if (build_world(&w, &result)) {
         write_json_fd(fd, result);

@@ -20,6 +20,8 @@
 #include "et_error.h"
 #include "scenario.h"
 
+#define SIM_MAX_SIMGRID_ARGS 32
+
 typedef struct sim_options {
     int steps;             /* simulated steps (scenario's simulation.steps when 0) */
     bool detailed;         /* collectives step by step (2(N-1) messages per ring) instead of fluid flows */
@@ -36,6 +38,10 @@ typedef struct sim_options {
     const double *bench_bytes;
     et_coll_algo bench_algo; /* AUTO picks as NCCL would */
     int bench_op;            /* 0 all-reduce, 1 reduce-scatter, 2 all-gather */
+    /* SimGrid's own options, passed to simgrid_init after etsim's defaults (so they win), each as
+     * "--cfg=name:value" or "--log=spec" (etsim --cfg, --log); not owned */
+    const char *simgrid_args[SIM_MAX_SIMGRID_ARGS];
+    int n_simgrid_args;
 } sim_options;
 
 extern const char *const sim_bench_op_names[]; /* "allreduce", "reduce_scatter", "allgather", NULL */
