@@ -29,6 +29,9 @@ int et_caveats(const et_scenario *s, const char **out, int max)
     if (s->method.kind == ET_METHOD_SPARSE) ADD("sparse kernel efficiency from the profile, not measured");
     if (s->simulation.straggler_sigma <= 0) ADD("no per-rank compute noise (simulation.straggler_sigma 0)");
     if (s->parallel.zero_stage >= 3) ADD("ZeRO-3 parameter gathers assumed prefetched under compute");
+    if (s->cluster.n_faults || s->cluster.random_faults.set)
+        ADD("broken and slow parts (cluster.faults): played by the simulation only; the analytic estimate "
+            "is of the healthy cluster");
 #undef ADD
     return n;
 }

@@ -3,6 +3,8 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "fabric.h"
+
 double et_cluster_nvlink_bandwidth(const et_cluster *c)
 {
     return c->intra_node_bandwidth * c->intra_node_efficiency;
@@ -23,11 +25,18 @@ static et_comm_group group(const et_scenario *s, int ranks, int per_node, int gr
     g.intra_bw = et_cluster_nvlink_bandwidth(c) * c->bandwidth_factor;
     g.inter_bw = c->nics_per_node * et_cluster_nic_bandwidth(c) * c->bandwidth_factor / groups_per_node;
     g.alpha_intra = c->intra_node_latency * c->latency_factor + c->collective_step_latency;
-    /* worst path between nodes: NIC, leaf switch, spine, leaf switch, NIC */
-    int leaves = (c->nodes + c->nodes_per_leaf - 1) / c->nodes_per_leaf;
-    double switches = leaves > 1 ? 3 : 1;
+    /* worst path between nodes: NIC, leaf switch, spine (and core, spine), leaf switch, NIC */
+    const int leaves = et_fabric_leaves(c), pods = et_fabric_pods(c);
+    double switches = pods > 1 ? 5 : leaves > 1 ? 3 : 1;
     g.alpha_inter =
         (c->nic_latency + switches * c->switch_latency) * c->latency_factor + c->collective_step_latency;
+    g.nodes_per_leaf = c->nodes_per_leaf;
+    g.nodes_per_pod = c->nodes_per_leaf * (c->tiers >= 3 ? c->leaves_per_pod : leaves);
+    g.leaf_up_bw =
+        g.nodes > g.nodes_per_leaf ? et_fabric_min_leaf_uplink(c) * c->bandwidth_factor / groups_per_node : 0;
+    g.pod_up_bw = c->tiers >= 3 && g.nodes > g.nodes_per_pod
+                      ? et_fabric_min_pod_uplink(c) * c->bandwidth_factor / groups_per_node
+                      : 0;
     return g;
 }
 
@@ -56,9 +65,18 @@ double et_busbw_factor_gather(int ranks)
     return (double)(ranks - 1) / ranks;
 }
 
+/* Between nodes: the NIC share, or the up-link share where the group crosses leaves or pods. */
+static double inter_node_bw(const et_comm_group *g)
+{
+    double bw = g->inter_bw;
+    if (g->leaf_up_bw > 0) bw = fmin(bw, g->leaf_up_bw);
+    if (g->pod_up_bw > 0) bw = fmin(bw, g->pod_up_bw);
+    return bw;
+}
+
 static double ring_bw(const et_comm_group *g)
 {
-    return g->nodes > 1 ? fmin(g->intra_bw, g->inter_bw) : g->intra_bw;
+    return g->nodes > 1 ? fmin(g->intra_bw, inter_node_bw(g)) : g->intra_bw;
 }
 
 static double ring_alpha(const et_comm_group *g)
@@ -92,7 +110,8 @@ double et_hierarchical_allreduce_time(const et_comm_group *g, double bytes)
     double intra = 0, inter = 0;
     if (k > 1) intra = (k - 1) * g->alpha_intra + et_busbw_factor_gather(k) * bytes / g->intra_bw;
     /* k concurrent rings share the node's NICs: each gets inter_bw / k for S / k bytes */
-    if (n > 1) inter = 2.0 * (n - 1) * g->alpha_inter + et_busbw_factor_allreduce(n) * bytes / g->inter_bw;
+    if (n > 1)
+        inter = 2.0 * (n - 1) * g->alpha_inter + et_busbw_factor_allreduce(n) * bytes / inter_node_bw(g);
     return 2 * intra + inter;
 }
 
@@ -146,12 +165,48 @@ double et_tree_max_nic_load(int n)
     return worst;
 }
 
+double et_tree_max_uplink_load(int n, int span)
+{
+    if (n <= span || span < 1) return 0;
+    static _Thread_local int cached_n, cached_span;
+    static _Thread_local double cached_load;
+    if (n == cached_n && span == cached_span) return cached_load;
+    /* per block: edges leaving it towards a parent outside (up in the reduce phase) and edges from a
+     * parent inside to a child outside (down); the broadcast phase swaps the two */
+    int blocks = (n + span - 1) / span;
+    double *up = calloc((size_t)blocks, sizeof *up), *down = calloc((size_t)blocks, sizeof *down), worst = 0;
+    if (!up || !down) {
+        free(up);
+        free(down);
+        return n; /* out of memory: every edge, an upper bound */
+    }
+    for (int t = 0; t < 2; t++)
+        for (int i = 0; i < n; i++) {
+            int p = et_tree_parent(n, t, i);
+            if (p < 0 || p / span == i / span) continue;
+            up[i / span] += 0.5;
+            down[p / span] += 0.5;
+        }
+    for (int b = 0; b < blocks; b++)
+        worst = fmax(worst, fmax(up[b], down[b]));
+    free(up);
+    free(down);
+    cached_n = n;
+    cached_span = span;
+    cached_load = worst;
+    return worst;
+}
+
 double et_tree_allreduce_time(const et_comm_group *g, double bytes)
 {
     int n = g->nodes, k = g->ranks_per_node;
     if (g->ranks <= 1 || bytes <= 0) return 0;
     double t_intra = k > 1 ? bytes / g->intra_bw : 0;
     double t_inter = n > 1 ? et_tree_max_nic_load(n) * bytes / g->inter_bw : 0;
+    if (n > 1 && g->leaf_up_bw > 0)
+        t_inter = fmax(t_inter, et_tree_max_uplink_load(n, g->nodes_per_leaf) * bytes / g->leaf_up_bw);
+    if (n > 1 && g->pod_up_bw > 0)
+        t_inter = fmax(t_inter, et_tree_max_uplink_load(n, g->nodes_per_pod) * bytes / g->pod_up_bw);
     double alpha = (k - 1) * g->alpha_intra + et_tree_depth(n) * g->alpha_inter;
     return 2 * (alpha + fmax(t_intra, t_inter));
 }

@@ -22,6 +22,11 @@ typedef struct et_comm_group {
     double inter_bw;
     double alpha_intra;
     double alpha_inter;
+    /* The group's share of the up-links it crosses (fabric.h): the smallest leaf (pod) up-link over the
+     * groups that share a node's NICs, each of whose rings crosses every leaf (pod) boundary once each
+     * way; 0 when the group sits under one leaf (pod). nodes_per_leaf, nodes_per_pod: the blocks. */
+    double leaf_up_bw, pod_up_bw;
+    int nodes_per_leaf, nodes_per_pod;
 } et_comm_group;
 
 /* The data-parallel communicator of a scenario (tensor-parallel ranks fill a node first). */
@@ -52,6 +57,9 @@ int et_tree_children(int n, int tree, int i, int out[2]);
 int et_tree_depth(int n);
 /* Largest per-direction NIC load of any node, in units of S, when each tree carries S/2. */
 double et_tree_max_nic_load(int n);
+/* Largest per-direction load, in units of S, on the up-links of any block of `span` consecutive nodes (a
+ * leaf or a pod): the tree edges with one end inside the block, S/2 each. */
+double et_tree_max_uplink_load(int n, int span);
 
 /* nccl-tests conventions: algbw = S / t; busbw = algbw * factor, factor 2(N-1)/N for all-reduce and
  * (N-1)/N for reduce-scatter and all-gather. */

@@ -120,7 +120,8 @@ static int read_fault(const et_json_reader *r, json_t *o, const char *path, cons
     if (read_left(r, o, path, f->part, &f->factor)) return -1;
     if (f->part == ET_FAULT_LEAF_SWITCH && f->factor == 0)
         FAIL(path,
-             "leaf switch %d failed: its nodes have no other way out in a fat tree (one leaf per node); "
+             "leaf switch %d failed: its nodes have no other way out (each node of a fat tree hangs off one "
+             "leaf); "
              "give a factor for a degraded switch, or leave its nodes out",
              f->leaf);
     return 0;

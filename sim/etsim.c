@@ -9,6 +9,8 @@
 #include "calib_run.h"
 #include "collective_bench.h"
 #include "compare.h"
+#include "fabric.h"
+#include "faults_report.h"
 #include "plan.h"
 #include "platform.h"
 #include "quantile.h"
@@ -147,6 +149,37 @@ static int file_arg(int argc, char **argv, int *i, const char **out)
     return 0;
 }
 
+/* The context options SimGrid reads while it starts (so they go to simgrid_init, where a bad one aborts):
+ * checked here. */
+static int contexts_option_bad(const char *value)
+{
+    static const char *const integers[] = {
+        "contexts/stack-size:", "contexts/guard-size:", "contexts/nthreads:"};
+    static const char *const factories[] = {"raw", "thread", "boost", "ucontext", NULL};
+    for (int i = 0; i < 3; i++) {
+        size_t n = strlen(integers[i]);
+        if (strncmp(value, integers[i], n)) continue;
+        char *end;
+        long v = strtol(value + n, &end, 10);
+        if (end == value + n || *end || v < 0) {
+            fprintf(stderr, "etsim: --cfg %s: expected a whole number\n", value);
+            return 1;
+        }
+        return 0;
+    }
+    if (!strncmp(value, "contexts/factory:", 17)) {
+        for (int i = 0; factories[i]; i++)
+            if (!strcmp(value + 17, factories[i])) return 0;
+        fprintf(stderr, "etsim: --cfg %s: expected raw, thread, boost or ucontext\n", value);
+        return 1;
+    }
+    if (!strncmp(value, "contexts/synchro:", 17)) return 0;
+    fprintf(stderr,
+            "etsim: --cfg %s: etsim passes contexts/factory, stack-size, guard-size, nthreads and synchro\n",
+            value);
+    return 1;
+}
+
 /* --cfg name:value, --cfg=name:value, --log spec, --log=spec: kept as SimGrid reads them ("--cfg=..."). */
 static int simgrid_arg(int argc, char **argv, int *i, sim_options *sim)
 {
@@ -166,6 +199,7 @@ static int simgrid_arg(int argc, char **argv, int *i, sim_options *sim)
         fprintf(stderr, "etsim: --cfg expects name:value, got \"%s\"\n", value);
         return -1;
     }
+    if (a[2] == 'c' && !strncmp(value, "contexts/", 9) && contexts_option_bad(value)) return -1;
     if (sim->n_simgrid_args == SIM_MAX_SIMGRID_ARGS || strlen(value) > 580) {
         fprintf(stderr, "etsim: at most %d --cfg and --log options of 580 characters each\n",
                 SIM_MAX_SIMGRID_ARGS);
@@ -411,6 +445,9 @@ static int load_with(const options *o, const char *path, const char *extra, et_s
 static int load(const options *o, const char *path, et_scenario *s)
 {
     if (load_with(o, path, NULL, s)) return EXIT_INPUT;
+    const char *warnings[8];
+    for (int i = 0, n = et_fabric_warnings(&s->cluster, warnings, 8); i < n; i++)
+        fprintf(stderr, "etsim: warning: %s: %s\n", path, warnings[i]);
     if (o->seed >= 0) s->simulation.seed = (unsigned long long)o->seed;
     if (o->sim.force_no_overlap) s->parallel.overlap = false;
     return o->op_times ? apply_op_times(o, s) : 0;
@@ -718,20 +755,36 @@ int main(int argc, char **argv)
         et_scenario_free(&s);
         return 1;
     }
+    faults_runs faults = {0};
+    if (early && faults_runs_start(&s, &o.sim, &faults, &err)) {
+        print_error(&err);
+        if (!sim_finish(&child, &s, &sim, &err)) json_decref(sim);
+        et_scenario_free(&s);
+        return 1;
+    }
     et_estimate e;
     if (et_analytic_estimate(&s, &e, &err)) {
         print_error(&err);
         if (early && !sim_finish(&child, &s, &sim, &err)) json_decref(sim);
+        faults_runs_finish(&faults, NULL, &err);
         et_scenario_free(&s);
         return 1;
     }
     if (!o.analytic) {
         if (early ? sim_finish(&child, &s, &sim, &err) : sim_run_phases(&s, &o.sim, &sim, &err)) {
             print_error(&err);
+            faults_runs_finish(&faults, NULL, &err);
+            et_scenario_free(&s);
+            return 1;
+        }
+        if (faults_runs_finish(&faults, sim, &err)) {
+            print_error(&err);
+            json_decref(sim);
             et_scenario_free(&s);
             return 1;
         }
         report_print_simulated(stdout, &s, &e, sim);
+        faults_report_print(stdout, sim);
     } else {
         report_print_analytic(stdout, &s, &e);
     }

@@ -1,6 +1,7 @@
 #include "report.h"
 
 #include "caveats.h"
+#include "fabric.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -124,9 +125,13 @@ json_t *report_json_analytic_core(const et_scenario *s, const et_estimate *e)
         json_object_set_new(json_object_get(est, "time_to_train"), "gpu_hours",
                             json_real(et_gpu_hours(s, e->time_to_train)));
     }
-    return json_pack("{s:s, s:i, s:s, s:o, s:o, s:o}", "tool", "etsim", "format_version",
+    const char *w[8];
+    json_t *warnings = json_array();
+    for (int i = 0, n = et_fabric_warnings(&s->cluster, w, 8); i < n; i++)
+        json_array_append_new(warnings, json_string(w[i]));
+    return json_pack("{s:s, s:i, s:s, s:o, s:o, s:o, s:o}", "tool", "etsim", "format_version",
                      REPORT_FORMAT_VERSION, "engine", "analytic", "scenario", report_json_scenario(s),
-                     "estimate", est, "caveats", report_json_caveats(s));
+                     "estimate", est, "caveats", report_json_caveats(s), "warnings", warnings);
 }
 
 json_t *report_sim_headline(const et_scenario *s, const et_estimate *e, const json_t *sim)

@@ -2,6 +2,7 @@
 #include "sg_cxx.h"
 
 #include <cstdio>
+#include <exception>
 #include <simgrid/s4u/Comm.hpp>
 #include <simgrid/s4u/Host.hpp>
 #include <string>
@@ -12,6 +13,18 @@ extern "C" sg_comm_t et_sendto_async(sg_host_t from, sg_host_t to, double bytes)
     simgrid::s4u::CommPtr comm = simgrid::s4u::Comm::sendto_async(from, to, static_cast<uint64_t>(bytes));
     comm->add_ref(); // the caller's reference, dropped by sg_comm_wait_all as for sg_mailbox_put_async
     return comm.get();
+}
+
+extern "C" int et_cfg_set(const char *name_value, char *err, size_t size)
+{
+    try {
+        simgrid::config::set_parse(name_value);
+    } catch (const std::exception &e) {
+        std::string what = e.what();
+        std::snprintf(err, size, "%s", what.substr(0, what.find('\n')).c_str());
+        return -1;
+    }
+    return 0;
 }
 
 extern "C" char *et_network_model(char *buf, size_t size)

@@ -5,6 +5,8 @@
  * (which releases it), as with sg_mailbox_put_async. Never NULL. One actor per communicator can then
  * launch every flow of a collective phase between the GPU hosts.
  *
+ * et_cfg_set: see below.
+ *
  * et_network_model copies the network model in use ("CM02", "LV08", "IB", ...) into buf (NUL-terminated,
  * truncated to size) and returns buf. Call after the platform is loaded. */
 #ifndef ET_SG_CXX_H
@@ -19,6 +21,10 @@ extern "C" {
 #endif
 
 sg_comm_t et_sendto_async(sg_host_t from, sg_host_t to, double bytes);
+
+/* Sets one SimGrid option given as "name:value" (after simgrid_init, before the platform): 0, or -1 with
+ * SimGrid's reason in err (an unknown name, a bad value) instead of SimGrid's abort. */
+int et_cfg_set(const char *name_value, char *err, size_t size);
 char *et_network_model(char *buf, size_t size);
 
 #ifdef __cplusplus

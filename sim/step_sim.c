@@ -365,10 +365,25 @@ int sim_child_main(const et_scenario *s, const sim_options *o, int fd)
     argv[argc++] = "--cfg=contexts/guard-size:0";
     for (int i = 0, n = generated ? platform_config_options(s, config) : 0; i < n; i++)
         argv[argc++] = config[i];
+    /* logs and the context options (read while SimGrid starts; etsim checks them first) go to
+     * simgrid_init, the others are set one by one after it */
     for (int i = 0; i < o->n_simgrid_args; i++)
-        argv[argc++] = (char *)o->simgrid_args[i];
+        if (!strncmp(o->simgrid_args[i], "--log=", 6) || !strncmp(o->simgrid_args[i], "--cfg=contexts/", 15))
+            argv[argc++] = (char *)o->simgrid_args[i];
     argv[argc] = NULL;
     simgrid_init(&argc, argv);
+    /* the user's options one by one, so that a bad one is an error message rather than SimGrid's abort */
+    for (int i = 0; i < o->n_simgrid_args; i++) {
+        char why[256];
+        if (strncmp(o->simgrid_args[i], "--cfg=", 6) || !strncmp(o->simgrid_args[i], "--cfg=contexts/", 15) ||
+            !et_cfg_set(o->simgrid_args[i] + 6, why, sizeof why))
+            continue;
+        char text[600];
+        snprintf(text, sizeof text, "--cfg %s: %s", o->simgrid_args[i] + 6, why);
+        result = json_pack("{s:s}", "error", text);
+        write_json_fd(fd, result);
+        return 1;
+    }
     et_fabric fabric = {.slowest = -1};
     if (generated) {
         et_error err;

@@ -205,6 +205,81 @@ static void check_mirroring_random(int cases)
     }
 }
 
+/* The same on the other fabrics and with broken parts: three-tier and rail fabrics, core
+ * oversubscription, and faults listed (an up-link bundle, a slow NVLink port) and drawn (NICs slow or
+ * failed, slow GPUs). */
+static void check_fabrics_random(int cases)
+{
+    static const char *const algos[] = {"auto", "ring", "tree", "hierarchical"};
+    static const char *const parts[] = {"nic", "gpu", "nvlink"};
+    static const int nodes[] = {4, 6, 9, 16}, gpus[] = {2, 4, 8}, leaf[] = {1, 2, 3, 4};
+    for (int c = 0; c < cases; c++) {
+        const char *algo = algos[draw(4)];
+        int zero = draw(3) == 0 ? 1 : 0;
+        int n = nodes[draw(4)];
+        int g = gpus[draw(3)];
+        int nics = 1 + draw(4);
+        int per_leaf = leaf[draw(4)];
+        int rail = draw(2);
+        int tiers = 2 + draw(2);
+        int per_pod = 1 + draw(3);
+        double core = tiers == 3 ? 1 + draw(4) : 1;
+        double ratio = 1 + draw(3);
+        const char *part = parts[draw(3)];
+        double fraction = 0.05 * draw(5);
+        int failed = !strcmp(part, "nic") && draw(2);
+        double factor = 0.25 + 0.25 * draw(3);
+        int listed = draw(3);
+        int seed = 1 + draw(1000);
+        json_t *fabric = json_pack("{s:s, s:i, s:f, s:i}", "topology", rail ? "rail" : "fat_tree",
+                                   "nodes_per_leaf", per_leaf, "oversubscription", ratio, "tiers", tiers);
+        if (tiers == 3) {
+            json_object_set_new(fabric, "leaves_per_pod", json_integer(per_pod));
+            json_object_set_new(fabric, "core_oversubscription", json_real(core));
+        }
+        json_t *cluster =
+            json_pack("{s:s, s:i, s:i, s:i, s:i, s:o}", "device", "a100-sxm4-80gb", "nodes", n,
+                      "gpus_per_node", g, "nics_per_node", nics, "nic_Gbps", 200, "fabric", fabric);
+        json_t *random = json_pack("{s:s, s:f, s:i}", "part", part, "fraction", fraction, "seed", seed);
+        json_object_set_new(random, failed ? "failed" : "factor", failed ? json_true() : json_real(factor));
+        json_object_set_new(cluster, "random_faults", random);
+        if (listed == 1)
+            json_object_set_new(cluster, "faults",
+                                json_pack("[{s:s, s:i, s:f}]", "part", "uplink", "leaf", 0, "factor", 0.5));
+        if (listed == 2)
+            json_object_set_new(cluster, "faults",
+                                json_pack("[{s:s, s:i, s:i, s:f}]", "part", "nvlink", "node", n - 1, "gpu", 0,
+                                          "factor", 0.3));
+        json_t *root = json_pack("{s:s, s:{s:s}, s:{s:i}, s:{s:i}, s:{s:s}, s:s, s:{s:s, s:i}, s:o, s:{s:i},"
+                                 " s:{s:i, s:i}}",
+                                 "name", "random fabric", "model", "preset", "bert-base", "data", "seq_len",
+                                 128, "batch", "local", 4, "optimizer", "name", "adam", "precision", "fp16",
+                                 "parallelism", "allreduce", algo, "zero_stage", zero, "cluster", cluster,
+                                 "target", "steps", 1, "simulation", "steps", 2, "seed", seed);
+        char *text = json_dumps(root, JSON_COMPACT);
+        et_scenario s;
+        et_error err;
+        int parsed = et_scenario_parse(root, "random fabric", NULL, &s, &err) == 0;
+        json_decref(root);
+        CHECK(parsed, "random fabric %d parses: %s\n%s", c, parsed ? "" : err.text, text);
+        if (!parsed) {
+            free(text);
+            continue;
+        }
+        sim_options mirrored = {.steps = 2}, all = {.steps = 2, .all_flows = true};
+        json_t *a = NULL, *b = NULL;
+        if (sim_run(&s, &mirrored, &a, &err) || sim_run(&s, &all, &b, &err))
+            CHECK(strstr(err.text, "cut off") != NULL, "random fabric %d simulates: %s\n%s", c, err.text,
+                  text);
+        else
+            same_report(a, b, c, text);
+        json_decref(a);
+        json_decref(b);
+        et_scenario_free(&s);
+        free(text);
+    }
+}
+
 int main(void)
 {
     check_scenario(SCEN("mlperf-bert-8.json"), 2);
@@ -214,5 +289,6 @@ int main(void)
     check_determinism_and_stragglers();
     check_presorted_bert();
     check_mirroring_random(48);
+    check_fabrics_random(40);
     return check_summary("test_sim");
 }
