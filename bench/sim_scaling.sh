@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Benchmark (not a test): wall time of simulating one BERT-large data-parallel step, all gradient buckets
-# included, at 8 to 4096 GPUs; and the fluid collectives against the detailed (step-by-step ring) form.
-# Usage: bench/sim_scaling.sh [build-dir]
+# included, at 8 to 4096 GPUs (best of three) and at 4,096 to 131,072 GPUs (one run each, with peak memory);
+# and the fluid collectives against the detailed (step-by-step ring) form.
+# Usage: bench/sim_scaling.sh [build-dir] [--large-only]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 etsim=${1:-$root/build}/sim/etsim
@@ -9,6 +10,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
 source "$root/bench/bert_scenario.sh"
+large_only=${2:-}
 
 wall() { # command... -> seconds
   local t0 t1
@@ -25,6 +27,38 @@ best_wall() { # command... -> the smallest of three wall times (this machine is 
   c=$(wall "$@")
   printf "%s\n%s\n%s\n" "$a" "$b" "$c" | sort -g | head -1
 }
+
+peak_kib() { # command... -> peak resident KiB of the command and its children (GNU time), output discarded
+  /usr/bin/time -f "%M" -o "$work/time.txt" "$@" > /dev/null 2> /dev/null
+  tail -1 "$work/time.txt"
+}
+
+echo "# large clusters: one BERT-large data-parallel step, all 21 buckets, auto algorithm, one run per size"
+echo "# wall_1: one step including start-up; per_step: (wall_6 - wall_1) / 5; sim_RSS: the simulator's peak"
+echo "# (etsim --stats), etsim_RSS: the whole run's (GNU time); growth: per 4x GPUs against the row above"
+echo "# (ratio^(2 / log2(GPU ratio)); linear: 4.0)"
+printf "%8s %10s %10s %12s %14s %12s %12s %14s %16s\n" "GPUs" "wall_1[s]" "wall_6[s]" "per_step[s]" \
+  "per_GPU_step[us]" "sim_RSS[MiB]" "etsim_RSS[MiB]" "wall_1_growth" "per_step_growth"
+prev1="" prevs="" prevn=""
+for nodes in 512 2048 8192 16384; do
+  f=$(scenario $nodes auto)
+  w1=$(wall "$etsim" --quiet --steps 1 "$f")
+  w6=$(wall "$etsim" --quiet --steps 6 "$f")
+  ps=$(echo "($w6 - $w1) / 5" | bc -l)
+  sim_rss=$("$etsim" --quiet --stats --steps 1 "$f" 2>&1 > /dev/null | sed -nE 's/.*peak RSS ([0-9.]+) MiB.*/\1/p')
+  all_rss=$(peak_kib "$etsim" --quiet --steps 1 "$f")
+  g1=- gs=-
+  if [ -n "$prev1" ]; then
+    e=$(echo "2 / (l($nodes / $prevn) / l(2))" | bc -l)
+    g1=$(printf "%.1f" "$(echo "e($e * l($w1 / $prev1))" | bc -l)")
+    gs=$(printf "%.1f" "$(echo "e($e * l($ps / $prevs))" | bc -l)")
+  fi
+  printf "%8d %10.2f %10.2f %12.3f %14.1f %12.1f %12.1f %14s %16s\n" $((nodes * 8)) "$w1" "$w6" "$ps" \
+    "$(echo "$ps * 1000000 / ($nodes * 8)" | bc -l)" "$sim_rss" "$(echo "$all_rss / 1024" | bc -l)" "$g1" "$gs"
+  prev1=$w1 prevs=$ps prevn=$nodes
+done
+[ "$large_only" = "--large-only" ] && exit 0
+echo
 
 echo "# simulating BERT-large data-parallel steps (21 buckets of 25 MiB, fp16, per-bucket clipping)"
 echo "# wall_1: one step including start-up (platform, actors); per_step: (wall_21 - wall_1) / 20; best of three"

@@ -6,6 +6,7 @@
 #include <simgrid/engine.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <xbt/config.h>
@@ -337,14 +338,17 @@ static json_t *read_json_fd(int fd)
     return NULL;
 }
 
-/* --stats: what the simulation cost, for the scaling benchmark (bench/sim_scaling.sh). */
+/* --stats: what the simulation cost, for the scaling benchmark (bench/sim_scaling.sh). The peak resident
+ * memory is the simulator's own (this child process: SimGrid, the actors, the world), not etsim's. */
 static void print_stats(const sim_world *w, double setup_s, double run_s)
 {
+    struct rusage ru;
+    double peak_mib = getrusage(RUSAGE_SELF, &ru) == 0 ? ru.ru_maxrss / 1024.0 : 0;
     fprintf(stderr,
             "etsim: stats: %d GPUs, %d steps: set-up %.3f s, simulation %.3f s; flows %lld modelled, %lld "
-            "simulated; %.2f us of simulation per GPU and step\n",
+            "simulated; %.2f us of simulation per GPU and step; peak RSS %.1f MiB (%.1f KiB per GPU)\n",
             w->n_ranks, w->steps, setup_s, run_s, w->flows_modelled, w->flows_simulated,
-            1e6 * run_s / ((double)w->n_ranks * w->steps));
+            1e6 * run_s / ((double)w->n_ranks * w->steps), peak_mib, peak_mib * 1024 / w->n_ranks);
 }
 
 int sim_child_main(const et_scenario *s, const sim_options *o, int fd)
