@@ -92,8 +92,12 @@ static void try_plan(const json_t *root, const char *path, long long global, sea
     if (space && p->device >= 0)
         json_object_set_new(cluster, "device", json_string(space->devices[p->device]));
     const json_t *per_node = json_object_get(cluster, "gpus_per_node");
-    if (json_is_integer(per_node) && json_integer_value(per_node) > 0)
-        json_object_set_new(cluster, "nodes", json_integer(p->gpus / json_integer_value(per_node)));
+    if (json_is_integer(per_node) && json_integer_value(per_node) > 0) {
+        json_int_t nodes = p->gpus / json_integer_value(per_node);
+        /* listed faults name parts of the scenario's own cluster: another size has other parts */
+        if (nodes != json_integer_value(json_object_get(cluster, "nodes"))) json_object_del(cluster, "faults");
+        json_object_set_new(cluster, "nodes", json_integer(nodes));
+    }
     r->tried++;
     et_scenario s;
     et_error err;
