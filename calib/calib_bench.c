@@ -41,7 +41,7 @@ json_t *calib_bench_run(const char *backend, const et_scenario *scenario, FILE *
     if (!be) return NULL;
     if (be->op_timers_init(be, 1)) {
         be->destroy(be);
-        et_error_set(err, NULL, 0, 0, NULL, "out of memory");
+        et_error_set_code(err, ET_ERROR_MEMORY, NULL, 0, 0, NULL, "out of memory");
         return NULL;
     }
     enum { MAXD = 2048 };
@@ -143,7 +143,7 @@ int calib_micro_load(const char *path, calib_micro *m, et_error *err)
     } else {
         snprintf(m->backend, sizeof m->backend, "%s", json_string_value(backend));
         m->samples = calloc(json_array_size(gemm) + json_array_size(stream) + 1, sizeof *m->samples);
-        if (!m->samples) rc = et_error_set(err, path, 0, 0, NULL, "out of memory");
+        if (!m->samples) rc = et_error_set_code(err, ET_ERROR_MEMORY, path, 0, 0, NULL, "out of memory");
         for (size_t i = 0; !rc && i < json_array_size(gemm); i++) {
             json_t *g = json_array_get(gemm, i);
             calib_sample s = {1,
@@ -246,7 +246,7 @@ int calib_micro_load_csv(const char *path, const char *gpu_filter, const char *p
     }
     calib_csv_close(t);
     if (!m->samples)
-        rc = et_error_set(err, path, 0, 0, NULL, "out of memory");
+        rc = et_error_set_code(err, ET_ERROR_MEMORY, path, 0, 0, NULL, "out of memory");
     else if (m->n_samples == 0)
         rc = et_error_set(err, path, 0, 0, NULL, "no row matches GPU \"%s\"%s%s", gpu_filter,
                           is_gemm ? " and dtype " : "", is_gemm ? precision : "");

@@ -80,7 +80,7 @@ calib_csv *calib_csv_open(const char *path, et_error *err)
 {
     calib_csv *t = calloc(1, sizeof *t);
     if (!t) {
-        et_error_set(err, path, 0, 0, NULL, "out of memory");
+        et_error_set_code(err, ET_ERROR_MEMORY, path, 0, 0, NULL, "out of memory");
         return NULL;
     }
     if (!(t->f = fopen(path, "r"))) {

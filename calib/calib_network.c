@@ -100,7 +100,7 @@ int calib_nccl_load(const char *path, const char *gpu_filter, calib_coll_sample 
         x[(*n)++] = s;
     }
     calib_csv_close(t);
-    if (!x) return et_error_set(err, path, 0, 0, NULL, "out of memory");
+    if (!x) return et_error_set_code(err, ET_ERROR_MEMORY, path, 0, 0, NULL, "out of memory");
     if (*n == 0) {
         free(x);
         return et_error_set(err, path, 0, 0, NULL, "no measured all_reduce row matches GPU \"%s\"",

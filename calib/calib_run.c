@@ -162,7 +162,7 @@ int calib_run_op_scales(const calib_run *r, et_op_scales *out, et_error *err)
     if (!pred || !out->id || !out->factor) {
         free(pred);
         et_op_scales_free(out);
-        return et_error_set(err, r->file, 0, 0, NULL, "out of memory");
+        return et_error_set_code(err, ET_ERROR_MEMORY, r->file, 0, 0, NULL, "out of memory");
     }
     calib_run_predict(r, &r->plan.s.cluster.device, pred);
     for (int i = 0; i < n; i++) {

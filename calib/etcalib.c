@@ -52,7 +52,7 @@ static int refuse_output(const char *out, const char *flag, const char *const *i
     et_error err;
     if (!out || !et_output_check(out, flag, inputs, n, &err)) return 0;
     fail(&err);
-    return 1;
+    return et_error_exit_status(&err);
 }
 
 typedef struct sums {
@@ -170,12 +170,12 @@ static int cmd_report(int argc, char **argv)
     et_device_profile profile;
     if (profile_path && et_device_profile_load(profile_path, &profile, &err)) {
         fail(&err);
-        return EXIT_INPUT;
+        return et_error_exit_status(&err);
     }
     calib_run run;
     if (calib_run_load(file, profile_path ? &profile : NULL, &run, &err)) {
         fail(&err);
-        return EXIT_INPUT;
+        return et_error_exit_status(&err);
     }
     const et_device_profile *d = profile_path ? &profile : &run.plan.s.cluster.device;
     double *pred = calloc((size_t)run.graph.n_ops, sizeof *pred);
@@ -207,9 +207,9 @@ static int cmd_report(int argc, char **argv)
         snprintf(tmp, sizeof tmp, "%s.tmp.%ld", csv, (long)getpid());
         FILE *f = fopen(tmp, "w");
         if (!f) {
-            et_error_set(&err, csv, 0, 0, NULL, "cannot write the CSV file");
+            et_error_set_code(&err, ET_ERROR_IO, csv, 0, 0, NULL, "cannot write the CSV file");
             fail(&err);
-            rc = 1;
+            rc = et_error_exit_status(&err);
         } else {
             fprintf(f, "op,kind,phase,measured_s,predicted_s,error_pct\n");
             for (int i = 0; i < run.graph.n_ops; i++)
@@ -218,9 +218,9 @@ static int cmd_report(int argc, char **argv)
                         run.measured[i], pred[i], error_pct(pred[i], run.measured[i]));
             if (fclose(f) || rename(tmp, csv)) {
                 remove(tmp);
-                et_error_set(&err, csv, 0, 0, NULL, "cannot write the CSV file");
+                et_error_set_code(&err, ET_ERROR_IO, csv, 0, 0, NULL, "cannot write the CSV file");
                 fail(&err);
-                rc = 1;
+                rc = et_error_exit_status(&err);
             }
         }
     }
@@ -303,7 +303,7 @@ static int cmd_fit(int argc, char **argv)
     et_device_profile base, fit;
     if (et_device_profile_load(base_path, &base, &err)) {
         fail(&err);
-        return EXIT_INPUT;
+        return et_error_exit_status(&err);
     }
     int precision = -1;
     for (int p = 0; precision_name && p < ET_PRECISION_COUNT; p++)
@@ -441,7 +441,7 @@ static int cmd_fit(int argc, char **argv)
         calib_micro_free(&micro[u]);
     if (rc) {
         fail(&err);
-        return 1;
+        return et_error_exit_status(&err);
     }
     printf("# wrote %s\n", out_path);
     return 0;
@@ -475,14 +475,14 @@ static int cmd_fit_network(int argc, char **argv)
     et_scenario s;
     if (et_scenario_load(scenario_path, &s, &err)) {
         fail(&err);
-        return EXIT_INPUT;
+        return et_error_exit_status(&err);
     }
     calib_coll_sample *x;
     int n;
     if (calib_nccl_load(table, gpu, &x, &n, &err)) {
         fail(&err);
         et_scenario_free(&s);
-        return EXIT_INPUT;
+        return et_error_exit_status(&err);
     }
     const double bf0 = s.cluster.bandwidth_factor, lat0 = s.cluster.collective_step_latency;
     double bf, lat;
@@ -565,7 +565,7 @@ static int cmd_bench(int argc, char **argv)
         et_scenario s;
         if (et_scenario_load(scenario_path, &s, &err)) {
             fail(&err);
-            return EXIT_INPUT;
+            return et_error_exit_status(&err);
         }
         memset(&plan, 0, sizeof plan);
         plan.s = s;
@@ -574,13 +574,13 @@ static int cmd_bench(int argc, char **argv)
     if (scenario_path) et_plan_free(&plan);
     if (!j) {
         fail(&err);
-        return EXIT_INPUT;
+        return et_error_exit_status(&err);
     }
     int rc = et_atomic_write_json(out, j, &err);
     json_decref(j);
     if (rc) {
         fail(&err);
-        return 1;
+        return et_error_exit_status(&err);
     }
     fprintf(stderr, "etcalib bench: wrote %s\n", out);
     return 0;

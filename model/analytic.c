@@ -279,7 +279,9 @@ static int estimate_phase(const et_scenario *s, et_estimate *out, et_error *err)
         if (et_graph_build(&s->model, &o0, &g0, err)) return -1;
         int rc = et_straggler_factor(s, &g0, ET_STRAGGLER_STEPS, &out->straggler_factor, &out->largest_batch);
         et_graph_free(&g0);
-        if (rc) return et_error_set(err, NULL, 0, 0, NULL, "out of memory sampling batches");
+        if (rc)
+            return et_error_set_code(err, ET_ERROR_MEMORY, NULL, 0, 0, NULL,
+                                     "out of memory sampling batches");
     }
     double best_stage_time = -1;
     for (int stage = 0; stage < pp; stage++) {
@@ -319,7 +321,8 @@ static int estimate_phase(const et_scenario *s, et_estimate *out, et_error *err)
         if (out->dp_comm_exposed < 0) {
             free(buckets);
             et_graph_free(&g);
-            return et_error_set(err, NULL, 0, 0, NULL, "out of memory laying out the gradient buckets");
+            return et_error_set_code(err, ET_ERROR_MEMORY, NULL, 0, 0, NULL,
+                                     "out of memory laying out the gradient buckets");
         }
         if (s->parallel.data <= 1 && s->optimizer.clip == ET_CLIP_PER_BUCKET)
             for (int k = 0; k < nb; k++)

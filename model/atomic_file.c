@@ -40,7 +40,7 @@ int et_atomic_write(const char *path, et_file_writer writer, void *ctx, et_error
     if (stat(path, &st) == 0 && !S_ISREG(st.st_mode))
         return et_error_set(err, path, 0, 0, NULL, "not a regular file (a folder or a device): not replaced");
     char *target = resolve(path);
-    if (!target) return et_error_set(err, path, 0, 0, NULL, "out of memory");
+    if (!target) return et_error_set_code(err, ET_ERROR_MEMORY, path, 0, 0, NULL, "out of memory");
     int rc = write_to(target, path, writer, ctx, err);
     free(target);
     return rc;
@@ -51,11 +51,12 @@ static int write_to(const char *path, const char *shown, et_file_writer writer, 
     (void)shown;
     size_t n = strlen(path) + 16;
     char *tmp = malloc(n);
-    if (!tmp) return et_error_set(err, path, 0, 0, NULL, "out of memory");
+    if (!tmp) return et_error_set_code(err, ET_ERROR_MEMORY, path, 0, 0, NULL, "out of memory");
     snprintf(tmp, n, "%s.tmp.XXXXXX", path);
     int fd = mkstemp(tmp);
     if (fd < 0) {
-        et_error_set(err, path, 0, 0, NULL, "cannot create a temporary file beside it: %s", strerror(errno));
+        et_error_set_code(err, ET_ERROR_IO, path, 0, 0, NULL, "cannot create a temporary file beside it: %s",
+                          strerror(errno));
         free(tmp);
         return -1;
     }
@@ -64,7 +65,8 @@ static int write_to(const char *path, const char *shown, et_file_writer writer, 
     fchmod(fd, 0666 & ~mask); /* mkstemp creates 0600; outputs are ordinary files */
     FILE *f = fdopen(fd, "w");
     if (!f) {
-        et_error_set(err, path, 0, 0, NULL, "cannot open the temporary file: %s", strerror(errno));
+        et_error_set_code(err, ET_ERROR_IO, path, 0, 0, NULL, "cannot open the temporary file: %s",
+                          strerror(errno));
         close(fd);
         unlink(tmp);
         free(tmp);
@@ -83,7 +85,7 @@ static int write_to(const char *path, const char *shown, et_file_writer writer, 
     }
     if (rc != 0) {
         unlink(tmp);
-        et_error_set(err, path, 0, 0, NULL, "cannot write: %s", strerror(saved));
+        et_error_set_code(err, ET_ERROR_IO, path, 0, 0, NULL, "cannot write: %s", strerror(saved));
     }
     free(tmp);
     return rc ? -1 : 0;
@@ -114,12 +116,12 @@ int et_output_check(const char *path, const char *what, const char *const *input
     }
     /* can a file be created beside it? (the same test the atomic write will make, made now) */
     char *target = resolve(path);
-    if (!target) return et_error_set(err, path, 0, 0, NULL, "out of memory");
+    if (!target) return et_error_set_code(err, ET_ERROR_MEMORY, path, 0, 0, NULL, "out of memory");
     size_t len = strlen(target) + 16;
     char *tmp = malloc(len);
     int rc = 0;
     if (!tmp) {
-        rc = et_error_set(err, path, 0, 0, NULL, "out of memory");
+        rc = et_error_set_code(err, ET_ERROR_MEMORY, path, 0, 0, NULL, "out of memory");
     } else {
         snprintf(tmp, len, "%s.tmp.XXXXXX", target);
         int fd = mkstemp(tmp);

@@ -2,7 +2,8 @@
  *
  * Contract: et_batch_expected() gives the expected shape of one GPU's micro-batch of `local` sequences
  * drawn from the scenario's length distribution and sampling scheme, computed unpadded (real lengths) or
- * padded to seq_len as the scenario says. Shapes of concrete sampled batches: et_sampler_shapes(). */
+ * padded to seq_len as the scenario says (et_batch_shape_unknown(), all NaN, when out of memory). Shapes
+ * of concrete sampled batches: et_sampler_shapes(). */
 #ifndef ET_BATCH_H
 #define ET_BATCH_H
 

@@ -10,4 +10,8 @@ typedef struct et_batch_shape {
     double predictions; /* P */
 } et_batch_shape;
 
+/* Every field NaN: what shape-returning functions give when they run out of memory, so that a failure
+ * shows up as NaN in every figure derived from it, never as a plausible (empty) batch. */
+et_batch_shape et_batch_shape_unknown(void);
+
 #endif

@@ -14,7 +14,8 @@ int et_buckets_build(const et_graph *g, double bucket_bytes, double grad_elem_by
     if (!owner || !b) {
         free(owner);
         free(b);
-        return et_error_set(err, NULL, 0, 0, NULL, "out of memory cutting gradient buckets");
+        return et_error_set_code(err, ET_ERROR_MEMORY, NULL, 0, 0, NULL,
+                                 "out of memory cutting gradient buckets");
     }
     for (int i = 0; i < g->n_ops; i++)
         for (int p = g->ops[i].grad_first; p < g->ops[i].grad_first + g->ops[i].grad_count; p++)

@@ -171,26 +171,23 @@ double et_tree_max_uplink_load(int n, int span)
     static _Thread_local int cached_n, cached_span;
     static _Thread_local double cached_load;
     if (n == cached_n && span == cached_span) return cached_load;
-    /* per block: edges leaving it towards a parent outside (up in the reduce phase) and edges from a
-     * parent inside to a child outside (down); the broadcast phase swaps the two */
-    int blocks = (n + span - 1) / span;
-    double *up = calloc((size_t)blocks, sizeof *up), *down = calloc((size_t)blocks, sizeof *down), worst = 0;
-    if (!up || !down) {
-        free(up);
-        free(down);
-        return n; /* out of memory: every edge, an upper bound */
-    }
-    for (int t = 0; t < 2; t++)
-        for (int i = 0; i < n; i++) {
-            int p = et_tree_parent(n, t, i);
-            if (p < 0 || p / span == i / span) continue;
-            up[i / span] += 0.5;
-            down[p / span] += 0.5;
+    /* per block: edges from a child inside to a parent outside (up in the reduce phase) and from a parent
+     * inside to a child outside (down); the broadcast phase swaps the two. No allocation: a block's nodes
+     * are consecutive, so each block's counts are complete when the walk leaves it. */
+    double worst = 0, up = 0, down = 0;
+    for (int i = 0; i < n; i++) {
+        const int block = i / span;
+        for (int t = 0; t < 2; t++) {
+            int p = et_tree_parent(n, t, i), kids[2];
+            if (p >= 0 && p / span != block) up += 0.5;
+            for (int c = 0, m = et_tree_children(n, t, i, kids); c < m; c++)
+                if (kids[c] / span != block) down += 0.5;
         }
-    for (int b = 0; b < blocks; b++)
-        worst = fmax(worst, fmax(up[b], down[b]));
-    free(up);
-    free(down);
+        if (i == n - 1 || (i + 1) / span != block) {
+            worst = fmax(worst, fmax(up, down));
+            up = down = 0;
+        }
+    }
     cached_n = n;
     cached_span = span;
     cached_load = worst;

@@ -254,8 +254,9 @@ int et_fabric_build(const et_cluster *c, et_fabric *f, et_error *err)
         free(nic_left);
         free(load);
         et_fabric_free(f);
-        return et_error_set(err, NULL, 0, 0, NULL, "out of memory for the cluster's fabric (%d GPUs)",
-                            c->nodes * c->gpus_per_node);
+        return et_error_set_code(err, ET_ERROR_MEMORY, NULL, 0, 0, NULL,
+                                 "out of memory for the cluster's fabric (%d GPUs)",
+                                 c->nodes * c->gpus_per_node);
     }
     const double node_nic = et_fabric_node_nic_bandwidth(c);
     for (int g = 0; g < f->gpus; g++) {

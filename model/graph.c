@@ -76,7 +76,8 @@ static et_op *add_op(builder *b, et_op_kind kind, et_phase phase, int layer, con
         et_op *ops = realloc(g->ops, (size_t)cap * sizeof *ops);
         if (!ops) {
             b->failed = 1;
-            et_error_set(b->err, NULL, 0, 0, NULL, "out of memory building the op graph");
+            et_error_set_code(b->err, ET_ERROR_MEMORY, NULL, 0, 0, NULL,
+                              "out of memory building the op graph");
             return NULL;
         }
         g->ops = ops;
@@ -113,7 +114,8 @@ static void add_param(builder *b, int layer, double count, double dense, double 
         et_param *p = realloc(g->params, (size_t)cap * sizeof *p);
         if (!p) {
             b->failed = 1;
-            et_error_set(b->err, NULL, 0, 0, NULL, "out of memory building the op graph");
+            et_error_set_code(b->err, ET_ERROR_MEMORY, NULL, 0, 0, NULL,
+                              "out of memory building the op graph");
             return;
         }
         g->params = p;

@@ -12,7 +12,9 @@ static int alloc_pmf(et_length_dist *d, int max_len, et_error *err)
     memset(d, 0, sizeof *d);
     d->max_len = max_len;
     d->pmf = calloc((size_t)max_len + 1, sizeof *d->pmf);
-    if (!d->pmf) return et_error_set(err, NULL, 0, 0, NULL, "out of memory for a length distribution");
+    if (!d->pmf)
+        return et_error_set_code(err, ET_ERROR_MEMORY, NULL, 0, 0, NULL,
+                                 "out of memory for a length distribution");
     return 0;
 }
 

@@ -59,7 +59,8 @@ int et_sampler_init(et_sampler *s, const et_length_dist *d, const et_sampling *c
         }
     }
     s->cdf = malloc(((size_t)d->max_len + 1) * sizeof *s->cdf);
-    if (!s->cdf) return et_error_set(err, NULL, 0, 0, NULL, "out of memory for the sampler");
+    if (!s->cdf)
+        return et_error_set_code(err, ET_ERROR_MEMORY, NULL, 0, 0, NULL, "out of memory for the sampler");
     double c = 0;
     for (int l = 0; l <= d->max_len; l++)
         s->cdf[l] = (c += d->pmf[l]);
@@ -140,11 +141,12 @@ static int draw_packed(const et_sampler *s, unsigned long long *st, int *out)
     return kept;
 }
 
-static void presort(const et_sampler *s, int *lengths, int max_per_rank)
+/* -1 when out of memory (never unsorted batches standing in for sorted ones) */
+static int presort(const et_sampler *s, int *lengths, int max_per_rank)
 {
     const int G = s->cfg.presort_group, L = s->local;
     int *pool = malloc((size_t)G * L * sizeof *pool);
-    if (!pool) return; /* out of memory: keep the unsorted batches */
+    if (!pool) return -1;
     for (int g0 = 0; g0 < s->ranks; g0 += G) {
         for (int i = 0; i < G; i++)
             memcpy(pool + i * L, lengths + (size_t)(g0 + i) * max_per_rank, L * sizeof(int));
@@ -155,6 +157,7 @@ static void presort(const et_sampler *s, int *lengths, int max_per_rank)
                 lengths[(size_t)(g0 + c) * max_per_rank + r] = pool[r * G + (r % 2 ? G - 1 - c : c)];
     }
     free(pool);
+    return 0;
 }
 
 int et_sampler_draw(const et_sampler *s, int step, int *lengths, int max_per_rank, int *counts)
@@ -178,8 +181,7 @@ int et_sampler_draw(const et_sampler *s, int step, int *lengths, int max_per_ran
         }
         counts[r] = n;
     }
-    if (s->cfg.presort_group > 1) presort(s, lengths, max_per_rank);
-    return 0;
+    return s->cfg.presort_group > 1 ? presort(s, lengths, max_per_rank) : 0;
 }
 
 static et_batch_shape shape_of(const et_sampler *s, const et_model_config *m, int unpadded, const int *len,
@@ -247,13 +249,13 @@ et_batch_shape et_sampler_expected_shape(const et_sampler *s, const et_model_con
         et_sampler one = *s;
         one.ranks = 1;
         et_batch_shape b;
-        for (int i = 0; i < 64; i++)
-            if (et_sampler_shapes(&one, m, unpadded, 1000000 + i, &b) == 0) {
-                shape.sequences += b.sequences / 64;
-                shape.tokens += b.tokens / 64;
-                shape.tokens_sq += b.tokens_sq / 64;
-                shape.predictions += b.predictions / 64;
-            }
+        for (int i = 0; i < 64; i++) {
+            if (et_sampler_shapes(&one, m, unpadded, 1000000 + i, &b)) return et_batch_shape_unknown();
+            shape.sequences += b.sequences / 64;
+            shape.tokens += b.tokens / 64;
+            shape.tokens_sq += b.tokens_sq / 64;
+            shape.predictions += b.predictions / 64;
+        }
         return shape;
     }
     shape.sequences = s->local;

@@ -216,7 +216,7 @@ int main(int argc, char **argv)
     op_pred = calloc((size_t)n_ops, sizeof *op_pred);
     shapes = calloc((size_t)data.accum, sizeof *shapes);
     if (!op_pred || !shapes) {
-        et_error_set(&err, NULL, 0, 0, NULL, "out of memory");
+        et_error_set_code(&err, ET_ERROR_MEMORY, NULL, 0, 0, NULL, "out of memory");
         goto fail;
     }
     for (long long step = start; step < steps; step++) {
@@ -229,7 +229,8 @@ int main(int argc, char **argv)
             red.active = micro == data.accum - 1;
             if (rt_data_batch(&data, (int)step, micro, &batch) ||
                 rt_model_step_micro(&model, &batch, norm, rt_reducer_on_grad_ready, &red)) {
-                et_error_set(&err, o.plan, 0, 0, NULL, "out of memory at step %lld", step);
+                et_error_set_code(&err, ET_ERROR_MEMORY, o.plan, 0, 0, NULL, "out of memory at step %lld",
+                                  step);
                 goto fail;
             }
             shapes[micro] = rt_batch_shape(&batch);
@@ -328,6 +329,7 @@ int main(int argc, char **argv)
     goto finish;
 fail:
     fail_message(&err);
+    if (status != EXIT_DIVERGED) status = et_error_exit_status(&err); /* 2 bad input, else 1 (err.code) */
 finish:
     free(op_pred), free(shapes);
     rt_batch_free(&batch);

@@ -44,13 +44,13 @@ int rt_acts_alloc(rt_model *m, et_error *err)
 {
     const et_scenario *sc = m->s;
     rt_acts *a = calloc(1, sizeof *a);
-    if (!a) return et_error_set(err, NULL, 0, 0, NULL, "out of memory");
+    if (!a) return et_error_set_code(err, ET_ERROR_MEMORY, NULL, 0, 0, NULL, "out of memory");
     m->acts = a;
     a->H = sc->model.hidden, a->F = sc->model.ffn, a->A = sc->model.heads, a->V = sc->model.vocab;
     a->L = sc->model.layers, a->decoder = sc->model.arch == ET_ARCH_DECODER;
     a->probs_cap = (size_t)a->A * sc->batch.local * sc->data.seq_len * sc->data.seq_len;
     a->layers = calloc((size_t)a->L, sizeof *a->layers);
-    if (!a->layers) return et_error_set(err, NULL, 0, 0, NULL, "out of memory");
+    if (!a->layers) return et_error_set_code(err, ET_ERROR_MEMORY, NULL, 0, 0, NULL, "out of memory");
     cursor size = {NULL, 0};
     layout(a, &size, (size_t)m->T_cap, (size_t)m->P_cap);
     a->block = m->be->alloc(m->be, size.used * sizeof(float));

@@ -395,7 +395,7 @@ rt_backend *rt_backend_cpu_create(et_error *err)
     cpu_ctx *c = calloc(1, sizeof *c);
     if (!be || !c) {
         free(c), free(be);
-        et_error_set(err, NULL, 0, 0, NULL, "out of memory creating the CPU backend");
+        et_error_set_code(err, ET_ERROR_MEMORY, NULL, 0, 0, NULL, "out of memory creating the CPU backend");
         return NULL;
     }
     *be = (rt_backend){

@@ -64,7 +64,7 @@ int rt_checkpoint_save(const char *dir, const rt_model *m, long long next_step, 
     ckpt c = {m, (uint64_t)next_step, malloc(n * 4), malloc(n * 4), malloc(n * 4)};
     int rc;
     if (!c.params || !c.m1 || !c.v) {
-        rc = et_error_set(err, path, 0, 0, NULL, "out of memory for the checkpoint");
+        rc = et_error_set_code(err, ET_ERROR_MEMORY, path, 0, 0, NULL, "out of memory for the checkpoint");
     } else {
         rt_model_get_state(m, c.params, c.m1, c.v, NULL);
         rc = et_atomic_write(path, write_ckpt, &c, err);
@@ -99,7 +99,7 @@ int rt_checkpoint_load(const char *dir, rt_model *m, long long *next_step, et_er
                      (unsigned long long)n, m->n_params);
     } else if (!(host[0] = malloc(n * 4 + 4)) || !(host[1] = malloc(n * 4 + 4)) ||
                !(host[2] = malloc(n * 4 + 4))) {
-        et_error_set(err, path, 0, 0, NULL, "out of memory reading the checkpoint");
+        et_error_set_code(err, ET_ERROR_MEMORY, path, 0, 0, NULL, "out of memory reading the checkpoint");
     } else if (fread(host[0], 4, n, f) != n || fread(host[1], 4, n, f) != n || fread(host[2], 4, n, f) != n ||
                fgetc(f) != EOF) {
         et_error_set(err, path, 0, 0, NULL,

@@ -5,8 +5,10 @@
  * Buffers passed to allreduce_start are the backend's device memory (host memory for the CPU backend and
  * MPI). Each started all-reduce has a slot (0, 1, ...: the bucket index); a slot is reused only
  * after wait_all. test() returns 1 once the slot's reduction has completed, 0 before, and lets the
- * implementation progress it. Errors: the functions return non-zero and the run stops. Ownership: the
- * caller destroys the communicator. */
+ * implementation progress it. Errors: the functions return non-zero and the run stops. MPI's default
+ * error handler on MPI_COMM_WORLD is MPI_ERRORS_ARE_FATAL: a failed MPI call aborts the whole job inside
+ * MPI, with MPI's message, before any code returns; the codes are checked for handlers that return
+ * (MPI_ERRORS_RETURN). Ownership: the caller destroys the communicator. */
 #ifndef ET_RT_COMM_H
 #define ET_RT_COMM_H
 

@@ -104,7 +104,8 @@ rt_comm *rt_comm_mpi_create(et_error *err)
     mpi_ctx *x = calloc(1, sizeof *x);
     if (!c || !x) {
         free(x), free(c);
-        et_error_set(err, NULL, 0, 0, NULL, "out of memory creating the MPI communicator");
+        et_error_set_code(err, ET_ERROR_MEMORY, NULL, 0, 0, NULL,
+                          "out of memory creating the MPI communicator");
         return NULL;
     }
     *c = (rt_comm){.name = "mpi",

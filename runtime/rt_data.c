@@ -75,7 +75,7 @@ int rt_token_file_load(const char *path, int vocab, int seq_len, rt_token_file *
     out->tokens = malloc(out->n_tokens * sizeof *out->tokens + 1);
     out->by_length = malloc(out->n_sequences * sizeof *out->by_length);
     if (!out->offsets || !out->tokens || !out->by_length) {
-        et_error_set(err, path, 0, 0, NULL, "out of memory reading the token file");
+        et_error_set_code(err, ET_ERROR_MEMORY, path, 0, 0, NULL, "out of memory reading the token file");
         goto done;
     }
     if (fread(out->offsets, 8, out->n_sequences + 1, f) != out->n_sequences + 1 ||

@@ -14,7 +14,9 @@ int rt_init_params(rt_model *m, et_error *err)
         const et_param *p = &m->graph.params[i];
         size_t n = (size_t)p->dense;
         float *w = malloc((n ? n : 1) * sizeof *w);
-        if (!w) return et_error_set(err, NULL, 0, 0, NULL, "out of memory initialising %s", p->id);
+        if (!w)
+            return et_error_set_code(err, ET_ERROR_MEMORY, NULL, 0, 0, NULL, "out of memory initialising %s",
+                                     p->id);
         size_t len = strlen(p->id);
         int is_gamma = strstr(p->id, "layernorm.weight") != NULL;
         int is_bias = (len > 5 && strcmp(p->id + len - 5, ".bias") == 0) || strstr(p->id, "layernorm.bias");
@@ -50,7 +52,8 @@ int rt_init_masks(rt_model *m, et_error *err)
         size_t n = (size_t)p->dense;
         float *mask = malloc((n ? n : 1) * sizeof *mask);
         if (!mask) {
-            return et_error_set(err, NULL, 0, 0, NULL, "out of memory drawing the mask of %s", p->id);
+            return et_error_set_code(err, ET_ERROR_MEMORY, NULL, 0, 0, NULL,
+                                     "out of memory drawing the mask of %s", p->id);
         }
         unsigned long long st = et_rng_stream(m->seed, 11, (unsigned long long)i);
         for (size_t k = 0; k < n; k++)
@@ -103,7 +106,8 @@ int rt_init_tt_cores(rt_model *m, rt_tt_record *rec, int layer, int role, et_err
     const int d = shape.d_in + shape.d_out;
     const size_t ws = rt_tt_workspace_size(&rec->tt, m->T_cap);
     rec->tmp = be->alloc(be, sizeof(float) * (size_t)m->T_cap * (n_in + n_out));
-    if (!rec->tmp) return et_error_set(err, NULL, 0, 0, NULL, "out of memory for TT workspaces");
+    if (!rec->tmp)
+        return et_error_set_code(err, ET_ERROR_MEMORY, NULL, 0, 0, NULL, "out of memory for TT workspaces");
     double paths = 1;
     for (int k = 1; k < d; k++)
         paths *= shape.rank[k];
@@ -112,7 +116,7 @@ int rt_init_tt_cores(rt_model *m, rt_tt_record *rec, int layer, int role, et_err
     for (int k = 0; k < d; k++)
         total += (size_t)et_tt_core_params(&shape, k);
     float *host = malloc((total ? total : 1) * sizeof *host);
-    if (!host) return et_error_set(err, NULL, 0, 0, NULL, "out of memory for TT cores");
+    if (!host) return et_error_set_code(err, ET_ERROR_MEMORY, NULL, 0, 0, NULL, "out of memory for TT cores");
     for (int c = 0; c < rec->copies; c++) {
         char id[128];
         size_t off[ET_TT_MAX_CORES] = {0};
@@ -136,7 +140,8 @@ int rt_init_tt_cores(rt_model *m, rt_tt_record *rec, int layer, int role, et_err
         rec->work[c] = be->alloc(be, sizeof(float) * ws);
         if (!rec->work[c]) {
             free(host);
-            return et_error_set(err, NULL, 0, 0, NULL, "out of memory for TT workspaces");
+            return et_error_set_code(err, ET_ERROR_MEMORY, NULL, 0, 0, NULL,
+                                     "out of memory for TT workspaces");
         }
         unsigned long long st = et_rng_stream(m->seed, 13, (unsigned long long)(layer * 16 + role * 4 + c));
         for (size_t k = 0; k < total; k++)

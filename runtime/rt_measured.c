@@ -36,7 +36,8 @@ int rt_run_log_init(rt_run_log *log, const rt_model *m, int steps, int micro, lo
     if (!log->shapes || !log->step_s || !log->loss || !log->grad_norm || !log->op_s || !log->op_predicted_s ||
         !log->buckets) {
         rt_run_log_free(log);
-        return et_error_set(err, NULL, 0, 0, NULL, "out of memory for the run's records (%d steps)", steps);
+        return et_error_set_code(err, ET_ERROR_MEMORY, NULL, 0, 0, NULL,
+                                 "out of memory for the run's records (%d steps)", steps);
     }
     return 0;
 }
@@ -233,10 +234,12 @@ int rt_measured_write(const char *path, const char *plan_path, const et_plan *p,
             if (log->stopped[0]) json_object_set_new(j, "stopped", json_string(log->stopped));
         }
         free(real);
-        rc = j ? et_atomic_write_json(path, j, err) : et_error_set(err, path, 0, 0, NULL, "out of memory");
+        rc = j ? et_atomic_write_json(path, j, err)
+               : et_error_set_code(err, ET_ERROR_MEMORY, path, 0, 0, NULL, "out of memory");
         json_decref(j);
     } else if (rc) {
-        et_error_set(err, path, 0, 0, NULL, "out of memory collecting the measurements");
+        et_error_set_code(err, ET_ERROR_MEMORY, path, 0, 0, NULL,
+                          "out of memory collecting the measurements");
     }
     free(stats), free(all), free(col);
     comm->broadcast_int(comm, &rc);

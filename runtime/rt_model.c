@@ -93,10 +93,11 @@ int rt_model_init(rt_model *m, const et_scenario *s, rt_backend *be, unsigned lo
     et_graph_options o = et_plan_graph_options(s);
     if (et_graph_build(&s->model, &o, &m->graph, err)) return -1;
     if (be->op_timers_init(be, m->graph.n_ops))
-        return et_error_set(err, NULL, 0, 0, NULL, "out of memory for %d op timers", m->graph.n_ops);
+        return et_error_set_code(err, ET_ERROR_MEMORY, NULL, 0, 0, NULL, "out of memory for %d op timers",
+                                 m->graph.n_ops);
     /* every parameter is held dense (sparse ones with a mask) */
     m->param_offset = malloc((size_t)m->graph.n_params * sizeof *m->param_offset);
-    if (!m->param_offset) return et_error_set(err, NULL, 0, 0, NULL, "out of memory");
+    if (!m->param_offset) return et_error_set_code(err, ET_ERROR_MEMORY, NULL, 0, 0, NULL, "out of memory");
     for (int i = 0; i < m->graph.n_params; i++) {
         m->param_offset[i] = m->n_params;
         m->n_params += (size_t)m->graph.params[i].dense;

@@ -11,7 +11,7 @@ int rt_reducer_init(rt_reducer *r, rt_model *m, rt_comm *comm, et_error *err)
     r->clip_per_bucket = m->s->optimizer.clip == ET_CLIP_PER_BUCKET;
     r->max_norm = m->s->optimizer.max_grad_norm;
     r->rec = calloc((size_t)(m->n_buckets > 0 ? m->n_buckets : 1), sizeof *r->rec);
-    if (!r->rec) return et_error_set(err, NULL, 0, 0, NULL, "out of memory");
+    if (!r->rec) return et_error_set_code(err, ET_ERROR_MEMORY, NULL, 0, 0, NULL, "out of memory");
     return 0;
 }
 

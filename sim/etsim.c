@@ -392,7 +392,7 @@ static int apply_op_times(const options *o, et_scenario *s)
     if (calib_run_load(o->op_times, NULL, &run, &err)) {
         print_error(&err);
         et_scenario_free(s);
-        return EXIT_INPUT;
+        return et_error_exit_status(&err);
     }
     int rc = 0;
     if (strcmp(run.plan.s.cluster.device.name, s->cluster.device.name) != 0) {
@@ -437,7 +437,7 @@ static int load_with(const options *o, const char *path, const char *extra, et_s
     }
     if (bad) {
         print_error(&err);
-        return EXIT_INPUT;
+        return et_error_exit_status(&err);
     }
     return 0;
 }
@@ -463,7 +463,7 @@ static int evaluate(const options *o, const char *path, et_scenario *s, et_estim
     if (et_analytic_estimate(s, e, &err) || (!o->analytic && sim_run_phases(s, &o->sim, sim, &err))) {
         print_error(&err);
         et_scenario_free(s);
-        return 1;
+        return et_error_exit_status(&err);
     }
     return 0;
 }
@@ -501,7 +501,7 @@ static int compare_main(options *o)
                               "compare", list);
         if (!j || et_atomic_write_json(o->json_out, j, &err)) {
             if (j) print_error(&err);
-            rc = 1;
+            rc = j ? et_error_exit_status(&err) : 1;
         }
         json_decref(j);
     }
@@ -540,13 +540,13 @@ static int check_outputs(const options *o, const et_scenario *s)
     for (int i = 0; i < n_csv; i++)
         if (et_output_check(csv[i], "--csv", inputs, 5, &err)) {
             print_error(&err);
-            return EXIT_INPUT;
+            return et_error_exit_status(&err);
         }
     for (size_t i = 0; i < sizeof outs / sizeof outs[0]; i++) {
         if (!outs[i].path) continue;
         if (et_output_check(outs[i].path, outs[i].flag, inputs, 5, &err)) {
             print_error(&err);
-            return EXIT_INPUT;
+            return et_error_exit_status(&err);
         }
         for (size_t j = 0; j < i; j++)
             if (outs[j].path && strcmp(outs[j].path, outs[i].path) == 0) {
@@ -594,7 +594,7 @@ static int sweep_main(const options *o)
         if (et_analytic_estimate(&s, &e, &err)) {
             print_error(&err);
             et_scenario_free(&s);
-            return 1;
+            return et_error_exit_status(&err);
         }
         char ttt[32];
         report_format_duration(ttt, sizeof ttt, e.time_to_train);
@@ -616,7 +616,7 @@ static int search_main(const options *o)
     if (o->search_out && et_output_check(o->search_out, "--search-out", inputs, 1, &err)) {
         print_error(&err);
         et_scenario_free(&s);
-        return EXIT_INPUT;
+        return et_error_exit_status(&err);
     }
     et_estimate own;
     const int own_ok = et_analytic_estimate(&s, &own, &err) == 0;
@@ -625,7 +625,7 @@ static int search_main(const options *o)
                    &r, &err)) {
         print_error(&err);
         et_scenario_free(&s);
-        return EXIT_INPUT;
+        return et_error_exit_status(&err);
     }
     printf("search       %s on %s, global batch %lld; %d plans tried in %.1f s: %d refused by the scenario's "
            "rules, %d do not fit, %d miss the deadline, %d ranked by %s (analytic estimates; %d threads, "
@@ -653,7 +653,7 @@ static int search_main(const options *o)
         json_t *sim = NULL;
         if (et_scenario_parse(r.best[i].scenario, o->scenario, NULL, &c, &err)) {
             print_error(&err);
-            rc = 1;
+            rc = et_error_exit_status(&err);
             break;
         }
         if (sim_run_phases(&c, &o->sim, &sim, &err)) {
@@ -683,7 +683,7 @@ static int search_main(const options *o)
     if (r.n_best > 0) et_scenario_json_absolute(r.best[0].scenario, s.dir);
     if (r.n_best > 0 && o->search_out && et_atomic_write_json(o->search_out, r.best[0].scenario, &err)) {
         print_error(&err);
-        rc = 1;
+        rc = et_error_exit_status(&err);
     }
     search_result_free(&r);
     et_scenario_free(&s);
@@ -717,12 +717,12 @@ int main(int argc, char **argv)
         et_plan_write_for_scenario(o.scenario, o.plan_out, o.plan_steps > 0 ? (int)o.plan_steps : 20, &err)) {
         print_error(&err);
         et_scenario_free(&s);
-        return 1;
+        return et_error_exit_status(&err);
     }
     if (o.platform_out && platform_write_file(o.platform_out, &s, &err)) {
         print_error(&err);
         et_scenario_free(&s);
-        return 1;
+        return et_error_exit_status(&err);
     }
     json_t *sim = NULL;
     if (o.collective >= 0) { /* no training step: the analytic estimate is not needed */
@@ -739,7 +739,7 @@ int main(int argc, char **argv)
         if (sim) json_object_set_new(sim, "format_version", json_integer(REPORT_FORMAT_VERSION));
         if (!rc && o.json_out && et_atomic_write_json(o.json_out, sim, &err)) {
             print_error(&err);
-            rc = 1;
+            rc = et_error_exit_status(&err);
         }
         if (!rc) rc = collective_bench_print(stdout, sim, 0.02) ? 4 : 0;
         json_decref(sim);
@@ -753,14 +753,14 @@ int main(int argc, char **argv)
     if (early && sim_start(&s, &o.sim, &child, &err)) {
         print_error(&err);
         et_scenario_free(&s);
-        return 1;
+        return et_error_exit_status(&err);
     }
     faults_runs faults = {0};
     if (early && faults_runs_start(&s, &o.sim, &faults, &err)) {
         print_error(&err);
         if (!sim_finish(&child, &s, &sim, &err)) json_decref(sim);
         et_scenario_free(&s);
-        return 1;
+        return et_error_exit_status(&err);
     }
     et_estimate e;
     if (et_analytic_estimate(&s, &e, &err)) {
@@ -768,20 +768,20 @@ int main(int argc, char **argv)
         if (early && !sim_finish(&child, &s, &sim, &err)) json_decref(sim);
         faults_runs_finish(&faults, NULL, &err);
         et_scenario_free(&s);
-        return 1;
+        return et_error_exit_status(&err);
     }
     if (!o.analytic) {
         if (early ? sim_finish(&child, &s, &sim, &err) : sim_run_phases(&s, &o.sim, &sim, &err)) {
             print_error(&err);
             faults_runs_finish(&faults, NULL, &err);
             et_scenario_free(&s);
-            return 1;
+            return et_error_exit_status(&err);
         }
         if (faults_runs_finish(&faults, sim, &err)) {
             print_error(&err);
             json_decref(sim);
             et_scenario_free(&s);
-            return 1;
+            return et_error_exit_status(&err);
         }
         report_print_simulated(stdout, &s, &e, sim);
         faults_report_print(stdout, sim);
@@ -809,7 +809,7 @@ int main(int argc, char **argv)
     }
     if (o.csv_prefix && report_csv_write(o.csv_prefix, &s, sim, &err)) {
         print_error(&err);
-        rc = 1;
+        rc = et_error_exit_status(&err);
     }
     json_decref(sim);
     if (!rc && !e.memory.fits) {

@@ -95,7 +95,8 @@ static void try_plan(const json_t *root, const char *path, long long global, sea
     if (json_is_integer(per_node) && json_integer_value(per_node) > 0) {
         json_int_t nodes = p->gpus / json_integer_value(per_node);
         /* listed faults name parts of the scenario's own cluster: another size has other parts */
-        if (nodes != json_integer_value(json_object_get(cluster, "nodes"))) json_object_del(cluster, "faults");
+        if (nodes != json_integer_value(json_object_get(cluster, "nodes")))
+            json_object_del(cluster, "faults");
         json_object_set_new(cluster, "nodes", json_integer(nodes));
     }
     r->tried++;
@@ -171,7 +172,8 @@ int search_run(const char *scenario_path, const char *const *sets, int n_sets, c
     if (!out->best) {
         et_scenario_free(&base);
         json_decref(root);
-        return et_error_set(err, scenario_path, 0, 0, NULL, "out of memory for the search");
+        return et_error_set_code(err, ET_ERROR_MEMORY, scenario_path, 0, 0, NULL,
+                                 "out of memory for the search");
     }
     const int L = base.model.layers, per_node = base.cluster.gpus_per_node;
     int counts[32], n_counts = 0;
@@ -218,8 +220,9 @@ int search_run(const char *scenario_path, const char *const *sets, int n_sets, c
                                                 free(cand);
                                                 search_result_free(out);
                                                 json_decref(root);
-                                                return et_error_set(err, scenario_path, 0, 0, NULL,
-                                                                    "out of memory for the search");
+                                                return et_error_set_code(err, ET_ERROR_MEMORY, scenario_path,
+                                                                         0, 0, NULL,
+                                                                         "out of memory for the search");
                                             }
                                             cand = c;
                                         }

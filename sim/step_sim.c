@@ -23,12 +23,18 @@
 
 const char *const sim_bench_op_names[] = {"allreduce", "reduce_scatter", "allgather", NULL};
 
-static int fail(json_t **result, const char *fmt, const char *a)
+/* The child's failure, as {"error": text, "code": et_error_code} for sim_finish. */
+static int fail_as(json_t **result, et_error_code code, const char *fmt, const char *a)
 {
     char text[1200];
     snprintf(text, sizeof text, fmt, a);
-    *result = json_pack("{s:s}", "error", text);
+    *result = json_pack("{s:s, s:i}", "error", text, "code", (int)code);
     return -1;
+}
+
+static int fail(json_t **result, const char *fmt, const char *a)
+{
+    return fail_as(result, ET_ERROR_INPUT, fmt, a);
 }
 
 /* The host of every rank, from one pass over the platform's hosts named gpu-<node>-<local> (looking each up
@@ -64,7 +70,7 @@ static int build_world(sim_world *w, json_t **result)
     w->n_stages = pp;
     w->stages = calloc((size_t)pp, sizeof *w->stages);
     if (!w->ranks || !w->groups || !w->stages)
-        return fail(result, "out of memory for %s", "the simulated ranks");
+        return fail_as(result, ET_ERROR_MEMORY, "out of memory for %s", "the simulated ranks");
     et_error err;
     for (int st = 0; st < pp; st++) {
         sim_stage *stage = &w->stages[st];
@@ -72,13 +78,13 @@ static int build_world(sim_world *w, json_t **result)
         if (et_graph_build(&s->model, &o, &stage->graph, &err) ||
             et_buckets_build(&stage->graph, s->parallel.bucket_bytes, et_precision_bytes(s->precision),
                              &stage->buckets, &stage->n_buckets, &err))
-            return fail(result, "%s", err.text);
+            return fail_as(result, err.code, "%s", err.text);
         stage->clip = calloc((size_t)stage->n_buckets + 1, sizeof *stage->clip);
         stage->algo = calloc((size_t)stage->n_buckets + 1, sizeof *stage->algo);
         stage->op_time = malloc(((size_t)stage->graph.n_ops + 1) * sizeof *stage->op_time);
         if (!stage->clip || !stage->algo || !stage->op_time ||
             et_op_classes_build(&stage->graph, &stage->classes))
-            return fail(result, "out of memory for %s", "bucket plans");
+            return fail_as(result, ET_ERROR_MEMORY, "out of memory for %s", "bucket plans");
         for (int k = 0; k < stage->n_buckets; k++) {
             stage->clip[k] = et_bucket_clip_time(s, stage->buckets[k].bytes);
             et_bucket_comm_time(s, &w->dp, stage->buckets[k].bytes, &stage->algo[k]);
@@ -88,7 +94,7 @@ static int build_world(sim_world *w, json_t **result)
     for (int g = 0; g < w->n_groups; g++) {
         w->groups[g].size = dp;
         w->groups[g].members = malloc((size_t)dp * sizeof(int));
-        if (!w->groups[g].members) return fail(result, "out of memory for %s", "groups");
+        if (!w->groups[g].members) return fail_as(result, ET_ERROR_MEMORY, "out of memory for %s", "groups");
         sim_group *grp = &w->groups[g];
         grp->stage = g / t;
         grp->meet = sg_barrier_init((unsigned)dp + 1);
@@ -109,13 +115,13 @@ static int build_world(sim_world *w, json_t **result)
         }
         if (!grp->latest || !grp->coll_start || !grp->coll_end || !grp->announced || !grp->flows ||
             !grp->comms || !plans_ok)
-            return fail(result, "out of memory for %s", "collective schedules");
+            return fail_as(result, ET_ERROR_MEMORY, "out of memory for %s", "collective schedules");
         for (size_t i = 0; i < records; i++)
             grp->latest[i] = -INFINITY;
     }
     size_t per_step = (size_t)w->steps;
     sg_host_t *by_rank = hosts_by_rank(s);
-    if (!by_rank) return fail(result, "out of memory for %s", "the host table");
+    if (!by_rank) return fail_as(result, ET_ERROR_MEMORY, "out of memory for %s", "the host table");
     for (int rank = 0; rank < gpus; rank++) {
         sim_rank *r = &w->ranks[rank];
         int st = rank / per_stage, within = rank % per_stage, d = within / t, tp = within % t;
@@ -135,7 +141,7 @@ static int build_world(sim_world *w, json_t **result)
         double *block = calloc(5 * per_step, sizeof(double));
         if (!block) {
             free(by_rank);
-            return fail(result, "out of memory for %s", "per-step records");
+            return fail_as(result, ET_ERROR_MEMORY, "out of memory for %s", "per-step records");
         }
         r->step_start = block;
         r->step_end = block + per_step;
@@ -148,18 +154,20 @@ static int build_world(sim_world *w, json_t **result)
         w->o->bench_sizes > 0 ? (size_t)w->o->bench_sizes : per_step * (size_t)w->stages[0].n_buckets;
     w->bucket_start = calloc(records + 1, sizeof(double));
     w->bucket_end = calloc(records + 1, sizeof(double));
-    if (!w->bucket_start || !w->bucket_end) return fail(result, "out of memory for %s", "bucket records");
+    if (!w->bucket_start || !w->bucket_end)
+        return fail_as(result, ET_ERROR_MEMORY, "out of memory for %s", "bucket records");
     /* each data-parallel rank's batch of every micro-batch of every step, from the sampling library */
     const int m = (int)s->batch.grad_accum;
     w->shapes = malloc((size_t)w->steps * m * dp * sizeof *w->shapes);
     et_sampler sampler;
     if (!w->shapes || et_sampler_init(&sampler, &s->data.lengths, &s->data.sampling, (int)s->batch.local, dp,
                                       s->simulation.seed, s->source, "$.data.sampling", &err))
-        return fail(result, "cannot sample batches: %s", w->shapes ? err.text : "out of memory");
+        return fail_as(result, w->shapes ? err.code : ET_ERROR_MEMORY, "cannot sample batches: %s",
+                       w->shapes ? err.text : "out of memory");
     for (int k = 0; k < w->steps * m; k++)
         if (et_sampler_shapes(&sampler, &s->model, s->data.unpadded, k, w->shapes + (size_t)k * dp)) {
             et_sampler_free(&sampler);
-            return fail(result, "out of memory for %s", "sampled batches");
+            return fail_as(result, ET_ERROR_MEMORY, "out of memory for %s", "sampled batches");
         }
     et_sampler_free(&sampler);
     /* Mirroring needs flows whose progress depends only on the links they cross: true of CM02 and of LV08
@@ -384,7 +392,7 @@ int sim_child_main(const et_scenario *s, const sim_options *o, int fd)
             continue;
         char text[600];
         snprintf(text, sizeof text, "--cfg %s: %s", o->simgrid_args[i] + 6, why);
-        result = json_pack("{s:s}", "error", text);
+        result = json_pack("{s:s, s:i}", "error", text, "code", (int)ET_ERROR_INPUT);
         write_json_fd(fd, result);
         return 1;
     }
@@ -393,12 +401,12 @@ int sim_child_main(const et_scenario *s, const sim_options *o, int fd)
         et_error err;
         char text[512];
         if (et_fabric_build(&s->cluster, &fabric, &err)) {
-            fail(&result, "%s", err.text);
+            fail_as(&result, err.code, "%s", err.text);
             write_json_fd(fd, result);
             return 1;
         }
         if (et_fabric_zone_create(&fabric, text, sizeof text)) {
-            fail(&result, "%s", text);
+            fail_as(&result, ET_ERROR_INTERNAL, "%s", text);
             write_json_fd(fd, result);
             return 1;
         }
@@ -429,7 +437,7 @@ int sim_child_main(const et_scenario *s, const sim_options *o, int fd)
         if (!stage) snprintf(err.text, sizeof err.text, "out of memory");
         free(stage);
         if (bad) {
-            fail(&result, "cannot write the trace: %s", err.text);
+            fail_as(&result, stage ? err.code : ET_ERROR_MEMORY, "cannot write the trace: %s", err.text);
             write_json_fd(fd, result);
             return 1;
         }
@@ -452,14 +460,17 @@ int sim_start(const et_scenario *s, const sim_options *o, sim_child *child, et_e
     child->fd = -1;
     if (sim_check_size(s, err)) return -1;
     int fds[2];
-    if (pipe(fds)) return et_error_set(err, NULL, 0, 0, NULL, "cannot create a pipe: %s", strerror(errno));
+    if (pipe(fds))
+        return et_error_set_code(err, ET_ERROR_INTERNAL, NULL, 0, 0, NULL, "cannot create a pipe: %s",
+                                 strerror(errno));
     fflush(stdout);
     fflush(stderr);
     pid_t pid = fork();
     if (pid < 0) {
         close(fds[0]);
         close(fds[1]);
-        return et_error_set(err, NULL, 0, 0, NULL, "cannot fork the simulator: %s", strerror(errno));
+        return et_error_set_code(err, ET_ERROR_INTERNAL, NULL, 0, 0, NULL, "cannot fork the simulator: %s",
+                                 strerror(errno));
     }
     if (pid == 0) {
         close(fds[0]);
@@ -484,18 +495,22 @@ int sim_finish(sim_child *child, const et_scenario *s, json_t **out, et_error *e
     child->fd = -1;
     json_t *e = j ? json_object_get(j, "error") : NULL;
     if (e) {
-        et_error_set(err, s->source, 0, 0, NULL, "simulation failed: %s", json_string_value(e));
+        json_t *code = json_object_get(j, "code");
+        et_error_set_code(err,
+                          json_is_integer(code) ? (et_error_code)json_integer_value(code) : ET_ERROR_INTERNAL,
+                          s->source, 0, 0, NULL, "simulation failed: %s", json_string_value(e));
         json_decref(j);
         return -1;
     }
     if (!j || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
         json_decref(j);
         if (WIFSIGNALED(status))
-            return et_error_set(err, s->source, 0, 0, NULL,
-                                "simulation failed: SimGrid stopped with signal %d "
-                                "(see its messages above)",
-                                WTERMSIG(status));
-        return et_error_set(err, s->source, 0, 0, NULL, "simulation failed (see SimGrid's messages above)");
+            return et_error_set_code(err, ET_ERROR_INTERNAL, s->source, 0, 0, NULL,
+                                     "simulation failed: SimGrid stopped with signal %d "
+                                     "(see its messages above)",
+                                     WTERMSIG(status));
+        return et_error_set_code(err, ET_ERROR_INTERNAL, s->source, 0, 0, NULL,
+                                 "simulation failed (see SimGrid's messages above)");
     }
     *out = j;
     return 0;

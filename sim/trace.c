@@ -53,7 +53,8 @@ int sim_trace_write(const sim_trace *t, const char *path, const char *scenario_n
                     int gpus_per_node, et_error *err)
 {
     int *order = malloc(((size_t)t->count + 1) * sizeof *order);
-    if (!order) return et_error_set(err, path, 0, 0, NULL, "out of memory for the trace");
+    if (!order)
+        return et_error_set_code(err, ET_ERROR_MEMORY, path, 0, 0, NULL, "out of memory for the trace");
     for (int i = 0; i < t->count; i++)
         order[i] = i;
     sort_base = t->events;
