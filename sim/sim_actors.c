@@ -67,7 +67,12 @@ void sim_rank_plan(sim_world *w, int rank, int step, sim_plan *plan)
             pre += F + tp_f + send;
             plan->opt = et_phase_time_of(s, &st->graph, ET_PHASE_OPTIMIZER, b, t, NULL) * f;
         }
+        if (plan->fwd) {
+            plan->fwd[i] = F * f, plan->tp_fwd[i] = tp_f * f, plan->send[i] = send * f;
+            plan->bwd[i] = Bw * f, plan->tp_bwd[i] = tp_b * f;
+        }
     }
+    plan->bubble = et_pipeline_bubble_micro_batches(p, s->parallel.virtual_pipeline) * mean_micro * f;
     pre += et_pipeline_bubble_micro_batches(p, s->parallel.virtual_pipeline) * mean_micro;
     /* tensor-parallel all-reduces block compute: spread them over backward in proportion */
     double stretch = Bw > 0 ? (Bw + tp_b) / Bw : 1;
@@ -160,6 +165,59 @@ static void account_buckets(sim_rank *r, const sim_group *grp, const sim_stage *
     }
 }
 
+/* The trace of `pre` on a traced rank: its micro-batches in 1F1B order from `t` (forward of the first
+ * min(p - stage - 1, m) micro-batches, then one forward and one backward at a time, then the remaining
+ * backwards but the last, which the bucket segments show), each with its blocking tensor-parallel
+ * communication and pipeline send on the communication lane; the bubble as idle time, the share of a
+ * stage's upstream stages before its first forward and the rest before the cool-down backwards. The
+ * events add up to `pre` exactly. Interleaved schedules (virtual_pipeline > 1) are drawn in the same
+ * order, model chunks merged. */
+static void trace_forward(const sim_rank *r, const sim_plan *plan, int i, double *t)
+{
+    trace(r, 0, *t, plan->fwd[i], "forward micro-batch %d", i);
+    *t += plan->fwd[i];
+    trace(r, 1, *t, plan->tp_fwd[i], "tensor-parallel communication (forward %d)", i);
+    *t += plan->tp_fwd[i];
+    trace(r, 1, *t, plan->send[i], "send activations %d", i);
+    *t += plan->send[i];
+}
+
+static void trace_backward(const sim_rank *r, const sim_plan *plan, int i, double *t)
+{
+    trace(r, 0, *t, plan->bwd[i], "backward micro-batch %d", i);
+    *t += plan->bwd[i];
+    trace(r, 1, *t, plan->tp_bwd[i], "tensor-parallel communication (backward %d)", i);
+    *t += plan->tp_bwd[i];
+    trace(r, 1, *t, plan->send[i], "send gradients %d", i);
+    *t += plan->send[i];
+}
+
+static void trace_micro_batches(const sim_rank *r, const sim_plan *plan, double t)
+{
+    const et_scenario *s = sim_w->s;
+    const int m = (int)s->batch.grad_accum, p = s->parallel.pipeline, st = r->stage;
+    const double fill = p > 1 ? plan->bubble * st / (p - 1) : 0, drain = plan->bubble - fill;
+    const int warm = p - st - 1 < m ? p - st - 1 : m;
+    trace(r, 0, t, fill, "pipeline bubble (fill)");
+    t += fill;
+    for (int i = 0; i < warm; i++)
+        trace_forward(r, plan, i, &t);
+    if (warm == m) {
+        trace(r, 0, t, drain, "pipeline bubble (drain)");
+        t += drain;
+    }
+    for (int k = 0; k < m - warm; k++) {
+        trace_forward(r, plan, warm + k, &t);
+        if (warm + k == m - 1) {
+            trace(r, 0, t, drain, "pipeline bubble (drain)");
+            t += drain;
+        }
+        if (k < m - 1) trace_backward(r, plan, k, &t);
+    }
+    for (int k = m - warm; k < m - 1; k++)
+        trace_backward(r, plan, k, &t);
+}
+
 /* Compute never waits for communication during backward, so its timeline is known in advance: backward
  * runs as one asynchronous execution, and the rank announces when each bucket will be ready, which hands
  * the bucket to the communicator's actor (the communication stream). */
@@ -174,8 +232,13 @@ static void gpu_actor(int argc, char **argv)
     const int overlap = s->parallel.overlap && !w->o->force_no_overlap;
     const int clip = s->optimizer.clip == ET_CLIP_PER_BUCKET;
     sim_group *grp = &w->groups[r->group];
-    sim_plan plan;
+    sim_plan plan = {0};
     plan.seg = malloc(((size_t)nb + 1) * sizeof *plan.seg);
+    const size_t m = (size_t)s->batch.grad_accum;
+    double *parts = traced(r) ? malloc(5 * m * sizeof *parts) : NULL;
+    if (parts)
+        plan.fwd = parts, plan.bwd = parts + m, plan.tp_fwd = parts + 2 * m, plan.tp_bwd = parts + 3 * m,
+        plan.send = parts + 4 * m;
     double *ready = malloc(((size_t)nb + 1) * sizeof *ready);
     /* With nothing to wait for between meeting the communicator and the optimizer, nor after it, a step's
      * optimizer runs in one execution with the next step's forward and backward: one wake-up less a step. */
@@ -208,7 +271,10 @@ static void gpu_actor(int argc, char **argv)
             sg_barrier_wait(grp->meet);
             sg_exec_wait(fwd);
             r->busy[step] += plan.pre;
-            trace(r, 0, step_start, plan.pre, "forward");
+            if (plan.fwd)
+                trace_micro_batches(r, &plan, step_start);
+            else
+                trace(r, 0, step_start, plan.pre, "forward");
         }
         double t0 = zero3 ? simgrid_get_clock() : step_start + plan.pre, t = t0;
         for (int k = 0; k <= nb; k++) {
@@ -229,7 +295,10 @@ static void gpu_actor(int argc, char **argv)
         const double exec_start = zero3 ? t0 : now;
         if (!zero3 && plan.pre > 0) {
             r->busy[step] += plan.pre;
-            trace(r, 0, step_start, plan.pre, "forward");
+            if (plan.fwd)
+                trace_micro_batches(r, &plan, step_start);
+            else
+                trace(r, 0, step_start, plan.pre, "forward");
         }
         sg_exec_t bwd =
             t > exec_start ? sg_actor_exec_async((t - exec_start) * sg_host_get_speed(r->host)) : NULL;
@@ -262,6 +331,7 @@ static void gpu_actor(int argc, char **argv)
         r->step_end[step] = simgrid_get_clock();
     }
     free(plan.seg);
+    free(parts);
     free(ready);
 }
 

@@ -155,6 +155,11 @@ typedef struct sim_plan {
     double pre;  /* forward and every micro-batch before the last backward, bubble and blocking comm */
     double *seg; /* last backward, split at bucket-ready points */
     double opt;
+    /* the parts of `pre`, per micro-batch (grad_accum entries; NULL: not kept), for the trace: forward,
+     * backward (the last one's is seg), their blocking tensor-parallel communication, the pipeline send
+     * after each; and the 1F1B bubble */
+    double *fwd, *bwd, *tp_fwd, *tp_bwd, *send;
+    double bubble;
 } sim_plan;
 
 void sim_rank_plan(sim_world *w, int rank, int step, sim_plan *plan);
