@@ -150,8 +150,17 @@ static int cmd_report(int argc, char **argv)
                 csv = argv[++i];
             else if (strcmp(a, "--plot") == 0)
                 plot = argv[++i];
-            else
-                top = atoi(argv[++i]);
+            else {
+                char *end;
+                long v = strtol(argv[++i], &end, 10);
+                if (*end || end == argv[i] || v < 1 || v > 1000000) {
+                    fprintf(stderr,
+                            "etcalib report: --top expects a whole number in [1, 1000000], got \"%s\"\n",
+                            argv[i]);
+                    return EXIT_INPUT;
+                }
+                top = (int)v;
+            }
         } else if (argv[i][0] == '-' || file) {
             fprintf(stderr, "etcalib report: unexpected argument %s\n%s\n", argv[i], usage);
             return EXIT_INPUT;

@@ -2,6 +2,8 @@
 #include "atomic_file.h"
 
 #include <errno.h>
+#include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -46,6 +48,34 @@ int et_atomic_write(const char *path, et_file_writer writer, void *ctx, et_error
     return rc;
 }
 
+/* The temporary file being written, removed if the process is interrupted (SIGINT, SIGTERM, SIGHUP)
+ * before it is renamed into place: an interrupted write leaves nothing behind (SIGKILL cannot be caught). */
+static char pending[4096];
+static volatile sig_atomic_t have_pending;
+
+static void remove_pending(int sig)
+{
+    if (have_pending) unlink(pending);
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+static void watch(const char *tmp)
+{
+    static const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
+    snprintf(pending, sizeof pending, "%s", tmp);
+    have_pending = 1;
+    for (int i = 0; i < 3; i++) {
+        struct sigaction old;
+        if (sigaction(sigs[i], NULL, &old) == 0 && old.sa_handler == SIG_DFL) signal(sigs[i], remove_pending);
+    }
+}
+
+static void unwatch(void)
+{
+    have_pending = 0;
+}
+
 static int write_to(const char *path, const char *shown, et_file_writer writer, void *ctx, et_error *err)
 {
     (void)shown;
@@ -60,6 +90,7 @@ static int write_to(const char *path, const char *shown, et_file_writer writer, 
         free(tmp);
         return -1;
     }
+    watch(tmp);
     mode_t mask = umask(0);
     umask(mask);
     fchmod(fd, 0666 & ~mask); /* mkstemp creates 0600; outputs are ordinary files */
@@ -69,6 +100,7 @@ static int write_to(const char *path, const char *shown, et_file_writer writer, 
                           strerror(errno));
         close(fd);
         unlink(tmp);
+        unwatch();
         free(tmp);
         return -1;
     }
@@ -87,6 +119,7 @@ static int write_to(const char *path, const char *shown, et_file_writer writer, 
         unlink(tmp);
         et_error_set_code(err, ET_ERROR_IO, path, 0, 0, NULL, "cannot write: %s", strerror(saved));
     }
+    unwatch();
     free(tmp);
     return rc ? -1 : 0;
 }

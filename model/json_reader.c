@@ -3,10 +3,15 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 int et_json_load_file(const char *path, json_t **out, et_error *err)
 {
     json_error_t jerr;
+    struct stat st;
+    *out = NULL;
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+        return et_error_set(err, path, 0, 0, NULL, "a folder, not a file: expected a JSON file");
     *out = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
     if (*out) return 0;
     /* Jansson reports "unable to open" with line -1 for missing files. */

@@ -52,6 +52,29 @@ static int parse_field(const char **p, long long *value)
     return 0;
 }
 
+/* One line into *buf (NUL-terminated, newline kept): its length, -1 at the end of the file, -2 at a NUL
+ * byte, -3 past 1 MiB or out of memory. */
+static ssize_t read_line(FILE *f, char **buf, size_t *cap)
+{
+    size_t n = 0;
+    int c;
+    while ((c = getc(f)) != EOF) {
+        if (c == 0) return -2;
+        if (n + 2 > *cap) {
+            if (*cap >= (1u << 20)) return -3;
+            size_t bigger = *cap ? 2 * *cap : 256;
+            char *p = realloc(*buf, bigger);
+            if (!p) return -3;
+            *buf = p, *cap = bigger;
+        }
+        (*buf)[n++] = (char)c;
+        if (c == '\n') break;
+    }
+    if (n == 0 && c == EOF) return -1;
+    (*buf)[n] = 0;
+    return (ssize_t)n;
+}
+
 int et_length_dist_load_histogram(const char *path, int max_len, et_length_dist *out, et_error *err)
 {
     FILE *f = fopen(path, "r");
@@ -62,12 +85,15 @@ int et_length_dist_load_histogram(const char *path, int max_len, et_length_dist 
     }
     out->kind = ET_LENGTHS_HISTOGRAM;
     snprintf(out->file, sizeof out->file, "%s", path);
-    char line[1024];
+    char *line = NULL;
+    size_t capacity = 0;
+    ssize_t got;
     int lineno = 0, header_seen = 0, rows = 0;
     double total = 0;
-    while (fgets(line, sizeof line, f)) {
+    /* whole lines up to 1 MiB; a NUL byte means this is no text file (and /dev/zero never ends) */
+    while ((got = read_line(f, &line, &capacity)) >= 0) {
         lineno++;
-        size_t n = strlen(line);
+        size_t n = (size_t)got;
         while (n && (line[n - 1] == '\n' || line[n - 1] == '\r'))
             line[--n] = 0;
         const char *s = line;
@@ -77,6 +103,7 @@ int et_length_dist_load_histogram(const char *path, int max_len, et_length_dist 
         if (!header_seen && !isdigit((unsigned char)*s)) {
             if (strncmp(s, "length,count", 12) != 0) {
                 fclose(f);
+                free(line);
                 et_length_dist_free(out);
                 return et_error_set(err, path, lineno, 1, NULL, "expected the header \"length,count\"");
             }
@@ -87,27 +114,33 @@ int et_length_dist_load_histogram(const char *path, int max_len, et_length_dist 
         long long len, count;
         const char *p = s;
         if (parse_field(&p, &len)) {
+            const int column = (int)(p - line) + 1;
             fclose(f);
+            free(line);
             et_length_dist_free(out);
-            return et_error_set(err, path, lineno, (int)(p - line) + 1, NULL,
+            return et_error_set(err, path, lineno, column, NULL,
                                 "expected a length (a non-negative integer)");
         }
         if (*p != ',') {
+            const int column = (int)(p - line) + 1;
             fclose(f);
+            free(line);
             et_length_dist_free(out);
-            return et_error_set(err, path, lineno, (int)(p - line) + 1, NULL,
-                                "expected ',' after the length");
+            return et_error_set(err, path, lineno, column, NULL, "expected ',' after the length");
         }
         p++;
         const char *count_at = p;
         if (parse_field(&p, &count) || *p != 0) {
+            const int column = (int)(count_at - line) + 1;
             fclose(f);
+            free(line);
             et_length_dist_free(out);
-            return et_error_set(err, path, lineno, (int)(count_at - line) + 1, NULL,
+            return et_error_set(err, path, lineno, column, NULL,
                                 "expected a count (a non-negative integer) and nothing after it");
         }
         if (len < 1 || (len > max_len && count > 0)) {
             fclose(f);
+            free(line);
             et_length_dist_free(out);
             return et_error_set(err, path, lineno, 1, NULL,
                                 "length %lld is outside 1..%d (data.seq_len) but has %lld sequences", len,
@@ -117,8 +150,15 @@ int et_length_dist_load_histogram(const char *path, int max_len, et_length_dist 
         total += (double)count;
         rows++;
     }
+    free(line);
     int read_error = ferror(f);
     fclose(f);
+    if (got < -1) {
+        et_length_dist_free(out);
+        return et_error_set(err, path, lineno + 1, 0, NULL,
+                            got == -2 ? "a NUL byte: expected a text file of \"length,count\" lines"
+                                      : "a line longer than 1 MiB: expected \"length,count\" lines");
+    }
     if (read_error) {
         et_length_dist_free(out);
         return et_error_set(err, path, 0, 0, NULL, "read error");

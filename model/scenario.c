@@ -780,10 +780,16 @@ static int read_target(const et_json_reader *r, json_t *root, et_scenario *s)
         s->target.samples = tokens / et_length_mean(&s->data.lengths);
         has_samples = 1;
     }
-    if (et_json_get_int(r, o, "$.target", "steps", false, 0, 1, BIG, &s->target.steps)) return -1;
-    if (has_samples)
-        s->target.steps = (long long)ceil(s->target.samples / (double)s->batch.global);
-    else
+    if (et_json_get_int(r, o, "$.target", "steps", false, 0, 1, 1000000000000000LL, &s->target.steps))
+        return -1;
+    if (has_samples) {
+        const double steps = ceil(s->target.samples / (double)s->batch.global);
+        if (!(steps <= 1e15))
+            FAIL(has_tokens ? "$.target.tokens" : "$.target.samples",
+                 "%.3g samples are %.3g steps of %lld sequences: more than 10^15 steps", s->target.samples,
+                 steps, s->batch.global);
+        s->target.steps = (long long)steps;
+    } else
         s->target.samples = (double)s->target.steps * (double)s->batch.global;
     if (et_json_get_number(r, o, "$.target", "eval_interval_samples", false, 0, 0, INFINITY,
                            &s->target.eval_interval_samples))

@@ -43,13 +43,22 @@ int rt_token_file_load(const char *path, int vocab, int seq_len, rt_token_file *
                      "not an ET token file (expected the magic \"ETTOKENS\" at offset 0)");
         goto done;
     }
-    if (fread(&version, 4, 1, f) != 1 || version != 1) {
+    if (fread(&version, 4, 1, f) != 1) {
+        et_error_set(err, path, 0, 0, NULL, "truncated header (32 bytes expected)");
+        goto done;
+    }
+    if (version != 1) {
         et_error_set(err, path, 0, 0, NULL, "unsupported token file version %u (expected 1)", version);
         goto done;
     }
     if (fread(&out->vocab, 4, 1, f) != 1 || fread(&out->n_sequences, 8, 1, f) != 1 ||
         fread(&out->n_tokens, 8, 1, f) != 1) {
         et_error_set(err, path, 0, 0, NULL, "truncated header (32 bytes expected)");
+        goto done;
+    }
+    if (out->vocab <= RT_FIRST_TOKEN) {
+        et_error_set(err, path, 0, 0, NULL, "the file's vocabulary (%u) holds no token ids: ids start at %d",
+                     out->vocab, RT_FIRST_TOKEN);
         goto done;
     }
     if (out->vocab > (uint32_t)vocab) {

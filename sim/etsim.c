@@ -1,5 +1,7 @@
 /* etsim: capacity planning for one training scenario (see docs/). Only this file prints and exits. */
 #define _POSIX_C_SOURCE 200809L
+#include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -114,12 +116,14 @@ static int integer_arg(int argc, char **argv, int *i, long long min, long long m
         return -1;
     }
     char *end;
+    errno = 0;
     long long v = strtoll(argv[*i], &end, 10), unit = 1;
+    const int overflow = errno == ERANGE; /* strtoll clamps: never a silently different number */
     if (sizes && end != argv[*i] && *end && !end[1]) {
         unit = *end == 'K' ? 1LL << 10 : *end == 'M' ? 1LL << 20 : *end == 'G' ? 1LL << 30 : 0;
         if (unit) end++;
     }
-    if (*end || end == argv[*i] || !unit || v > max / unit || v * unit < min) {
+    if (overflow || *end || end == argv[*i] || !unit || v > max / unit || v * unit < min) {
         fprintf(stderr, "etsim: %s expects %s in [%lld, %lld]%s, got \"%s\"\n", flag,
                 sizes ? "a size in bytes" : "an integer", min, max,
                 sizes ? ", optionally with K, M or G" : "", argv[*i]);
@@ -370,6 +374,11 @@ static int parse_args(int argc, char **argv, options *o)
             o->scenario = a;
         }
     }
+    if (o->min_bytes > o->max_bytes) {
+        fprintf(stderr, "etsim: --min-bytes %lld is larger than --max-bytes %lld\n", o->min_bytes,
+                o->max_bytes);
+        return -1;
+    }
     if (!o->scenario) {
         usage(stderr);
         return -1;
@@ -410,10 +419,10 @@ static int apply_op_times(const options *o, et_scenario *s)
         et_scenario_free(s);
     } else if (!o->quiet) {
         double *f = malloc((size_t)(s->op_scales.n ? s->op_scales.n : 1) * sizeof *f);
-        memcpy(f, s->op_scales.factor, (size_t)s->op_scales.n * sizeof *f);
+        if (f) memcpy(f, s->op_scales.factor, (size_t)s->op_scales.n * sizeof *f);
         fprintf(stderr,
                 "etsim: --op-times: %d ops of %s scaled by measured/modelled (median %.3f, from %s)\n",
-                s->op_scales.n, run.plan.s.name, et_quantile(f, s->op_scales.n, 0.5), o->op_times);
+                s->op_scales.n, run.plan.s.name, f ? et_quantile(f, s->op_scales.n, 0.5) : NAN, o->op_times);
         free(f);
     }
     calib_run_free(&run);

@@ -4,8 +4,10 @@
 #include <cstdio>
 #include <exception>
 #include <simgrid/s4u/Comm.hpp>
+#include <simgrid/s4u/Engine.hpp>
 #include <simgrid/s4u/Host.hpp>
 #include <string>
+#include <vector>
 #include <xbt/config.hpp>
 
 extern "C" sg_comm_t et_sendto_async(sg_host_t from, sg_host_t to, double bytes)
@@ -13,6 +15,40 @@ extern "C" sg_comm_t et_sendto_async(sg_host_t from, sg_host_t to, double bytes)
     simgrid::s4u::CommPtr comm = simgrid::s4u::Comm::sendto_async(from, to, static_cast<uint64_t>(bytes));
     comm->add_ref(); // the caller's reference, dropped by sg_comm_wait_all as for sg_mailbox_put_async
     return comm.get();
+}
+
+static void first_line(const std::exception &e, char *err, size_t size)
+{
+    std::string what = e.what();
+    std::snprintf(err, size, "%s", what.substr(0, what.find('\n')).c_str());
+}
+
+extern "C" int et_load_platform(const char *path, char *err, size_t size)
+{
+    try {
+        simgrid::s4u::Engine::get_instance()->load_platform(path);
+    } catch (const std::exception &e) {
+        first_line(e, err, size);
+        return -1;
+    }
+    return 0;
+}
+
+extern "C" int et_route_check(sg_host_t from, sg_host_t to, char *err, size_t size)
+{
+    try {
+        std::vector<simgrid::s4u::Link *> links;
+        double latency = 0;
+        from->route_to(to, links, &latency);
+        if (links.empty() && from != to) {
+            std::snprintf(err, size, "no links between them (a route missing from the platform)");
+            return -1;
+        }
+    } catch (const std::exception &e) {
+        first_line(e, err, size);
+        return -1;
+    }
+    return 0;
 }
 
 extern "C" int et_cfg_set(const char *name_value, char *err, size_t size)

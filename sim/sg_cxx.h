@@ -22,6 +22,13 @@ extern "C" {
 
 sg_comm_t et_sendto_async(sg_host_t from, sg_host_t to, double bytes);
 
+/* Loads a platform file: 0, or -1 with SimGrid's reason in err (a parse error, a bad route) instead of its
+ * abort. */
+int et_load_platform(const char *path, char *err, size_t size);
+
+/* Whether the platform routes `from` to `to`: 0, or -1 with SimGrid's reason in err. */
+int et_route_check(sg_host_t from, sg_host_t to, char *err, size_t size);
+
 /* Sets one SimGrid option given as "name:value" (after simgrid_init, before the platform): 0, or -1 with
  * SimGrid's reason in err (an unknown name, a bad value) instead of SimGrid's abort. */
 int et_cfg_set(const char *name_value, char *err, size_t size);

@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <xbt/asserts.h>
 
 #include "batch.h"
 #include "sim_world.h"
@@ -240,6 +241,9 @@ static void gpu_actor(int argc, char **argv)
         plan.fwd = parts, plan.bwd = parts + m, plan.tp_fwd = parts + 2 * m, plan.tp_bwd = parts + 3 * m,
         plan.send = parts + 4 * m;
     double *ready = malloc(((size_t)nb + 1) * sizeof *ready);
+    /* an actor has no error path: out of memory stops the simulation, and etsim reports SimGrid's stop */
+    xbt_assert(plan.seg && ready && (parts || !traced(r)), "etsim: out of memory for the plan of rank %d",
+               r->rank);
     /* With nothing to wait for between meeting the communicator and the optimizer, nor after it, a step's
      * optimizer runs in one execution with the next step's forward and backward: one wake-up less a step. */
     const int fold_optimizer =

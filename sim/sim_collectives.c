@@ -403,6 +403,23 @@ static void claim(sim_group *g, int id, int n)
     }
 }
 
+int sim_check_routes(sim_world *w, char *err, size_t size)
+{
+    for (int id = 0; id < w->n_groups && w->dp.ranks > 1; id++) {
+        sim_group *g = &w->groups[id];
+        for (int p = 0; p < SIM_PATTERNS; p++)
+            for (int i = 0, n = pattern_flows(g, (sim_pattern)p); i < n; i++) {
+                char why[400];
+                if (!et_route_check(g->flows[i].src->host, g->flows[i].dst->host, why, sizeof why)) continue;
+                snprintf(err, size, "the platform has no usable route from %s to %s: %s",
+                         sg_host_get_name(g->flows[i].src->host), sg_host_get_name(g->flows[i].dst->host),
+                         why);
+                return -1;
+            }
+    }
+    return 0;
+}
+
 /* A route's links that could not be numbered (out of memory) make it untracked: never mirrored. */
 int sim_claim_links(sim_world *w)
 {

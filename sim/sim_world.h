@@ -174,6 +174,10 @@ void sim_ring_gather(sim_group *g, double bytes, int factor_num, double start); 
  * group), so that flows on them are never mirrored. Needed only with several groups. Returns 0. */
 int sim_claim_links(sim_world *w);
 
+/* A user platform: every route a collective pattern takes exists (0), or err names the first missing one
+ * (-1); SimGrid would abort on it mid-simulation. */
+int sim_check_routes(sim_world *w, char *err, size_t size);
+
 /* Creates the actor of every rank. */
 void sim_start_actors(sim_world *w);
 

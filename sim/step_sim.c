@@ -3,9 +3,11 @@
 
 #include <errno.h>
 #include <math.h>
+#include <signal.h>
 #include <simgrid/engine.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -411,7 +413,14 @@ int sim_child_main(const et_scenario *s, const sim_options *o, int fd)
             return 1;
         }
     } else {
-        simgrid_load_platform(s->cluster.platform_file);
+        char text[600];
+        if (et_load_platform(s->cluster.platform_file, text, sizeof text)) {
+            char full[1200];
+            snprintf(full, sizeof full, "%s: %s", s->cluster.platform_file, text);
+            fail(&result, "%s", full);
+            write_json_fd(fd, result);
+            return 1;
+        }
     }
     sim_world w = {.s = s,
                    .o = o,
@@ -419,6 +428,12 @@ int sim_child_main(const et_scenario *s, const sim_options *o, int fd)
                    .gpu_speed = generated ? fabric.gpu_speed : NULL};
     sim_w = &w;
     if (build_world(&w, &result)) {
+        write_json_fd(fd, result);
+        return 1;
+    }
+    char missing[1200];
+    if (!generated && sim_check_routes(&w, missing, sizeof missing)) {
+        fail(&result, "%s", missing);
         write_json_fd(fd, result);
         return 1;
     }
@@ -465,6 +480,7 @@ int sim_start(const et_scenario *s, const sim_options *o, sim_child *child, et_e
                                  strerror(errno));
     fflush(stdout);
     fflush(stderr);
+    const pid_t parent = getpid();
     pid_t pid = fork();
     if (pid < 0) {
         close(fds[0]);
@@ -474,6 +490,9 @@ int sim_start(const et_scenario *s, const sim_options *o, sim_child *child, et_e
     }
     if (pid == 0) {
         close(fds[0]);
+        /* the simulator dies with etsim: a killed etsim leaves no child simulating on */
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != parent) _exit(1); /* etsim died before prctl */
         int rc = sim_child_main(s, o, fds[1]);
         close(fds[1]);
         _exit(rc);
