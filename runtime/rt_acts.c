@@ -55,15 +55,18 @@ int rt_acts_alloc(rt_model *m, et_error *err)
     layout(a, &size, (size_t)m->T_cap, (size_t)m->P_cap);
     a->block = m->be->alloc(m->be, size.used * sizeof(float));
     if (!a->block)
-        return et_error_set(err, NULL, 0, 0, NULL, "out of %s memory for activations (%.1f MiB)", m->be->name,
-                            size.used * 4.0 / 1048576);
+        return et_error_set_code(err, ET_ERROR_MEMORY, NULL, 0, 0, NULL,
+                                 "out of %s memory for activations (%.1f MiB for a micro-batch of %lld x %d "
+                                 "tokens: lower batch.local or data.seq_len)",
+                                 m->be->name, size.used * 4.0 / 1048576, (long long)sc->batch.local,
+                                 sc->data.seq_len);
     a->floats = size.used;
     cursor hand = {a->block, 0};
     layout(a, &hand, (size_t)m->T_cap, (size_t)m->P_cap);
     if (hand.used != size.used)
-        return et_error_set(err, NULL, 0, 0, NULL,
-                            "internal: activation layout handed out %zu floats, sized %zu", hand.used,
-                            size.used);
+        return et_error_set_code(err, ET_ERROR_INTERNAL, NULL, 0, 0, NULL,
+                                 "internal: activation layout handed out %zu floats, sized %zu", hand.used,
+                                 size.used);
     return 0;
 }
 
