@@ -102,8 +102,137 @@ double et_pipeline_send_time(const et_scenario *s, const et_batch_shape *b)
            et_pipeline_sends_per_micro_batch(s->parallel.pipeline, s->parallel.virtual_pipeline);
 }
 
+/* The plan search estimates tens of thousands of plans whose graphs repeat (they differ in micro-batch,
+ * ZeRO stage, GPU count far more often than in what shapes a graph). While ids are off (et_graph_set_ids,
+ * the search's threads), the last GRAPH_CACHE graphs built by this thread are kept and handed out again for
+ * the same model and graph options (compared byte for byte: a difference only costs a rebuild). */
+#define GRAPH_CACHE 128 /* a pipeline's stages and the whole model, for several plans */
+typedef struct graph_key {
+    et_model_config model;
+    et_graph_options options; /* its value fields (pointers cleared); the pointers' contents follow */
+    et_method method;
+} graph_key;
+static _Thread_local struct {
+    graph_key key;
+    int *layers_per_stage;   /* options.pipeline entries, or NULL (an even split) */
+    unsigned long long hash; /* of the key and the layer split, compared first */
+    et_graph graph;
+    et_op_classes classes; /* of `graph`: every op's time from one evaluation per distinct op */
+    int has_classes;
+    int valid;
+    unsigned long long used;
+} graph_cache[GRAPH_CACHE];
+static _Thread_local double *cached_op_time; /* scratch: one op time per op of the largest cached graph */
+static _Thread_local int cached_op_cap;
+static _Thread_local unsigned long long graph_clock;
+
+static unsigned long long hash_bytes(unsigned long long h, const void *data, size_t n)
+{
+    const unsigned char *b = data;
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        unsigned long long w;
+        memcpy(&w, b + i, 8);
+        h = (h ^ w) * 0x100000001b3ULL;
+        h ^= h >> 29;
+    }
+    for (; i < n; i++)
+        h = (h ^ b[i]) * 0x100000001b3ULL;
+    return h;
+}
+
+/* A graph for (model, options): *owned 1 when the caller must free it, 0 when it is the cache's; with
+ * `classes`, the cached graph's op classes (NULL when there are none). */
+static int graph_for(const et_model_config *model, const et_graph_options *o, et_graph *g, int *owned,
+                     et_error *err, et_op_classes **classes)
+{
+    *owned = 1;
+    if (classes) *classes = NULL;
+    if (et_graph_ids_on() || (o->op_scales && o->op_scales->n)) return et_graph_build(model, o, g, err);
+    graph_key key;
+    memset(&key, 0, sizeof key);
+    memcpy(&key.model, model, sizeof key.model);
+    /* field by field: a struct returned by value may carry any bytes in its padding */
+    key.options.tensor = o->tensor, key.options.pipeline = o->pipeline, key.options.stage = o->stage;
+    key.options.precision = o->precision, key.options.recompute = o->recompute;
+    key.options.attention = o->attention, key.options.sequence_parallel = o->sequence_parallel;
+    key.options.optimizer = o->optimizer, key.options.optimizer_shards = o->optimizer_shards;
+    key.options.clip_global = o->clip_global, key.options.tokens_hint = o->tokens_hint;
+    key.options.tt_rank = o->tt_rank;
+    if (o->method) memcpy(&key.method, o->method, sizeof key.method);
+    const size_t lps_bytes = o->layers_per_stage ? (size_t)o->pipeline * sizeof(int) : 0;
+    unsigned long long hash = hash_bytes(1469598103934665603ULL, &key, sizeof key);
+    if (lps_bytes) hash = hash_bytes(hash, o->layers_per_stage, lps_bytes);
+    int oldest = 0;
+    for (int i = 0; i < GRAPH_CACHE; i++) {
+        if (graph_cache[i].valid && graph_cache[i].hash == hash &&
+            !memcmp(&graph_cache[i].key, &key, sizeof key) &&
+            !graph_cache[i].layers_per_stage == !lps_bytes &&
+            (!lps_bytes || !memcmp(graph_cache[i].layers_per_stage, o->layers_per_stage, lps_bytes))) {
+            graph_cache[i].used = ++graph_clock;
+            *g = graph_cache[i].graph;
+            *owned = 0;
+            if (classes && graph_cache[i].has_classes) *classes = &graph_cache[i].classes;
+            return 0;
+        }
+        if (!graph_cache[i].valid || graph_cache[i].used < graph_cache[oldest].used) oldest = i;
+    }
+    if (et_graph_build(model, o, g, err)) return -1;
+    int *lps = lps_bytes ? malloc(lps_bytes) : NULL;
+    if (lps_bytes && !lps) return 0; /* out of memory for the cache: the caller owns this graph */
+    if (lps) memcpy(lps, o->layers_per_stage, lps_bytes);
+    if (graph_cache[oldest].valid) {
+        if (graph_cache[oldest].has_classes) et_op_classes_free(&graph_cache[oldest].classes);
+        et_graph_free(&graph_cache[oldest].graph);
+        free(graph_cache[oldest].layers_per_stage);
+    }
+    graph_cache[oldest].key = key;
+    graph_cache[oldest].layers_per_stage = lps;
+    graph_cache[oldest].hash = hash;
+    graph_cache[oldest].graph = *g;
+    graph_cache[oldest].valid = 1;
+    graph_cache[oldest].used = ++graph_clock;
+    /* the classes point at the cache's copy of the graph, which stays put */
+    graph_cache[oldest].has_classes =
+        !et_op_classes_build(&graph_cache[oldest].graph, &graph_cache[oldest].classes);
+    if (classes && graph_cache[oldest].has_classes) *classes = &graph_cache[oldest].classes;
+    *owned = 0;
+    return 0;
+}
+
+void et_analytic_release_cache(void)
+{
+    for (int i = 0; i < GRAPH_CACHE; i++)
+        if (graph_cache[i].valid) {
+            if (graph_cache[i].has_classes) et_op_classes_free(&graph_cache[i].classes);
+            et_graph_free(&graph_cache[i].graph);
+            free(graph_cache[i].layers_per_stage);
+            graph_cache[i].layers_per_stage = NULL;
+            graph_cache[i].valid = 0;
+        }
+    free(cached_op_time);
+    cached_op_time = NULL;
+    cached_op_cap = 0;
+}
+
+/* Every op's time for batch b from the cached classes, into the thread's scratch; NULL (the caller times
+ * each op itself) without classes or memory. */
+static const double *class_times(et_op_classes *classes, const et_scenario *s, const et_batch_shape *b)
+{
+    if (!classes) return NULL;
+    const int n = classes->graph->n_ops + 1;
+    if (n > cached_op_cap) {
+        double *t = realloc(cached_op_time, (size_t)n * sizeof *t);
+        if (!t) return NULL;
+        cached_op_time = t;
+        cached_op_cap = n;
+    }
+    et_op_classes_times(classes, b, &s->cluster.device, s->precision, cached_op_time);
+    return cached_op_time;
+}
+
 /* The whole model on one GPU, without recomputation: its parameters and its model FLOPs. */
-static int whole_model_graph(const et_scenario *s, et_graph *g, et_error *err)
+static int whole_model_graph(const et_scenario *s, et_graph *g, int *owned, et_error *err)
 {
     et_graph_options o = et_scenario_graph_options(s, 0);
     o.tensor = 1;
@@ -112,7 +241,7 @@ static int whole_model_graph(const et_scenario *s, et_graph *g, et_error *err)
     o.recompute = ET_RECOMPUTE_NONE;
     o.sequence_parallel = false;
     o.optimizer_shards = 1;
-    return et_graph_build(&s->model, &o, g, err);
+    return graph_for(&s->model, &o, g, owned, err, NULL);
 }
 
 /* Forward + backward FLOPs of one micro-batch of a graph. */
@@ -161,13 +290,13 @@ double et_backward_segments_of(const et_scenario *s, const et_graph *g, const et
 /* Lays the last micro-batch's backward out on the compute stream and the bucket collectives on the
  * communication stream; returns the exposed communication, or -1 when out of memory. */
 static double overlap_buckets(const et_scenario *s, const et_graph *g, const et_batch_shape *b,
-                              const et_bucket *buckets, int nb, const et_comm_group *dp, double *comm_total,
-                              double *clip_total)
+                              const double *op_t, const et_bucket *buckets, int nb, const et_comm_group *dp,
+                              double *comm_total, double *clip_total)
 {
     int per_bucket_clip = s->optimizer.clip == ET_CLIP_PER_BUCKET;
     double *seg = malloc(((size_t)nb + 1) * sizeof *seg);
     if (!seg) return -1; /* the caller reports it: never a plausible 0 */
-    et_backward_segments(s, g, buckets, nb, b, seg, NULL);
+    et_backward_segments_of(s, g, buckets, nb, b, op_t, seg, NULL);
     double t = 0, comm_end = 0, sum = 0, clip = 0;
     for (int k = 0; k < nb; k++) {
         t += seg[k];
@@ -264,11 +393,12 @@ static int estimate_phase(const et_scenario *s, et_estimate *out, et_error *err)
     const int pp = s->parallel.pipeline;
     const et_comm_group dp = et_dp_group(s);
     et_graph whole;
-    if (whole_model_graph(s, &whole, err)) return -1;
+    int owned;
+    if (whole_model_graph(s, &whole, &owned, err)) return -1;
     out->params_total = whole.param_count;
     out->params_dense = whole.param_dense;
     const double micro_flops = graph_flops(&whole, &b);
-    et_graph_free(&whole);
+    if (owned) et_graph_free(&whole);
     /* balance of per-rank compute across the sampled batches, and the largest micro-batch */
     out->straggler_factor = 1;
     out->largest_batch = b;
@@ -276,9 +406,9 @@ static int estimate_phase(const et_scenario *s, et_estimate *out, et_error *err)
         (s->data.unpadded || s->data.sampling.scheme == ET_SAMPLING_PACKED)) {
         et_graph g0;
         et_graph_options o0 = et_scenario_graph_options(s, 0);
-        if (et_graph_build(&s->model, &o0, &g0, err)) return -1;
+        if (graph_for(&s->model, &o0, &g0, &owned, err, NULL)) return -1;
         int rc = et_straggler_factor(s, &g0, ET_STRAGGLER_STEPS, &out->straggler_factor, &out->largest_batch);
-        et_graph_free(&g0);
+        if (owned) et_graph_free(&g0);
         if (rc)
             return et_error_set_code(err, ET_ERROR_MEMORY, NULL, 0, 0, NULL,
                                      "out of memory sampling batches");
@@ -287,15 +417,17 @@ static int estimate_phase(const et_scenario *s, et_estimate *out, et_error *err)
     for (int stage = 0; stage < pp; stage++) {
         et_graph g;
         et_graph_options o = et_scenario_graph_options(s, stage);
-        if (et_graph_build(&s->model, &o, &g, err)) return -1;
+        et_op_classes *classes;
+        if (graph_for(&s->model, &o, &g, &owned, err, &classes)) return -1;
+        const double *op_t = class_times(classes, s, &b);
         const et_batch_shape worst = et_batch_worst_case(s);
         et_memory mem = et_memory_estimate(s, &g, &worst);
         if (mem.total > out->memory.total) out->memory = mem;
         double tp_f = 0, tp_b = 0;
-        double F = et_phase_time(s, &g, ET_PHASE_FORWARD, &b, &tp_f);
-        double Bw = et_phase_time(s, &g, ET_PHASE_BACKWARD, &b, &tp_b);
+        double F = et_phase_time_of(s, &g, ET_PHASE_FORWARD, &b, op_t, &tp_f);
+        double Bw = et_phase_time_of(s, &g, ET_PHASE_BACKWARD, &b, op_t, &tp_b);
         if (F + Bw + tp_f + tp_b <= best_stage_time) {
-            et_graph_free(&g);
+            if (owned) et_graph_free(&g);
             continue;
         }
         best_stage_time = F + Bw + tp_f + tp_b;
@@ -305,7 +437,7 @@ static int estimate_phase(const et_scenario *s, et_estimate *out, et_error *err)
         int nb;
         double ge = et_precision_bytes(s->precision);
         if (et_buckets_build(&g, s->parallel.bucket_bytes, ge, &buckets, &nb, err)) {
-            et_graph_free(&g);
+            if (owned) et_graph_free(&g);
             return -1;
         }
         const int v = s->parallel.virtual_pipeline;
@@ -317,10 +449,10 @@ static int estimate_phase(const et_scenario *s, et_estimate *out, et_error *err)
         out->bubble = et_pipeline_bubble_micro_batches(pp, v) * (F + Bw + tp_f + tp_b + 2 * send);
         double comm_total = 0, clip = 0;
         out->dp_comm_exposed =
-            s->parallel.data > 1 ? overlap_buckets(s, &g, &b, buckets, nb, &dp, &comm_total, &clip) : 0;
+            s->parallel.data > 1 ? overlap_buckets(s, &g, &b, op_t, buckets, nb, &dp, &comm_total, &clip) : 0;
         if (out->dp_comm_exposed < 0) {
             free(buckets);
-            et_graph_free(&g);
+            if (owned) et_graph_free(&g);
             return et_error_set_code(err, ET_ERROR_MEMORY, NULL, 0, 0, NULL,
                                      "out of memory laying out the gradient buckets");
         }
@@ -334,7 +466,7 @@ static int estimate_phase(const et_scenario *s, et_estimate *out, et_error *err)
         for (int k = 0; k < nb; k++)
             if (buckets[k].bytes > out->bucket_bytes_max) out->bucket_bytes_max = buckets[k].bytes;
         et_bucket_comm_time(s, &dp, out->bucket_bytes_max, &out->algo);
-        out->optimizer = et_phase_time(s, &g, ET_PHASE_OPTIMIZER, &b, NULL);
+        out->optimizer = et_phase_time_of(s, &g, ET_PHASE_OPTIMIZER, &b, op_t, NULL);
         if (s->parallel.data > 1 && et_scenario_gathers_parameters(s))
             out->zero_gather = et_ring_allgather_time(&dp, g.param_count * ge);
         if (s->parallel.zero_stage >= 3) {
@@ -344,7 +476,7 @@ static int estimate_phase(const et_scenario *s, et_estimate *out, et_error *err)
             out->dp_comm_exposed += fmax(0, gathers - (out->forward + out->backward));
         }
         free(buckets);
-        et_graph_free(&g);
+        if (owned) et_graph_free(&g);
     }
     if (s->optimizer.clip == ET_CLIP_AFTER_ALLREDUCE && s->parallel.data > 1)
         out->clip_allreduce = et_allreduce_time(&dp, ET_COLL_AUTO, 4, NULL);

@@ -80,6 +80,9 @@ typedef struct et_estimate {
 double et_gpu_hours(const et_scenario *s, double seconds);
 double et_tflops_per_gpu(const et_scenario *s, double flops_per_step, double step_s);
 
+/* Frees this thread's cache of graphs (kept while graph ids are off, for the plan search: see analytic.c). */
+void et_analytic_release_cache(void);
+
 int et_analytic_estimate(const et_scenario *s, et_estimate *out, et_error *err);
 
 /* Straggler factor E[max/mean] over `steps` sampled steps of per-rank compute (forward + backward of a

@@ -64,6 +64,75 @@ typedef struct builder {
     int fp8; /* matrix products on FP8 units */
 } builder;
 
+/* Op and parameter ids are formatted for every op of every graph (the plan search builds tens of thousands
+ * of graphs): %s, %d and %.Ns are all this file uses, and formatting them by hand is several times faster
+ * than vsnprintf. Anything else goes to vsnprintf. The result is the same text. */
+static void format_id(char *out, size_t size, const char *fmt, va_list ap)
+{
+    size_t n = 0;
+    for (const char *f = fmt; *f; f++) {
+        if (*f != '%') {
+            if (n + 1 < size) out[n++] = *f;
+            continue;
+        }
+        size_t limit = (size_t)-1;
+        const char *spec = f + 1;
+        if (*spec == '.') {
+            limit = 0;
+            for (spec++; *spec >= '0' && *spec <= '9'; spec++)
+                limit = 10 * limit + (size_t)(*spec - '0');
+        }
+        if (*spec == 's') {
+            const char *a = va_arg(ap, const char *);
+            for (size_t k = 0; a[k] && k < limit && n + 1 < size; k++)
+                out[n++] = a[k];
+        } else if (*spec == 'd' && limit == (size_t)-1) {
+            int v = va_arg(ap, int);
+            char digits[16];
+            int m = 0;
+            unsigned u = v < 0 ? 0u - (unsigned)v : (unsigned)v;
+            do
+                digits[m++] = (char)('0' + u % 10);
+            while (u /= 10);
+            if (v < 0 && n + 1 < size) out[n++] = '-';
+            while (m && n + 1 < size)
+                out[n++] = digits[--m];
+        } else {
+            /* not a pattern of this file: the rest by the C library */
+            out[n < size ? n : size - 1] = 0;
+            if (n + 1 < size) vsnprintf(out + n, size - n, f, ap);
+            return;
+        }
+        f = spec;
+    }
+    if (size) out[n < size ? n : size - 1] = 0;
+}
+
+static _Thread_local int ids_off; /* et_graph_set_ids */
+
+void et_graph_set_ids(bool on)
+{
+    ids_off = !on;
+}
+
+bool et_graph_ids_on(void)
+{
+    return !ids_off;
+}
+
+static void id_printf(char *out, size_t size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void id_printf(char *out, size_t size, const char *fmt, ...)
+{
+    if (ids_off) {
+        out[0] = 0;
+        return;
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    format_id(out, size, fmt, ap);
+    va_end(ap);
+}
+
 static et_op *add_op(builder *b, et_op_kind kind, et_phase phase, int layer, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
 
@@ -85,17 +154,19 @@ static et_op *add_op(builder *b, et_op_kind kind, et_phase phase, int layer, con
     }
     et_op *op = &g->ops[g->n_ops++];
     memset(op, 0, sizeof *op);
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(op->id, sizeof op->id, fmt, ap);
-    va_end(ap);
+    const et_op_scales *sc = g->options.op_scales;
+    if (!ids_off || (sc && sc->n)) { /* op scales are looked up by id */
+        va_list ap;
+        va_start(ap, fmt);
+        format_id(op->id, sizeof op->id, fmt, ap);
+        va_end(ap);
+    }
     op->kind = kind;
     op->phase = phase;
     op->layer = layer;
     op->grad_first = g->n_params;
     op->kernels = 1;
     op->time_scale = 1;
-    const et_op_scales *sc = g->options.op_scales;
     for (int i = 0; sc && i < sc->n; i++)
         if (strcmp(sc->id[i], op->id) == 0) op->time_scale = sc->factor[i];
     op->group = ET_GROUP_COUNT; /* no weights */
@@ -122,7 +193,7 @@ static void add_param(builder *b, int layer, double count, double dense, double 
         g->cap_params = cap;
     }
     et_param *p = &g->params[g->n_params++];
-    snprintf(p->id, sizeof p->id, "%.79s", name);
+    id_printf(p->id, sizeof p->id, "%.79s", name);
     p->count = count;
     p->dense = dense;
     p->grad_elems = grad_elems;
@@ -142,11 +213,13 @@ static void add_grad(builder *b, int layer, double count, const char *fmt, ...)
 
 static void add_grad(builder *b, int layer, double count, const char *fmt, ...)
 {
-    char name[80];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(name, sizeof name, fmt, ap);
-    va_end(ap);
+    char name[80] = "";
+    if (!ids_off) {
+        va_list ap;
+        va_start(ap, fmt);
+        format_id(name, sizeof name, fmt, ap);
+        va_end(ap);
+    }
     add_param(b, layer, count, count, count, 0, name);
 }
 
@@ -249,9 +322,9 @@ static void weight_backward(builder *b, int layer, et_layer_group group, et_line
     et_tt_shape tt;
     if (tt_of(b, group, n_in, n_out, &tt)) {
         /* each forward contraction has two backward ones of the same cost (input and core gradients) */
-        snprintf(id, sizeof id, "%s.bwd_data", name);
+        id_printf(id, sizeof id, "%s.bwd_data", name);
         tt_op(b, ET_PHASE_BACKWARD, layer, group, &tt, copies, id);
-        snprintf(id, sizeof id, "%s.bwd_weight", name);
+        id_printf(id, sizeof id, "%s.bwd_weight", name);
         tt_op(b, ET_PHASE_BACKWARD, layer, group, &tt, copies, id);
         for (int c = 0; c < copies; c++)
             for (int k = tt.d_in + tt.d_out - 1; k >= 0; k--) {
@@ -264,14 +337,14 @@ static void weight_backward(builder *b, int layer, et_layer_group group, et_line
             }
     } else {
         double out = copies * n_out;
-        snprintf(id, sizeof id, "%s.bwd_data", name);
+        id_printf(id, sizeof id, "%s.bwd_data", name);
         weight_gemm(b, ET_PHASE_BACKWARD, layer, group, rows, FIX(n_in), FIX(out), rows, n_in, out, id);
-        snprintf(id, sizeof id, "%s.bwd_weight", name);
+        id_printf(id, sizeof id, "%s.bwd_weight", name);
         weight_gemm(b, ET_PHASE_BACKWARD, layer, group, FIX(out), FIX(n_in), rows, rows, n_in, out, id);
         if (weight_grad) {
             et_sparse_spec sp = sparse_of(b, group);
             double dense = out * n_in, kept = dense * sp.density;
-            snprintf(pname, sizeof pname, "%s.weight", name);
+            id_printf(pname, sizeof pname, "%s.weight", name);
             add_param(b, layer, kept, dense, b->method->dense_gradients ? dense : kept,
                       dense * et_sparse_meta_bytes_per_weight(&sp), pname);
         }
@@ -323,7 +396,7 @@ static void attention_core(builder *b, const dims *d, int i, et_phase phase, con
 {
     char id[80];
     const double Ht = d->Ht, At = d->At, e = d->e;
-#define ID(name) (snprintf(id, sizeof id, "layer.%d.%s%s", i, name, suffix), id)
+#define ID(name) (id_printf(id, sizeof id, "layer.%d.%s%s", i, name, suffix), id)
     et_op *op;
     if (d->flash) {
         if ((op = add_op(b, ET_OP_ATTENTION, phase, i, "%s", ID("attn.flash")))) {
@@ -356,7 +429,7 @@ static void layer_forward(builder *b, const dims *d, int i, int decoder, et_phas
     char id[80];
     const double H = d->H, Ht = d->Ht, Ft = d->Ft, e = d->e, St = d->St;
     const double reads = decoder ? 2 : 1; /* the decoder's dropout kernels add the residual */
-#define ID(name) (snprintf(id, sizeof id, "layer.%d.%s%s", i, name, suffix), id)
+#define ID(name) (id_printf(id, sizeof id, "layer.%d.%s%s", i, name, suffix), id)
     if (decoder) elementwise(b, phase, i, TOK(8 * H * St), TOK(2 * e * H * St), ID("attn.layernorm"));
     tp_boundary(b, d, phase, i, 1, ID("attn.tp_allgather"));
     /* q, k, v: one product of 3Ht outputs, or three tensor-train layers of H x H */
@@ -392,7 +465,7 @@ static void layer_forward(builder *b, const dims *d, int i, int decoder, et_phas
 static void layernorm_backward(builder *b, const dims *d, int layer, const char *name, et_linear rows)
 {
     char id[80];
-    snprintf(id, sizeof id, "%s.bwd", name);
+    id_printf(id, sizeof id, "%s.bwd", name);
     elementwise(b, ET_PHASE_BACKWARD, layer, lin_scale(rows, 10 * d->H), lin_scale(rows, 4 * d->e * d->H),
                 id);
     add_grad(b, layer, d->H, "%s.weight", name);
@@ -404,7 +477,7 @@ static void layer_backward(builder *b, const dims *d, int i, int decoder, et_rec
     char name[80];
     const double H = d->H, Ht = d->Ht, Ft = d->Ft, At = d->At, e = d->e, St = d->St;
     if (recompute == ET_RECOMPUTE_FULL) layer_forward(b, d, i, decoder, ET_PHASE_BACKWARD, ".recompute");
-#define NAME(s) (snprintf(name, sizeof name, "layer.%d.%s", i, s), name)
+#define NAME(s) (id_printf(name, sizeof name, "layer.%d.%s", i, s), name)
     if (!decoder) layernorm_backward(b, d, i, NAME("mlp.layernorm"), TOK(St));
     dropout_op(b, d, ET_PHASE_BACKWARD, i, TOK(H * St), 1, NAME("mlp.fc2.dropout.bwd"));
     tp_boundary(b, d, ET_PHASE_BACKWARD, i, 1, NAME("mlp.tp_allgather.bwd"));

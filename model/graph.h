@@ -111,6 +111,12 @@ typedef struct et_graph {
     int first_layer, last_layer; /* layers of this stage, inclusive */
 } et_graph;
 
+/* Per thread: whether the graphs this thread builds carry op and parameter ids (on by default). The plan
+ * search turns them off around its estimates, which never read an id (formatting them was two thirds of
+ * its time); ops keep their ids when op scales are given, since those are looked up by id. */
+void et_graph_set_ids(bool on);
+bool et_graph_ids_on(void);
+
 int et_graph_build(const et_model_config *model, const et_graph_options *options, et_graph *out,
                    et_error *err);
 void et_graph_free(et_graph *g);

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "json_reader.h"
 
@@ -276,7 +277,26 @@ static int read_device(const et_json_reader *r, const char *name, et_scenario *s
         }
         fclose(f);
     }
-    return et_device_profile_load(path, &s->cluster.device, r->err);
+    /* The last profile read by this thread, while its file is unchanged (same path, size, modification
+     * time): the plan search parses tens of thousands of candidates naming one profile. */
+    static _Thread_local char cached_path[1100];
+    static _Thread_local struct stat cached_stat;
+    static _Thread_local et_device_profile cached;
+    struct stat st;
+    const int known = stat(path, &st) == 0;
+    if (known && cached_path[0] && !strcmp(cached_path, path) && st.st_size == cached_stat.st_size &&
+        st.st_mtim.tv_sec == cached_stat.st_mtim.tv_sec &&
+        st.st_mtim.tv_nsec == cached_stat.st_mtim.tv_nsec && st.st_ino == cached_stat.st_ino) {
+        s->cluster.device = cached;
+        return 0;
+    }
+    if (et_device_profile_load(path, &s->cluster.device, r->err)) return -1;
+    if (known) {
+        snprintf(cached_path, sizeof cached_path, "%s", path);
+        cached_stat = st;
+        cached = s->cluster.device;
+    }
+    return 0;
 }
 
 static int read_cluster(const et_json_reader *r, json_t *root, et_scenario *s)

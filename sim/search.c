@@ -1,6 +1,8 @@
 #define _POSIX_C_SOURCE 200809L
 #include "search.h"
 
+#include "graph.h"
+
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -145,14 +147,19 @@ typedef struct worker {
     search_result r;
 } worker;
 
-/* Evaluates candidates index, index + count, ... into its own result. */
+/* Evaluates the index-th of `count` blocks of the candidates into its own result. */
 static void *work(void *arg)
 {
     worker *w = arg;
-    for (size_t i = (size_t)w->index; i < w->n_cand; i += (size_t)w->count) {
+    et_graph_set_ids(false); /* estimates only: no op ids to format */
+    /* a contiguous block of candidates per thread (consecutive ones share graphs) */
+    const size_t per = (w->n_cand + (size_t)w->count - 1) / (size_t)w->count, first = (size_t)w->index * per;
+    for (size_t i = first; i < w->n_cand && i < first + per; i++) {
         search_plan p = w->cand[i];
         try_plan(w->root, w->path, w->global, &p, w->keep, w->space, &w->r);
     }
+    et_analytic_release_cache();
+    et_graph_set_ids(true);
     return NULL;
 }
 
@@ -202,17 +209,18 @@ int search_run(const char *scenario_path, const char *const *sets, int n_sets, c
     const int n_dev = space && space->n_devices > 0 ? space->n_devices : 1;
     search_plan *cand = NULL;
     size_t n_cand = 0, cap = 0;
+    /* GPU counts and micro-batches innermost: consecutive candidates share their graphs (analytic.c) */
     for (int dev = 0; dev < n_dev; dev++)
-        for (int g = 0; g < n_counts; g++)
-            for (int t = 1; t <= per_node; t++) {
-                if (per_node % t) continue;
-                for (int pp = 1; pp <= L; pp++) {
-                    if (L % pp) continue;
-                    for (int v = 1; v <= (pp > 1 ? 4 : 1); v *= 2)
-                        for (int mi = 0; mi < n_micro; mi++)
-                            for (int rc = 0; rc < 3; rc++)
-                                for (int z = 0; z <= 1; z++)
-                                    for (int sp = 0; sp <= (t > 1); sp++) {
+        for (int t = 1; t <= per_node; t++) {
+            if (per_node % t) continue;
+            for (int pp = 1; pp <= L; pp++) {
+                if (L % pp) continue;
+                for (int v = 1; v <= (pp > 1 ? 4 : 1); v *= 2)
+                    for (int rc = 0; rc < 3; rc++)
+                        for (int sp = 0; sp <= (t > 1); sp++)
+                            for (int z = 0; z <= 1; z++)
+                                for (int g = 0; g < n_counts; g++)
+                                    for (int mi = 0; mi < n_micro; mi++) {
                                         if (n_cand == cap) {
                                             cap = cap ? 2 * cap : 1024;
                                             search_plan *c = realloc(cand, cap * sizeof *c);
@@ -237,8 +245,8 @@ int search_run(const char *scenario_path, const char *const *sets, int n_sets, c
                                                           .recompute = (et_recompute)rc,
                                                           .sequence_parallel = sp};
                                     }
-                }
             }
+        }
     int threads = space && space->threads > 0 ? space->threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
     if (threads < 1) threads = 1;
     if (threads > 64) threads = 64;
