@@ -13,6 +13,7 @@
 #include "compare.h"
 #include "fabric.h"
 #include "faults_report.h"
+#include "json_reader.h"
 #include "plan.h"
 #include "platform.h"
 #include "quantile.h"
@@ -48,8 +49,14 @@ static void usage(FILE *out)
         "  --search-simulate K  also simulate the K best with SimGrid and show both figures\n"
         "  --search-gpus 256,512,...  GPU counts to try (default: the scenario's)\n"
         "  --search-devices a100-sxm4-80gb,h100-sxm  device profiles to try (default: the scenario's)\n"
-        "  --deadline-days D   only plans that train within D days, ranked by GPU-hours (else by time)\n"
-        "  --price-per-gpu-hour P  adds the cost of each plan\n"
+        "  --deadline-days D   only plans that train within D days\n"
+        "  --budget-gpu-hours H, --budget C   only plans within H GPU-hours or C in money (needs prices)\n"
+        "                    (a deadline or budget ranks by cost with prices, else by GPU-hours)\n"
+        "  --price-per-gpu-hour P | name=P,name=P  a price for every device, or per device profile\n"
+        "  --prices FILE     per-device prices: {\"a100-sxm4-80gb\": 1.8, ...}\n"
+        "  --search-batch 512,1024,...  global batches to try (default: the scenario's)\n"
+        "  --search-csv FILE  every ranked plan as CSV; with --json, the best and the front as JSON\n"
+        "  --plot FILE.png   time-to-train against GPUs and the Pareto front (gnuplot)\n"
         "  --csv PREFIX      write the tables as CSV: PREFIX-ops.csv, and with the simulation "
         "PREFIX-buckets,\n"
         "                    -ranks and -steps.csv\n"
@@ -80,13 +87,16 @@ static void usage(FILE *out)
 typedef struct options {
     const char *scenario;
     const char *json_out;
-    const char *csv_prefix; /* --csv PREFIX */
-    int search;             /* --search: rank the plans of the scenario's cluster */
-    long long search_top;   /* --search-top N */
-    long long search_sim;   /* --search-simulate K: the K best simulated too */
-    const char *search_out; /* --search-out FILE: the best plan's scenario */
-    search_space space;     /* --search-gpus, --price-per-gpu-hour, --deadline-days */
-    const char *sets[32];   /* --set key.path=value, in order */
+    const char *csv_prefix;  /* --csv PREFIX */
+    int search;              /* --search: rank the plans of the scenario's cluster */
+    long long search_top;    /* --search-top N */
+    long long search_sim;    /* --search-simulate K: the K best simulated too */
+    const char *search_out;  /* --search-out FILE: the best plan's scenario */
+    const char *search_csv;  /* --search-csv FILE: every ranked plan */
+    const char *prices_file; /* --prices FILE */
+    const char *plot;        /* --plot FILE.png: time-to-train against GPUs, and the front */
+    search_space space;      /* --search-gpus, --price-per-gpu-hour, --deadline-days */
+    const char *sets[32];    /* --set key.path=value, in order */
     int n_sets;
     const char *sweep; /* --sweep key.path=a,b,c */
     int analytic;
@@ -151,6 +161,69 @@ static int file_arg(int argc, char **argv, int *i, const char **out)
     }
     *out = argv[*i];
     return 0;
+}
+
+static int positive(const char *flag, const char *text, double *x)
+{
+    char *end;
+    *x = strtod(text, &end);
+    if (*end || end == text || !(*x > 0) || !isfinite(*x)) {
+        fprintf(stderr, "etsim: %s expects a positive number, got \"%s\"\n", flag, text);
+        return -1;
+    }
+    return 0;
+}
+
+/* --price-per-gpu-hour P (every device) or name=P,name=P (per device, as the scenario or --search-devices
+ * names it). */
+static int price_list(const char *text, search_space *space)
+{
+    if (!strchr(text, '=')) return positive("--price-per-gpu-hour", text, &space->price);
+    char copy[1024];
+    snprintf(copy, sizeof copy, "%s", text);
+    for (char *save = NULL, *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        char *eq = strchr(tok, '=');
+        if (!eq || eq == tok || space->n_prices == SEARCH_MAX_PRICES || eq - tok >= 64) {
+            fprintf(
+                stderr,
+                "etsim: --price-per-gpu-hour expects a price or up to %d device=price pairs, got \"%s\"\n",
+                SEARCH_MAX_PRICES, text);
+            return -1;
+        }
+        *eq = 0;
+        double x;
+        if (positive("--price-per-gpu-hour", eq + 1, &x)) return -1;
+        snprintf(space->price_device[space->n_prices], sizeof space->price_device[0], "%s", tok);
+        space->device_price[space->n_prices++] = x;
+    }
+    return 0;
+}
+
+/* --prices FILE: {"device": price per GPU-hour, ...}, checked like a scenario. */
+static int read_prices(const char *path, search_space *space, et_error *err)
+{
+    json_t *root;
+    if (et_json_load_file(path, &root, err)) return -1;
+    int rc = 0;
+    if (!json_is_object(root)) rc = et_error_set(err, path, 0, 0, "$", "expected an object of device: price");
+    const char *key;
+    json_t *v;
+    json_object_foreach(root, key, v)
+    {
+        char at[ET_JSON_PATH_MAX];
+        et_json_path(at, "$", key);
+        if (rc) break;
+        if (!json_is_number(v) || !(json_number_value(v) > 0))
+            rc = et_error_set(err, path, 0, 0, at, "expected a positive price per GPU-hour");
+        else if (space->n_prices == SEARCH_MAX_PRICES || strlen(key) >= 64)
+            rc = et_error_set(err, path, 0, 0, at, "at most %d devices of 63 characters", SEARCH_MAX_PRICES);
+        else {
+            snprintf(space->price_device[space->n_prices], sizeof space->price_device[0], "%s", key);
+            space->device_price[space->n_prices++] = json_number_value(v);
+        }
+    }
+    json_decref(root);
+    return rc;
 }
 
 /* The context options SimGrid reads while it starts (so they go to simgrid_init, where a bad one aborts):
@@ -287,19 +360,44 @@ static int parse_args(int argc, char **argv, options *o)
             snprintf(names, sizeof names, "%s", list);
             for (char *tok = strtok(names, ","); tok && o->space.n_devices < 8; tok = strtok(NULL, ","))
                 o->space.devices[o->space.n_devices++] = tok;
-        } else if (strcmp(a, "--price-per-gpu-hour") == 0 || strcmp(a, "--deadline-days") == 0) {
+        } else if (strcmp(a, "--price-per-gpu-hour") == 0) {
+            const char *text;
+            if (file_arg(argc, argv, &i, &text) || price_list(text, &o->space)) return -1;
+        } else if (strcmp(a, "--prices") == 0) {
+            if (file_arg(argc, argv, &i, &o->prices_file)) return -1;
+        } else if (strcmp(a, "--deadline-days") == 0 || strcmp(a, "--budget-gpu-hours") == 0 ||
+                   strcmp(a, "--budget") == 0) {
             const char *flag = a, *text;
             if (file_arg(argc, argv, &i, &text)) return -1;
-            char *end;
-            double x = strtod(text, &end);
-            if (*end || end == text || !(x > 0)) {
-                fprintf(stderr, "etsim: %s expects a positive number, got \"%s\"\n", flag, text);
-                return -1;
-            }
+            double x;
+            if (positive(flag, text, &x)) return -1;
             if (strcmp(flag, "--deadline-days") == 0)
                 o->space.deadline_s = x * 86400;
+            else if (strcmp(flag, "--budget") == 0)
+                o->space.budget_cost = x;
             else
-                o->space.price = x;
+                o->space.budget_gpu_hours = x;
+        } else if (strcmp(a, "--search-batch") == 0) {
+            const char *list;
+            if (file_arg(argc, argv, &i, &list)) return -1;
+            for (const char *c = list; *c;) {
+                char *end;
+                errno = 0;
+                long long v = strtoll(c, &end, 10);
+                if (end == c || v < 1 || errno || (*end && *end != ',') || o->space.n_batches == 16) {
+                    fprintf(stderr,
+                            "etsim: --search-batch expects up to 16 global batches (sequences) separated by "
+                            "commas, got \"%s\"\n",
+                            list);
+                    return -1;
+                }
+                o->space.batches[o->space.n_batches++] = v;
+                c = *end ? end + 1 : end;
+            }
+        } else if (strcmp(a, "--search-csv") == 0) {
+            if (file_arg(argc, argv, &i, &o->search_csv)) return -1;
+        } else if (strcmp(a, "--plot") == 0) {
+            if (file_arg(argc, argv, &i, &o->plot)) return -1;
         } else if (strcmp(a, "--csv") == 0) {
             if (file_arg(argc, argv, &i, &o->csv_prefix)) return -1;
         } else if (strcmp(a, "--plan-out") == 0) {
@@ -567,16 +665,183 @@ static int check_outputs(const options *o, const et_scenario *s)
     return 0;
 }
 
+static const char *plan_device(const options *o, const et_scenario *s, const search_plan *p)
+{
+    return p->device >= 0 ? o->space.devices[p->device] : s->cluster.device.name;
+}
+
 static void print_plan(const options *o, const et_scenario *s, int rank, const search_plan *p)
 {
     char ttt[32], cost[32] = "-";
     report_format_duration(ttt, sizeof ttt, p->time_to_train_s);
-    if (o->space.price > 0) snprintf(cost, sizeof cost, "%.0f", p->gpu_hours * o->space.price);
-    const char *device = p->device >= 0 ? o->space.devices[p->device] : s->cluster.device.name;
-    printf("%4d %-16.16s %6d %10.4f %7.1f %9.2f %6d %6d %6d %6d %6lld %6lld %10s %5s %5d %12s %10.0f %10s\n",
-           rank, device, p->gpus, p->step_s, 100 * p->mfu, p->memory_gib, p->tensor, p->pipeline,
-           p->virtual_pipeline, p->data, p->local, p->grad_accum, et_recompute_names[p->recompute],
-           p->sequence_parallel ? "on" : "off", p->zero_stage, ttt, p->gpu_hours, cost);
+    if (p->price > 0) snprintf(cost, sizeof cost, "%.0f", p->cost);
+    printf("%4d %-16.16s %6d %7lld %10.4f %7.1f %9.2f %6d %6d %6d %6d %6lld %6lld %10s %5s %5d %12s %10.0f "
+           "%10s\n",
+           rank, plan_device(o, s, p), p->gpus, p->global, p->step_s, 100 * p->mfu, p->memory_gib, p->tensor,
+           p->pipeline, p->virtual_pipeline, p->data, p->local, p->grad_accum,
+           et_recompute_names[p->recompute], p->sequence_parallel ? "on" : "off", p->zero_stage, ttt,
+           p->gpu_hours, cost);
+}
+
+static void print_plan_header(void)
+{
+    printf("%4s %-16s %6s %7s %10s %7s %9s %6s %6s %6s %6s %6s %6s %10s %5s %5s %12s %10s %10s\n", "rank",
+           "device", "GPUs", "batch", "step[s]", "MFU[%]", "mem[GiB]", "tensor", "pipe", "chunks", "data",
+           "micro", "accum", "recompute", "seq", "zero", "train", "GPU-hours", "cost");
+}
+
+/* Why the best plan wins: its step against the runner-up's, part by part (analytic). */
+static void print_why_best(const search_result *r, const char *path)
+{
+    if (r->n_best < 2) return;
+    et_scenario a, b;
+    et_estimate x, y;
+    et_error err;
+    if (et_scenario_parse(r->best[0].scenario, path, NULL, &a, &err)) return;
+    if (et_scenario_parse(r->best[1].scenario, path, NULL, &b, &err)) {
+        et_scenario_free(&a);
+        return;
+    }
+    if (!et_analytic_estimate(&a, &x, &err) && !et_analytic_estimate(&b, &y, &err)) {
+        printf("\nwhy rank 1 wins  %14s %14s %14s   (per step, the busiest stage)\n", "rank 1[ms]",
+               "rank 2[ms]", "difference");
+        const struct {
+            const char *name;
+            double a, b;
+        } rows[] = {
+            {"forward", x.forward, y.forward},
+            {"backward", x.backward, y.backward},
+            {"tensor comm", x.tp_comm, y.tp_comm},
+            {"pipeline comm", x.pp_comm, y.pp_comm},
+            {"bubble", x.bubble, y.bubble},
+            {"data comm exposed", x.dp_comm_exposed + x.zero_gather + x.clip_allreduce,
+             y.dp_comm_exposed + y.zero_gather + y.clip_allreduce},
+            {"optimizer", x.optimizer, y.optimizer},
+            {"stragglers", x.straggler_delay, y.straggler_delay},
+            {"step", x.step_time, y.step_time},
+        };
+        for (size_t k = 0; k < sizeof rows / sizeof *rows; k++)
+            printf("  %-16s %14.2f %14.2f %+14.2f\n", rows[k].name, rows[k].a * 1e3, rows[k].b * 1e3,
+                   (rows[k].a - rows[k].b) * 1e3);
+        printf("  %-16s %14.2f %14.2f %+14.2f   (GiB per GPU)\n", "memory", x.memory.total / 1073741824.0,
+               y.memory.total / 1073741824.0, (x.memory.total - y.memory.total) / 1073741824.0);
+    }
+    et_scenario_free(&a);
+    et_scenario_free(&b);
+}
+
+/* No plan: which constraint refused the nearest ones, and by how much. */
+static void print_no_plan(const options *o, const et_scenario *s, const search_result *r)
+{
+    printf(
+        "no plan: %d candidates refused by the scenario's rules, %d do not fit, %d miss the deadline, %d are "
+        "over the budget\n",
+        r->invalid, r->too_big, r->too_slow, r->over_budget);
+    if (r->too_big && !r->too_slow && !r->over_budget) { /* else some plans fit: memory does not bind */
+        printf("  memory binds: the smallest plan needs %.2f GiB per GPU, %s has %.2f GiB:\n",
+               r->nearest_too_big.memory_gib, plan_device(o, s, &r->nearest_too_big),
+               s->cluster.device.memory_bytes / 1073741824.0);
+        print_plan(o, s, 0, &r->nearest_too_big);
+    }
+    if (!r->too_big && !r->too_slow && !r->over_budget)
+        printf(
+            "  the scenario's rules refuse every plan of the space (see etsim --analytic on the scenario)\n");
+    if (r->too_slow) {
+        char have[32], want[32];
+        report_format_duration(have, sizeof have, r->nearest_too_slow.time_to_train_s);
+        report_format_duration(want, sizeof want, o->space.deadline_s);
+        printf("  the deadline binds: the fastest plan that fits trains in %s, the deadline is %s:\n", have,
+               want);
+        print_plan(o, s, 0, &r->nearest_too_slow);
+    }
+    if (r->over_budget) {
+        const search_plan *p = &r->nearest_over_budget;
+        if (p->price > 0 && o->space.budget_cost > 0)
+            printf("  the budget binds: the cheapest plan costs %.0f, the budget is %.0f:\n", p->cost,
+                   o->space.budget_cost);
+        else
+            printf("  the budget binds: the cheapest plan takes %.0f GPU-hours, the budget is %.0f:\n",
+                   p->gpu_hours, o->space.budget_gpu_hours);
+        print_plan(o, s, 0, p);
+    }
+}
+
+static json_t *plan_json(const options *o, const et_scenario *s, const search_plan *p)
+{
+    return json_pack(
+        "{s:s, s:i, s:I, s:i, s:i, s:i, s:i, s:I, s:I, s:s, s:b, s:i, s:f, s:f, s:f, s:f, s:f, s:f, s:f}",
+        "device", plan_device(o, s, p), "gpus", p->gpus, "global_batch", (json_int_t)p->global, "tensor",
+        p->tensor, "pipeline", p->pipeline, "virtual_pipeline", p->virtual_pipeline, "data", p->data,
+        "micro_batch", (json_int_t)p->local, "grad_accum", (json_int_t)p->grad_accum, "recompute",
+        et_recompute_names[p->recompute], "sequence_parallel", p->sequence_parallel, "zero_stage",
+        p->zero_stage, "step_s", p->step_s, "mfu", p->mfu, "memory_GiB", p->memory_gib, "time_to_train_s",
+        p->time_to_train_s, "gpu_hours", p->gpu_hours, "price_per_gpu_hour", p->price, "cost", p->cost);
+}
+
+static int csv_writer(FILE *f, void *ctx)
+{
+    const void *const *x = ctx;
+    const options *o = x[0];
+    const et_scenario *s = x[1];
+    const search_result *r = x[2];
+    fprintf(f,
+            "device,gpus,global_batch,tensor,pipeline,virtual_pipeline,data,micro_batch,grad_accum,recompute,"
+            "sequence_parallel,zero_stage,step_s,mfu,memory_GiB,time_to_train_s,gpu_hours,price_per_gpu_hour,"
+            "cost\n");
+    for (int i = 0; i < r->n_all; i++) {
+        const search_plan *p = &r->all[i];
+        fprintf(f, "%s,%d,%lld,%d,%d,%d,%d,%lld,%lld,%s,%d,%d,%.9g,%.6g,%.6g,%.9g,%.9g,%.6g,%.9g\n",
+                plan_device(o, s, p), p->gpus, p->global, p->tensor, p->pipeline, p->virtual_pipeline,
+                p->data, p->local, p->grad_accum, et_recompute_names[p->recompute], p->sequence_parallel,
+                p->zero_stage, p->step_s, p->mfu, p->memory_gib, p->time_to_train_s, p->gpu_hours, p->price,
+                p->cost);
+    }
+    return ferror(f) ? -1 : 0;
+}
+
+/* --plot FILE: gnuplot draws time-to-train against GPU count for every ranked plan, the front in a second
+ * panel; the data and the script are written beside the image and kept. */
+static int plot_search(const options *o, const et_scenario *s, const search_result *r, et_error *err)
+{
+    char data[4096], script[4096];
+    snprintf(data, sizeof data, "%s.dat", o->plot);
+    snprintf(script, sizeof script, "%s.gp", o->plot);
+    FILE *f = fopen(data, "w");
+    if (!f) return et_error_set_code(err, ET_ERROR_IO, data, 0, 0, NULL, "cannot write the plot's data");
+    fprintf(f, "# gpus time_to_train_days spend front\n");
+    for (int i = 0; i < r->n_all; i++)
+        fprintf(f, "%d %.6g %.6g 0\n", r->all[i].gpus, r->all[i].time_to_train_s / 86400,
+                r->all[i].price > 0 ? r->all[i].cost : r->all[i].gpu_hours);
+    fprintf(f, "\n\n");
+    for (int i = 0; i < r->n_front; i++)
+        fprintf(f, "%d %.6g %.6g 1\n", r->front[i].gpus, r->front[i].time_to_train_s / 86400,
+                r->front[i].price > 0 ? r->front[i].cost : r->front[i].gpu_hours);
+    if (fclose(f))
+        return et_error_set_code(err, ET_ERROR_IO, data, 0, 0, NULL, "cannot write the plot's data");
+    f = fopen(script, "w");
+    if (!f) return et_error_set_code(err, ET_ERROR_IO, script, 0, 0, NULL, "cannot write the plot's script");
+    const int money = r->n_front && r->front[0].price > 0;
+    fprintf(
+        f,
+        "set terminal pngcairo size 1400,600\nset output '%s'\nset multiplot layout 1,2 title '%s: %d plans "
+        "ranked'\nset logscale x 2\nset xlabel 'GPUs'\nset ylabel 'time-to-train [days]'\nset grid\n"
+        "plot '%s' index 0 using 1:2 with points pt 7 ps 0.4 title 'every plan that fits'\n"
+        "unset logscale x\nset xlabel '%s'\nset ylabel 'time-to-train [days]'\n"
+        "plot '%s' index 0 using 3:2 with points pt 7 ps 0.3 lc rgb '#bbbbbb' title 'plans', '%s' index 1 "
+        "using 3:2 with linespoints pt 7 title 'Pareto front'\nunset multiplot\n",
+        o->plot, s->name, r->n_all, data, money ? "cost" : "GPU-hours", data, data);
+    if (fclose(f))
+        return et_error_set_code(err, ET_ERROR_IO, script, 0, 0, NULL, "cannot write the plot's script");
+    char cmd[9000];
+    snprintf(cmd, sizeof cmd, "gnuplot '%s' 2>&1", script);
+    int rc = system(cmd);
+    if (rc != 0)
+        return et_error_set_code(
+            err, ET_ERROR_INTERNAL, script, 0, 0, NULL,
+            "gnuplot failed (status %d): is gnuplot with the pngcairo terminal installed "
+            "(scripts/setup.sh installs it)?",
+            rc);
+    return 0;
 }
 
 /* --sweep key=a,b,c: one analytic estimate per value. */
@@ -615,18 +880,37 @@ static int sweep_main(const options *o)
     return 0;
 }
 
-static int search_main(const options *o)
+static int search_main(options *o)
 {
     et_scenario s;
     int bad = load(o, o->scenario, &s);
     if (bad) return bad;
-    const char *inputs[] = {o->scenario};
+    const char *inputs[] = {o->scenario, o->prices_file};
     et_error err;
-    if (o->search_out && et_output_check(o->search_out, "--search-out", inputs, 1, &err)) {
+    const struct {
+        const char *path, *flag;
+    } outs[] = {{o->search_out, "--search-out"},
+                {o->search_csv, "--search-csv"},
+                {o->json_out, "--json"},
+                {o->plot, "--plot"}};
+    for (size_t i = 0; i < sizeof outs / sizeof *outs; i++)
+        if (outs[i].path && et_output_check(outs[i].path, outs[i].flag, inputs, 2, &err)) {
+            print_error(&err);
+            et_scenario_free(&s);
+            return et_error_exit_status(&err);
+        }
+    if (o->prices_file && read_prices(o->prices_file, &o->space, &err)) {
         print_error(&err);
         et_scenario_free(&s);
         return et_error_exit_status(&err);
     }
+    if (o->space.budget_cost > 0 && o->space.price <= 0 && o->space.n_prices == 0) {
+        fprintf(stderr, "etsim: --budget is money: give prices (--price-per-gpu-hour or --prices), or use "
+                        "--budget-gpu-hours\n");
+        et_scenario_free(&s);
+        return EXIT_INPUT;
+    }
+    o->space.progress = !o->quiet && isatty(2);
     et_estimate own;
     const int own_ok = et_analytic_estimate(&s, &own, &err) == 0;
     search_result r;
@@ -636,26 +920,31 @@ static int search_main(const options *o)
         et_scenario_free(&s);
         return et_error_exit_status(&err);
     }
+    const search_order order = search_ranking(&o->space);
+    const char *by = order == SEARCH_BY_COST        ? "cost"
+                     : order == SEARCH_BY_GPU_HOURS ? "GPU-hours"
+                                                    : "time-to-train";
     printf("search       %s on %s, global batch %lld; %d plans tried in %.1f s: %d refused by the scenario's "
-           "rules, %d do not fit, %d miss the deadline, %d ranked by %s (analytic estimates; %d threads, "
-           "%.0f plans/s)\n",
+           "rules, %d do not fit, %d miss the deadline, %d over the budget, %d ranked by %s (analytic "
+           "estimates; "
+           "%d threads, %.0f plans/s)\n",
            s.name, s.cluster.device.name, s.batch.global, r.tried, r.seconds, r.invalid, r.too_big,
-           r.too_slow, r.ranked, o->space.deadline_s > 0 ? "GPU-hours" : "time-to-train", r.threads,
-           r.seconds > 0 ? r.tried / r.seconds : 0);
-    printf("\n%4s %-16s %6s %10s %7s %9s %6s %6s %6s %6s %6s %6s %10s %5s %5s %12s %10s %10s\n", "rank",
-           "device", "GPUs", "step[s]", "MFU[%]", "mem[GiB]", "tensor", "pipe", "chunks", "data", "micro",
-           "accum", "recompute", "seq", "zero", "train", "GPU-hours", "cost");
+           r.too_slow, r.over_budget, r.ranked, by, r.threads, r.seconds > 0 ? r.tried / r.seconds : 0);
+    printf("\n");
+    print_plan_header();
     for (int i = 0; i < r.n_best; i++)
         print_plan(o, &s, i + 1, &r.best[i]);
     if (r.n_front > 1) {
-        printf("\nPareto front of time-to-train against GPU-hours (%d plans no other beats on both):\n",
-               r.n_front);
+        printf("\nPareto front of time-to-train against %s (%d plans no other beats on both):\n",
+               r.front[0].price > 0 ? "cost" : "GPU-hours", r.n_front);
         for (int i = 0; i < r.n_front; i++)
             print_plan(o, &s, i + 1, &r.front[i]);
     }
+    print_why_best(&r, o->scenario);
     int rc = 0;
     /* the best plans played by the simulator, beside their analytic estimate */
     const int k = o->search_sim < r.n_best ? (int)o->search_sim : r.n_best;
+    double *simulated = k > 0 ? calloc((size_t)k, sizeof *simulated) : NULL;
     if (k > 0) printf("\nsimulated (SimGrid)   rank    analytic[s]   simulated[s]   simulated/analytic\n");
     for (int i = 0; i < k; i++) {
         et_scenario c;
@@ -668,25 +957,36 @@ static int search_main(const options *o)
         if (sim_run_phases(&c, &o->sim, &sim, &err)) {
             print_error(&err);
             et_scenario_free(&c);
-            rc = 1;
+            rc = et_error_exit_status(&err);
             break;
         }
         const double sim_step = report_num(json_object_get(sim, "step_time_s"), "mean");
+        if (simulated) simulated[i] = sim_step;
         printf("%-21s %4d %14.4f %14.4f %20.3f\n", "", i + 1, r.best[i].step_s, sim_step,
                r.best[i].step_s > 0 ? sim_step / r.best[i].step_s : 0);
         json_decref(sim);
         et_scenario_free(&c);
     }
     if (r.n_best == 0) {
-        printf("no plan: every candidate was refused, needs more memory than the GPU has or misses the "
-               "deadline\n");
+        print_no_plan(o, &s, &r);
         rc = EXIT_DOES_NOT_FIT;
+    } else if (own_ok && order != SEARCH_BY_TIME) {
+        const double own_hours = et_gpu_hours(&s, own.time_to_train);
+        const double own_spend =
+            order == SEARCH_BY_COST ? own_hours * search_price(&o->space, s.cluster.device.name) : own_hours;
+        const double best_spend = order == SEARCH_BY_COST ? r.best[0].cost : r.best[0].gpu_hours;
+        printf("\nthe scenario's own plan: %.0f %s%s; the best: %.0f (%.1f%% %s)\n", own_spend,
+               order == SEARCH_BY_COST ? "in cost" : "GPU-hours", own.memory.fits ? "" : " (does not fit)",
+               best_spend, own_spend > 0 ? 100 * fabs(1 - best_spend / own_spend) : 0,
+               best_spend <= own_spend ? "less" : "more: the own plan is outside the space searched");
     } else if (own_ok) {
         const double ratio = own.step_time / r.best[0].step_s;
         printf("\nthe scenario's own plan: %.4f s a step%s; the best is %.2fx %s%s\n", own.step_time,
                own.memory.fits ? "" : " (does not fit)", ratio > 1 ? ratio : 1 / ratio,
                ratio > 1 ? "faster" : "slower (the own plan is outside the space searched)",
-               o->space.n_gpus || o->space.n_devices ? " (on the GPUs it names)" : "");
+               o->space.n_gpus || o->space.n_devices || o->space.n_batches
+                   ? " (on the GPUs and batch it names)"
+                   : "");
     }
     /* written elsewhere, the best plan's file names must still resolve */
     if (r.n_best > 0) et_scenario_json_absolute(r.best[0].scenario, s.dir);
@@ -694,6 +994,39 @@ static int search_main(const options *o)
         print_error(&err);
         rc = et_error_exit_status(&err);
     }
+    if (o->search_csv) {
+        const void *ctx[] = {o, &s, &r};
+        if (et_atomic_write(o->search_csv, csv_writer, (void *)ctx, &err)) {
+            print_error(&err);
+            rc = et_error_exit_status(&err);
+        }
+    }
+    if (o->json_out) {
+        json_t *best = json_array(), *front = json_array();
+        for (int i = 0; i < r.n_best; i++) {
+            json_t *p = plan_json(o, &s, &r.best[i]);
+            if (i < k && simulated) json_object_set_new(p, "simulated_step_s", json_real(simulated[i]));
+            json_array_append_new(best, p);
+        }
+        for (int i = 0; i < r.n_front; i++)
+            json_array_append_new(front, plan_json(o, &s, &r.front[i]));
+        json_t *j =
+            json_pack("{s:s, s:i, s:{s:s, s:s, s:i, s:i, s:i, s:i, s:i, s:i, s:f, s:i, s:o, s:o}}", "tool",
+                      "etsim", "format_version", REPORT_FORMAT_VERSION, "search", "scenario", s.name,
+                      "ranked_by", by, "tried", r.tried, "invalid", r.invalid, "too_big", r.too_big,
+                      "too_slow", r.too_slow, "over_budget", r.over_budget, "ranked", r.ranked, "seconds",
+                      r.seconds, "threads", r.threads, "best", best, "front", front);
+        if (!j || et_atomic_write_json(o->json_out, j, &err)) {
+            if (j) print_error(&err);
+            rc = j ? et_error_exit_status(&err) : 1;
+        }
+        json_decref(j);
+    }
+    if (o->plot && r.n_all > 0 && plot_search(o, &s, &r, &err)) {
+        print_error(&err);
+        rc = et_error_exit_status(&err);
+    }
+    free(simulated);
     search_result_free(&r);
     et_scenario_free(&s);
     return rc;

@@ -4,8 +4,11 @@
 #include "graph.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "json_reader.h"
@@ -13,17 +16,23 @@
 #include "wall_clock.h"
 
 /* Inserts p into the `keep` fastest (sorted), taking ownership of p->scenario; returns 1 when kept. */
-/* Keeps the plans no other plan beats on both time-to-train and GPU-hours (a copy without the document). */
+/* What a plan spends: its cost with prices, else its GPU-hours. */
+static double spend(const search_plan *p)
+{
+    return p->price > 0 ? p->cost : p->gpu_hours;
+}
+
+/* Keeps the plans no other plan beats on both time-to-train and spend (a copy without the document). */
 static void front_add(search_result *r, const search_plan *p)
 {
     for (int i = 0; i < r->n_front; i++) {
         const search_plan *q = &r->front[i];
-        if (q->time_to_train_s <= p->time_to_train_s && q->gpu_hours <= p->gpu_hours) return;
+        if (q->time_to_train_s <= p->time_to_train_s && spend(q) <= spend(p)) return;
     }
     int n = 0;
     for (int i = 0; i < r->n_front; i++) {
         const search_plan *q = &r->front[i];
-        if (!(p->time_to_train_s <= q->time_to_train_s && p->gpu_hours <= q->gpu_hours)) r->front[n++] = *q;
+        if (!(p->time_to_train_s <= q->time_to_train_s && spend(p) <= spend(q))) r->front[n++] = *q;
     }
     r->n_front = n;
     if (r->n_front == r->cap_front) {
@@ -42,12 +51,29 @@ static void front_add(search_result *r, const search_plan *p)
     r->n_front++;
 }
 
-static double rank_key(const search_plan *p, int by_cost)
+double search_price(const search_space *space, const char *device)
 {
-    return by_cost ? p->gpu_hours : p->time_to_train_s;
+    if (!space) return 0;
+    /* profile file names and the names inside profiles differ in case only (a100-sxm4-80gb, A100-SXM4-80GB)
+     */
+    for (int i = 0; device && i < space->n_prices; i++)
+        if (!strcasecmp(space->price_device[i], device)) return space->device_price[i];
+    return space->price;
 }
 
-static int keep_plan(search_result *r, int keep, search_plan *p, int by_cost)
+search_order search_ranking(const search_space *space)
+{
+    if (!space || (space->deadline_s <= 0 && space->budget_gpu_hours <= 0 && space->budget_cost <= 0))
+        return SEARCH_BY_TIME;
+    return space->price > 0 || space->n_prices > 0 ? SEARCH_BY_COST : SEARCH_BY_GPU_HOURS;
+}
+
+static double rank_key(const search_plan *p, search_order by)
+{
+    return by == SEARCH_BY_COST ? p->cost : by == SEARCH_BY_GPU_HOURS ? p->gpu_hours : p->time_to_train_s;
+}
+
+static int keep_plan(search_result *r, int keep, search_plan *p, search_order by_cost)
 {
     int at = r->n_best;
     while (at > 0 && rank_key(&r->best[at - 1], by_cost) > rank_key(p, by_cost))
@@ -67,7 +93,30 @@ static int keep_plan(search_result *r, int keep, search_plan *p, int by_cost)
 }
 
 /* One candidate: the scenario document with its plan replaced, validated by the parser, estimated. */
-static void try_plan(const json_t *root, const char *path, long long global, search_plan *p, int keep,
+/* Keeps `p` as the nearest refused plan of its kind when it is nearer than the one kept (by `value`). */
+static void nearest(search_plan *kept, int count, const search_plan *p, double value, double kept_value)
+{
+    if (count == 1 || value < kept_value) {
+        *kept = *p;
+        kept->scenario = NULL;
+    }
+}
+
+static int add_ranked(search_result *r, const search_plan *p)
+{
+    if (r->n_all == r->cap_all) {
+        int cap = r->cap_all ? 2 * r->cap_all : 1024;
+        search_plan *a = realloc(r->all, (size_t)cap * sizeof *a);
+        if (!a) return -1;
+        r->all = a;
+        r->cap_all = cap;
+    }
+    r->all[r->n_all] = *p;
+    r->all[r->n_all++].scenario = NULL;
+    return 0;
+}
+
+static void try_plan(const json_t *root, const char *path, search_plan *p, int keep,
                      const search_space *space, search_result *r)
 {
     static const char *const recompute[] = {"none", "full", "selective"};
@@ -88,8 +137,9 @@ static void try_plan(const json_t *root, const char *path, long long global, sea
             json_object_set_new(par, kept[k], json_deep_copy(v)); /* the shared root is only read */
     }
     json_object_set_new(doc, "parallelism", par);
-    json_object_set_new(doc, "batch",
-                        json_pack("{s:I, s:I}", "global", (json_int_t)global, "local", (json_int_t)p->local));
+    json_object_set_new(
+        doc, "batch",
+        json_pack("{s:I, s:I}", "global", (json_int_t)p->global, "local", (json_int_t)p->local));
     json_t *cluster = json_object_get(doc, "cluster");
     if (space && p->device >= 0)
         json_object_set_new(cluster, "device", json_string(space->devices[p->device]));
@@ -110,40 +160,63 @@ static void try_plan(const json_t *root, const char *path, long long global, sea
         return;
     }
     et_estimate e;
-    if (et_analytic_estimate(&s, &e, &err) || !e.memory.fits) {
-        r->too_big++;
+    if (et_analytic_estimate(&s, &e, &err)) {
+        r->invalid++;
         et_scenario_free(&s);
         json_decref(doc);
         return;
     }
-    if (space && space->deadline_s > 0 && e.time_to_train > space->deadline_s) {
-        r->too_slow++;
-        et_scenario_free(&s);
-        json_decref(doc);
-        return;
-    }
-    r->ranked++;
-    p->gpu_hours = et_gpu_hours(&s, e.time_to_train);
     p->data = s.parallel.data;
     p->grad_accum = s.batch.grad_accum;
     p->step_s = e.step_time;
     p->mfu = e.mfu;
     p->memory_gib = e.memory.total / 1073741824.0;
     p->time_to_train_s = e.time_to_train;
-    p->scenario = doc;
+    p->gpu_hours = et_gpu_hours(&s, e.time_to_train);
+    p->price = search_price(space, json_string_value(json_object_get(cluster, "device")));
+    p->cost = p->gpu_hours * p->price;
     et_scenario_free(&s);
+    if (!e.memory.fits) {
+        r->too_big++;
+        nearest(&r->nearest_too_big, r->too_big, p, p->memory_gib, r->nearest_too_big.memory_gib);
+        json_decref(doc);
+        return;
+    }
+    if (space && space->deadline_s > 0 && e.time_to_train > space->deadline_s) {
+        r->too_slow++;
+        nearest(&r->nearest_too_slow, r->too_slow, p, p->time_to_train_s,
+                r->nearest_too_slow.time_to_train_s);
+        json_decref(doc);
+        return;
+    }
+    if (space && ((space->budget_gpu_hours > 0 && p->gpu_hours > space->budget_gpu_hours) ||
+                  (space->budget_cost > 0 && p->cost > space->budget_cost))) {
+        r->over_budget++;
+        nearest(&r->nearest_over_budget, r->over_budget, p, spend(p), spend(&r->nearest_over_budget));
+        json_decref(doc);
+        return;
+    }
+    r->ranked++;
+    p->scenario = doc;
+    add_ranked(r, p); /* a copy for --search-csv; a failed one only shortens that file */
     front_add(r, p);
-    keep_plan(r, keep, p, space && space->deadline_s > 0);
+    keep_plan(r, keep, p, search_ranking(space));
 }
+
+typedef struct progress {
+    atomic_long done; /* candidates evaluated, over every thread */
+    size_t total;
+    double start;
+} progress;
 
 typedef struct worker {
     const json_t *root;
     const char *path;
-    long long global;
     const search_plan *cand;
     size_t n_cand;
     int index, count, keep;
     const search_space *space;
+    progress *progress;
     search_result r;
 } worker;
 
@@ -156,7 +229,15 @@ static void *work(void *arg)
     const size_t per = (w->n_cand + (size_t)w->count - 1) / (size_t)w->count, first = (size_t)w->index * per;
     for (size_t i = first; i < w->n_cand && i < first + per; i++) {
         search_plan p = w->cand[i];
-        try_plan(w->root, w->path, w->global, &p, w->keep, w->space, &w->r);
+        try_plan(w->root, w->path, &p, w->keep, w->space, &w->r);
+        long done = atomic_fetch_add(&w->progress->done, 1) + 1;
+        /* the first thread reports for all: the share done and the time left at the rate so far */
+        if (w->index == 0 && w->space && w->space->progress && done % 512 == 0) {
+            double elapsed = et_wall_seconds() - w->progress->start,
+                   share = (double)done / w->progress->total;
+            fprintf(stderr, "\retsim: search: %ld of %zu plans (%.0f%%), %.0f s left   ", done,
+                    w->progress->total, 100 * share, share > 0 ? elapsed * (1 - share) / share : 0);
+        }
     }
     et_analytic_release_cache();
     et_graph_set_ids(true);
@@ -196,7 +277,11 @@ int search_run(const char *scenario_path, const char *const *sets, int n_sets, c
         counts[n_counts++] = space->gpus[i];
     }
     if (!n_counts) counts[n_counts++] = et_scenario_gpus(&base);
-    const long long global = base.batch.global;
+    long long batches[16];
+    int n_batches = 0;
+    for (int i = 0; space && i < space->n_batches && i < 16; i++)
+        batches[n_batches++] = space->batches[i];
+    if (!n_batches) batches[n_batches++] = base.batch.global;
     /* micro-batches: powers of two to 64, and the scenario's own */
     long long micro[8];
     int n_micro = 0;
@@ -219,42 +304,46 @@ int search_run(const char *scenario_path, const char *const *sets, int n_sets, c
                     for (int rc = 0; rc < 3; rc++)
                         for (int sp = 0; sp <= (t > 1); sp++)
                             for (int z = 0; z <= 1; z++)
-                                for (int g = 0; g < n_counts; g++)
-                                    for (int mi = 0; mi < n_micro; mi++) {
-                                        if (n_cand == cap) {
-                                            cap = cap ? 2 * cap : 1024;
-                                            search_plan *c = realloc(cand, cap * sizeof *c);
-                                            if (!c) {
-                                                free(cand);
-                                                search_result_free(out);
-                                                json_decref(root);
-                                                return et_error_set_code(err, ET_ERROR_MEMORY, scenario_path,
-                                                                         0, 0, NULL,
-                                                                         "out of memory for the search");
+                                for (int gb = 0; gb < n_batches; gb++)
+                                    for (int g = 0; g < n_counts; g++)
+                                        for (int mi = 0; mi < n_micro; mi++) {
+                                            if (n_cand == cap) {
+                                                cap = cap ? 2 * cap : 1024;
+                                                search_plan *c = realloc(cand, cap * sizeof *c);
+                                                if (!c) {
+                                                    free(cand);
+                                                    search_result_free(out);
+                                                    json_decref(root);
+                                                    return et_error_set_code(err, ET_ERROR_MEMORY,
+                                                                             scenario_path, 0, 0, NULL,
+                                                                             "out of memory for the search");
+                                                }
+                                                cand = c;
                                             }
-                                            cand = c;
+                                            cand[n_cand++] = (search_plan){
+                                                .gpus = counts[g],
+                                                .global = batches[gb],
+                                                .device = space && space->n_devices > 0 ? dev : -1,
+                                                .tensor = t,
+                                                .pipeline = pp,
+                                                .virtual_pipeline = v,
+                                                .zero_stage = z,
+                                                .local = micro[mi],
+                                                .recompute = (et_recompute)rc,
+                                                .sequence_parallel = sp};
                                         }
-                                        cand[n_cand++] =
-                                            (search_plan){.gpus = counts[g],
-                                                          .device = space && space->n_devices > 0 ? dev : -1,
-                                                          .tensor = t,
-                                                          .pipeline = pp,
-                                                          .virtual_pipeline = v,
-                                                          .zero_stage = z,
-                                                          .local = micro[mi],
-                                                          .recompute = (et_recompute)rc,
-                                                          .sequence_parallel = sp};
-                                    }
             }
         }
     int threads = space && space->threads > 0 ? space->threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
     if (threads < 1) threads = 1;
     if (threads > 64) threads = 64;
+    progress prog = {.total = n_cand ? n_cand : 1, .start = et_wall_seconds()};
+    atomic_init(&prog.done, 0);
     worker w[64];
     pthread_t tid[64];
     int started[64] = {0};
     for (int k = 0; k < threads; k++) {
-        w[k] = (worker){root, scenario_path, global, cand, n_cand, k, threads, keep, space, {0}};
+        w[k] = (worker){root, scenario_path, cand, n_cand, k, threads, keep, space, &prog, {0}};
         w[k].r.best = calloc((size_t)(keep > 0 ? keep : 1), sizeof *w[k].r.best);
         started[k] = w[k].r.best && (threads == 1 || pthread_create(&tid[k], NULL, work, &w[k]) == 0);
         if (started[k] && threads == 1) work(&w[k]);
@@ -266,16 +355,28 @@ int search_run(const char *scenario_path, const char *const *sets, int n_sets, c
             if (w[k].r.best) work(&w[k]);
         }
         search_result *r = &w[k].r;
+        /* the nearest refused plans over every thread (counts before the sums) */
+        if (r->too_big && (!out->too_big || r->nearest_too_big.memory_gib < out->nearest_too_big.memory_gib))
+            out->nearest_too_big = r->nearest_too_big;
+        if (r->too_slow &&
+            (!out->too_slow || r->nearest_too_slow.time_to_train_s < out->nearest_too_slow.time_to_train_s))
+            out->nearest_too_slow = r->nearest_too_slow;
+        if (r->over_budget &&
+            (!out->over_budget || spend(&r->nearest_over_budget) < spend(&out->nearest_over_budget)))
+            out->nearest_over_budget = r->nearest_over_budget;
         out->tried += r->tried, out->invalid += r->invalid, out->too_big += r->too_big;
-        out->too_slow += r->too_slow, out->ranked += r->ranked;
+        out->too_slow += r->too_slow, out->over_budget += r->over_budget, out->ranked += r->ranked;
+        for (int i = 0; i < r->n_all; i++)
+            add_ranked(out, &r->all[i]);
         for (int i = 0; i < r->n_front; i++)
             front_add(out, &r->front[i]);
         for (int i = 0; i < r->n_best; i++)
-            keep_plan(out, keep, &r->best[i], space && space->deadline_s > 0);
+            keep_plan(out, keep, &r->best[i], search_ranking(space));
         r->n_best = 0; /* the documents now belong to out (or were released) */
         search_result_free(r);
     }
     free(cand);
+    if (space && space->progress) fputs("\r\033[K", stderr);
     out->threads = threads;
     json_decref(root);
     out->seconds = et_wall_seconds() - t0;
@@ -288,5 +389,6 @@ void search_result_free(search_result *r)
         json_decref(r->best[i].scenario);
     free(r->best);
     free(r->front);
+    free(r->all);
     memset(r, 0, sizeof *r);
 }

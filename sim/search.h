@@ -18,25 +18,43 @@
 #include "analytic.h"
 
 /* What the search may vary beyond the plan, and how it ranks. */
+#define SEARCH_MAX_PRICES 16
 typedef struct search_space {
     int n_gpus;
-    int gpus[32];      /* GPU counts to try (multiples of gpus_per_node); none: the scenario's */
-    double price;      /* per GPU-hour (0: rank by time) */
-    double deadline_s; /* time-to-train limit (0: none); with one, plans rank by GPU-hours */
+    int gpus[32]; /* GPU counts to try (multiples of gpus_per_node); none: the scenario's */
+    double price; /* per GPU-hour for devices without their own price (0: none) */
+    int n_prices; /* per-device prices (--price-per-gpu-hour name=P, --prices FILE) */
+    char price_device[SEARCH_MAX_PRICES][64]; /* the device as the scenario or --search-devices names it */
+    double device_price[SEARCH_MAX_PRICES];
+    double deadline_s;       /* time-to-train limit (0: none) */
+    double budget_gpu_hours; /* GPU-hours limit (0: none) */
+    double budget_cost;      /* money limit (0: none; needs prices) */
+    int n_batches;
+    long long batches[16]; /* global batches to try (sequences); none: the scenario's */
     int n_devices;
     const char *devices[8]; /* device profiles to try (names or files); none: the scenario's */
     int threads;            /* evaluation threads (0: every core of the machine) */
+    bool progress;          /* a progress line on stderr */
 } search_space;
+
+/* The price per GPU-hour of a device as a scenario or its profile names it, ignoring case (0: none known). */
+double search_price(const search_space *space, const char *device);
+/* Plans rank by money with a budget or deadline and prices, by GPU-hours with a deadline or budget
+ * alone, else by time-to-train. */
+typedef enum { SEARCH_BY_TIME, SEARCH_BY_GPU_HOURS, SEARCH_BY_COST } search_order;
+search_order search_ranking(const search_space *space);
 
 typedef struct search_plan {
     int gpus;
-    int device; /* index into search_space.devices, -1 for the scenario's */
+    long long global; /* sequences per step */
+    int device;       /* index into search_space.devices, -1 for the scenario's */
     int tensor, pipeline, virtual_pipeline, data, zero_stage;
     long long local, grad_accum;
     et_recompute recompute;
     bool sequence_parallel;
     double step_s, mfu, memory_gib, time_to_train_s, gpu_hours;
-    json_t *scenario; /* the candidate's scenario document (owned) */
+    double price, cost; /* per GPU-hour of its device and GPU-hours x price (0 without prices) */
+    json_t *scenario;   /* the candidate's scenario document (owned) */
 } search_plan;
 
 typedef struct search_result {
@@ -44,12 +62,18 @@ typedef struct search_result {
     int n_best;
     search_plan *front; /* the Pareto front of time-to-train against GPU-hours, fastest first */
     int n_front, cap_front;
-    int tried, invalid, too_big, too_slow, ranked;
+    int tried, invalid, too_big, too_slow, over_budget, ranked;
+    search_plan *all; /* every ranked plan, without documents, in candidate order (--search-csv) */
+    int n_all, cap_all;
+    /* the nearest plans each constraint refused (valid when the count is non-zero): the smallest memory
+     * need, the shortest time-to-train past the deadline, the cheapest over the budget */
+    search_plan nearest_too_big, nearest_too_slow, nearest_over_budget;
     double seconds; /* wall time of the search */
     int threads;    /* threads that evaluated it */
 } search_result;
 
-/* `sets` (n_sets "key.path=value", as etsim --set) are applied to the scenario first. */
+/* `sets` (n_sets "key.path=value", as etsim --set) are applied to the scenario first. The front is of
+ * time-to-train against cost (with prices) or GPU-hours. */
 int search_run(const char *scenario_path, const char *const *sets, int n_sets, const search_space *space,
                int keep, search_result *out, et_error *err);
 void search_result_free(search_result *r);

@@ -9,12 +9,12 @@ trap 'rm -rf "$work"' EXIT
 etsim=$build/sim/etsim
 "$etsim" --search --search-top 5 --search-out "$work/best.json" "$src/scenarios/gpt3-13b-dense-a100.json" > "$work/out"
 cat "$work/out"
-counts() { sed -n 's/.*; \([0-9]*\) plans tried.*: \([0-9]*\) refused.*, \([0-9]*\) do not fit, \([0-9]*\) miss the deadline, \([0-9]*\) ranked.*/\1 \2 \3 \4 \5/p' "$1"; }
-read -r tried invalid big slow ranked < <(counts "$work/out")
-[ $((invalid + big + slow + ranked)) -eq "$tried" ] || { echo "FAIL: $tried tried, $invalid + $big + $slow + $ranked counted"; exit 1; }
+counts() { sed -n 's/.*; \([0-9]*\) plans tried.*: \([0-9]*\) refused.*, \([0-9]*\) do not fit, \([0-9]*\) miss the deadline, \([0-9]*\) over the budget, \([0-9]*\) ranked.*/\1 \2 \3 \4 \5 \6/p' "$1"; }
+read -r tried invalid big slow over ranked < <(counts "$work/out")
+[ $((invalid + big + slow + over + ranked)) -eq "$tried" ] || { echo "FAIL: $tried tried, $invalid + $big + $slow + $over + $ranked counted"; exit 1; }
 sorted() { sed '/^Pareto/q' "$1" | awk -v c="$2" '$1 ~ /^[0-9]+$/ && NF > 10 {if (prev != "" && $c < prev) bad = 1; prev = $c} END {exit bad}'; }
-sorted "$work/out" 4 || { echo "FAIL: the table is not sorted by step time"; exit 1; }
-best=$(awk '$1 == 1 {print $4; exit}' "$work/out")
+sorted "$work/out" 5 || { echo "FAIL: the table is not sorted by step time"; exit 1; }
+best=$(awk '$1 == 1 {print $5; exit}' "$work/out")
 "$etsim" --analytic --quiet --json "$work/r.json" "$work/best.json" > /dev/null
 again=$(jq .estimate.step.step_s "$work/r.json")
 awk -v a="$best" -v b="$again" 'BEGIN {d = a - b; if (d < 0) d = -d; exit !(d <= 5e-5 * b)}' ||
@@ -30,20 +30,53 @@ cmp -s "$work/t1" "$work/t2" || { echo "FAIL: the ranking depends on the threads
   { echo "FAIL: the simulated top plans"; cat "$work/s"; exit 1; }
 # several GPU counts and a deadline: every plan listed trains within it, ranked by GPU-hours
 "$etsim" --search --search-top 8 --search-gpus 256,512 --deadline-days 4 "$src/scenarios/gpt3-13b-dense-a100.json" > "$work/d"
-read -r tried invalid big slow ranked < <(counts "$work/d")
-[ "$slow" -gt 0 ] && [ $((invalid + big + slow + ranked)) -eq "$tried" ] || { echo "FAIL: deadline counts"; cat "$work/d"; exit 1; }
-sorted "$work/d" 17 || { echo "FAIL: not ranked by GPU-hours"; exit 1; }
-awk '$1 ~ /^[0-9]+$/ && NF > 10 && $16 == "days" && $15 > 4 {exit 1}' "$work/d" || { echo "FAIL: a plan past the deadline"; exit 1; }
+read -r tried invalid big slow over ranked < <(counts "$work/d")
+[ "$slow" -gt 0 ] && [ $((invalid + big + slow + over + ranked)) -eq "$tried" ] || { echo "FAIL: deadline counts"; cat "$work/d"; exit 1; }
+sorted "$work/d" 18 || { echo "FAIL: not ranked by GPU-hours"; exit 1; }
+awk '$1 ~ /^[0-9]+$/ && NF > 10 && $17 == "days" && $16 > 4 {exit 1}' "$work/d" || { echo "FAIL: a plan past the deadline"; exit 1; }
 # two devices: the Pareto front of time against GPU-hours, each plan beating the next on time and losing on
 # GPU-hours
 "$etsim" --search --search-top 3 --search-gpus 256,512 --search-devices a100-sxm4-80gb,h100-sxm \
   "$src/scenarios/gpt3-13b-dense-a100.json" > "$work/f"
 grep -q "h100-sxm" "$work/f" && grep -q "^Pareto front" "$work/f" || { echo "FAIL: devices or front missing"; exit 1; }
-sed -n '/^Pareto front/,/^$/p' "$work/f" | awk '$1 ~ /^[0-9]+$/ {h = $17; if (prev != "" && h >= prev) bad = 1; prev = h} END {exit bad}' ||
+sed -n '/^Pareto front/,/^$/p' "$work/f" | awk '$1 ~ /^[0-9]+$/ {h = $18; if (prev != "" && h >= prev) bad = 1; prev = h} END {exit bad}' ||
   { echo "FAIL: the front is not ordered by falling GPU-hours"; exit 1; }
 set +e
 "$etsim" --search --search-gpus 100 "$src/scenarios/gpt3-13b-dense-a100.json" > /dev/null 2> "$work/err"
 rc=$?
 set -e
 [ $rc -eq 2 ] && grep -q "not a multiple of the 8 GPUs" "$work/err" || { echo "FAIL: --search-gpus 100 (exit $rc)"; exit 1; }
-echo "search: 1 passed, 0 failed"
+# prices per device, a budget in money, global batches: ranked by cost, every listed plan within budget,
+# both batches tried, every ranked plan in the CSV, the best and the front in the JSON, why rank 1 wins
+echo '{"a100-sxm4-80gb": 1.5, "h100-sxm": 3.2}' > "$work/prices.json"
+"$etsim" --search --search-top 6 --search-gpus 256,512 --search-devices a100-sxm4-80gb,h100-sxm --prices "$work/prices.json" \
+  --budget 70000 --search-batch 1024,2048 --search-csv "$work/all.csv" --json "$work/s.json" \
+  "$src/scenarios/gpt3-13b-dense-a100.json" > "$work/b"
+read -r tried invalid big slow over ranked < <(counts "$work/b")
+[ "$over" -gt 0 ] && [ $((invalid + big + slow + over + ranked)) -eq "$tried" ] || { echo "FAIL: budget counts"; cat "$work/b"; exit 1; }
+grep -q "ranked by cost" "$work/b" || { echo "FAIL: not ranked by cost"; exit 1; }
+sorted "$work/b" 19 || { echo "FAIL: the table is not sorted by cost"; exit 1; }
+awk '$1 ~ /^[0-9]+$/ && NF > 10 && $19 > 70000 {exit 1}' "$work/b" || { echo "FAIL: a plan over the budget"; exit 1; }
+[ "$(($(wc -l < "$work/all.csv") - 1))" -eq "$ranked" ] || { echo "FAIL: the CSV holds $(wc -l < "$work/all.csv") lines for $ranked plans"; exit 1; }
+[ "$(cut -d, -f3 "$work/all.csv" | sed 1d | sort -u | tr '\n' ' ')" = "1024 2048 " ] || { echo "FAIL: both global batches"; exit 1; }
+jq -e '.search.ranked_by == "cost" and (.search.best | length) == 6 and (.search.front | length) > 0
+       and all(.search.best[]; .cost <= 70000 and .price_per_gpu_hour > 0)' "$work/s.json" > /dev/null || { echo "FAIL: the JSON"; exit 1; }
+grep -q "^why rank 1 wins" "$work/b" || { echo "FAIL: no breakdown of the best against the runner-up"; exit 1; }
+# no plan: the constraint that binds and the nearest plan; exit 3
+set +e
+"$etsim" --search --deadline-days 1 "$src/scenarios/gpt3-13b-dense-a100.json" > "$work/n"
+rc=$?
+set -e
+[ $rc -eq 3 ] && grep -q "the deadline binds: the fastest plan that fits trains in" "$work/n" || { echo "FAIL: no-plan answer (exit $rc)"; cat "$work/n"; exit 1; }
+# bad input: a money budget without prices, a broken price file
+for args in "--budget 100" "--prices $work/bad.json"; do
+  echo '{"a100-sxm4-80gb": -1}' > "$work/bad.json"
+  set +e
+  # shellcheck disable=SC2086
+  "$etsim" --search $args "$src/scenarios/gpt3-13b-dense-a100.json" > /dev/null 2> "$work/err"
+  rc=$?
+  set -e
+  [ $rc -eq 2 ] || { echo "FAIL: $args exits $rc"; cat "$work/err"; exit 1; }
+done
+grep -q 'bad.json: \$.a100-sxm4-80gb: expected a positive price' "$work/err" || { echo "FAIL: the price file's error: $(cat "$work/err")"; exit 1; }
+echo "search: 2 passed, 0 failed"
