@@ -946,26 +946,51 @@ static int search_main(options *o)
     const int k = o->search_sim < r.n_best ? (int)o->search_sim : r.n_best;
     double *simulated = k > 0 ? calloc((size_t)k, sizeof *simulated) : NULL;
     if (k > 0) printf("\nsimulated (SimGrid)   rank    analytic[s]   simulated[s]   simulated/analytic\n");
-    for (int i = 0; i < k; i++) {
-        et_scenario c;
-        json_t *sim = NULL;
-        if (et_scenario_parse(r.best[i].scenario, o->scenario, NULL, &c, &err)) {
-            print_error(&err);
-            rc = et_error_exit_status(&err);
-            break;
+    /* up to one simulation per core at a time, each in its own child process */
+    const long cores = sysconf(_SC_NPROCESSORS_ONLN) > 0 ? sysconf(_SC_NPROCESSORS_ONLN) : 1;
+    const int batch = o->space.threads > 0 ? o->space.threads : (int)(cores < 64 ? cores : 64);
+    for (int first = 0; first < k && !rc; first += batch) {
+        const int n = first + batch < k ? batch : k - first;
+        et_scenario c[64];
+        sim_child child[64];
+        int started[64] = {0}, parsed[64] = {0};
+        for (int i = 0; i < n && !rc; i++) {
+            if (et_scenario_parse(r.best[first + i].scenario, o->scenario, NULL, &c[i], &err)) {
+                print_error(&err);
+                rc = et_error_exit_status(&err);
+                break;
+            }
+            parsed[i] = 1;
+            if (sim_runs_once(&c[i], &o->sim)) {
+                if (sim_start(&c[i], &o->sim, &child[i], &err)) {
+                    print_error(&err);
+                    rc = et_error_exit_status(&err);
+                    break;
+                }
+                started[i] = 1;
+            }
         }
-        if (sim_run_phases(&c, &o->sim, &sim, &err)) {
-            print_error(&err);
-            et_scenario_free(&c);
-            rc = et_error_exit_status(&err);
-            break;
+        for (int i = 0; i < n; i++) {
+            json_t *sim = NULL;
+            int bad = 0;
+            if (started[i])
+                bad = sim_finish(&child[i], &c[i], &sim, &err);
+            else if (parsed[i] && !rc)
+                bad = sim_run_phases(&c[i], &o->sim, &sim, &err);
+            if (bad && !rc) {
+                print_error(&err);
+                rc = et_error_exit_status(&err);
+            }
+            if (sim && !rc) {
+                const double sim_step = report_num(json_object_get(sim, "step_time_s"), "mean");
+                const int at = first + i;
+                if (simulated) simulated[at] = sim_step;
+                printf("%-21s %4d %14.4f %14.4f %20.3f\n", "", at + 1, r.best[at].step_s, sim_step,
+                       r.best[at].step_s > 0 ? sim_step / r.best[at].step_s : 0);
+            }
+            json_decref(sim);
+            if (parsed[i]) et_scenario_free(&c[i]);
         }
-        const double sim_step = report_num(json_object_get(sim, "step_time_s"), "mean");
-        if (simulated) simulated[i] = sim_step;
-        printf("%-21s %4d %14.4f %14.4f %20.3f\n", "", i + 1, r.best[i].step_s, sim_step,
-               r.best[i].step_s > 0 ? sim_step / r.best[i].step_s : 0);
-        json_decref(sim);
-        et_scenario_free(&c);
     }
     if (r.n_best == 0) {
         print_no_plan(o, &s, &r);
