@@ -22,6 +22,7 @@
 #include "scenario.h"
 #include "scenario_override.h"
 #include "search.h"
+#include "search_mpi.h"
 #include "step_sim.h"
 #include <unistd.h>
 
@@ -914,11 +915,20 @@ static int search_main(options *o)
     et_estimate own;
     const int own_ok = et_analytic_estimate(&s, &own, &err) == 0;
     search_result r;
-    if (search_run(o->scenario, o->sets, o->n_sets, &o->space, o->search_top > 0 ? (int)o->search_top : 10,
-                   &r, &err)) {
+    const int keep = o->search_top > 0 ? (int)o->search_top : 10;
+    if (o->space.rank > 0) o->space.progress = false;
+    if (search_run(o->scenario, o->sets, o->n_sets, &o->space, keep, &r, &err) ||
+        search_mpi_gather(&r, keep, search_ranking(&o->space), o->space.rank, o->space.ranks, &err)) {
         print_error(&err);
         et_scenario_free(&s);
+        search_mpi_finish();
         return et_error_exit_status(&err);
+    }
+    search_mpi_finish();     /* before any simulation forks a child */
+    if (o->space.rank > 0) { /* rank 0 reports for all */
+        search_result_free(&r);
+        et_scenario_free(&s);
+        return 0;
     }
     const search_order order = search_ranking(&o->space);
     const char *by = order == SEARCH_BY_COST        ? "cost"
@@ -1061,7 +1071,15 @@ int main(int argc, char **argv)
 {
     options o;
     if (parse_args(argc, argv, &o)) return EXIT_INPUT;
-    if (o.search) return search_main(&o);
+    if (o.search) {
+        if (search_mpi_init(&argc, &argv, &o.space.rank, &o.space.ranks)) {
+            fputs("etsim: error: cannot start MPI for the search under mpirun\n", stderr);
+            return 1;
+        }
+        int rc = search_main(&o);
+        search_mpi_finish();
+        return rc;
+    }
     if (o.sweep) return sweep_main(&o);
     if (o.compare_with) {
         et_scenario first;

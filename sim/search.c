@@ -244,6 +244,29 @@ static void *work(void *arg)
     return NULL;
 }
 
+void search_result_merge(search_result *out, search_result *r, int keep, search_order order)
+{
+    /* the nearest refused plans over both (counts before the sums) */
+    if (r->too_big && (!out->too_big || r->nearest_too_big.memory_gib < out->nearest_too_big.memory_gib))
+        out->nearest_too_big = r->nearest_too_big;
+    if (r->too_slow &&
+        (!out->too_slow || r->nearest_too_slow.time_to_train_s < out->nearest_too_slow.time_to_train_s))
+        out->nearest_too_slow = r->nearest_too_slow;
+    if (r->over_budget &&
+        (!out->over_budget || spend(&r->nearest_over_budget) < spend(&out->nearest_over_budget)))
+        out->nearest_over_budget = r->nearest_over_budget;
+    out->tried += r->tried, out->invalid += r->invalid, out->too_big += r->too_big;
+    out->too_slow += r->too_slow, out->over_budget += r->over_budget, out->ranked += r->ranked;
+    for (int i = 0; i < r->n_all; i++)
+        add_ranked(out, &r->all[i]);
+    for (int i = 0; i < r->n_front; i++)
+        front_add(out, &r->front[i]);
+    for (int i = 0; i < r->n_best; i++)
+        keep_plan(out, keep, &r->best[i], order);
+    r->n_best = 0; /* the documents now belong to out (or were released) */
+    search_result_free(r);
+}
+
 int search_run(const char *scenario_path, const char *const *sets, int n_sets, const search_space *space,
                int keep, search_result *out, et_error *err)
 {
@@ -334,6 +357,14 @@ int search_run(const char *scenario_path, const char *const *sets, int n_sets, c
                                         }
             }
         }
+    /* under MPI, this rank's block of the candidates (the same list on every rank) */
+    if (space && space->ranks > 1) {
+        const size_t per = (n_cand + (size_t)space->ranks - 1) / (size_t)space->ranks;
+        const size_t first = (size_t)space->rank * per < n_cand ? (size_t)space->rank * per : n_cand;
+        const size_t last = first + per < n_cand ? first + per : n_cand;
+        memmove(cand, cand + first, (last - first) * sizeof *cand);
+        n_cand = last - first;
+    }
     int threads = space && space->threads > 0 ? space->threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
     if (threads < 1) threads = 1;
     if (threads > 64) threads = 64;
@@ -354,26 +385,7 @@ int search_run(const char *scenario_path, const char *const *sets, int n_sets, c
             if (!w[k].r.best) w[k].r.best = calloc((size_t)(keep > 0 ? keep : 1), sizeof *w[k].r.best);
             if (w[k].r.best) work(&w[k]);
         }
-        search_result *r = &w[k].r;
-        /* the nearest refused plans over every thread (counts before the sums) */
-        if (r->too_big && (!out->too_big || r->nearest_too_big.memory_gib < out->nearest_too_big.memory_gib))
-            out->nearest_too_big = r->nearest_too_big;
-        if (r->too_slow &&
-            (!out->too_slow || r->nearest_too_slow.time_to_train_s < out->nearest_too_slow.time_to_train_s))
-            out->nearest_too_slow = r->nearest_too_slow;
-        if (r->over_budget &&
-            (!out->over_budget || spend(&r->nearest_over_budget) < spend(&out->nearest_over_budget)))
-            out->nearest_over_budget = r->nearest_over_budget;
-        out->tried += r->tried, out->invalid += r->invalid, out->too_big += r->too_big;
-        out->too_slow += r->too_slow, out->over_budget += r->over_budget, out->ranked += r->ranked;
-        for (int i = 0; i < r->n_all; i++)
-            add_ranked(out, &r->all[i]);
-        for (int i = 0; i < r->n_front; i++)
-            front_add(out, &r->front[i]);
-        for (int i = 0; i < r->n_best; i++)
-            keep_plan(out, keep, &r->best[i], search_ranking(space));
-        r->n_best = 0; /* the documents now belong to out (or were released) */
-        search_result_free(r);
+        search_result_merge(out, &w[k].r, keep, search_ranking(space));
     }
     free(cand);
     if (space && space->progress) fputs("\r\033[K", stderr);

@@ -35,6 +35,7 @@ typedef struct search_space {
     const char *devices[8]; /* device profiles to try (names or files); none: the scenario's */
     int threads;            /* evaluation threads (0: every core of the machine) */
     bool progress;          /* a progress line on stderr */
+    int rank, ranks;        /* under MPI: this process's share of the candidates (ranks <= 1: all) */
 } search_space;
 
 /* The price per GPU-hour of a device as a scenario or its profile names it, ignoring case (0: none known). */
@@ -77,5 +78,14 @@ typedef struct search_result {
 int search_run(const char *scenario_path, const char *const *sets, int n_sets, const search_space *space,
                int keep, search_result *out, et_error *err);
 void search_result_free(search_result *r);
+
+/* Adds `part` (emptied and freed) into `out`: counts, nearest refused plans, every ranked plan, the front
+ * and the `keep` best in `order`; what the threads of one search and the ranks of an MPI one share. */
+void search_result_merge(search_result *out, search_result *part, int keep, search_order order);
+
+/* A result as JSON (every field, the best plans' documents included) and back, for the ranks of an MPI
+ * search; from_json returns -1 on a malformed document or out of memory. */
+json_t *search_result_to_json(const search_result *r);
+int search_result_from_json(const json_t *j, int keep, search_result *out);
 
 #endif

@@ -79,4 +79,16 @@ for args in "--budget 100" "--prices $work/bad.json"; do
   [ $rc -eq 2 ] || { echo "FAIL: $args exits $rc"; cat "$work/err"; exit 1; }
 done
 grep -q 'bad.json: \$.a100-sxm4-80gb: expected a positive price' "$work/err" || { echo "FAIL: the price file's error: $(cat "$work/err")"; exit 1; }
-echo "search: 2 passed, 0 failed"
+# under mpirun the space is split over the ranks: the same table as one process
+if command -v mpirun > /dev/null; then
+  "$etsim" --search --search-top 8 --search-threads 1 --search-gpus 256,512 "$src/scenarios/gpt3-13b-dense-a100.json" |
+    sed 1d > "$work/p1"
+  mpirun --allow-run-as-root --oversubscribe --mca btl self,vader -np 2 "$etsim" --search --search-top 8 \
+    --search-threads 1 --search-gpus 256,512 "$src/scenarios/gpt3-13b-dense-a100.json" > "$work/p2"
+  grep -q "2 threads" "$work/p2" || { echo "FAIL: the MPI search did not count both ranks"; exit 1; }
+  sed 1d "$work/p2" | cmp -s - "$work/p1" || { echo "FAIL: the MPI search ranks differently"; diff <(sed 1d "$work/p2") "$work/p1"; exit 1; }
+  echo "search under mpirun -np 2: the same ranking"
+else
+  echo "SKIP: no mpirun, the MPI split is not checked"
+fi
+echo "search: 3 passed, 0 failed"
