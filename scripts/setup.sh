@@ -2,7 +2,7 @@
 # Installs what ET needs to build and test on Debian/Ubuntu (run as root or with sudo available).
 set -euo pipefail
 packages=(build-essential cmake pkg-config libjansson-dev libsimgrid-dev libjemalloc-dev libopenblas-dev libopenmpi-dev
-  openmpi-bin jq clang-format)
+  openmpi-bin jq clang-format gnuplot-nox)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

@@ -56,6 +56,8 @@ static void usage(FILE *out)
         "  --price-per-gpu-hour P | name=P,name=P  a price for every device, or per device profile\n"
         "  --prices FILE     per-device prices: {\"a100-sxm4-80gb\": 1.8, ...}\n"
         "  --search-batch 512,1024,...  global batches to try (default: the scenario's)\n"
+        "  --search-buckets 25,100  gradient bucket sizes to try, MiB; --search-allreduce ring,tree  "
+        "algorithms\n"
         "  --search-csv FILE  every ranked plan as CSV; with --json, the best and the front as JSON\n"
         "  --plot FILE.png   time-to-train against GPUs and the Pareto front (gnuplot)\n"
         "  --csv PREFIX      write the tables as CSV: PREFIX-ops.csv, and with the simulation "
@@ -395,6 +397,36 @@ static int parse_args(int argc, char **argv, options *o)
                 o->space.batches[o->space.n_batches++] = v;
                 c = *end ? end + 1 : end;
             }
+        } else if (strcmp(a, "--search-buckets") == 0 || strcmp(a, "--search-allreduce") == 0) {
+            const char *flag = a, *list;
+            if (file_arg(argc, argv, &i, &list)) return -1;
+            char copy[512];
+            snprintf(copy, sizeof copy, "%s", list);
+            for (char *save = NULL, *tok = strtok_r(copy, ",", &save); tok;
+                 tok = strtok_r(NULL, ",", &save)) {
+                if (flag[9] == 'b') {
+                    double x;
+                    if (o->space.n_buckets == 8) {
+                        fprintf(stderr, "etsim: --search-buckets takes at most 8 sizes\n");
+                        return -1;
+                    }
+                    if (positive(flag, tok, &x)) return -1;
+                    o->space.bucket_mib[o->space.n_buckets++] = x;
+                } else {
+                    int found = -1;
+                    for (int k = 0; et_coll_algo_names[k]; k++)
+                        if (!strcmp(et_coll_algo_names[k], tok)) found = k;
+                    if (found < 0 || o->space.n_algos == 4) {
+                        fprintf(stderr,
+                                "etsim: --search-allreduce expects up to 4 of auto, ring, tree, "
+                                "hierarchical, got "
+                                "\"%s\"\n",
+                                list);
+                        return -1;
+                    }
+                    o->space.algos[o->space.n_algos++] = found;
+                }
+            }
         } else if (strcmp(a, "--search-csv") == 0) {
             if (file_arg(argc, argv, &i, &o->search_csv)) return -1;
         } else if (strcmp(a, "--plot") == 0) {
@@ -671,24 +703,35 @@ static const char *plan_device(const options *o, const et_scenario *s, const sea
     return p->device >= 0 ? o->space.devices[p->device] : s->cluster.device.name;
 }
 
+static double plan_bucket_mib(const et_scenario *s, const search_plan *p)
+{
+    return p->bucket_mib > 0 ? p->bucket_mib : s->parallel.bucket_bytes / 1048576.0;
+}
+
+static const char *plan_allreduce(const et_scenario *s, const search_plan *p)
+{
+    return et_coll_algo_names[p->allreduce >= 0 ? p->allreduce : (int)s->parallel.allreduce];
+}
+
 static void print_plan(const options *o, const et_scenario *s, int rank, const search_plan *p)
 {
     char ttt[32], cost[32] = "-";
     report_format_duration(ttt, sizeof ttt, p->time_to_train_s);
     if (p->price > 0) snprintf(cost, sizeof cost, "%.0f", p->cost);
     printf("%4d %-16.16s %6d %7lld %10.4f %7.1f %9.2f %6d %6d %6d %6d %6lld %6lld %10s %5s %5d %12s %10.0f "
-           "%10s\n",
+           "%10s %7.0f %-12s\n",
            rank, plan_device(o, s, p), p->gpus, p->global, p->step_s, 100 * p->mfu, p->memory_gib, p->tensor,
            p->pipeline, p->virtual_pipeline, p->data, p->local, p->grad_accum,
            et_recompute_names[p->recompute], p->sequence_parallel ? "on" : "off", p->zero_stage, ttt,
-           p->gpu_hours, cost);
+           p->gpu_hours, cost, plan_bucket_mib(s, p), plan_allreduce(s, p));
 }
 
 static void print_plan_header(void)
 {
-    printf("%4s %-16s %6s %7s %10s %7s %9s %6s %6s %6s %6s %6s %6s %10s %5s %5s %12s %10s %10s\n", "rank",
-           "device", "GPUs", "batch", "step[s]", "MFU[%]", "mem[GiB]", "tensor", "pipe", "chunks", "data",
-           "micro", "accum", "recompute", "seq", "zero", "train", "GPU-hours", "cost");
+    printf("%4s %-16s %6s %7s %10s %7s %9s %6s %6s %6s %6s %6s %6s %10s %5s %5s %12s %10s %10s %7s %-12s\n",
+           "rank", "device", "GPUs", "batch", "step[s]", "MFU[%]", "mem[GiB]", "tensor", "pipe", "chunks",
+           "data", "micro", "accum", "recompute", "seq", "zero", "train", "GPU-hours", "cost", "bucket",
+           "allreduce");
 }
 
 /* Why the best plan wins: its step against the runner-up's, part by part (analytic). */
@@ -779,6 +822,14 @@ static json_t *plan_json(const options *o, const et_scenario *s, const search_pl
         p->time_to_train_s, "gpu_hours", p->gpu_hours, "price_per_gpu_hour", p->price, "cost", p->cost);
 }
 
+static json_t *plan_json_full(const options *o, const et_scenario *s, const search_plan *p)
+{
+    json_t *j = plan_json(o, s, p);
+    json_object_set_new(j, "bucket_MiB", json_real(plan_bucket_mib(s, p)));
+    json_object_set_new(j, "allreduce", json_string(plan_allreduce(s, p)));
+    return j;
+}
+
 static int csv_writer(FILE *f, void *ctx)
 {
     const void *const *x = ctx;
@@ -788,14 +839,14 @@ static int csv_writer(FILE *f, void *ctx)
     fprintf(f,
             "device,gpus,global_batch,tensor,pipeline,virtual_pipeline,data,micro_batch,grad_accum,recompute,"
             "sequence_parallel,zero_stage,step_s,mfu,memory_GiB,time_to_train_s,gpu_hours,price_per_gpu_hour,"
-            "cost\n");
+            "cost,bucket_MiB,allreduce\n");
     for (int i = 0; i < r->n_all; i++) {
         const search_plan *p = &r->all[i];
-        fprintf(f, "%s,%d,%lld,%d,%d,%d,%d,%lld,%lld,%s,%d,%d,%.9g,%.6g,%.6g,%.9g,%.9g,%.6g,%.9g\n",
+        fprintf(f, "%s,%d,%lld,%d,%d,%d,%d,%lld,%lld,%s,%d,%d,%.9g,%.6g,%.6g,%.9g,%.9g,%.6g,%.9g,%.6g,%s\n",
                 plan_device(o, s, p), p->gpus, p->global, p->tensor, p->pipeline, p->virtual_pipeline,
                 p->data, p->local, p->grad_accum, et_recompute_names[p->recompute], p->sequence_parallel,
                 p->zero_stage, p->step_s, p->mfu, p->memory_gib, p->time_to_train_s, p->gpu_hours, p->price,
-                p->cost);
+                p->cost, plan_bucket_mib(s, p), plan_allreduce(s, p));
     }
     return ferror(f) ? -1 : 0;
 }
@@ -804,7 +855,12 @@ static int csv_writer(FILE *f, void *ctx)
  * panel; the data and the script are written beside the image and kept. */
 static int plot_search(const options *o, const et_scenario *s, const search_result *r, et_error *err)
 {
-    char data[4096], script[4096];
+    char data[4096], script[4096], title[sizeof s->name];
+    if (strchr(o->plot, '\''))
+        return et_error_set(err, o->plot, 0, 0, NULL,
+                            "--plot: a file name with a quote cannot go to gnuplot");
+    for (size_t i = 0; i < sizeof title; i++) /* the scenario's name inside gnuplot's quotes */
+        if ((title[i] = s->name[i] == '\'' ? ' ' : s->name[i]) == 0) break;
     snprintf(data, sizeof data, "%s.dat", o->plot);
     snprintf(script, sizeof script, "%s.gp", o->plot);
     FILE *f = fopen(data, "w");
@@ -824,13 +880,14 @@ static int plot_search(const options *o, const et_scenario *s, const search_resu
     const int money = r->n_front && r->front[0].price > 0;
     fprintf(
         f,
-        "set terminal pngcairo size 1400,600\nset output '%s'\nset multiplot layout 1,2 title '%s: %d plans "
+        "if (strstrt(GPVAL_TERMINALS, 'pngcairo') > 0) { set terminal pngcairo size 1400,600 } else { set "
+        "terminal png size 1400,600 }\nset output '%s'\nset multiplot layout 1,2 title '%s: %d plans "
         "ranked'\nset logscale x 2\nset xlabel 'GPUs'\nset ylabel 'time-to-train [days]'\nset grid\n"
         "plot '%s' index 0 using 1:2 with points pt 7 ps 0.4 title 'every plan that fits'\n"
         "unset logscale x\nset xlabel '%s'\nset ylabel 'time-to-train [days]'\n"
         "plot '%s' index 0 using 3:2 with points pt 7 ps 0.3 lc rgb '#bbbbbb' title 'plans', '%s' index 1 "
         "using 3:2 with linespoints pt 7 title 'Pareto front'\nunset multiplot\n",
-        o->plot, s->name, r->n_all, data, money ? "cost" : "GPU-hours", data, data);
+        o->plot, title, r->n_all, data, money ? "cost" : "GPU-hours", data, data);
     if (fclose(f))
         return et_error_set_code(err, ET_ERROR_IO, script, 0, 0, NULL, "cannot write the plot's script");
     char cmd[9000];
@@ -839,9 +896,7 @@ static int plot_search(const options *o, const et_scenario *s, const search_resu
     if (rc != 0)
         return et_error_set_code(
             err, ET_ERROR_INTERNAL, script, 0, 0, NULL,
-            "gnuplot failed (status %d): is gnuplot with the pngcairo terminal installed "
-            "(scripts/setup.sh installs it)?",
-            rc);
+            "gnuplot failed (status %d): is gnuplot installed (scripts/setup.sh installs gnuplot-nox)?", rc);
     return 0;
 }
 
@@ -1039,12 +1094,12 @@ static int search_main(options *o)
     if (o->json_out) {
         json_t *best = json_array(), *front = json_array();
         for (int i = 0; i < r.n_best; i++) {
-            json_t *p = plan_json(o, &s, &r.best[i]);
+            json_t *p = plan_json_full(o, &s, &r.best[i]);
             if (i < k && simulated) json_object_set_new(p, "simulated_step_s", json_real(simulated[i]));
             json_array_append_new(best, p);
         }
         for (int i = 0; i < r.n_front; i++)
-            json_array_append_new(front, plan_json(o, &s, &r.front[i]));
+            json_array_append_new(front, plan_json_full(o, &s, &r.front[i]));
         json_t *j =
             json_pack("{s:s, s:i, s:{s:s, s:s, s:i, s:i, s:i, s:i, s:i, s:i, s:f, s:i, s:o, s:o}}", "tool",
                       "etsim", "format_version", REPORT_FORMAT_VERSION, "search", "scenario", s.name,

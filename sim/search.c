@@ -136,6 +136,9 @@ static void try_plan(const json_t *root, const char *path, search_plan *p, int k
         if (v && !(strcmp(kept[k], "tp_overlap") == 0 && !p->sequence_parallel))
             json_object_set_new(par, kept[k], json_deep_copy(v)); /* the shared root is only read */
     }
+    if (p->bucket_mib > 0) json_object_set_new(par, "bucket_MiB", json_real(p->bucket_mib));
+    if (p->allreduce >= 0)
+        json_object_set_new(par, "allreduce", json_string(et_coll_algo_names[p->allreduce]));
     json_object_set_new(doc, "parallelism", par);
     json_object_set_new(
         doc, "batch",
@@ -300,6 +303,14 @@ int search_run(const char *scenario_path, const char *const *sets, int n_sets, c
         counts[n_counts++] = space->gpus[i];
     }
     if (!n_counts) counts[n_counts++] = et_scenario_gpus(&base);
+    double buckets[8];
+    int algos[4], n_buckets = 0, n_algos = 0;
+    for (int i = 0; space && i < space->n_buckets && i < 8; i++)
+        buckets[n_buckets++] = space->bucket_mib[i];
+    if (!n_buckets) buckets[n_buckets++] = 0;
+    for (int i = 0; space && i < space->n_algos && i < 4; i++)
+        algos[n_algos++] = space->algos[i];
+    if (!n_algos) algos[n_algos++] = -1;
     long long batches[16];
     int n_batches = 0;
     for (int i = 0; space && i < space->n_batches && i < 16; i++)
@@ -329,32 +340,36 @@ int search_run(const char *scenario_path, const char *const *sets, int n_sets, c
                             for (int z = 0; z <= 1; z++)
                                 for (int gb = 0; gb < n_batches; gb++)
                                     for (int g = 0; g < n_counts; g++)
-                                        for (int mi = 0; mi < n_micro; mi++) {
-                                            if (n_cand == cap) {
-                                                cap = cap ? 2 * cap : 1024;
-                                                search_plan *c = realloc(cand, cap * sizeof *c);
-                                                if (!c) {
-                                                    free(cand);
-                                                    search_result_free(out);
-                                                    json_decref(root);
-                                                    return et_error_set_code(err, ET_ERROR_MEMORY,
-                                                                             scenario_path, 0, 0, NULL,
-                                                                             "out of memory for the search");
+                                        for (int mi = 0; mi < n_micro; mi++)
+                                            for (int bk = 0; bk < n_buckets; bk++)
+                                                for (int al = 0; al < n_algos; al++) {
+                                                    if (n_cand == cap) {
+                                                        cap = cap ? 2 * cap : 1024;
+                                                        search_plan *c = realloc(cand, cap * sizeof *c);
+                                                        if (!c) {
+                                                            free(cand);
+                                                            search_result_free(out);
+                                                            json_decref(root);
+                                                            return et_error_set_code(
+                                                                err, ET_ERROR_MEMORY, scenario_path, 0, 0,
+                                                                NULL, "out of memory for the search");
+                                                        }
+                                                        cand = c;
+                                                    }
+                                                    cand[n_cand++] = (search_plan){
+                                                        .gpus = counts[g],
+                                                        .global = batches[gb],
+                                                        .device = space && space->n_devices > 0 ? dev : -1,
+                                                        .tensor = t,
+                                                        .pipeline = pp,
+                                                        .virtual_pipeline = v,
+                                                        .zero_stage = z,
+                                                        .local = micro[mi],
+                                                        .recompute = (et_recompute)rc,
+                                                        .sequence_parallel = sp,
+                                                        .bucket_mib = buckets[bk],
+                                                        .allreduce = algos[al]};
                                                 }
-                                                cand = c;
-                                            }
-                                            cand[n_cand++] = (search_plan){
-                                                .gpus = counts[g],
-                                                .global = batches[gb],
-                                                .device = space && space->n_devices > 0 ? dev : -1,
-                                                .tensor = t,
-                                                .pipeline = pp,
-                                                .virtual_pipeline = v,
-                                                .zero_stage = z,
-                                                .local = micro[mi],
-                                                .recompute = (et_recompute)rc,
-                                                .sequence_parallel = sp};
-                                        }
             }
         }
     /* under MPI, this rank's block of the candidates (the same list on every rank) */

@@ -31,6 +31,10 @@ typedef struct search_space {
     double budget_cost;      /* money limit (0: none; needs prices) */
     int n_batches;
     long long batches[16]; /* global batches to try (sequences); none: the scenario's */
+    int n_buckets;
+    double bucket_mib[8]; /* gradient bucket sizes to try, MiB; none: the scenario's */
+    int n_algos;
+    int algos[4]; /* all-reduce algorithms to try (et_coll_algo); none: the scenario's */
     int n_devices;
     const char *devices[8]; /* device profiles to try (names or files); none: the scenario's */
     int threads;            /* evaluation threads (0: every core of the machine) */
@@ -53,6 +57,8 @@ typedef struct search_plan {
     long long local, grad_accum;
     et_recompute recompute;
     bool sequence_parallel;
+    double bucket_mib; /* 0: the scenario's */
+    int allreduce;     /* et_coll_algo, -1: the scenario's */
     double step_s, mfu, memory_gib, time_to_train_s, gpu_hours;
     double price, cost; /* per GPU-hour of its device and GPU-hours x price (0 without prices) */
     json_t *scenario;   /* the candidate's scenario document (owned) */

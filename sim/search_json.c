@@ -15,6 +15,8 @@ static json_t *plan_to_json(const search_plan *p)
         (int)p->recompute, "sequence_parallel", p->sequence_parallel, "step_s", p->step_s, "mfu", p->mfu,
         "memory_gib", p->memory_gib, "time_to_train_s", p->time_to_train_s, "gpu_hours", p->gpu_hours,
         "price", p->price, "cost", p->cost);
+    if (j) json_object_set_new(j, "bucket_mib", json_real(p->bucket_mib));
+    if (j) json_object_set_new(j, "allreduce", json_integer(p->allreduce));
     if (j && p->scenario) json_object_set(j, "scenario", p->scenario);
     return j;
 }
@@ -39,6 +41,8 @@ static int plan_from_json(const json_t *j, search_plan *p)
     p->global = global, p->local = local, p->grad_accum = accum;
     p->recompute = (et_recompute)recompute;
     p->sequence_parallel = sp;
+    p->bucket_mib = json_real_value(json_object_get(j, "bucket_mib"));
+    p->allreduce = (int)json_integer_value(json_object_get(j, "allreduce"));
     json_t *doc = json_object_get(j, "scenario");
     p->scenario = doc ? json_incref(doc) : NULL;
     return 0;

@@ -62,6 +62,12 @@ awk '$1 ~ /^[0-9]+$/ && NF > 10 && $19 > 70000 {exit 1}' "$work/b" || { echo "FA
 jq -e '.search.ranked_by == "cost" and (.search.best | length) == 6 and (.search.front | length) > 0
        and all(.search.best[]; .cost <= 70000 and .price_per_gpu_hour > 0)' "$work/s.json" > /dev/null || { echo "FAIL: the JSON"; exit 1; }
 grep -q "^why rank 1 wins" "$work/b" || { echo "FAIL: no breakdown of the best against the runner-up"; exit 1; }
+# bucket sizes and all-reduce algorithms in the space: every combination ranked, the table names them
+"$etsim" --search --search-top 3 --search-buckets 25,100 --search-allreduce ring,tree --search-csv "$work/ba.csv" \
+  "$src/scenarios/gpt3-13b-dense-a100.json" > "$work/ba"
+[ "$(cut -d, -f20,21 "$work/ba.csv" | sed 1d | sort -u | tr '\n' ' ')" = "100,ring 100,tree 25,ring 25,tree " ] ||
+  { echo "FAIL: the bucket and algorithm combinations: $(cut -d, -f20,21 "$work/ba.csv" | sort -u | tr '\n' ' ')"; exit 1; }
+grep -q "bucket allreduce" "$work/ba" || { echo "FAIL: the table lacks the bucket and algorithm"; exit 1; }
 # no plan: the constraint that binds and the nearest plan; exit 3
 set +e
 "$etsim" --search --deadline-days 1 "$src/scenarios/gpt3-13b-dense-a100.json" > "$work/n"
