@@ -69,6 +69,8 @@ static void usage(FILE *out)
         "                    (a step measured on one device of the scenario's kind predicts the cluster)\n"
         "  --detailed-collectives  play rings step by step (slow; for validating the fluid form)\n"
         "  --all-flows       play every flow (no mirroring of identical flows alone on their links)\n"
+        "  --all-groups      one actor per data-parallel communicator (identical ones are merged by "
+        "default)\n"
         "  --no-overlap      start gradient collectives only after backward\n"
         "  --quiet           no progress output\n"
         "  --stats           the simulator's own cost on stderr: wall times, flows modelled and played\n"
@@ -308,6 +310,8 @@ static int parse_args(int argc, char **argv, options *o)
             o->quiet = 1;
         } else if (strcmp(a, "--all-flows") == 0) {
             o->sim.all_flows = true;
+        } else if (strcmp(a, "--all-groups") == 0) {
+            o->sim.all_groups = true;
         } else if (strcmp(a, "--detailed-collectives") == 0) {
             o->sim.detailed = true;
         } else if (strcmp(a, "--stats") == 0) {

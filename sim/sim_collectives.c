@@ -114,58 +114,64 @@ static void add_flow(sim_group *g, int *n, int src, int dst, double share)
 
 /* Every rank sends the phase's bytes to the next one of its ring: inside its node (inter = 0), or to the same
  * local rank of the next node (inter = 1). k ranks per node, n nodes; k = N, n = 1 is one ring over all
- * ranks. */
-static int ring_flows(sim_group *g, int k, int n_nodes, int inter)
+ * ranks. `off` is the subgroup's first member (merged groups, sim_world.h); flows are appended from *n. */
+static void ring_flows(sim_group *g, int off, int k, int n_nodes, int inter, int *n)
 {
-    int n = 0;
-    for (int i = 0; i < g->size; i++) {
+    for (int i = 0; i < g->sub_size; i++) {
         int node = i / k, local = i % k;
         int next = inter ? ((node + 1) % n_nodes) * k + local : node * k + (local + 1) % k;
-        add_flow(g, &n, i, next, 1);
+        add_flow(g, n, off + i, off + next, 1);
     }
-    return n;
 }
 
 /* One tree phase: reduce (flows towards the roots) or broadcast (away from them). Inside a node a chain
  * towards local rank 0 carries S; between nodes, two mirrored binary trees carry S/2 each. */
-static int tree_flows(sim_group *g, int reduce)
+static void tree_flows(sim_group *g, int off, int reduce, int *n)
 {
     const et_comm_group *c = &sim_w->dp;
-    int k = c->ranks_per_node, n_nodes = c->nodes, n = 0;
-    for (int i = 0; i < g->size; i++) {
+    int k = c->ranks_per_node, n_nodes = c->nodes;
+    for (int i = 0; i < g->sub_size; i++) {
         int node = i / k, local = i % k;
         /* intra-node chain: local j sends to j-1 when reducing, to j+1 when broadcasting */
-        if (reduce && local > 0) add_flow(g, &n, i, i - 1, 1);
-        if (!reduce && local < k - 1) add_flow(g, &n, i, i + 1, 1);
+        if (reduce && local > 0) add_flow(g, n, off + i, off + i - 1, 1);
+        if (!reduce && local < k - 1) add_flow(g, n, off + i, off + i + 1, 1);
         if (local == 0 && n_nodes > 1)
             for (int t = 0; t < 2; t++) {
                 int parent = et_tree_parent(n_nodes, t, node), children[2];
                 int n_children = et_tree_children(n_nodes, t, node, children);
-                if (reduce && parent >= 0) add_flow(g, &n, i, parent * k, 0.5);
+                if (reduce && parent >= 0) add_flow(g, n, off + i, off + parent * k, 0.5);
                 if (!reduce)
                     for (int x = 0; x < n_children; x++)
-                        add_flow(g, &n, i, children[x] * k, 0.5);
+                        add_flow(g, n, off + i, off + children[x] * k, 0.5);
             }
     }
-    return n;
 }
 
-/* The flows of a pattern, each carrying its share of the phase's bytes. */
+/* The flows of a pattern, each carrying its share of the phase's bytes: every subgroup's. */
 static int pattern_flows(sim_group *g, sim_pattern p)
 {
     const et_comm_group *c = &sim_w->dp;
-    switch (p) {
-    case SIM_RING:
-        return ring_flows(g, g->size, 1, 0);
-    case SIM_RING_INTRA:
-        return ring_flows(g, c->ranks_per_node, c->nodes, 0);
-    case SIM_RING_INTER:
-        return ring_flows(g, c->ranks_per_node, c->nodes, 1);
-    case SIM_TREE_REDUCE:
-        return tree_flows(g, 1);
-    default:
-        return tree_flows(g, 0);
+    int n = 0;
+    for (int sub = 0; sub < g->subgroups; sub++) {
+        const int off = sub * g->sub_size;
+        switch (p) {
+        case SIM_RING:
+            ring_flows(g, off, g->sub_size, 1, 0, &n);
+            break;
+        case SIM_RING_INTRA:
+            ring_flows(g, off, c->ranks_per_node, c->nodes, 0, &n);
+            break;
+        case SIM_RING_INTER:
+            ring_flows(g, off, c->ranks_per_node, c->nodes, 1, &n);
+            break;
+        case SIM_TREE_REDUCE:
+            tree_flows(g, off, 1, &n);
+            break;
+        default:
+            tree_flows(g, off, 0, &n);
+        }
     }
+    return n;
 }
 
 /* Same share, start and link properties along the route: flows alone on their links then end together. */

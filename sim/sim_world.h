@@ -84,9 +84,15 @@ typedef struct sim_phase_plan {
  * GPU actors only compute; they hand their buckets over by announcing when each will be ready, and meet the
  * communicator where they must wait for it (after backward, around ZeRO parameter gathers). */
 typedef struct sim_group {
-    int size;
+    int size; /* members: subgroups x sub_size */
     int stage;
-    int *members;             /* global ranks, index order = ring order */
+    /* Identical data-parallel communicators of one stage (the tensor ranks' ones, on a healthy generated
+     * fabric without per-rank noise) are merged: their ranks compute identically, so their collectives
+     * start together, and the fabric's symmetry gives every subgroup's flows the same max-min rates; one
+     * actor then plays all their flows at once, which lets the shortcuts of sim_collectives.c see every
+     * flow on the links they share (step_sim.c decides; --all-groups keeps them apart). */
+    int subgroups, sub_size;
+    int *members;             /* global ranks: subgroup by subgroup, each in ring order */
     sg_bar_t meet;            /* the ranks and the communicator actor (size + 1) */
     sg_bar_t compute_barrier; /* the ranks: global-norm all-reduce after backward */
     /* Bucket-ready times announced ahead: a collective starts at the latest announcement of its bucket (or

@@ -67,7 +67,12 @@ static int build_world(sim_world *w, json_t **result)
     w->n_ranks = gpus;
     w->dp = et_dp_group(s);
     w->ranks = calloc((size_t)gpus, sizeof *w->ranks);
-    w->n_groups = pp * t;
+    /* identical communicators merged (sim_world.h): a stage's tensor ranks compute alike without per-rank
+     * noise, and a generated fabric without faults treats every GPU of a node alike */
+    const et_cluster *cl = &s->cluster;
+    const int merge = t > 1 && !w->o->all_groups && s->simulation.straggler_sigma <= 0 &&
+                      !cl->platform_file[0] && cl->n_faults == 0 && !cl->random_faults.set;
+    w->n_groups = merge ? pp : pp * t;
     w->groups = calloc((size_t)w->n_groups, sizeof *w->groups);
     w->n_stages = pp;
     w->stages = calloc((size_t)pp, sizeof *w->stages);
@@ -94,25 +99,28 @@ static int build_world(sim_world *w, json_t **result)
     }
     /* Megatron order: tensor rank fastest, then data, then pipeline stage */
     for (int g = 0; g < w->n_groups; g++) {
-        w->groups[g].size = dp;
-        w->groups[g].members = malloc((size_t)dp * sizeof(int));
-        if (!w->groups[g].members) return fail_as(result, ET_ERROR_MEMORY, "out of memory for %s", "groups");
         sim_group *grp = &w->groups[g];
-        grp->stage = g / t;
-        grp->meet = sg_barrier_init((unsigned)dp + 1);
-        grp->compute_barrier = sg_barrier_init((unsigned)dp);
+        grp->subgroups = merge ? t : 1;
+        grp->sub_size = dp;
+        grp->size = grp->subgroups * dp;
+        grp->members = malloc((size_t)grp->size * sizeof(int));
+        if (!grp->members) return fail_as(result, ET_ERROR_MEMORY, "out of memory for %s", "groups");
+        grp->stage = merge ? g : g / t;
+        const size_t size = (size_t)grp->size;
+        grp->meet = sg_barrier_init((unsigned)size + 1);
+        grp->compute_barrier = sg_barrier_init((unsigned)size);
         size_t nb = (size_t)w->stages[grp->stage].n_buckets + 1, records = (size_t)w->steps * nb;
         grp->latest = malloc(sizeof(double) * records);
         grp->coll_start = calloc(records, sizeof(double));
         grp->coll_end = calloc(records, sizeof(double));
         grp->announced = calloc((size_t)w->steps, sizeof(int));
         grp->announce_gate = sg_sem_init(0);
-        grp->flows = malloc((4 * (size_t)dp + 8) * sizeof *grp->flows);
-        grp->comms = malloc((4 * (size_t)dp + 8) * sizeof *grp->comms);
+        grp->flows = malloc((4 * size + 8) * sizeof *grp->flows);
+        grp->comms = malloc((4 * size + 8) * sizeof *grp->comms);
         int plans_ok = 1;
         for (int p = 0; p < SIM_PATTERNS; p++) {
             grp->plans[p].n = -1;
-            grp->plans[p].launch = malloc((4 * (size_t)dp + 8) * sizeof *grp->plans[p].launch);
+            grp->plans[p].launch = malloc((4 * size + 8) * sizeof *grp->plans[p].launch);
             plans_ok = plans_ok && grp->plans[p].launch;
         }
         if (!grp->latest || !grp->coll_start || !grp->coll_end || !grp->announced || !grp->flows ||
@@ -129,9 +137,9 @@ static int build_world(sim_world *w, json_t **result)
         int st = rank / per_stage, within = rank % per_stage, d = within / t, tp = within % t;
         r->rank = rank;
         r->stage = st;
-        r->group = st * t + tp;
+        r->group = merge ? st : st * t + tp;
         r->index = d;
-        w->groups[r->group].members[d] = rank;
+        w->groups[r->group].members[(merge ? tp * dp : 0) + d] = rank;
         r->host = by_rank[rank];
         if (!r->host) {
             char host[64];

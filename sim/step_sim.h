@@ -26,7 +26,8 @@ typedef struct sim_options {
     int steps;             /* simulated steps (scenario's simulation.steps when 0) */
     bool detailed;         /* collectives step by step (2(N-1) messages per ring) instead of fluid flows */
     bool force_no_overlap; /* start bucket collectives only after backward */
-    bool all_flows; /* play every flow, also those mirrored from an identical flow alone on its links */
+    bool all_flows;  /* play every flow, also those mirrored from an identical flow alone on its links */
+    bool all_groups; /* one communicator actor per data-parallel group, never merging identical ones */
     const char *trace_path;   /* Chrome trace of the last simulated step, NULL for none */
     int trace_ranks;          /* ranks kept in the trace (sampled evenly), 0 = all up to 64 */
     bool progress;            /* progress line on stderr */
