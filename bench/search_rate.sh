@@ -39,5 +39,5 @@ t1=$(date +%s.%N)
 read -r tried est secs < <(counts "$work/all")
 printf "plans tried %d, estimated %d, analytic stage %.1f s, whole search with the simulated top 10 %.1f s\n" \
   "$tried" "$est" "$secs" "$(echo "$t1 - $t0" | bc -l)"
-sed -n '/^rank/,/^$/p' "$work/all" | head -4
+awk '/^rank/ {on = 1} on && n++ < 4' "$work/all"
 sed -n '/^simulated (SimGrid)/,/^$/p' "$work/all"

@@ -103,13 +103,14 @@ void et_scenario_json_absolute(json_t *root, const char *dir)
     absolute(cluster, "platform_file", dir);
 }
 
-int et_plan_write_for_scenario(const char *scenario_path, const char *plan_path, int steps, et_error *err)
+int et_plan_write_for_document(const json_t *doc, const char *source, const char *plan_path, int steps,
+                               et_error *err)
 {
     et_scenario s;
-    if (et_scenario_load(scenario_path, &s, err)) return -1; /* the scenario must be valid first */
-    json_t *root;
-    if (et_json_load_file(scenario_path, &root, err)) {
-        et_scenario_free(&s);
+    json_t *root = json_deep_copy(doc);
+    if (!root) return et_error_set_code(err, ET_ERROR_MEMORY, source, 0, 0, NULL, "out of memory");
+    if (et_scenario_parse(root, source, NULL, &s, err)) { /* the scenario must be valid first */
+        json_decref(root);
         return -1;
     }
     et_scenario_json_absolute(root, s.dir);
@@ -120,5 +121,14 @@ int et_plan_write_for_scenario(const char *scenario_path, const char *plan_path,
     int rc = et_atomic_write_json(plan_path, root, err);
     json_decref(root);
     et_scenario_free(&s);
+    return rc;
+}
+
+int et_plan_write_for_scenario(const char *scenario_path, const char *plan_path, int steps, et_error *err)
+{
+    json_t *root;
+    if (et_json_load_file(scenario_path, &root, err)) return -1;
+    int rc = et_plan_write_for_document(root, scenario_path, plan_path, steps, err);
+    json_decref(root);
     return rc;
 }

@@ -40,5 +40,8 @@ void et_scenario_json_absolute(json_t *root, const char *dir);
 
 /* Writes a plan for a scenario file (the scenario's JSON with absolute file names and a default "run"). */
 int et_plan_write_for_scenario(const char *scenario_path, const char *plan_path, int steps, et_error *err);
+/* The same for a scenario document already in memory (`source` names it and anchors its relative files). */
+int et_plan_write_for_document(const json_t *doc, const char *source, const char *plan_path, int steps,
+                               et_error *err);
 
 #endif

@@ -431,6 +431,28 @@ static int parse_args(int argc, char **argv, options *o)
                     o->space.algos[o->space.n_algos++] = found;
                 }
             }
+        } else if (strcmp(a, "--search-vary") == 0) {
+            const char *spec;
+            if (file_arg(argc, argv, &i, &spec)) return -1;
+            const char *eq = strchr(spec, '=');
+            if (!eq || eq == spec || !eq[1] || o->space.n_vary) {
+                fprintf(stderr,
+                        "etsim: --search-vary expects one key.path=a,b,c (up to 16 values), got \"%s\"\n",
+                        spec);
+                return -1;
+            }
+            char values[1024];
+            snprintf(values, sizeof values, "%s", eq + 1);
+            for (char *save = NULL, *tok = strtok_r(values, ",", &save); tok;
+                 tok = strtok_r(NULL, ",", &save)) {
+                if (o->space.n_vary == 16 ||
+                    (size_t)(eq - spec) + strlen(tok) + 2 > sizeof o->space.vary[0]) {
+                    fprintf(stderr, "etsim: --search-vary takes up to 16 values of one key\n");
+                    return -1;
+                }
+                snprintf(o->space.vary[o->space.n_vary++], sizeof o->space.vary[0], "%.*s=%s",
+                         (int)(eq - spec), spec, tok);
+            }
         } else if (strcmp(a, "--search-csv") == 0) {
             if (file_arg(argc, argv, &i, &o->search_csv)) return -1;
         } else if (strcmp(a, "--plot") == 0) {
@@ -723,19 +745,21 @@ static void print_plan(const options *o, const et_scenario *s, int rank, const s
     report_format_duration(ttt, sizeof ttt, p->time_to_train_s);
     if (p->price > 0) snprintf(cost, sizeof cost, "%.0f", p->cost);
     printf("%4d %-16.16s %6d %7lld %10.4f %7.1f %9.2f %6d %6d %6d %6d %6lld %6lld %10s %5s %5d %12s %10.0f "
-           "%10s %7.0f %-12s\n",
+           "%10s %7.0f %-12s %7.1f\n",
            rank, plan_device(o, s, p), p->gpus, p->global, p->step_s, 100 * p->mfu, p->memory_gib, p->tensor,
            p->pipeline, p->virtual_pipeline, p->data, p->local, p->grad_accum,
            et_recompute_names[p->recompute], p->sequence_parallel ? "on" : "off", p->zero_stage, ttt,
-           p->gpu_hours, cost, plan_bucket_mib(s, p), plan_allreduce(s, p));
+           p->gpu_hours, cost, plan_bucket_mib(s, p), plan_allreduce(s, p), p->tflops_per_gpu);
+    if (p->vary >= 0) printf("     %s\n", o->space.vary[p->vary]);
 }
 
 static void print_plan_header(void)
 {
-    printf("%4s %-16s %6s %7s %10s %7s %9s %6s %6s %6s %6s %6s %6s %10s %5s %5s %12s %10s %10s %7s %-12s\n",
-           "rank", "device", "GPUs", "batch", "step[s]", "MFU[%]", "mem[GiB]", "tensor", "pipe", "chunks",
-           "data", "micro", "accum", "recompute", "seq", "zero", "train", "GPU-hours", "cost", "bucket",
-           "allreduce");
+    printf(
+        "%4s %-16s %6s %7s %10s %7s %9s %6s %6s %6s %6s %6s %6s %10s %5s %5s %12s %10s %10s %7s %-12s %7s\n",
+        "rank", "device", "GPUs", "batch", "step[s]", "MFU[%]", "mem[GiB]", "tensor", "pipe", "chunks",
+        "data", "micro", "accum", "recompute", "seq", "zero", "train", "GPU-hours", "cost", "bucket",
+        "allreduce", "TFLOP/s");
 }
 
 /* Why the best plan wins: its step against the runner-up's, part by part (analytic). */
@@ -831,6 +855,8 @@ static json_t *plan_json_full(const options *o, const et_scenario *s, const sear
     json_t *j = plan_json(o, s, p);
     json_object_set_new(j, "bucket_MiB", json_real(plan_bucket_mib(s, p)));
     json_object_set_new(j, "allreduce", json_string(plan_allreduce(s, p)));
+    json_object_set_new(j, "tflops_per_gpu", json_real(p->tflops_per_gpu));
+    if (p->vary >= 0) json_object_set_new(j, "varied", json_string(o->space.vary[p->vary]));
     return j;
 }
 
@@ -843,14 +869,17 @@ static int csv_writer(FILE *f, void *ctx)
     fprintf(f,
             "device,gpus,global_batch,tensor,pipeline,virtual_pipeline,data,micro_batch,grad_accum,recompute,"
             "sequence_parallel,zero_stage,step_s,mfu,memory_GiB,time_to_train_s,gpu_hours,price_per_gpu_hour,"
-            "cost,bucket_MiB,allreduce\n");
+            "cost,bucket_MiB,allreduce,tflops_per_gpu,status,varied\n");
     for (int i = 0; i < r->n_all; i++) {
         const search_plan *p = &r->all[i];
-        fprintf(f, "%s,%d,%lld,%d,%d,%d,%d,%lld,%lld,%s,%d,%d,%.9g,%.6g,%.6g,%.9g,%.9g,%.6g,%.9g,%.6g,%s\n",
+        fprintf(f,
+                "%s,%d,%lld,%d,%d,%d,%d,%lld,%lld,%s,%d,%d,%.9g,%.6g,%.6g,%.9g,%.9g,%.6g,%.9g,%.6g,%s,%.6g,%"
+                "s,%s\n",
                 plan_device(o, s, p), p->gpus, p->global, p->tensor, p->pipeline, p->virtual_pipeline,
                 p->data, p->local, p->grad_accum, et_recompute_names[p->recompute], p->sequence_parallel,
                 p->zero_stage, p->step_s, p->mfu, p->memory_gib, p->time_to_train_s, p->gpu_hours, p->price,
-                p->cost, plan_bucket_mib(s, p), plan_allreduce(s, p));
+                p->cost, plan_bucket_mib(s, p), plan_allreduce(s, p), p->tflops_per_gpu,
+                search_status_names[p->status], p->vary >= 0 ? o->space.vary[p->vary] : "");
     }
     return ferror(f) ? -1 : 0;
 }
@@ -871,8 +900,9 @@ static int plot_search(const options *o, const et_scenario *s, const search_resu
     if (!f) return et_error_set_code(err, ET_ERROR_IO, data, 0, 0, NULL, "cannot write the plot's data");
     fprintf(f, "# gpus time_to_train_days spend front\n");
     for (int i = 0; i < r->n_all; i++)
-        fprintf(f, "%d %.6g %.6g 0\n", r->all[i].gpus, r->all[i].time_to_train_s / 86400,
-                r->all[i].price > 0 ? r->all[i].cost : r->all[i].gpu_hours);
+        if (r->all[i].status == SEARCH_RANKED)
+            fprintf(f, "%d %.6g %.6g 0\n", r->all[i].gpus, r->all[i].time_to_train_s / 86400,
+                    r->all[i].price > 0 ? r->all[i].cost : r->all[i].gpu_hours);
     fprintf(f, "\n\n");
     for (int i = 0; i < r->n_front; i++)
         fprintf(f, "%d %.6g %.6g 1\n", r->front[i].gpus, r->front[i].time_to_train_s / 86400,
@@ -891,7 +921,7 @@ static int plot_search(const options *o, const et_scenario *s, const search_resu
         "unset logscale x\nset xlabel '%s'\nset ylabel 'time-to-train [days]'\n"
         "plot '%s' index 0 using 3:2 with points pt 7 ps 0.3 lc rgb '#bbbbbb' title 'plans', '%s' index 1 "
         "using 3:2 with linespoints pt 7 title 'Pareto front'\nunset multiplot\n",
-        o->plot, title, r->n_all, data, money ? "cost" : "GPU-hours", data, data);
+        o->plot, title, r->ranked, data, money ? "cost" : "GPU-hours", data, data);
     if (fclose(f))
         return et_error_set_code(err, ET_ERROR_IO, script, 0, 0, NULL, "cannot write the plot's script");
     char cmd[9000];
@@ -952,7 +982,8 @@ static int search_main(options *o)
     } outs[] = {{o->search_out, "--search-out"},
                 {o->search_csv, "--search-csv"},
                 {o->json_out, "--json"},
-                {o->plot, "--plot"}};
+                {o->plot, "--plot"},
+                {o->plan_out, "--plan-out"}};
     for (size_t i = 0; i < sizeof outs / sizeof *outs; i++)
         if (outs[i].path && et_output_check(outs[i].path, outs[i].flag, inputs, 2, &err)) {
             print_error(&err);
@@ -1085,6 +1116,12 @@ static int search_main(options *o)
     /* written elsewhere, the best plan's file names must still resolve */
     if (r.n_best > 0) et_scenario_json_absolute(r.best[0].scenario, s.dir);
     if (r.n_best > 0 && o->search_out && et_atomic_write_json(o->search_out, r.best[0].scenario, &err)) {
+        print_error(&err);
+        rc = et_error_exit_status(&err);
+    }
+    if (r.n_best > 0 && o->plan_out &&
+        et_plan_write_for_document(r.best[0].scenario, o->scenario, o->plan_out,
+                                   o->plan_steps > 0 ? (int)o->plan_steps : 20, &err)) {
         print_error(&err);
         rc = et_error_exit_status(&err);
     }

@@ -51,6 +51,8 @@ static void front_add(search_result *r, const search_plan *p)
     r->n_front++;
 }
 
+const char *const search_status_names[] = {"ranked", "does_not_fit", "misses_deadline", "over_budget", NULL};
+
 double search_price(const search_space *space, const char *device)
 {
     if (!space) return 0;
@@ -157,7 +159,9 @@ static void try_plan(const json_t *root, const char *path, search_plan *p, int k
     r->tried++;
     et_scenario s;
     et_error err;
-    if (et_scenario_parse(doc, path, NULL, &s, &err)) {
+    /* the varied key last, so that it may also name a key the plan sets */
+    if ((p->vary >= 0 && et_scenario_json_set(doc, space->vary[p->vary], &err)) ||
+        et_scenario_parse(doc, path, NULL, &s, &err)) {
         r->invalid++;
         json_decref(doc);
         return;
@@ -178,14 +182,19 @@ static void try_plan(const json_t *root, const char *path, search_plan *p, int k
     p->gpu_hours = et_gpu_hours(&s, e.time_to_train);
     p->price = search_price(space, json_string_value(json_object_get(cluster, "device")));
     p->cost = p->gpu_hours * p->price;
+    p->tflops_per_gpu = et_tflops_per_gpu(&s, e.model_flops_per_step, e.step_time);
     et_scenario_free(&s);
     if (!e.memory.fits) {
+        p->status = SEARCH_TOO_BIG;
+        add_ranked(r, p);
         r->too_big++;
         nearest(&r->nearest_too_big, r->too_big, p, p->memory_gib, r->nearest_too_big.memory_gib);
         json_decref(doc);
         return;
     }
     if (space && space->deadline_s > 0 && e.time_to_train > space->deadline_s) {
+        p->status = SEARCH_TOO_SLOW;
+        add_ranked(r, p);
         r->too_slow++;
         nearest(&r->nearest_too_slow, r->too_slow, p, p->time_to_train_s,
                 r->nearest_too_slow.time_to_train_s);
@@ -194,6 +203,8 @@ static void try_plan(const json_t *root, const char *path, search_plan *p, int k
     }
     if (space && ((space->budget_gpu_hours > 0 && p->gpu_hours > space->budget_gpu_hours) ||
                   (space->budget_cost > 0 && p->cost > space->budget_cost))) {
+        p->status = SEARCH_OVER_BUDGET;
+        add_ranked(r, p);
         r->over_budget++;
         nearest(&r->nearest_over_budget, r->over_budget, p, spend(p), spend(&r->nearest_over_budget));
         json_decref(doc);
@@ -201,6 +212,7 @@ static void try_plan(const json_t *root, const char *path, search_plan *p, int k
     }
     r->ranked++;
     p->scenario = doc;
+    p->status = SEARCH_RANKED;
     add_ranked(r, p); /* a copy for --search-csv; a failed one only shortens that file */
     front_add(r, p);
     keep_plan(r, keep, p, search_ranking(space));
@@ -311,6 +323,7 @@ int search_run(const char *scenario_path, const char *const *sets, int n_sets, c
     for (int i = 0; space && i < space->n_algos && i < 4; i++)
         algos[n_algos++] = space->algos[i];
     if (!n_algos) algos[n_algos++] = -1;
+    const int n_vary = space && space->n_vary > 0 ? space->n_vary : 1;
     long long batches[16];
     int n_batches = 0;
     for (int i = 0; space && i < space->n_batches && i < 16; i++)
@@ -337,39 +350,42 @@ int search_run(const char *scenario_path, const char *const *sets, int n_sets, c
                 for (int v = 1; v <= (pp > 1 ? 4 : 1); v *= 2)
                     for (int rc = 0; rc < 3; rc++)
                         for (int sp = 0; sp <= (t > 1); sp++)
-                            for (int z = 0; z <= 1; z++)
+                            for (int z = 0; z <= 3; z++)
                                 for (int gb = 0; gb < n_batches; gb++)
                                     for (int g = 0; g < n_counts; g++)
                                         for (int mi = 0; mi < n_micro; mi++)
                                             for (int bk = 0; bk < n_buckets; bk++)
-                                                for (int al = 0; al < n_algos; al++) {
-                                                    if (n_cand == cap) {
-                                                        cap = cap ? 2 * cap : 1024;
-                                                        search_plan *c = realloc(cand, cap * sizeof *c);
-                                                        if (!c) {
-                                                            free(cand);
-                                                            search_result_free(out);
-                                                            json_decref(root);
-                                                            return et_error_set_code(
-                                                                err, ET_ERROR_MEMORY, scenario_path, 0, 0,
-                                                                NULL, "out of memory for the search");
+                                                for (int al = 0; al < n_algos; al++)
+                                                    for (int va = 0; va < n_vary; va++) {
+                                                        if (n_cand == cap) {
+                                                            cap = cap ? 2 * cap : 1024;
+                                                            search_plan *c = realloc(cand, cap * sizeof *c);
+                                                            if (!c) {
+                                                                free(cand);
+                                                                search_result_free(out);
+                                                                json_decref(root);
+                                                                return et_error_set_code(
+                                                                    err, ET_ERROR_MEMORY, scenario_path, 0, 0,
+                                                                    NULL, "out of memory for the search");
+                                                            }
+                                                            cand = c;
                                                         }
-                                                        cand = c;
+                                                        cand[n_cand++] = (search_plan){
+                                                            .gpus = counts[g],
+                                                            .global = batches[gb],
+                                                            .device =
+                                                                space && space->n_devices > 0 ? dev : -1,
+                                                            .tensor = t,
+                                                            .pipeline = pp,
+                                                            .virtual_pipeline = v,
+                                                            .zero_stage = z,
+                                                            .local = micro[mi],
+                                                            .recompute = (et_recompute)rc,
+                                                            .sequence_parallel = sp,
+                                                            .bucket_mib = buckets[bk],
+                                                            .vary = space && space->n_vary > 0 ? va : -1,
+                                                            .allreduce = algos[al]};
                                                     }
-                                                    cand[n_cand++] = (search_plan){
-                                                        .gpus = counts[g],
-                                                        .global = batches[gb],
-                                                        .device = space && space->n_devices > 0 ? dev : -1,
-                                                        .tensor = t,
-                                                        .pipeline = pp,
-                                                        .virtual_pipeline = v,
-                                                        .zero_stage = z,
-                                                        .local = micro[mi],
-                                                        .recompute = (et_recompute)rc,
-                                                        .sequence_parallel = sp,
-                                                        .bucket_mib = buckets[bk],
-                                                        .allreduce = algos[al]};
-                                                }
             }
         }
     /* under MPI, this rank's block of the candidates (the same list on every rank) */

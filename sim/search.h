@@ -35,6 +35,9 @@ typedef struct search_space {
     double bucket_mib[8]; /* gradient bucket sizes to try, MiB; none: the scenario's */
     int n_algos;
     int algos[4]; /* all-reduce algorithms to try (et_coll_algo); none: the scenario's */
+    int n_vary;
+    char vary[16][160]; /* --search-vary key.path=a,b,c as assignments "key.path=a", ...: any scenario key
+                           (a method's knobs: sparsity, tensor-train rank) */
     int n_devices;
     const char *devices[8]; /* device profiles to try (names or files); none: the scenario's */
     int threads;            /* evaluation threads (0: every core of the machine) */
@@ -47,6 +50,10 @@ double search_price(const search_space *space, const char *device);
 /* Plans rank by money with a budget or deadline and prices, by GPU-hours with a deadline or budget
  * alone, else by time-to-train. */
 typedef enum { SEARCH_BY_TIME, SEARCH_BY_GPU_HOURS, SEARCH_BY_COST } search_order;
+/* What became of an estimated plan. */
+enum { SEARCH_RANKED, SEARCH_TOO_BIG, SEARCH_TOO_SLOW, SEARCH_OVER_BUDGET };
+extern const char
+    *const search_status_names[]; /* "ranked", "does_not_fit", "misses_deadline", "over_budget" */
 search_order search_ranking(const search_space *space);
 
 typedef struct search_plan {
@@ -58,10 +65,13 @@ typedef struct search_plan {
     et_recompute recompute;
     bool sequence_parallel;
     double bucket_mib; /* 0: the scenario's */
+    int vary;          /* index into search_space.vary, -1: none */
     int allreduce;     /* et_coll_algo, -1: the scenario's */
     double step_s, mfu, memory_gib, time_to_train_s, gpu_hours;
-    double price, cost; /* per GPU-hour of its device and GPU-hours x price (0 without prices) */
-    json_t *scenario;   /* the candidate's scenario document (owned) */
+    double price, cost;    /* per GPU-hour of its device and GPU-hours x price (0 without prices) */
+    double tflops_per_gpu; /* model TFLOP/s per GPU at step_s */
+    int status;            /* SEARCH_RANKED, or the constraint that refused it */
+    json_t *scenario;      /* the candidate's scenario document (owned) */
 } search_plan;
 
 typedef struct search_result {
@@ -70,7 +80,8 @@ typedef struct search_result {
     search_plan *front; /* the Pareto front of time-to-train against GPU-hours, fastest first */
     int n_front, cap_front;
     int tried, invalid, too_big, too_slow, over_budget, ranked;
-    search_plan *all; /* every ranked plan, without documents, in candidate order (--search-csv) */
+    search_plan *all; /* every estimated plan (ranked or refused by a constraint), without documents, in
+                         candidate order (--search-csv) */
     int n_all, cap_all;
     /* the nearest plans each constraint refused (valid when the count is non-zero): the smallest memory
      * need, the shortest time-to-train past the deadline, the cheapest over the budget */

@@ -16,6 +16,9 @@ static json_t *plan_to_json(const search_plan *p)
         "memory_gib", p->memory_gib, "time_to_train_s", p->time_to_train_s, "gpu_hours", p->gpu_hours,
         "price", p->price, "cost", p->cost);
     if (j) json_object_set_new(j, "bucket_mib", json_real(p->bucket_mib));
+    if (j) json_object_set_new(j, "tflops_per_gpu", json_real(p->tflops_per_gpu));
+    if (j) json_object_set_new(j, "vary", json_integer(p->vary));
+    if (j) json_object_set_new(j, "status", json_integer(p->status));
     if (j) json_object_set_new(j, "allreduce", json_integer(p->allreduce));
     if (j && p->scenario) json_object_set(j, "scenario", p->scenario);
     return j;
@@ -42,6 +45,9 @@ static int plan_from_json(const json_t *j, search_plan *p)
     p->recompute = (et_recompute)recompute;
     p->sequence_parallel = sp;
     p->bucket_mib = json_real_value(json_object_get(j, "bucket_mib"));
+    p->tflops_per_gpu = json_real_value(json_object_get(j, "tflops_per_gpu"));
+    p->vary = (int)json_integer_value(json_object_get(j, "vary"));
+    p->status = (int)json_integer_value(json_object_get(j, "status"));
     p->allreduce = (int)json_integer_value(json_object_get(j, "allreduce"));
     json_t *doc = json_object_get(j, "scenario");
     p->scenario = doc ? json_incref(doc) : NULL;

@@ -57,7 +57,9 @@ read -r tried invalid big slow over ranked < <(counts "$work/b")
 grep -q "ranked by cost" "$work/b" || { echo "FAIL: not ranked by cost"; exit 1; }
 sorted "$work/b" 19 || { echo "FAIL: the table is not sorted by cost"; exit 1; }
 awk '$1 ~ /^[0-9]+$/ && NF > 10 && $19 > 70000 {exit 1}' "$work/b" || { echo "FAIL: a plan over the budget"; exit 1; }
-[ "$(($(wc -l < "$work/all.csv") - 1))" -eq "$ranked" ] || { echo "FAIL: the CSV holds $(wc -l < "$work/all.csv") lines for $ranked plans"; exit 1; }
+status_rows() { awk -F, -v s="$2" '$23 == s' "$1" | wc -l; }
+[ "$(status_rows "$work/all.csv" ranked)" -eq "$ranked" ] || { echo "FAIL: the CSV ranks $(status_rows "$work/all.csv" ranked) plans, the search $ranked"; exit 1; }
+[ "$(status_rows "$work/all.csv" over_budget)" -eq "$over" ] || { echo "FAIL: the CSV's over-budget rows"; exit 1; }
 [ "$(cut -d, -f3 "$work/all.csv" | sed 1d | sort -u | tr '\n' ' ')" = "1024 2048 " ] || { echo "FAIL: both global batches"; exit 1; }
 jq -e '.search.ranked_by == "cost" and (.search.best | length) == 6 and (.search.front | length) > 0
        and all(.search.best[]; .cost <= 70000 and .price_per_gpu_hour > 0)' "$work/s.json" > /dev/null || { echo "FAIL: the JSON"; exit 1; }
@@ -68,6 +70,36 @@ grep -q "^why rank 1 wins" "$work/b" || { echo "FAIL: no breakdown of the best a
 [ "$(cut -d, -f20,21 "$work/ba.csv" | sed 1d | sort -u | tr '\n' ' ')" = "100,ring 100,tree 25,ring 25,tree " ] ||
   { echo "FAIL: the bucket and algorithm combinations: $(cut -d, -f20,21 "$work/ba.csv" | sort -u | tr '\n' ' ')"; exit 1; }
 grep -q "bucket allreduce" "$work/ba" || { echo "FAIL: the table lacks the bucket and algorithm"; exit 1; }
+# exhaustive and never wrong: the best plan is the fastest ranked row of the CSV of every estimated plan, and
+# plans the search refused for memory do not fit when etsim estimates them alone (a sample of them)
+"$etsim" --search --search-top 1 --search-csv "$work/every.csv" --plan-out "$work/best-plan.json" \
+  "$src/scenarios/gpt3-13b-dense-a100.json" > "$work/e"
+best=$(awk '$1 == 1 {print $5; exit}' "$work/e")
+fastest=$(awk -F, '$23 == "ranked" && (m == "" || $13 < m) {m = $13} END {print m}' "$work/every.csv")
+awk -v a="$best" -v b="$fastest" 'BEGIN {d = a - b; exit !(d < 1e-4 && d > -1e-4)}' ||
+  { echo "FAIL: the best plan ($best s) is not the fastest ranked row ($fastest s)"; exit 1; }
+jq -e '.run.steps == 20 and .parallelism.tensor >= 1' "$work/best-plan.json" > /dev/null || { echo "FAIL: --plan-out with --search"; exit 1; }
+awk -F, '$23 == "does_not_fit" && n++ % 97 == 0 && k++ < 4' "$work/every.csv" > "$work/pruned"
+[ -s "$work/pruned" ] || { echo "FAIL: no refused plans to check"; exit 1; }
+while IFS=, read -r _ gpus global tensor pipeline chunks _ micro _ recompute seqpar zero _; do
+  set +e
+  "$etsim" --analytic --quiet --set "parallelism.tensor=$tensor" --set "parallelism.pipeline=$pipeline" \
+    --set "parallelism.virtual_pipeline=$chunks" --set "parallelism.zero_stage=$zero" \
+    --set "parallelism.recompute=\"$recompute\"" --set "parallelism.sequence_parallel=$([ "$seqpar" = 1 ] && echo true || echo false)" \
+    --set "batch.local=$micro" --set "batch.global=$global" --set "cluster.nodes=$((gpus / 8))" \
+    "$src/scenarios/gpt3-13b-dense-a100.json" > /dev/null 2>&1
+  rc=$?
+  set -e
+  [ $rc -eq 3 ] || { echo "FAIL: a plan refused for memory (t$tensor p$pipeline v$chunks z$zero $recompute micro $micro) exits $rc alone"; exit 1; }
+done < "$work/pruned"
+echo "search: the best is the fastest of every estimated plan; $(wc -l < "$work/pruned") refused plans checked alone"
+# a method's knob varied: every tensor-train rank estimated, the lowest rank the fastest here, named in the table
+jq 'del(.method.tensor_train.rank_schedule)' "$src/scenarios/encoder-6x768-tt.json" > "$work/tt.json"
+"$etsim" --search --search-top 2 --search-vary method.tensor_train.rank=8,16,30 --search-csv "$work/tt.csv" \
+  "$work/tt.json" > "$work/tt"
+[ "$(cut -d, -f24 "$work/tt.csv" | sed 1d | sort -u | tr '\n' ' ')" = "method.tensor_train.rank=16 method.tensor_train.rank=30 method.tensor_train.rank=8 " ] ||
+  { echo "FAIL: --search-vary values: $(cut -d, -f24 "$work/tt.csv" | sort -u | tr '\n' ' ')"; exit 1; }
+grep -q "^     method.tensor_train.rank=8$" "$work/tt" || { echo "FAIL: the table does not name the varied value"; cat "$work/tt"; exit 1; }
 # no plan: the constraint that binds and the nearest plan; exit 3
 set +e
 "$etsim" --search --deadline-days 1 "$src/scenarios/gpt3-13b-dense-a100.json" > "$work/n"
