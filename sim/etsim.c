@@ -84,8 +84,8 @@ static void usage(FILE *out)
         "  --algo A          with --collective: auto, ring, tree or hierarchical (default auto)\n"
         "  --min-bytes N, --max-bytes N, --step-factor F   sizes for --collective (1M, 1G, 4)\n"
         "  --help            this text\n"
-        "exit status: 0 ok, 2 bad input, 3 the plan does not fit in device memory, 4 a collective\n"
-        "benchmark deviates from its closed form, 1 other errors\n",
+        "exit status: 0 ok, 2 bad input, 3 the plan does not fit in device memory (--search: no plan left),\n"
+        "4 a collective benchmark deviates from its closed form, 1 other errors\n",
         out);
 }
 
@@ -430,6 +430,52 @@ static int parse_args(int argc, char **argv, options *o)
                     }
                     o->space.algos[o->space.n_algos++] = found;
                 }
+            }
+        } else if (!strcmp(a, "--search-tensor") || !strcmp(a, "--search-pipeline") ||
+                   !strcmp(a, "--search-micro") || !strcmp(a, "--search-zero") ||
+                   !strcmp(a, "--search-recompute")) {
+            const char *flag = a, *list;
+            if (file_arg(argc, argv, &i, &list)) return -1;
+            search_space *sp = &o->space;
+            int *values = !strcmp(flag, "--search-tensor")     ? sp->tensor
+                          : !strcmp(flag, "--search-pipeline") ? sp->pipeline
+                          : !strcmp(flag, "--search-micro")    ? sp->micro
+                          : !strcmp(flag, "--search-zero")     ? sp->zero
+                                                               : sp->recompute;
+            int *n = !strcmp(flag, "--search-tensor")     ? &sp->n_tensor
+                     : !strcmp(flag, "--search-pipeline") ? &sp->n_pipeline
+                     : !strcmp(flag, "--search-micro")    ? &sp->n_micro
+                     : !strcmp(flag, "--search-zero")     ? &sp->n_zero
+                                                          : &sp->n_recompute;
+            const int cap = !strcmp(flag, "--search-zero")        ? 4
+                            : !strcmp(flag, "--search-recompute") ? 3
+                            : !strcmp(flag, "--search-micro")     ? 8
+                                                                  : 16;
+            char copy[512];
+            snprintf(copy, sizeof copy, "%s", list);
+            for (char *save = NULL, *tok = strtok_r(copy, ",", &save); tok;
+                 tok = strtok_r(NULL, ",", &save)) {
+                long v = -1;
+                if (!strcmp(flag, "--search-recompute")) {
+                    for (int k = 0; et_recompute_names[k]; k++)
+                        if (!strcmp(et_recompute_names[k], tok)) v = k;
+                } else {
+                    char *end;
+                    v = strtol(tok, &end, 10);
+                    if (*end || end == tok || v < 0 || v > 1 << 20 ||
+                        (strcmp(flag, "--search-zero") && v < 1) || (!strcmp(flag, "--search-zero") && v > 3))
+                        v = -1;
+                }
+                if (v < 0 || *n == cap) {
+                    fprintf(stderr, "etsim: %s expects up to %d %s separated by commas, got \"%s\"\n", flag,
+                            cap,
+                            !strcmp(flag, "--search-recompute") ? "of none, full, selective"
+                            : !strcmp(flag, "--search-zero")    ? "ZeRO stages 0-3"
+                                                                : "positive whole numbers",
+                            list);
+                    return -1;
+                }
+                values[(*n)++] = (int)v;
             }
         } else if (strcmp(a, "--search-vary") == 0) {
             const char *spec;
@@ -990,6 +1036,12 @@ static int search_main(options *o)
             et_scenario_free(&s);
             return et_error_exit_status(&err);
         }
+    /* --csv PREFIX under --search: PREFIX-plans.csv, as --search-csv */
+    static char csv_path[4096];
+    if (o->csv_prefix && !o->search_csv) {
+        snprintf(csv_path, sizeof csv_path, "%s-plans.csv", o->csv_prefix);
+        o->search_csv = csv_path;
+    }
     if (o->prices_file && read_prices(o->prices_file, &o->space, &err)) {
         print_error(&err);
         et_scenario_free(&s);
@@ -1141,12 +1193,18 @@ static int search_main(options *o)
         }
         for (int i = 0; i < r.n_front; i++)
             json_array_append_new(front, plan_json_full(o, &s, &r.front[i]));
+        json_t *plans = json_array();
+        for (int i = 0; i < r.n_all; i++) {
+            json_t *p = plan_json_full(o, &s, &r.all[i]);
+            json_object_set_new(p, "status", json_string(search_status_names[r.all[i].status]));
+            json_array_append_new(plans, p);
+        }
         json_t *j =
-            json_pack("{s:s, s:i, s:{s:s, s:s, s:i, s:i, s:i, s:i, s:i, s:i, s:f, s:i, s:o, s:o}}", "tool",
-                      "etsim", "format_version", REPORT_FORMAT_VERSION, "search", "scenario", s.name,
+            json_pack("{s:s, s:i, s:{s:s, s:s, s:i, s:i, s:i, s:i, s:i, s:i, s:f, s:i, s:o, s:o, s:o}}",
+                      "tool", "etsim", "format_version", REPORT_FORMAT_VERSION, "search", "scenario", s.name,
                       "ranked_by", by, "tried", r.tried, "invalid", r.invalid, "too_big", r.too_big,
                       "too_slow", r.too_slow, "over_budget", r.over_budget, "ranked", r.ranked, "seconds",
-                      r.seconds, "threads", r.threads, "best", best, "front", front);
+                      r.seconds, "threads", r.threads, "best", best, "front", front, "plans", plans);
         if (!j || et_atomic_write_json(o->json_out, j, &err)) {
             if (j) print_error(&err);
             rc = j ? et_error_exit_status(&err) : 1;

@@ -235,6 +235,14 @@ typedef struct worker {
     search_result r;
 } worker;
 
+/* Whether v is allowed by a narrowed dimension (n 0: every value). */
+static int allowed(const int *values, int n, long long v)
+{
+    for (int i = 0; i < n; i++)
+        if (values[i] == v) return 1;
+    return n == 0;
+}
+
 /* Evaluates the index-th of `count` blocks of the candidates into its own result. */
 static void *work(void *arg)
 {
@@ -336,6 +344,9 @@ int search_run(const char *scenario_path, const char *const *sets, int n_sets, c
         micro[n_micro++] = m;
     if (base.batch.local & (base.batch.local - 1) || base.batch.local > 64)
         micro[n_micro++] = base.batch.local;
+    if (space && space->n_micro > 0) /* the user's micro-batches instead */
+        for (n_micro = 0; n_micro < space->n_micro && n_micro < 8; n_micro++)
+            micro[n_micro] = space->micro[n_micro];
     et_scenario_free(&base);
     /* every candidate first (cheap), then evaluated in parallel, each thread keeping its own best */
     const int n_dev = space && space->n_devices > 0 ? space->n_devices : 1;
@@ -344,16 +355,20 @@ int search_run(const char *scenario_path, const char *const *sets, int n_sets, c
     /* GPU counts and micro-batches innermost: consecutive candidates share their graphs (analytic.c) */
     for (int dev = 0; dev < n_dev; dev++)
         for (int t = 1; t <= per_node; t++) {
-            if (per_node % t) continue;
+            if (per_node % t || (space && !allowed(space->tensor, space->n_tensor, t))) continue;
             for (int pp = 1; pp <= L; pp++) {
-                if (L % pp) continue;
+                if (L % pp || (space && !allowed(space->pipeline, space->n_pipeline, pp))) continue;
                 for (int v = 1; v <= (pp > 1 ? 4 : 1); v *= 2)
-                    for (int rc = 0; rc < 3; rc++)
+                    for (int rc = 0; rc < 3; rc++) {
+                        if (space && !allowed(space->recompute, space->n_recompute, rc)) continue;
                         for (int sp = 0; sp <= (t > 1); sp++)
-                            for (int z = 0; z <= 3; z++)
+                            for (int z = 0; z <= 3; z++) {
+                                if (space && !allowed(space->zero, space->n_zero, z)) continue;
                                 for (int gb = 0; gb < n_batches; gb++)
                                     for (int g = 0; g < n_counts; g++)
-                                        for (int mi = 0; mi < n_micro; mi++)
+                                        for (int mi = 0; mi < n_micro; mi++) {
+                                            if (space && !allowed(space->micro, space->n_micro, micro[mi]))
+                                                continue;
                                             for (int bk = 0; bk < n_buckets; bk++)
                                                 for (int al = 0; al < n_algos; al++)
                                                     for (int va = 0; va < n_vary; va++) {
@@ -386,6 +401,9 @@ int search_run(const char *scenario_path, const char *const *sets, int n_sets, c
                                                             .vary = space && space->n_vary > 0 ? va : -1,
                                                             .allreduce = algos[al]};
                                                     }
+                                        }
+                            }
+                    }
             }
         }
     /* under MPI, this rank's block of the candidates (the same list on every rank) */

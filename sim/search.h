@@ -35,6 +35,10 @@ typedef struct search_space {
     double bucket_mib[8]; /* gradient bucket sizes to try, MiB; none: the scenario's */
     int n_algos;
     int algos[4]; /* all-reduce algorithms to try (et_coll_algo); none: the scenario's */
+    /* the fixed dimensions narrowed (--search-tensor, --search-pipeline, --search-micro, --search-zero,
+     * --search-recompute): only these values when given */
+    int n_tensor, tensor[16], n_pipeline, pipeline[16], n_micro, micro[8], n_zero, zero[4], n_recompute,
+        recompute[3];
     int n_vary;
     char vary[16][160]; /* --search-vary key.path=a,b,c as assignments "key.path=a", ...: any scenario key
                            (a method's knobs: sparsity, tensor-train rank) */

@@ -100,6 +100,14 @@ jq 'del(.method.tensor_train.rank_schedule)' "$src/scenarios/encoder-6x768-tt.js
 [ "$(cut -d, -f24 "$work/tt.csv" | sed 1d | sort -u | tr '\n' ' ')" = "method.tensor_train.rank=16 method.tensor_train.rank=30 method.tensor_train.rank=8 " ] ||
   { echo "FAIL: --search-vary values: $(cut -d, -f24 "$work/tt.csv" | sort -u | tr '\n' ' ')"; exit 1; }
 grep -q "^     method.tensor_train.rank=8$" "$work/tt" || { echo "FAIL: the table does not name the varied value"; cat "$work/tt"; exit 1; }
+# the space's own dimensions narrowed: only the values given (2 tensor x 2 micro-batches x 2 sequence
+# parallelism, one pipeline, ZeRO and recomputation)
+"$etsim" --search --search-top 20 --search-tensor 2,4 --search-pipeline 1 --search-zero 1 --search-recompute none \
+  --search-micro 1,2 "$src/scenarios/gpt3-13b-dense-a100.json" > "$work/narrow"
+read -r tried invalid big slow over ranked < <(counts "$work/narrow")
+[ "$tried" -eq 8 ] || { echo "FAIL: the narrowed space tried $tried plans, expected 8"; exit 1; }
+awk '$1 ~ /^[0-9]+$/ && NF > 10 && (($8 != 2 && $8 != 4) || $9 != 1 || $16 != 1 || $14 != "none") {exit 1}' "$work/narrow" ||
+  { echo "FAIL: a plan outside the narrowed space"; cat "$work/narrow"; exit 1; }
 # no plan: the constraint that binds and the nearest plan; exit 3
 set +e
 "$etsim" --search --deadline-days 1 "$src/scenarios/gpt3-13b-dense-a100.json" > "$work/n"
