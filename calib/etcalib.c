@@ -7,6 +7,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include <jansson.h>
 #include <math.h>
+#include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,7 @@
 #include <unistd.h>
 
 #include "atomic_file.h"
+#include "calib_allreduce.h"
 #include "calib_fit.h"
 #include "calib_network.h"
 #include "calib_run.h"
@@ -33,8 +35,10 @@ static const char usage[] =
     "       etcalib fit micro.json|measured.json|table.csv ... --base P.json --out Q.json\n"
     "                   [--gpu NAME[|NAME...] --precision P]   (for calibset .csv tables)\n"
     "       etcalib fit-network nccl.csv --gpu NAME[|NAME...] --scenario s.json --out s-calibrated.json\n"
+    "       etcalib fit-network micro.json --scenario s.json --out s-calibrated.json   (all-reduce rows)\n"
     "  bench:  matrix products over a grid of shapes and the scenario's shapes, streaming kernels over\n"
-    "          sizes, the per-op overhead, on this machine (pin it and set OPENBLAS_NUM_THREADS).\n"
+    "          sizes, the per-op overhead, on this machine (pin it and set OPENBLAS_NUM_THREADS); under\n"
+    "          mpirun with 2 ranks or more, first the all-reduce's bus bandwidth over message sizes.\n"
     "  report: the cost model's prediction beside each measurement (the plan's profile, or P), the step\n"
     "          first, then per op class and the largest ops; --csv writes every op.\n"
     "  fit:    fits the profile's GEMM rate and half dimension, bandwidth, vector rate and launch overhead\n"
@@ -474,6 +478,9 @@ static int cmd_fit_network(int argc, char **argv)
             return EXIT_INPUT;
         }
     }
+    const size_t tl = table ? strlen(table) : 0;
+    const int from_micro = tl > 5 && !strcmp(table + tl - 5, ".json"); /* etcalib bench's all-reduce rows */
+    if (from_micro && !gpu) gpu = "MPI ranks";
     if (!table || !gpu || !scenario_path || !out) {
         fprintf(stderr, "%s\n", usage);
         return EXIT_INPUT;
@@ -488,7 +495,11 @@ static int cmd_fit_network(int argc, char **argv)
     }
     calib_coll_sample *x;
     int n;
-    if (calib_nccl_load(table, gpu, &x, &n, &err)) {
+    json_t *micro = from_micro ? calib_load_json(table, &err) : NULL;
+    int loaded = from_micro ? (micro ? calib_allreduce_samples(micro, table, &x, &n, &err) : -1)
+                            : calib_nccl_load(table, gpu, &x, &n, &err);
+    json_decref(micro);
+    if (loaded) {
         fail(&err);
         et_scenario_free(&s);
         return et_error_exit_status(&err);
@@ -569,6 +580,20 @@ static int cmd_bench(int argc, char **argv)
     const char *bench_inputs[] = {scenario_path};
     if (refuse_output(out, "--out", bench_inputs, 1)) return EXIT_INPUT;
     et_error err;
+    /* under mpirun: the all-reduce over every rank first, then MPI ends and rank 0 alone runs the rest (no
+     * rank polling in MPI beside its timings) */
+    json_t *allreduce = NULL;
+    if (calib_allreduce_active()) {
+        allreduce = calib_allreduce_bench(stderr, &err);
+        int rank = 0;
+        MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+        calib_allreduce_finish();
+        if (rank != 0) return 0;
+        if (!allreduce) {
+            fail(&err);
+            return et_error_exit_status(&err);
+        }
+    }
     et_plan plan; /* a scenario or a plan: a plan's "run" is allowed */
     if (scenario_path && et_plan_load(scenario_path, &plan, &err)) {
         et_scenario s;
@@ -582,9 +607,11 @@ static int cmd_bench(int argc, char **argv)
     json_t *j = calib_bench_run(backend, scenario_path ? &plan.s : NULL, stderr, &err);
     if (scenario_path) et_plan_free(&plan);
     if (!j) {
+        json_decref(allreduce);
         fail(&err);
         return et_error_exit_status(&err);
     }
+    if (allreduce) json_object_set_new(j, "allreduce", allreduce);
     int rc = et_atomic_write_json(out, j, &err);
     json_decref(j);
     if (rc) {
@@ -601,7 +628,16 @@ int main(int argc, char **argv)
         puts(usage);
         return argc < 2 ? EXIT_INPUT : 0;
     }
-    if (strcmp(argv[1], "bench") == 0) return cmd_bench(argc - 2, argv + 2);
+    if (strcmp(argv[1], "bench") == 0) {
+        int rank;
+        if (calib_allreduce_init(&argc, &argv, &rank)) {
+            fputs("etcalib: error: cannot start MPI under mpirun\n", stderr);
+            return 1;
+        }
+        int rc = cmd_bench(argc - 2, argv + 2);
+        calib_allreduce_finish();
+        return rc;
+    }
     if (strcmp(argv[1], "report") == 0) return cmd_report(argc - 2, argv + 2);
     if (strcmp(argv[1], "fit") == 0) return cmd_fit(argc - 2, argv + 2);
     if (strcmp(argv[1], "fit-network") == 0) return cmd_fit_network(argc - 2, argv + 2);
