@@ -5,15 +5,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "launcher.h"
 #include "wall_clock.h"
 
 static int started;
 
 int calib_allreduce_active(void)
 {
-    const char *n = getenv("OMPI_COMM_WORLD_SIZE");
-    if (!n) n = getenv("PMI_SIZE");
-    return n && atoi(n) > 1;
+    return et_mpirun_ranks() > 1;
 }
 
 int calib_allreduce_init(int *argc, char ***argv, int *rank)

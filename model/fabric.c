@@ -43,24 +43,24 @@ static double pod_uplink(const et_cluster *c, int pod)
     return sum / c->core_oversubscription;
 }
 
+/* The smallest of n up-links (0 with a single one: nothing to cross). */
+static double min_uplink(const et_cluster *c, int n, double (*uplink)(const et_cluster *, int))
+{
+    if (n <= 1) return 0;
+    double m = INFINITY;
+    for (int i = 0; i < n; i++)
+        m = fmin(m, uplink(c, i));
+    return m;
+}
+
 double et_fabric_min_leaf_uplink(const et_cluster *c)
 {
-    int leaves = et_fabric_leaves(c);
-    if (leaves <= 1) return 0;
-    double m = INFINITY;
-    for (int l = 0; l < leaves; l++)
-        m = fmin(m, leaf_uplink(c, l));
-    return m;
+    return min_uplink(c, et_fabric_leaves(c), leaf_uplink);
 }
 
 double et_fabric_min_pod_uplink(const et_cluster *c)
 {
-    int pods = et_fabric_pods(c);
-    if (pods <= 1) return 0;
-    double m = INFINITY;
-    for (int p = 0; p < pods; p++)
-        m = fmin(m, pod_uplink(c, p));
-    return m;
+    return min_uplink(c, et_fabric_pods(c), pod_uplink);
 }
 
 int et_fabric_warnings(const et_cluster *c, const char **out, int max)

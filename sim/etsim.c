@@ -886,7 +886,7 @@ static void print_no_plan(const options *o, const et_scenario *s, const search_r
 
 static json_t *plan_json(const options *o, const et_scenario *s, const search_plan *p)
 {
-    return json_pack(
+    json_t *j = json_pack(
         "{s:s, s:i, s:I, s:i, s:i, s:i, s:i, s:I, s:I, s:s, s:b, s:i, s:f, s:f, s:f, s:f, s:f, s:f, s:f}",
         "device", plan_device(o, s, p), "gpus", p->gpus, "global_batch", (json_int_t)p->global, "tensor",
         p->tensor, "pipeline", p->pipeline, "virtual_pipeline", p->virtual_pipeline, "data", p->data,
@@ -894,11 +894,6 @@ static json_t *plan_json(const options *o, const et_scenario *s, const search_pl
         et_recompute_names[p->recompute], "sequence_parallel", p->sequence_parallel, "zero_stage",
         p->zero_stage, "step_s", p->step_s, "mfu", p->mfu, "memory_GiB", p->memory_gib, "time_to_train_s",
         p->time_to_train_s, "gpu_hours", p->gpu_hours, "price_per_gpu_hour", p->price, "cost", p->cost);
-}
-
-static json_t *plan_json_full(const options *o, const et_scenario *s, const search_plan *p)
-{
-    json_t *j = plan_json(o, s, p);
     json_object_set_new(j, "bucket_MiB", json_real(plan_bucket_mib(s, p)));
     json_object_set_new(j, "allreduce", json_string(plan_allreduce(s, p)));
     json_object_set_new(j, "tflops_per_gpu", json_real(p->tflops_per_gpu));
@@ -1054,8 +1049,6 @@ static int search_main(options *o)
         return EXIT_INPUT;
     }
     o->space.progress = !o->quiet && isatty(2);
-    et_estimate own;
-    const int own_ok = et_analytic_estimate(&s, &own, &err) == 0;
     search_result r;
     const int keep = o->search_top > 0 ? (int)o->search_top : 10;
     if (o->space.rank > 0) o->space.progress = false;
@@ -1072,6 +1065,8 @@ static int search_main(options *o)
         et_scenario_free(&s);
         return 0;
     }
+    et_estimate own; /* the scenario's own plan, beside the best */
+    const int own_ok = et_analytic_estimate(&s, &own, &err) == 0;
     const search_order order = search_ranking(&o->space);
     const char *by = order == SEARCH_BY_COST        ? "cost"
                      : order == SEARCH_BY_GPU_HOURS ? "GPU-hours"
@@ -1187,15 +1182,15 @@ static int search_main(options *o)
     if (o->json_out) {
         json_t *best = json_array(), *front = json_array();
         for (int i = 0; i < r.n_best; i++) {
-            json_t *p = plan_json_full(o, &s, &r.best[i]);
+            json_t *p = plan_json(o, &s, &r.best[i]);
             if (i < k && simulated) json_object_set_new(p, "simulated_step_s", json_real(simulated[i]));
             json_array_append_new(best, p);
         }
         for (int i = 0; i < r.n_front; i++)
-            json_array_append_new(front, plan_json_full(o, &s, &r.front[i]));
+            json_array_append_new(front, plan_json(o, &s, &r.front[i]));
         json_t *plans = json_array();
         for (int i = 0; i < r.n_all; i++) {
-            json_t *p = plan_json_full(o, &s, &r.all[i]);
+            json_t *p = plan_json(o, &s, &r.all[i]);
             json_object_set_new(p, "status", json_string(search_status_names[r.all[i].status]));
             json_array_append_new(plans, p);
         }

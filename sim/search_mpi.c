@@ -2,6 +2,8 @@
 #include "search_mpi.h"
 
 #include <mpi.h>
+
+#include "launcher.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -9,10 +11,8 @@ static int started;
 
 int search_mpi_init(int *argc, char ***argv, int *rank, int *ranks)
 {
-    const char *n = getenv("OMPI_COMM_WORLD_SIZE");
-    if (!n) n = getenv("PMI_SIZE");
     *rank = 0, *ranks = 1;
-    if (!n || atoi(n) <= 1) return 0;
+    if (et_mpirun_ranks() <= 1) return 0;
     if (MPI_Init(argc, argv) != MPI_SUCCESS) return -1;
     started = 1;
     MPI_Comm_rank(MPI_COMM_WORLD, rank);

@@ -1,7 +1,7 @@
 /* search_mpi: the plan search split over the ranks of mpirun (etsim --search under mpirun -np N).
  *
- * Contract: search_mpi_init() starts MPI when etsim runs under mpirun with more than one rank (Open MPI's
- * OMPI_COMM_WORLD_SIZE, or PMI_SIZE) and fills *rank and *ranks (0 and 1 otherwise, MPI untouched).
+ * Contract: search_mpi_init() starts MPI when etsim runs under mpirun with more than one rank
+ * (et_mpirun_ranks, model/launcher.h) and fills *rank and *ranks (0 and 1 otherwise, MPI untouched).
  * search_mpi_gather() sends every other rank's result to rank 0, which merges them into its own (the same
  * ranking as one process: every rank evaluates its block of the same candidate list); on the other ranks
  * `r` is left as it was. search_mpi_finish() ends MPI (a no-op without it). Errors: -1 with *err. */

@@ -402,7 +402,7 @@ int sim_child_main(const et_scenario *s, const sim_options *o, int fd)
             continue;
         char text[600];
         snprintf(text, sizeof text, "--cfg %s: %s", o->simgrid_args[i] + 6, why);
-        result = json_pack("{s:s, s:i}", "error", text, "code", (int)ET_ERROR_INPUT);
+        fail(&result, "%s", text);
         write_json_fd(fd, result);
         return 1;
     }

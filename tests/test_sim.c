@@ -150,6 +150,34 @@ static void same_report(const json_t *a, const json_t *b, int c, const char *sce
     free(y);
 }
 
+/* A drawn scenario (root, taken) simulated with options x and with options y gives the same report. A
+ * scenario the rules refuse fails the check with `must_parse`, else it is skipped (a drawn plan the rules
+ * may refuse); with `cut_off_ok` a simulation may fail because drawn faults cut a node off. */
+static void same_report_for(json_t *root, const char *label, int c, const sim_options *x,
+                            const sim_options *y, int must_parse, int cut_off_ok)
+{
+    char *text = json_dumps(root, JSON_COMPACT);
+    et_scenario s;
+    et_error err;
+    int parsed = et_scenario_parse(root, label, NULL, &s, &err) == 0;
+    json_decref(root);
+    if (must_parse) CHECK(parsed, "%s %d parses: %s\n%s", label, c, parsed ? "" : err.text, text);
+    if (!parsed) {
+        free(text);
+        return;
+    }
+    json_t *a = NULL, *b = NULL;
+    if (sim_run(&s, x, &a, &err) || sim_run(&s, y, &b, &err))
+        CHECK(cut_off_ok && strstr(err.text, "cut off") != NULL, "%s %d simulates: %s\n%s", label, c,
+              err.text, text);
+    else
+        same_report(a, b, c, text);
+    json_decref(a);
+    json_decref(b);
+    et_scenario_free(&s);
+    free(text);
+}
+
 /* Mirroring and the most contended link are exact: on clusters drawn at random (nodes, GPUs per node,
  * NICs, leaves, oversubscription, algorithm, ZeRO, tensor parallelism, stragglers, calibration factors),
  * the simulation gives the same report whether flows are mirrored or all played. */
@@ -182,26 +210,8 @@ static void check_mirroring_random(int cases)
             "gpus_per_node", g, "nics_per_node", nics, "nic_Gbps", 200, "bandwidth_factor", bandwidth_factor,
             "latency_factor", latency_factor, "fabric", "nodes_per_leaf", per_leaf, "oversubscription", ratio,
             "target", "steps", 1, "simulation", "steps", 2, "seed", seed, "straggler_sigma", sigma);
-        char *text = json_dumps(root, JSON_COMPACT);
-        et_scenario s;
-        et_error err;
-        int parsed = et_scenario_parse(root, "random case", NULL, &s, &err) == 0;
-        json_decref(root);
-        CHECK(parsed, "random case %d parses: %s\n%s", c, parsed ? "" : err.text, text);
-        if (!parsed) {
-            free(text);
-            continue;
-        }
         sim_options mirrored = {.steps = 2}, all = {.steps = 2, .all_flows = true};
-        json_t *a = NULL, *b = NULL;
-        if (sim_run(&s, &mirrored, &a, &err) || sim_run(&s, &all, &b, &err))
-            CHECK(0, "random case %d simulates: %s", c, err.text);
-        else
-            same_report(a, b, c, text);
-        json_decref(a);
-        json_decref(b);
-        et_scenario_free(&s);
-        free(text);
+        same_report_for(root, "random case", c, &mirrored, &all, 1, 0);
     }
 }
 
@@ -256,27 +266,8 @@ static void check_fabrics_random(int cases)
                                  128, "batch", "local", 4, "optimizer", "name", "adam", "precision", "fp16",
                                  "parallelism", "allreduce", algo, "zero_stage", zero, "cluster", cluster,
                                  "target", "steps", 1, "simulation", "steps", 2, "seed", seed);
-        char *text = json_dumps(root, JSON_COMPACT);
-        et_scenario s;
-        et_error err;
-        int parsed = et_scenario_parse(root, "random fabric", NULL, &s, &err) == 0;
-        json_decref(root);
-        CHECK(parsed, "random fabric %d parses: %s\n%s", c, parsed ? "" : err.text, text);
-        if (!parsed) {
-            free(text);
-            continue;
-        }
         sim_options mirrored = {.steps = 2}, all = {.steps = 2, .all_flows = true};
-        json_t *a = NULL, *b = NULL;
-        if (sim_run(&s, &mirrored, &a, &err) || sim_run(&s, &all, &b, &err))
-            CHECK(strstr(err.text, "cut off") != NULL, "random fabric %d simulates: %s\n%s", c, err.text,
-                  text);
-        else
-            same_report(a, b, c, text);
-        json_decref(a);
-        json_decref(b);
-        et_scenario_free(&s);
-        free(text);
+        same_report_for(root, "random fabric", c, &mirrored, &all, 1, 1);
     }
 }
 
@@ -306,25 +297,8 @@ static void check_merged_groups_random(int cases)
                       "cluster", "device", "a100-sxm4-80gb", "nodes", n, "gpus_per_node", g, "nics_per_node",
                       nics, "nic_Gbps", 200, "fabric", "nodes_per_leaf", per_leaf, "oversubscription", ratio,
                       "target", "steps", 1, "simulation", "steps", 2, "seed", seed);
-        char *text = json_dumps(root, JSON_COMPACT);
-        et_scenario s;
-        et_error err;
-        int parsed = et_scenario_parse(root, "merged groups", NULL, &s, &err) == 0;
-        json_decref(root);
-        if (!parsed) { /* a drawn plan the rules refuse (for example tensor 4 on 4 GPUs with 2 stages) */
-            free(text);
-            continue;
-        }
         sim_options merged = {.steps = 2}, apart = {.steps = 2, .all_groups = true};
-        json_t *a = NULL, *b = NULL;
-        if (sim_run(&s, &merged, &a, &err) || sim_run(&s, &apart, &b, &err))
-            CHECK(0, "merged case %d simulates: %s\n%s", c, err.text, text);
-        else
-            same_report(a, b, c, text);
-        json_decref(a);
-        json_decref(b);
-        et_scenario_free(&s);
-        free(text);
+        same_report_for(root, "merged groups", c, &merged, &apart, 0, 0);
     }
 }
 
