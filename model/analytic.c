@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "batch.h"
+#include "moe.h"
 #include "sampling.h"
 
 double et_bucket_comm_time(const et_scenario *s, const et_comm_group *dp, double bytes, et_coll_algo *chosen)
@@ -42,7 +43,13 @@ static double op_seconds(const et_scenario *s, const et_graph *g, int i, const e
                          const double *op_time, const et_comm_group *tp, double *tp_comm)
 {
     const et_op *op = &g->ops[i];
-    if (et_op_is_tp_comm(op->kind)) {
+    if (op->kind == ET_OP_EP_ALLTOALL) {
+        /* the busiest expert rank receives imbalance x the mean rows */
+        double t = et_moe_alltoall_time(s, et_linear_eval(&op->bytes, b)) * et_moe_imbalance(s, b);
+        if (tp_comm) *tp_comm += t;
+        return 0;
+    }
+    if (et_op_is_comm(op->kind)) {
         double t = et_tp_comm_time(tp, op->kind, et_linear_eval(&op->bytes, b));
         if (s->parallel.tp_overlap) {
             /* split into chunks pipelined with the product it feeds (an all-gather: the next op) or drains
@@ -57,7 +64,9 @@ static double op_seconds(const et_scenario *s, const et_graph *g, int i, const e
         if (tp_comm) *tp_comm += t;
         return 0;
     }
-    return op_time ? op_time[i] : et_op_time(op, b, &s->cluster.device, s->precision);
+    double t = op_time ? op_time[i] : et_op_time(op, b, &s->cluster.device, s->precision);
+    /* every expert rank waits for the busiest at the next all-to-all */
+    return op->expert ? t * et_moe_imbalance(s, b) : t;
 }
 
 double et_phase_time(const et_scenario *s, const et_graph *g, et_phase phase, const et_batch_shape *b,
@@ -70,7 +79,7 @@ double et_phase_time(const et_scenario *s, const et_graph *g, et_phase phase, co
 static double op_kernels(const et_graph *g, int i, const et_batch_shape *b)
 {
     const et_op *op = &g->ops[i];
-    if (et_op_is_tp_comm(op->kind)) return 0;
+    if (et_op_is_comm(op->kind)) return 0;
     if (et_linear_eval(&op->flops, b) <= 0 && et_linear_eval(&op->bytes, b) <= 0) return 0;
     return op->kernels;
 }
@@ -241,7 +250,11 @@ static int whole_model_graph(const et_scenario *s, et_graph *g, int *owned, et_e
     o.recompute = ET_RECOMPUTE_NONE;
     o.sequence_parallel = false;
     o.optimizer_shards = 1;
-    return graph_for(&s->model, &o, g, owned, err, NULL);
+    o.expert = 1; /* every expert counted once */
+    /* model FLOPs count the routed rows, not a fixed capacity's padding */
+    et_model_config model = s->model;
+    model.moe.capacity_factor = 0;
+    return graph_for(&model, &o, g, owned, err, NULL);
 }
 
 /* Forward + backward FLOPs of one micro-batch of a graph. */
@@ -285,6 +298,48 @@ double et_backward_segments_of(const et_scenario *s, const et_graph *g, const et
         for (k = 0; k <= nb; k++)
             seg[k] *= bound / total;
     return bound;
+}
+
+int et_phase_cuts(const et_scenario *s, const et_graph *g, et_phase phase, const et_bucket *buckets, int nb,
+                  const et_batch_shape *b, const double *op_time, et_phase_cut *cut, int max)
+{
+    double compute = 0, expert = 0, total = 0, kernels = 0, tp_comm = 0;
+    int n = 0, k = 0;
+    et_comm_group tp = et_tp_group(s);
+    for (int i = 0; i < g->n_ops; i++) {
+        const et_op *op = &g->ops[i];
+        if (op->phase != phase) continue;
+        if (op->kind == ET_OP_EP_ALLTOALL) {
+            if (n == max) return -1;
+            cut[n++] = (et_phase_cut){.op = i, .bucket = -1, .compute = compute, .expert = expert};
+            compute = expert = 0;
+            continue;
+        }
+        double before = tp_comm;
+        double dt = op_seconds(s, g, i, b, op_time, &tp, &tp_comm) + (tp_comm - before);
+        if (op->expert) dt /= et_moe_imbalance(s, b); /* the rank's own rows, not the busiest's */
+        kernels += op_kernels(g, i, b);
+        compute += dt;
+        total += dt;
+        if (op->expert) expert += dt;
+        while (buckets && k < nb && buckets[k].ready_op == i) {
+            if (n == max) return -1;
+            cut[n++] = (et_phase_cut){.op = -1, .bucket = k++, .compute = compute, .expert = expert};
+            compute = expert = 0;
+        }
+    }
+    while (buckets && k < nb) {
+        if (n == max) return -1;
+        cut[n++] = (et_phase_cut){.op = -1, .bucket = k++};
+    }
+    if (n == max) return -1;
+    cut[n++] = (et_phase_cut){.op = -1, .bucket = -1, .compute = compute, .expert = expert};
+    /* a host slower than the device stretches the phase evenly */
+    double bound = et_host_bound(total, kernels, s->host.per_kernel);
+    if (bound > total && total > 0)
+        for (int j = 0; j < n; j++)
+            cut[j].compute *= bound / total, cut[j].expert *= bound / total;
+    return n;
 }
 
 /* Lays the last micro-batch's backward out on the compute stream and the bucket collectives on the
@@ -445,6 +500,13 @@ static int estimate_phase(const et_scenario *s, et_estimate *out, et_error *err)
         out->forward = m * F;
         out->backward = m * Bw;
         out->tp_comm = m * (tp_f + tp_b);
+        /* the experts' all-to-alls, counted in the blocking communication above: shown apart */
+        out->ep_comm = 0;
+        for (int i = 0; i < g.n_ops; i++)
+            if (g.ops[i].kind == ET_OP_EP_ALLTOALL && g.ops[i].phase != ET_PHASE_OPTIMIZER)
+                out->ep_comm += m * et_moe_alltoall_time(s, et_linear_eval(&g.ops[i].bytes, &b)) *
+                                et_moe_imbalance(s, &b);
+        out->tp_comm = fmax(0, out->tp_comm - out->ep_comm);
         out->pp_comm = m * 2 * send;
         out->bubble = et_pipeline_bubble_micro_batches(pp, v) * (F + Bw + tp_f + tp_b + 2 * send);
         double comm_total = 0, clip = 0;
@@ -480,13 +542,17 @@ static int estimate_phase(const et_scenario *s, et_estimate *out, et_error *err)
     }
     if (s->optimizer.clip == ET_CLIP_AFTER_ALLREDUCE && s->parallel.data > 1)
         out->clip_allreduce = et_allreduce_time(&dp, ET_COLL_AUTO, 4, NULL);
-    out->compute = out->forward + out->backward + out->clip + out->tp_comm + out->pp_comm + out->bubble;
+    out->compute =
+        out->forward + out->backward + out->clip + out->tp_comm + out->ep_comm + out->pp_comm + out->bubble;
     out->step_time_balanced =
         out->compute + out->dp_comm_exposed + out->clip_allreduce + out->optimizer + out->zero_gather;
     /* the headline waits for the slowest rank, as every synchronous step does */
     out->straggler_delay = (out->straggler_factor - 1) * (out->forward + out->backward);
     out->step_time = out->step_time_balanced + out->straggler_delay;
 
+    out->params_active = et_model_active_param_count(&s->model);
+    out->moe_imbalance = et_moe_imbalance(s, &b);
+    out->moe_dropped = et_moe_dropped_fraction(s, &b);
     double micro_batches = m * s->parallel.data;
     out->model_flops_per_step = micro_flops * micro_batches;
     out->tokens_per_step = b.tokens * micro_batches;

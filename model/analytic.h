@@ -32,6 +32,9 @@ typedef struct et_phase_estimate {
 typedef struct et_estimate {
     double params_total;         /* whole model: trainable values (kept weights, TT cores) */
     double params_dense;         /* the dense model of the same shape */
+    double params_active;        /* used by one token: a mixture of experts' top_k experts per MoE layer */
+    double moe_imbalance;        /* E[max/mean] of expert ranks' rows (moe.h; 1 when balanced or dense) */
+    double moe_dropped;          /* fraction of routed rows a fixed capacity drops */
     double params_per_gpu;       /* this GPU's shard of weights (tensor/pipeline split, before ZeRO) */
     double model_flops_per_step; /* all GPUs, forward + backward, no recomputation */
     double flops_per_token;      /* model FLOPs / tokens trained */
@@ -44,9 +47,10 @@ typedef struct et_estimate {
     double backward; /* includes recomputation */
     double clip;     /* per-bucket clipping kernels */
     double tp_comm;  /* tensor-parallel all-reduces (blocking) */
+    double ep_comm;  /* experts' all-to-alls (blocking; mixture of experts with expert parallelism) */
     double pp_comm;  /* pipeline activation sends (blocking) */
     double bubble;   /* 1F1B fill and drain */
-    double compute;  /* forward + backward + clip + tp_comm + pp_comm + bubble */
+    double compute;  /* forward + backward + clip + tp_comm + ep_comm + pp_comm + bubble */
     double dp_comm;  /* sum of bucket collectives */
     double dp_comm_exposed;
     double zero_gather;    /* ZeRO parameter all-gather after the update (exposed) */
@@ -122,5 +126,19 @@ double et_backward_segments(const et_scenario *s, const et_graph *g, const et_bu
                             const et_batch_shape *b, double *seg, double *tp_comm);
 double et_backward_segments_of(const et_scenario *s, const et_graph *g, const et_bucket *buckets, int nb,
                                const et_batch_shape *b, const double *op_time, double *seg, double *tp_comm);
+
+/* One micro-batch's phase cut at its experts' all-to-alls and, when buckets are given, at the points
+ * where buckets become ready: cut j ends with all-to-all op `op` (>= 0), with bucket `bucket` ready (>= 0),
+ * or with the phase (both -1, always the last cut); `compute` is the seconds since the previous cut
+ * (blocking tensor-parallel collectives included), `expert` the part of it spent in expert ops at the
+ * balanced load, which a rank's routed rows scale (moe.h). Host-bound phases are stretched as
+ * et_phase_time_of does. Returns the number of cuts, -1 when more than max. The simulator plays a mixture
+ * of experts' steps from these. */
+typedef struct et_phase_cut {
+    int op, bucket;
+    double compute, expert;
+} et_phase_cut;
+int et_phase_cuts(const et_scenario *s, const et_graph *g, et_phase phase, const et_bucket *buckets, int nb,
+                  const et_batch_shape *b, const double *op_time, et_phase_cut *cut, int max);
 
 #endif

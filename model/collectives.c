@@ -55,6 +55,15 @@ et_comm_group et_tp_group(const et_scenario *s)
     return group(s, s->parallel.tensor, s->parallel.tensor, s->cluster.gpus_per_node / s->parallel.tensor);
 }
 
+et_comm_group et_ep_group(const et_scenario *s)
+{
+    int x = s->parallel.expert > 1 ? s->parallel.expert : 1;
+    int k = s->cluster.gpus_per_node / s->parallel.tensor; /* data ranks on a node */
+    if (k > x) k = x;
+    if (k < 1) k = 1;
+    return group(s, x, k, s->cluster.gpus_per_node / k);
+}
+
 double et_busbw_factor_allreduce(int ranks)
 {
     return 2.0 * (ranks - 1) / ranks;
@@ -101,6 +110,15 @@ double et_ring_reduce_scatter_time(const et_comm_group *g, double bytes)
 double et_ring_allgather_time(const et_comm_group *g, double bytes)
 {
     return et_ring_reduce_scatter_time(g, bytes);
+}
+
+double et_alltoall_time(const et_comm_group *g, double bytes)
+{
+    const int N = g->ranks, k = g->ranks_per_node;
+    if (N <= 1 || bytes <= 0) return 0;
+    double intra = k > 1 ? (double)(k - 1) / N * bytes / g->intra_bw : 0;
+    double inter = g->nodes > 1 ? (double)k * (N - k) / N * bytes / inter_node_bw(g) : 0;
+    return (g->nodes > 1 ? g->alpha_inter : g->alpha_intra) + fmax(intra, inter);
 }
 
 double et_hierarchical_allreduce_time(const et_comm_group *g, double bytes)

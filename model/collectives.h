@@ -8,6 +8,9 @@
  *   hierarchical  intra reduce-scatter, n-node ring all-reduce of S/k on each of k rings, intra all-gather
  *   tree          NCCL's pipelined double binary tree over nodes with an intra-node chain:
  *                 2 * [(k-1) alpha_intra + depth alpha_inter + max(S/intra_bw, load * S/inter_bw)]
+ *   all-to-all    every rank sends S / N to each peer at once (NCCL's grouped send/receive):
+ *                 alpha + max((k-1)/N * S / intra_bw, k (N-k)/N * S / inter_bw), the node's k ranks sharing
+ *                 its NICs (one alpha: every peer's transfer is posted together)
  * The simulator (sim/) plays the same algorithms as flows; tests check it against these forms. */
 #ifndef ET_COLLECTIVES_H
 #define ET_COLLECTIVES_H
@@ -38,12 +41,15 @@ double et_cluster_nvlink_bandwidth(const et_cluster *c);
 double et_cluster_nic_bandwidth(const et_cluster *c);
 
 et_comm_group et_tp_group(const et_scenario *s);
+/* The expert-parallel communicator: `parallelism.expert` consecutive data-parallel ranks. */
+et_comm_group et_ep_group(const et_scenario *s);
 
 double et_ring_allreduce_time(const et_comm_group *g, double bytes);
 double et_hierarchical_allreduce_time(const et_comm_group *g, double bytes);
 double et_tree_allreduce_time(const et_comm_group *g, double bytes);
 double et_ring_reduce_scatter_time(const et_comm_group *g, double bytes); /* bytes = full buffer */
 double et_ring_allgather_time(const et_comm_group *g, double bytes);      /* bytes = full buffer */
+double et_alltoall_time(const et_comm_group *g, double bytes); /* bytes = each rank's send buffer */
 
 /* Time of an all-reduce with `algo`; AUTO picks the fastest of ring and tree, as NCCL's tuner does, and
  * reports the pick in *chosen (may be NULL). */

@@ -5,13 +5,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *const et_op_kind_names[] = {
-    "gemm",         "attention",    "elementwise",  "embedding",         "loss", "optimizer",
-    "tp_allreduce", "tensor_train", "tp_allgather", "tp_reduce_scatter", NULL};
+const char *const et_op_kind_names[] = {"gemm",         "attention",         "elementwise",  "embedding",
+                                        "loss",         "optimizer",         "tp_allreduce", "tensor_train",
+                                        "tp_allgather", "tp_reduce_scatter", "ep_alltoall",  NULL};
 
-bool et_op_is_tp_comm(et_op_kind kind)
+bool et_op_is_comm(et_op_kind kind)
 {
-    return kind == ET_OP_TP_ALLREDUCE || kind == ET_OP_TP_ALLGATHER || kind == ET_OP_TP_REDUCE_SCATTER;
+    return kind == ET_OP_TP_ALLREDUCE || kind == ET_OP_TP_ALLGATHER || kind == ET_OP_TP_REDUCE_SCATTER ||
+           kind == ET_OP_EP_ALLTOALL;
 }
 const char *const et_phase_names[] = {"forward", "backward", "optimizer", NULL};
 
@@ -61,6 +62,7 @@ typedef struct builder {
     double tokens;           /* tokens per micro-batch the TT orders are chosen for */
     int tt_rank;
     int t;   /* tensor-parallel degree */
+    int x;   /* expert-parallel degree */
     int fp8; /* matrix products on FP8 units */
 } builder;
 
@@ -352,6 +354,33 @@ static void weight_backward(builder *b, int layer, et_layer_group group, et_line
     if (bias) add_grad(b, layer, copies * n_out, "%s.bias", name);
 }
 
+/* The products of an MoE layer's experts on this rank as one grouped GEMM (MegaBlocks, Megatron-Core's
+ * grouped GEMM): `rows` routed rows in all, `experts` experts, each weight n_in x n_out. `dir` 0 forward
+ * (m = rows / experts, n = n_out, k = n_in), 1 data gradient (rows / experts, n_in, n_out), 2 weight
+ * gradient (n_out, n_in, rows / experts). FLOPs 2 rows n_in n_out; bytes the two activation operands and
+ * every local expert's weight. */
+static et_op *expert_gemm(builder *b, et_phase phase, int layer, int dir, et_linear rows, double experts,
+                          double n_in, double n_out, const char *id)
+{
+    et_op *op = add_op(b, ET_OP_GEMM, phase, layer, "%s", id);
+    if (!op) return NULL;
+    const et_linear per_expert = lin_scale(rows, 1 / experts);
+    op->m = dir == 2 ? FIX(n_out) : per_expert;
+    op->n = dir == 0 ? FIX(n_out) : FIX(n_in);
+    op->k = dir == 0 ? FIX(n_in) : dir == 1 ? FIX(n_out) : per_expert;
+    op->group = ET_GROUP_MLP;
+    op->sparse = (et_sparse_spec){.density = 1, .pattern = ET_PATTERN_DENSE};
+    op->expert = true;
+    op->flops = lin_scale(rows, 2 * n_in * n_out);
+    op->weight_bytes = experts * n_in * n_out * b->e;
+    op->bytes = lin_add(lin_scale(rows, b->e * (n_in + n_out)), FIX(op->weight_bytes));
+    if (b->fp8) {
+        op->bytes = lin_add(op->bytes, lin_scale(rows, 3 * n_in));
+        op->kernels += 1;
+    }
+    return op;
+}
+
 typedef struct dims {
     double H, A, D, F, V, t, Ht, Ft, At, e;
     int flash;  /* attention as one fused kernel */
@@ -363,8 +392,11 @@ typedef struct dims {
     double
         causal_share; /* of the l x l products a fused causal kernel computes: 1/2 (decoder, flash), else 1 */
     double St;        /* token share of the sequence-parallel region (layer norms, dropouts): 1/t or 1 */
-    double dropout;   /* dropout probability (0: no dropout kernels) */
-    int sp;           /* sequence parallelism */
+    /* mixture of experts: E experts, k per token, rows per token after routing k x c (c the capacity factor,
+     * 1 dropless), experts on this rank El = E / x, each expert's hidden width per tensor rank Fet */
+    double E, k, kc, El, Fet;
+    double dropout; /* dropout probability (0: no dropout kernels) */
+    int sp;         /* sequence parallelism */
 } dims;
 
 /* The tensor-parallel collective at the boundary of a block: one all-reduce of the block's output, or
@@ -423,6 +455,75 @@ static void attention_core(builder *b, const dims *d, int i, et_phase phase, con
 #undef ID
 }
 
+/* The experts' all-to-all of this rank's routed rows (dispatch or combine), with expert parallelism. */
+static void alltoall(builder *b, const dims *d, et_phase phase, int layer, const char *id)
+{
+    if (b->x <= 1) return;
+    et_op *op = add_op(b, ET_OP_EP_ALLTOALL, phase, layer, "%s", id);
+    if (op) op->bytes = TOK(d->e * d->H * d->kc);
+}
+
+/* An MoE MLP (docs/cost-model.md, "Mixture of experts"): the router's product and top-k, the tokens
+ * permuted into expert order (k c copies), dispatched to the experts' ranks, the experts' products as
+ * grouped GEMMs over k c T rows, combined back and summed with the router's weights. */
+static void moe_forward(builder *b, const dims *d, int i, et_phase phase, const char *suffix)
+{
+    char id[80];
+    const double H = d->H, e = d->e, E = d->E, kc = d->kc, Fet = d->Fet, El = d->El;
+#define ID(name) (id_printf(id, sizeof id, "layer.%d.moe.%s%s", i, name, suffix), id)
+    weight_forward(b, phase, i, ET_GROUP_MLP, TOK(1), H, E, 1, ID("router"));
+    /* softmax over E logits and the top-k: logits read, probabilities written, k indices and weights */
+    elementwise(b, phase, i, TOK(6 * E), TOK(2 * e * E + 8 * d->k), ID("route"));
+    elementwise(b, phase, i, FIX(0), TOK(e * H * (1 + kc)), ID("permute"));
+    alltoall(b, d, phase, i, ID("dispatch"));
+    et_op *op = expert_gemm(b, phase, i, 0, TOK(kc), El, H, d->swiglu ? 2 * Fet : Fet, ID("experts.fc1"));
+    if (d->swiglu)
+        op = elementwise(b, phase, i, TOK(6 * Fet * kc), TOK(3 * e * Fet * kc), ID("experts.swiglu"));
+    else
+        op = elementwise(b, phase, i, TOK(8 * Fet * kc), TOK(2 * e * Fet * kc), ID("experts.gelu"));
+    if (op) op->expert = true;
+    expert_gemm(b, phase, i, 0, TOK(kc), El, Fet, H, ID("experts.fc2"));
+    alltoall(b, d, phase, i, ID("combine"));
+    /* each token's k outputs weighted and summed */
+    elementwise(b, phase, i, TOK(2 * d->k * H), TOK(e * H * (1 + kc)), ID("unpermute"));
+#undef ID
+}
+
+static void moe_backward(builder *b, const dims *d, int i)
+{
+    char id[80], pname[96];
+    const double H = d->H, e = d->e, E = d->E, kc = d->kc, Fet = d->Fet, El = d->El;
+    const double Fc1 = d->swiglu ? 2 * Fet : Fet;
+#define ID(name) (id_printf(id, sizeof id, "layer.%d.moe.%s", i, name), id)
+    elementwise(b, ET_PHASE_BACKWARD, i, TOK(2 * d->k * H), TOK(e * H * (1 + kc) + 4 * d->k),
+                ID("unpermute.bwd"));
+    alltoall(b, d, ET_PHASE_BACKWARD, i, ID("combine.bwd"));
+    expert_gemm(b, ET_PHASE_BACKWARD, i, 1, TOK(kc), El, Fet, H, ID("experts.fc2.bwd_data"));
+    expert_gemm(b, ET_PHASE_BACKWARD, i, 2, TOK(kc), El, Fet, H, ID("experts.fc2.bwd_weight"));
+    id_printf(pname, sizeof pname, "layer.%d.moe.experts.fc2.weight", i);
+    add_param(b, i, El * Fet * H, El * Fet * H, El * Fet * H, 0, pname);
+    if (d->bias) add_grad(b, i, El * H, "layer.%d.moe.experts.fc2.bias", i);
+    et_op *op;
+    if (d->swiglu)
+        op = elementwise(b, ET_PHASE_BACKWARD, i, TOK(10 * Fet * kc), TOK(5 * e * Fet * kc),
+                         ID("experts.swiglu.bwd"));
+    else
+        op = elementwise(b, ET_PHASE_BACKWARD, i, TOK(8 * Fet * kc), TOK(3 * e * Fet * kc),
+                         ID("experts.gelu.bwd"));
+    if (op) op->expert = true;
+    expert_gemm(b, ET_PHASE_BACKWARD, i, 1, TOK(kc), El, H, Fc1, ID("experts.fc1.bwd_data"));
+    expert_gemm(b, ET_PHASE_BACKWARD, i, 2, TOK(kc), El, H, Fc1, ID("experts.fc1.bwd_weight"));
+    id_printf(pname, sizeof pname, "layer.%d.moe.experts.fc1.weight", i);
+    add_param(b, i, El * H * Fc1, El * H * Fc1, El * H * Fc1, 0, pname);
+    if (d->bias) add_grad(b, i, El * Fc1, "layer.%d.moe.experts.fc1.bias", i);
+    alltoall(b, d, ET_PHASE_BACKWARD, i, ID("dispatch.bwd"));
+    elementwise(b, ET_PHASE_BACKWARD, i, FIX(0), TOK(e * H * (1 + kc)), ID("permute.bwd"));
+    elementwise(b, ET_PHASE_BACKWARD, i, TOK(4 * E), TOK(2 * e * E + 8 * d->k), ID("route.bwd"));
+    id_printf(pname, sizeof pname, "layer.%d.moe.router", i);
+    weight_backward(b, i, ET_GROUP_MLP, TOK(1), H, E, 1, pname, 0, 1);
+#undef ID
+}
+
 /* Forward ops of one transformer layer. Formulas: docs/cost-model.md, "Transformer layer". */
 static void layer_forward(builder *b, const dims *d, int i, int decoder, et_phase phase, const char *suffix)
 {
@@ -450,12 +551,16 @@ static void layer_forward(builder *b, const dims *d, int i, int decoder, et_phas
     else
         elementwise(b, phase, i, TOK(8 * H * St), TOK(3 * e * H * St), ID("attn.layernorm"));
     tp_boundary(b, d, phase, i, 1, ID("mlp.tp_allgather"));
-    weight_forward(b, phase, i, ET_GROUP_MLP, TOK(1), H, d->swiglu ? 2 * Ft : Ft, 1, ID("mlp.fc1"));
-    if (d->swiglu) /* SiLU(gate) x up: reads both halves, writes one */
-        elementwise(b, phase, i, TOK(6 * Ft), TOK(3 * e * Ft), ID("mlp.swiglu"));
-    else
-        elementwise(b, phase, i, TOK(8 * Ft), TOK(2 * e * Ft), ID("mlp.gelu"));
-    weight_forward(b, phase, i, ET_GROUP_MLP, TOK(1), Ft, H, 1, ID("mlp.fc2"));
+    if (et_model_layer_is_moe(&b->g->model, i)) {
+        moe_forward(b, d, i, phase, suffix);
+    } else {
+        weight_forward(b, phase, i, ET_GROUP_MLP, TOK(1), H, d->swiglu ? 2 * Ft : Ft, 1, ID("mlp.fc1"));
+        if (d->swiglu) /* SiLU(gate) x up: reads both halves, writes one */
+            elementwise(b, phase, i, TOK(6 * Ft), TOK(3 * e * Ft), ID("mlp.swiglu"));
+        else
+            elementwise(b, phase, i, TOK(8 * Ft), TOK(2 * e * Ft), ID("mlp.gelu"));
+        weight_forward(b, phase, i, ET_GROUP_MLP, TOK(1), Ft, H, 1, ID("mlp.fc2"));
+    }
     tp_boundary(b, d, phase, i, 0, d->sp ? ID("mlp.tp_reduce_scatter") : ID("mlp.tp_allreduce"));
     dropout_op(b, d, phase, i, TOK(H * St), reads, ID("mlp.fc2.dropout"));
     if (!decoder) elementwise(b, phase, i, TOK(8 * H * St), TOK(3 * e * H * St), ID("mlp.layernorm"));
@@ -482,12 +587,17 @@ static void layer_backward(builder *b, const dims *d, int i, int decoder, et_rec
     dropout_op(b, d, ET_PHASE_BACKWARD, i, TOK(H * St), 1, NAME("mlp.fc2.dropout.bwd"));
     tp_boundary(b, d, ET_PHASE_BACKWARD, i, 1, NAME("mlp.tp_allgather.bwd"));
     /* rows of weight-grad products are the token dimension: m = n_out fixed, k = T */
-    weight_backward(b, i, ET_GROUP_MLP, TOK(1), Ft, H, 1, NAME("mlp.fc2"), d->bias, 1);
-    if (d->swiglu)
-        elementwise(b, ET_PHASE_BACKWARD, i, TOK(10 * Ft), TOK(5 * e * Ft), NAME("mlp.swiglu.bwd"));
-    else
-        elementwise(b, ET_PHASE_BACKWARD, i, TOK(8 * Ft), TOK(3 * e * Ft), NAME("mlp.gelu.bwd"));
-    weight_backward(b, i, ET_GROUP_MLP, TOK(1), H, d->swiglu ? 2 * Ft : Ft, 1, NAME("mlp.fc1"), d->bias, 1);
+    if (et_model_layer_is_moe(&b->g->model, i)) {
+        moe_backward(b, d, i);
+    } else {
+        weight_backward(b, i, ET_GROUP_MLP, TOK(1), Ft, H, 1, NAME("mlp.fc2"), d->bias, 1);
+        if (d->swiglu)
+            elementwise(b, ET_PHASE_BACKWARD, i, TOK(10 * Ft), TOK(5 * e * Ft), NAME("mlp.swiglu.bwd"));
+        else
+            elementwise(b, ET_PHASE_BACKWARD, i, TOK(8 * Ft), TOK(3 * e * Ft), NAME("mlp.gelu.bwd"));
+        weight_backward(b, i, ET_GROUP_MLP, TOK(1), H, d->swiglu ? 2 * Ft : Ft, 1, NAME("mlp.fc1"), d->bias,
+                        1);
+    }
     tp_boundary(b, d, ET_PHASE_BACKWARD, i, 0,
                 d->sp ? NAME("mlp.tp_reduce_scatter.bwd") : NAME("mlp.tp_allreduce.bwd"));
     layernorm_backward(b, d, i, decoder ? NAME("mlp.layernorm") : NAME("attn.layernorm"), TOK(St));
@@ -710,6 +820,7 @@ int et_graph_build(const et_model_config *m, const et_graph_options *o, et_graph
                  o->tokens_hint > 0 ? o->tokens_hint : 1,
                  0,
                  o->tensor,
+                 o->expert > 1 ? o->expert : 1,
                  o->precision == ET_FP8};
     b.tt_rank = o->tt_rank > 0 ? o->tt_rank : b.method->tt_rank;
     dims d = {.H = m->hidden,
@@ -733,6 +844,13 @@ int et_graph_build(const et_model_config *m, const et_graph_options *o, et_graph
     /* a fused causal kernel skips the blocks above the diagonal; materialised scores are computed whole */
     d.causal_share = m->arch == ET_ARCH_DECODER && o->attention == ET_ATTENTION_FLASH ? 0.5 : 1;
     d.flash = o->attention == ET_ATTENTION_FLASH;
+    if (m->moe.experts > 0) {
+        d.E = m->moe.experts;
+        d.k = m->moe.top_k;
+        d.kc = d.k * (m->moe.capacity_factor > 0 ? m->moe.capacity_factor : 1);
+        d.El = d.E / b.x;
+        d.Fet = et_model_expert_ffn(m) / d.t;
+    }
     int per_stage = m->layers / o->pipeline;
     g->first_layer = o->stage * per_stage;
     if (o->layers_per_stage) {
@@ -814,10 +932,25 @@ double et_model_param_count(const et_model_config *model)
     return n;
 }
 
+double et_model_active_param_count(const et_model_config *model)
+{
+    double total = et_model_param_count(model);
+    const et_moe *moe = &model->moe;
+    if (moe->experts <= 0 || total < 0) return total;
+    const double H = model->hidden, Fe = et_model_expert_ffn(model);
+    /* one expert: its two or three matrices, and biases when the model has them */
+    const double matrices = model->mlp == ET_MLP_SWIGLU ? 3 : 2;
+    const double bias = model->no_bias ? 0 : (model->mlp == ET_MLP_SWIGLU ? 2 * Fe : Fe) + H;
+    double moe_layers = 0;
+    for (int i = 0; i < model->layers; i++)
+        moe_layers += et_model_layer_is_moe(model, i);
+    return total - moe_layers * (moe->experts - moe->top_k) * (matrices * H * Fe + bias);
+}
+
 double et_op_time(const et_op *op, const et_batch_shape *b, const et_device_profile *d, et_precision p)
 {
     double flops = et_linear_eval(&op->flops, b), bytes = et_linear_eval(&op->bytes, b);
-    if (et_op_is_tp_comm(op->kind) || (flops <= 0 && bytes <= 0)) return 0;
+    if (et_op_is_comm(op->kind) || (flops <= 0 && bytes <= 0)) return 0;
     double kernels = op->kernels;
     if (d->kind == ET_DEVICE_DATAFLOW) {
         /* fused, pipelined execution: no launches, and intermediates stay on chip as long as the op's

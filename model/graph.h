@@ -5,6 +5,8 @@
  *   B  sequences in the micro-batch        T  tokens (sum of lengths; B*S when padded)
  *   Q  sum of squared lengths (attention)  P  positions scored by the loss (masked or all tokens)
  *   H  hidden   A  heads   D = H/A  head dim   F  ffn   V  vocab   L  layers   t  tensor-parallel degree
+ *   E  experts of an MoE layer   k  experts per token (top-k)   c  capacity factor (1 when dropless)
+ *   Fe expert hidden width   x  expert-parallel degree
  * Every op's FLOPs and bytes are linear in (B, T, Q, P), so one graph serves every rank's batch: the cost
  * of an op for a batch is et_linear_eval(&op->flops, &shape). Ops carry stable ids such as
  * `layer.3.attn.qkv.bwd_weight`; the runtime times ops under the same ids.
@@ -37,12 +39,14 @@ typedef enum {
     ET_OP_TT,           /* tensor-train contraction sequence (m, n, k: its most expensive step) */
     ET_OP_TP_ALLGATHER, /* sequence parallelism: all-gather of the T/t-token shards (bytes = gathered size) */
     ET_OP_TP_REDUCE_SCATTER, /* sequence parallelism: reduce-scatter to T/t tokens (bytes = input size) */
+    ET_OP_EP_ALLTOALL, /* mixture of experts: the tokens' all-to-all over the expert-parallel group (bytes =
+                          this rank's send buffer, its own share included) */
 } et_op_kind;
 extern const char *const et_op_kind_names[];
 
-/* True for the tensor-parallel collectives (all-reduce, all-gather, reduce-scatter): communication,
- * costed by the collectives model, 0 s of compute. */
-bool et_op_is_tp_comm(et_op_kind kind);
+/* True for the collectives that block compute: tensor-parallel all-reduce, all-gather and reduce-scatter,
+ * and the experts' all-to-all: communication, costed by the collectives model, 0 s of compute. */
+bool et_op_is_comm(et_op_kind kind);
 
 typedef enum { ET_PHASE_FORWARD, ET_PHASE_BACKWARD, ET_PHASE_OPTIMIZER } et_phase;
 extern const char *const et_phase_names[];
@@ -67,6 +71,7 @@ typedef struct et_op {
     int grad_first;        /* index into graph->params */
     int grad_count;
     double time_scale; /* measured / modelled time of this op on this device (etsim --op-times), else 1 */
+    bool expert;       /* an expert's op (mixture of experts): its time follows the rank's routed tokens */
 } et_op;
 
 typedef struct et_param {
@@ -79,9 +84,10 @@ typedef struct et_param {
 } et_param;
 
 typedef struct et_graph_options {
-    int tensor;                  /* tensor-parallel degree t */
-    int pipeline;                /* pipeline stages */
-    int stage;                   /* which stage this graph is for, 0-based */
+    int tensor;   /* tensor-parallel degree t */
+    int expert;   /* expert-parallel degree: each rank holds experts / expert of an MoE layer */
+    int pipeline; /* pipeline stages */
+    int stage;    /* which stage this graph is for, 0-based */
     const int *layers_per_stage; /* layers of each stage (NULL: layers / pipeline each) */
     et_precision precision;
     et_recompute recompute;      /* none, full (every layer's forward again) or selective (attention core) */
@@ -132,8 +138,10 @@ int et_graph_find(const et_graph *g, const char *id);
 double et_step_op_times(const et_graph *g, const et_batch_shape *micro, int n_micro,
                         const et_device_profile *d, et_precision p, double *op_time);
 
-/* Total parameters of the full model (t = 1, one stage). */
+/* Total parameters of the full model (t = 1, one stage), and those one token uses: a mixture of experts'
+ * top_k experts of each MoE layer instead of all of them (equal to the total for dense models). */
 double et_model_param_count(const et_model_config *model);
+double et_model_active_param_count(const et_model_config *model);
 
 /* Cost of one op for a batch on a device: FLOPs, bytes and roofline seconds, times the op's time_scale
  * (TP all-reduce: 0 s, it is communication and is costed by the collectives model). */

@@ -37,8 +37,28 @@ et_memory et_memory_estimate(const et_scenario *s, const et_graph *g, const et_b
                                                                          : 5 * A * Q / t;
     double per_layer = ((sp ? T * H * 34 / t : T * H * (10 + 24 / t)) + core) * e / 2;
     double layers = g->last_layer - g->first_layer + 1;
-    double kept =
-        g->options.recompute == ET_RECOMPUTE_FULL ? layers * T * H * e / (sp ? t : 1) : layers * per_layer;
+    /* An MoE layer's MLP keeps, instead of the dense MLP's 19 T H (2 T H input, 8 T H each for the 4H-wide
+     * product and activation, T H mask; 3 T H + 16 T H / t without sequence parallelism): the router's input
+     * and fp32 probabilities (2 T H, 4 T E), and for k c T routed rows their permuted input, the first
+     * product's output, the activation's and the second product's output (2 H + 2 Fc1 / t + 2 Fe / t + 2 H,
+     * Fc1 = 2 Fe with SwiGLU), and the mask (T H). */
+    double moe_layers = 0, per_moe_layer = per_layer;
+    const et_moe *moe = &s->model.moe;
+    if (moe->experts > 0) {
+        for (int i = g->first_layer; i <= g->last_layer; i++)
+            moe_layers += et_model_layer_is_moe(&s->model, i);
+        const double Fe = et_model_expert_ffn(&s->model), E = moe->experts;
+        const double kc = moe->top_k * (moe->capacity_factor > 0 ? moe->capacity_factor : 1);
+        const double Fc1 = s->model.mlp == ET_MLP_SWIGLU ? 2 * Fe : Fe;
+        const double dense_mlp = sp ? 19 * T * H / t : 3 * T * H + 16 * T * H / t;
+        const double moe_mlp = 2 * T * H / (sp ? t : 1) + 4 * T * E + kc * T * (4 * H + 2 * (Fc1 + Fe) / t) +
+                               T * H / (sp ? t : 1);
+        per_moe_layer = per_layer + (moe_mlp - dense_mlp) * e / 2;
+    }
+    double kept = g->options.recompute == ET_RECOMPUTE_FULL
+                      ? layers * T * H * e / (sp ? t : 1)
+                      : (layers - moe_layers) * per_layer + moe_layers * per_moe_layer;
+    if (moe_layers > 0) per_layer = fmax(per_layer, per_moe_layer);
     /* embeddings output and the loss head: logits and their gradient, fp32 softmax statistics */
     double head = 0;
     if (g->options.stage == g->options.pipeline - 1)

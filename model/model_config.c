@@ -8,9 +8,10 @@ const char *const et_loss_head_names[] = {"mlm_nsp", "mlm", "causal_lm", NULL};
 const char *const et_mlp_names[] = {"gelu", "swiglu", NULL};
 const char *const et_norm_names[] = {"layernorm", "rmsnorm", NULL};
 const char *const et_position_names[] = {"learned", "rope", "none", NULL};
-const char *const et_model_preset_names[] = {"bert-base",  "bert-large",  "gpt3-13b",   "encoder-6x768",
-                                             "llama2-7b",  "llama2-13b",  "llama2-70b", "llama3-8b",
-                                             "llama3-70b", "llama3-405b", "mistral-7b", NULL};
+const char *const et_routing_names[] = {"uniform", "zipf", NULL};
+const char *const et_model_preset_names[] = {
+    "bert-base", "bert-large", "gpt3-13b",    "encoder-6x768", "llama2-7b",    "llama2-13b", "llama2-70b",
+    "llama3-8b", "llama3-70b", "llama3-405b", "mistral-7b",    "mixtral-8x7b", NULL};
 
 /* The Llama family: pre-norm decoders with RMSNorm, SwiGLU, rotary positions, no biases, untied output
  * (dimensions from the models' published configurations: Touvron et al. 2023, Meta's Llama 3 model cards,
@@ -85,6 +86,11 @@ int et_model_preset(const char *name, et_model_config *out)
         *out = llama(name, 126, 16384, 128, 8, 53248, 128256, 8192);
     } else if (strcmp(name, "mistral-7b") == 0) {
         *out = llama(name, 32, 4096, 32, 8, 14336, 32000, 32768);
+    } else if (strcmp(name, "mixtral-8x7b") == 0) {
+        /* Mistral AI's Mixtral 8x7B (Jiang et al. 2024): Mistral 7B's dimensions, every MLP eight SwiGLU
+         * experts of which each token uses two, trained dropless */
+        *out = llama(name, 32, 4096, 32, 8, 14336, 32000, 32768);
+        out->moe = (et_moe){.experts = 8, .top_k = 2, .every = 1};
     } else if (strcmp(name, "gpt3-13b") == 0) {
         et_model_config m = {
             .layers = 40,
@@ -120,6 +126,16 @@ int et_model_config_check(const et_model_config *m, const char *source, const ch
         return et_error_set(err, source, 0, 0, p, "kv_heads (%d) must divide heads (%d)", m->kv_heads,
                             m->heads);
     }
+    if (m->moe.experts > 0 && m->moe.top_k > m->moe.experts) {
+        snprintf(p, sizeof p, "%s.moe.top_k", path);
+        return et_error_set(err, source, 0, 0, p, "top_k (%d) cannot exceed the number of experts (%d)",
+                            m->moe.top_k, m->moe.experts);
+    }
+    if (m->moe.experts > 0 && m->moe.every > m->layers) {
+        snprintf(p, sizeof p, "%s.moe.every", path);
+        return et_error_set(err, source, 0, 0, p, "an MoE layer every %d layers leaves none of the %d layers",
+                            m->moe.every, m->layers);
+    }
     if (m->head == ET_HEAD_CAUSAL_LM && m->arch != ET_ARCH_DECODER) {
         snprintf(p, sizeof p, "%s.loss_head", path);
         return et_error_set(err, source, 0, 0, p, "loss head \"causal_lm\" needs architecture \"decoder\"");
@@ -129,6 +145,16 @@ int et_model_config_check(const et_model_config *m, const char *source, const ch
         return et_error_set(err, source, 0, 0, p, "a masked-LM head needs max_predictions >= 1");
     }
     return 0;
+}
+
+bool et_model_layer_is_moe(const et_model_config *m, int layer)
+{
+    return m->moe.experts > 0 && layer % m->moe.every == m->moe.every - 1;
+}
+
+int et_model_expert_ffn(const et_model_config *m)
+{
+    return m->moe.ffn > 0 ? m->moe.ffn : m->ffn;
 }
 
 double et_model_predictions_for_length(const et_model_config *m, int length)

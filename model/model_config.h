@@ -1,6 +1,6 @@
 /* model_config: the transformer being trained: dimensions, architecture and loss head.
  *
- * Contract: presets are looked up by name (bert-base, bert-large, gpt3-13b, encoder-6x768); explicit
+ * Contract: presets are looked up by name (et_model_preset_names); explicit
  * dimensions may override a preset field by field. All sizes are element counts (no units).
  * et_model_config_check() returns -1 and fills *err (JSON path under `path`) when the dimensions are
  * inconsistent, e.g. heads not dividing hidden. The struct owns no memory. */
@@ -20,6 +20,25 @@ typedef enum { ET_POSITION_LEARNED, ET_POSITION_ROPE, ET_POSITION_NONE } et_posi
 extern const char *const et_mlp_names[];      /* "gelu", "swiglu", NULL */
 extern const char *const et_norm_names[];     /* "layernorm", "rmsnorm", NULL */
 extern const char *const et_position_names[]; /* "learned", "rope", "none", NULL */
+
+/* Mixture-of-experts MLPs (Shazeer et al. 2017; GShard, Lepikhin et al. 2020; Switch, Fedus et al. 2022):
+ * `experts` expert MLPs per MoE layer, each token routed to `top_k` of them by a learned router. With
+ * `capacity_factor` c > 0 every expert processes a buffer of c x tokens x top_k / experts rows (padded,
+ * tokens beyond it dropped: GShard's fixed capacity); with 0 (dropless, as MegaBlocks and Mixtral train) each
+ * expert processes what it is routed, so an uneven routing makes its expert ranks stragglers. The routing
+ * distribution says which experts tokens favour: uniform, or Zipf-like with exponent `skew` (expert j gets
+ * a share proportional to 1 / (j + 1)^skew). Layer i is an MoE layer when i % every == every - 1. */
+typedef enum { ET_ROUTING_UNIFORM, ET_ROUTING_ZIPF } et_routing_kind;
+extern const char *const et_routing_names[]; /* "uniform", "zipf", NULL */
+typedef struct et_moe {
+    int experts; /* 0: dense MLPs */
+    int top_k;
+    double capacity_factor; /* 0: dropless */
+    int every;              /* an MoE layer every `every` layers (1: all) */
+    int ffn;                /* each expert's hidden width (the model's ffn when 0) */
+    et_routing_kind routing;
+    double skew; /* zipf exponent */
+} et_moe;
 
 extern const char *const et_arch_names[];      /* "encoder", "decoder", NULL */
 extern const char *const et_loss_head_names[]; /* "mlm_nsp", "mlm", "causal_lm", NULL */
@@ -45,7 +64,12 @@ typedef struct et_model_config {
     bool no_bias;              /* linear layers without biases (Llama) */
     double dropout;            /* dropout probability on attention probabilities and on each block's output
                                 * (Megatron's attention_dropout = hidden_dropout); 0 = no dropout kernels */
+    et_moe moe;
 } et_model_config;
+
+/* Whether layer i's MLP is a mixture of experts, and each expert's hidden width. */
+bool et_model_layer_is_moe(const et_model_config *m, int layer);
+int et_model_expert_ffn(const et_model_config *m);
 
 /* Fills *out with the named preset; returns -1 when the name is unknown. */
 int et_model_preset(const char *name, et_model_config *out);

@@ -30,6 +30,49 @@ static void resolve(char *out, size_t size, const char *dir, const char *name)
     if (n < 0 || (size_t)n >= size) out[size - 1] = 0; /* over-long names fail later as missing files */
 }
 
+/* model.moe: experts, top_k, capacity_factor, every, expert_ffn, routing {distribution, skew}; a preset's
+ * values are the defaults. */
+static int read_moe(const et_json_reader *r, json_t *model, et_model_config *m)
+{
+    static const char *const keys[] = {"experts", "top_k", "capacity_factor", "every", "expert_ffn",
+                                       "routing", NULL};
+    static const char *const routing_keys[] = {"distribution", "skew", NULL};
+    json_t *o, *routing;
+    long long v;
+    int e;
+    if (et_json_get_object(r, model, "$.model", "moe", false, keys, &o)) return -1;
+    if (!o) return 0;
+    et_moe *moe = &m->moe;
+    if (et_json_get_int(r, o, "$.model.moe", "experts", !moe->experts, moe->experts, 1, 1 << 16, &v))
+        return -1;
+    moe->experts = (int)v;
+    if (et_json_get_int(r, o, "$.model.moe", "top_k", false, moe->top_k ? moe->top_k : 1, 1, 1 << 16, &v))
+        return -1;
+    moe->top_k = (int)v;
+    if (et_json_get_number(r, o, "$.model.moe", "capacity_factor", false, moe->capacity_factor, 0, 64,
+                           &moe->capacity_factor))
+        return -1;
+    if (et_json_get_int(r, o, "$.model.moe", "every", false, moe->every ? moe->every : 1, 1, ET_MAX_LAYERS,
+                        &v))
+        return -1;
+    moe->every = (int)v;
+    if (et_json_get_int(r, o, "$.model.moe", "expert_ffn", false, moe->ffn, 0, INT_MAX / 8, &v)) return -1;
+    moe->ffn = (int)v;
+    if (et_json_get_object(r, o, "$.model.moe", "routing", false, routing_keys, &routing)) return -1;
+    if (routing) {
+        if (et_json_get_enum(r, routing, "$.model.moe.routing", "distribution", true, et_routing_names,
+                             moe->routing, &e))
+            return -1;
+        moe->routing = (et_routing_kind)e;
+        if (et_json_get_number(r, routing, "$.model.moe.routing", "skew", moe->routing == ET_ROUTING_ZIPF,
+                               moe->skew, 0, 16, &moe->skew))
+            return -1;
+        if (json_object_get(routing, "skew") && moe->routing != ET_ROUTING_ZIPF)
+            FAIL("$.model.moe.routing.skew", "\"skew\" applies only to distribution \"zipf\"");
+    }
+    return 0;
+}
+
 static int read_model(const et_json_reader *r, json_t *root, et_model_config *m)
 {
     static const char *const keys[] = {"preset",
@@ -51,6 +94,7 @@ static int read_model(const et_json_reader *r, json_t *root, et_model_config *m)
                                        "norm",
                                        "position_embedding",
                                        "bias",
+                                       "moe",
                                        NULL};
     json_t *o;
     if (et_json_get_object(r, root, "$", "model", true, keys, &o)) return -1;
@@ -117,6 +161,7 @@ static int read_model(const et_json_reader *r, json_t *root, et_model_config *m)
     bool bias = !m->no_bias;
     if (et_json_get_bool(r, o, "$.model", "bias", false, bias, &bias)) return -1;
     m->no_bias = !bias;
+    if (read_moe(r, o, m)) return -1;
     return et_model_config_check(m, r->source, "$.model", r->err);
 }
 
@@ -403,13 +448,11 @@ static int read_cluster(const et_json_reader *r, json_t *root, et_scenario *s)
 
 static int read_parallelism(const et_json_reader *r, json_t *root, et_scenario *s)
 {
-    static const char *const keys[] = {"tensor",           "pipeline",
-                                       "virtual_pipeline", "zero_stage",
-                                       "recompute",        "sequence_parallel",
-                                       "bucket_MiB",       "allreduce",
-                                       "overlap",          "attention",
-                                       "layers_per_stage", "distributed_optimizer",
-                                       "tp_overlap",       NULL};
+    static const char *const keys[] = {"tensor",     "pipeline",         "virtual_pipeline",
+                                       "zero_stage", "recompute",        "sequence_parallel",
+                                       "bucket_MiB", "allreduce",        "overlap",
+                                       "attention",  "layers_per_stage", "distributed_optimizer",
+                                       "tp_overlap", "expert",           NULL};
     json_t *o;
     long long v;
     double x;
@@ -421,6 +464,8 @@ static int read_parallelism(const et_json_reader *r, json_t *root, et_scenario *
     s->parallel.tensor = (int)v;
     if (et_json_get_int(r, p, "$.parallelism", "pipeline", false, 1, 1, ET_MAX_PIPELINE, &v)) goto done;
     s->parallel.pipeline = (int)v;
+    if (et_json_get_int(r, p, "$.parallelism", "expert", false, 1, 1, 1 << 16, &v)) goto done;
+    s->parallel.expert = (int)v;
     if (et_json_get_int(r, p, "$.parallelism", "zero_stage", false, 0, 0, 3, &v)) goto done;
     s->parallel.zero_stage = (int)v;
     if (et_json_get_bool(r, p, "$.parallelism", "distributed_optimizer", false, false,
@@ -728,6 +773,19 @@ static int check_parallelism(const et_json_reader *r, et_scenario *s)
              "tensor-train layers are not split across GPUs: tensor parallelism must be 1, "
              "got %d",
              t);
+    const int ep = s->parallel.expert, experts = s->model.moe.experts;
+    if (ep > 1 && experts == 0)
+        FAIL("$.parallelism.expert", "expert parallelism %d needs a mixture-of-experts model (model.moe)",
+             ep);
+    if (experts > 0 && experts % ep != 0)
+        FAIL("$.parallelism.expert", "expert parallelism %d must divide the %d experts", ep, experts);
+    if (ep > 1 && s->parallel.data % ep != 0)
+        FAIL("$.parallelism.expert",
+             "expert parallelism %d must divide the %d data-parallel ranks (expert ranks are data ranks)", ep,
+             s->parallel.data);
+    if (experts > 0 && s->method.kind != ET_METHOD_DENSE)
+        FAIL("$.model.moe", "a mixture of experts with method \"%s\" is not modelled (dense methods only)",
+             et_method_kind_names[s->method.kind]);
     const et_precision pr = s->precision;
     if (s->cluster.device.peak_flops[pr] <= 0)
         FAIL("$.precision", "device %s has no %s support (peak 0 in %s)", s->cluster.device.name,

@@ -95,7 +95,8 @@ typedef struct et_scenario {
     struct {
         int tensor;
         int pipeline;
-        int data;             /* derived: gpus / (tensor * pipeline) */
+        int data;   /* derived: gpus / (tensor * pipeline) */
+        int expert; /* expert parallelism: each MoE layer's experts split over this many data ranks */
         int virtual_pipeline; /* interleaved 1F1B: model chunks per pipeline stage (1 = plain 1F1B) */
         int layers_per_stage[ET_MAX_PIPELINE]; /* uneven partition, or all 0 (layers / pipeline each) */
         bool uneven;

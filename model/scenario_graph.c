@@ -6,6 +6,7 @@ et_graph_options et_scenario_graph_options(const et_scenario *s, int stage)
 {
     et_graph_options o = {
         .tensor = s->parallel.tensor,
+        .expert = s->parallel.expert,
         .pipeline = s->parallel.pipeline,
         .stage = stage,
         .layers_per_stage = s->parallel.uneven ? s->parallel.layers_per_stage : NULL,

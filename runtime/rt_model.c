@@ -25,6 +25,11 @@ static int refuse_unsupported(const et_scenario *s, et_error *err)
         return et_error_set(err, s->source, 0, 0, "$.method.tensor_train.rank_schedule",
                             "etrun trains at one rank; rank schedules are costed by etsim only");
     const et_model_config *mc = &s->model;
+    if (mc->moe.experts > 0)
+        return et_error_set(
+            err, s->source, 0, 0, "$.model.moe",
+            "etrun runs dense MLPs; mixture-of-experts layers (router, experts, all-to-all) are "
+            "costed and simulated by etsim only for now");
     if ((mc->kv_heads && mc->kv_heads != mc->heads) || mc->mlp != ET_MLP_GELU ||
         mc->norm != ET_NORM_LAYERNORM || mc->position != ET_POSITION_LEARNED || mc->no_bias)
         return et_error_set(

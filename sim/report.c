@@ -75,6 +75,11 @@ json_t *report_json_estimate(const et_estimate *e)
         e->mfu, "samples_per_second", e->samples_per_second, "tokens_per_second", e->tokens_per_second,
         "time_to_train", "steps", e->steps, "train_s", e->train_time, "eval_s", e->eval_time, "total_s",
         e->time_to_train);
+    if (j && e->moe_imbalance > 0 && e->params_active < e->params_total)
+        json_object_set_new(j, "moe",
+                            json_pack("{s:f, s:f, s:f, s:f}", "params_active", e->params_active, "imbalance",
+                                      e->moe_imbalance, "dropped_fraction", e->moe_dropped, "alltoall_s",
+                                      e->ep_comm));
     if (j)
         json_object_set_new(j, "stragglers",
                             json_pack("{s:f, s:f, s:{s:f, s:f, s:f, s:f}}", "factor", e->straggler_factor,
@@ -186,6 +191,24 @@ void report_print_header(FILE *out, const et_scenario *s, const et_estimate *e, 
             et_precision_names[s->precision], et_optimizer_names[s->optimizer.name],
             et_clip_mode_names[s->optimizer.clip], e->n_buckets, e->n_buckets == 1 ? "" : "s",
             e->bucket_bytes_max / 1048576.0, et_coll_algo_names[e->algo]);
+    const et_moe *moe = &m->moe;
+    if (moe->experts > 0) {
+        int moe_layers = 0;
+        for (int i = 0; i < m->layers; i++)
+            moe_layers += et_model_layer_is_moe(m, i);
+        char capacity[64];
+        if (moe->capacity_factor > 0)
+            snprintf(capacity, sizeof capacity, "capacity %g (%.2f%% of routed rows dropped)",
+                     moe->capacity_factor, 100 * e->moe_dropped);
+        else
+            snprintf(capacity, sizeof capacity, "dropless");
+        fprintf(
+            out,
+            "experts      %d per MoE layer (%d of %d layers), top-%d, %s, %s routing; expert parallelism %d "
+            "(%d per GPU); %.0f parameters active per token; expert ranks' imbalance E[max/mean] %.3f\n",
+            moe->experts, moe_layers, m->layers, moe->top_k, capacity, et_routing_names[moe->routing],
+            s->parallel.expert, moe->experts / s->parallel.expert, e->params_active, e->moe_imbalance);
+    }
     fprintf(out, "FLOPs        %.4g per step, %.4g per token\n", e->model_flops_per_step, e->flops_per_token);
     const et_sampling *smp = &s->data.sampling;
     fprintf(out, "sampling     %s", et_sampling_scheme_names[smp->scheme]);
@@ -213,12 +236,14 @@ void report_print_analytic(FILE *out, const et_scenario *s, const et_estimate *e
 {
     report_print_header(out, s, e, "analytic");
     report_print_memory(out, &e->memory);
+    const int moe = s->model.moe.experts > 0 && s->parallel.expert > 1;
     fprintf(out,
-            "\nstep         forward[ms] backward[ms] clip[ms] tp+pp[ms] bubble[ms] dp_comm[ms] exposed[ms] "
-            "optimizer[ms] step[ms]\n");
-    fprintf(out, "             %11.2f %12.2f %8.2f %9.2f %10.2f %11.2f %11.2f %13.2f %8.2f\n",
-            e->forward * 1e3, e->backward * 1e3, e->clip * 1e3, (e->tp_comm + e->pp_comm) * 1e3,
-            e->bubble * 1e3, e->dp_comm * 1e3,
+            "\nstep         forward[ms] backward[ms] clip[ms] %s bubble[ms] dp_comm[ms] exposed[ms] "
+            "optimizer[ms] step[ms]\n",
+            moe ? "tp+ep+pp[ms]" : "tp+pp[ms]");
+    fprintf(out, "             %11.2f %12.2f %8.2f %*.2f %10.2f %11.2f %11.2f %13.2f %8.2f\n",
+            e->forward * 1e3, e->backward * 1e3, e->clip * 1e3, moe ? 12 : 9,
+            (e->tp_comm + e->ep_comm + e->pp_comm) * 1e3, e->bubble * 1e3, e->dp_comm * 1e3,
             (e->dp_comm_exposed + e->zero_gather + e->clip_allreduce) * 1e3, e->optimizer * 1e3,
             e->step_time_balanced * 1e3);
     char train[32], eval[32], total[32];
@@ -285,6 +310,14 @@ void report_print_simulated(FILE *out, const et_scenario *s, const et_estimate *
             e->step_time * 1e3, e->compute * 1e3,
             (e->dp_comm_exposed + e->zero_gather + e->clip_allreduce) * 1e3, e->optimizer * 1e3,
             e->straggler_delay * 1e3);
+    const json_t *a2a = json_object_get(sim, "alltoall");
+    if (a2a)
+        fprintf(
+            out,
+            "experts      %.0f all-to-alls a step: %.2f ms per rank (closed form %.2f ms: balanced, nothing "
+            "else on the links), waiting for expert peers %.2f ms (analytic %.2f ms in all)\n",
+            report_num(a2a, "per_step"), report_num(a2a, "time_s") * 1e3,
+            report_num(a2a, "closed_form_s") * 1e3, report_num(a2a, "wait_s") * 1e3, e->ep_comm * 1e3);
     const json_t *buckets = json_object_get(sim, "buckets");
     size_t nb = json_array_size(buckets);
     if (nb && s->parallel.data > 1) {

@@ -12,7 +12,7 @@ json_t *report_op_rows(const et_scenario *s, const et_graph *g, const et_batch_s
     json_t *ops = json_array();
     for (int i = 0; ops && i < g->n_ops; i++) {
         const et_op *op = &g->ops[i];
-        double t = et_op_is_tp_comm(op->kind) ? 0 : et_op_time(op, b, &s->cluster.device, s->precision);
+        double t = et_op_is_comm(op->kind) ? 0 : et_op_time(op, b, &s->cluster.device, s->precision);
         json_array_append_new(ops, json_pack("{s:s, s:s, s:s, s:f, s:f, s:f}", "id", op->id, "phase",
                                              et_phase_names[op->phase], "kind", et_op_kind_names[op->kind],
                                              "flops", et_linear_eval(&op->flops, b), "bytes",

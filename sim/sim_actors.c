@@ -48,6 +48,7 @@ void sim_rank_plan(sim_world *w, int rank, int step, sim_plan *plan)
     sim_stage *st = &w->stages[r->stage];
     const int m = (int)s->batch.grad_accum, p = s->parallel.pipeline, nb = st->n_buckets;
     const double f = noise_factor(w, rank, step) / (w->gpu_speed ? w->gpu_speed[rank] : 1);
+    plan->f = f;
     /* every micro-batch but the last runs forward and backward whole; the last one's backward is split at
      * the bucket-ready points; the 1F1B bubble costs (p - 1) / v average micro-batches */
     double pre = 0, mean_micro = 0, tp_f = 0, tp_b = 0, F = 0, Bw = 0, send = 0;
@@ -88,11 +89,8 @@ static int traced(const sim_rank *r)
     return sim_w->o->trace_path && r->rank % sim_w->trace_every == 0;
 }
 
-static void trace(const sim_rank *r, int lane, double start, double duration, const char *fmt, ...)
-    __attribute__((format(printf, 5, 6)));
-
 /* Formats the event name only for ranks kept in the trace. */
-static void trace(const sim_rank *r, int lane, double start, double duration, const char *fmt, ...)
+void sim_trace_note(const sim_rank *r, int lane, double start, double duration, const char *fmt, ...)
 {
     if (!traced(r) || duration <= 0) return;
     char name[96];
@@ -103,13 +101,13 @@ static void trace(const sim_rank *r, int lane, double start, double duration, co
     sim_trace_add(&sim_w->trace, r->rank, lane, name, start, duration);
 }
 
-static void exec(sim_rank *r, double seconds, const char *name, int step)
+void sim_exec(sim_rank *r, double seconds, const char *name, int step)
 {
     if (seconds <= 0) return;
     double t0 = simgrid_get_clock();
     sg_actor_execute(seconds * sg_host_get_speed(r->host));
     r->busy[step] += simgrid_get_clock() - t0;
-    trace(r, 0, t0, simgrid_get_clock() - t0, "%s", name);
+    sim_trace_note(r, 0, t0, simgrid_get_clock() - t0, "%s", name);
 }
 
 /* Waiting at a barrier after this rank's backward has ended is idle time (others are late). */
@@ -121,9 +119,9 @@ static void barrier(sim_rank *r, sg_bar_t bar, int step, const char *name)
     double from = fmax(arrive, r->bwd_end[step]);
     if (start > from) {
         r->idle[step] += start - from;
-        trace(r, 0, from, start - from, "idle: waiting for other ranks");
+        sim_trace_note(r, 0, from, start - from, "idle: waiting for other ranks");
     }
-    trace(r, 1, arrive, start - arrive, "%s", name);
+    sim_trace_note(r, 1, arrive, start - arrive, "%s", name);
 }
 
 /* Announces when this rank's buckets will be ready; the last rank of the group to announce opens the
@@ -151,9 +149,9 @@ static void account_buckets(sim_rank *r, const sim_group *grp, const sim_stage *
         double from = fmax(arrive, bwd_end);
         if (start[k] > from) {
             r->idle[step] += start[k] - from;
-            trace(r, 0, from, start[k] - from, "idle: waiting for other ranks");
+            sim_trace_note(r, 0, from, start[k] - from, "idle: waiting for other ranks");
         }
-        trace(r, 1, arrive, start[k] - arrive, "wait for other ranks");
+        sim_trace_note(r, 1, arrive, start[k] - arrive, "wait for other ranks");
         if (traced(r) && end[k] > start[k]) {
             const char *algo =
                 et_scenario_reduce_scatters_gradients(s) ? "reduce-scatter" : et_coll_algo_names[st->algo[k]];
@@ -175,21 +173,21 @@ static void account_buckets(sim_rank *r, const sim_group *grp, const sim_stage *
  * order, model chunks merged. */
 static void trace_forward(const sim_rank *r, const sim_plan *plan, int i, double *t)
 {
-    trace(r, 0, *t, plan->fwd[i], "forward micro-batch %d", i);
+    sim_trace_note(r, 0, *t, plan->fwd[i], "forward micro-batch %d", i);
     *t += plan->fwd[i];
-    trace(r, 1, *t, plan->tp_fwd[i], "tensor-parallel communication (forward %d)", i);
+    sim_trace_note(r, 1, *t, plan->tp_fwd[i], "tensor-parallel communication (forward %d)", i);
     *t += plan->tp_fwd[i];
-    trace(r, 1, *t, plan->send[i], "send activations %d", i);
+    sim_trace_note(r, 1, *t, plan->send[i], "send activations %d", i);
     *t += plan->send[i];
 }
 
 static void trace_backward(const sim_rank *r, const sim_plan *plan, int i, double *t)
 {
-    trace(r, 0, *t, plan->bwd[i], "backward micro-batch %d", i);
+    sim_trace_note(r, 0, *t, plan->bwd[i], "backward micro-batch %d", i);
     *t += plan->bwd[i];
-    trace(r, 1, *t, plan->tp_bwd[i], "tensor-parallel communication (backward %d)", i);
+    sim_trace_note(r, 1, *t, plan->tp_bwd[i], "tensor-parallel communication (backward %d)", i);
     *t += plan->tp_bwd[i];
-    trace(r, 1, *t, plan->send[i], "send gradients %d", i);
+    sim_trace_note(r, 1, *t, plan->send[i], "send gradients %d", i);
     *t += plan->send[i];
 }
 
@@ -199,18 +197,18 @@ static void trace_micro_batches(const sim_rank *r, const sim_plan *plan, double 
     const int m = (int)s->batch.grad_accum, p = s->parallel.pipeline, st = r->stage;
     const double fill = p > 1 ? plan->bubble * st / (p - 1) : 0, drain = plan->bubble - fill;
     const int warm = p - st - 1 < m ? p - st - 1 : m;
-    trace(r, 0, t, fill, "pipeline bubble (fill)");
+    sim_trace_note(r, 0, t, fill, "pipeline bubble (fill)");
     t += fill;
     for (int i = 0; i < warm; i++)
         trace_forward(r, plan, i, &t);
     if (warm == m) {
-        trace(r, 0, t, drain, "pipeline bubble (drain)");
+        sim_trace_note(r, 0, t, drain, "pipeline bubble (drain)");
         t += drain;
     }
     for (int k = 0; k < m - warm; k++) {
         trace_forward(r, plan, warm + k, &t);
         if (warm + k == m - 1) {
-            trace(r, 0, t, drain, "pipeline bubble (drain)");
+            sim_trace_note(r, 0, t, drain, "pipeline bubble (drain)");
             t += drain;
         }
         if (k < m - 1) trace_backward(r, plan, k, &t);
@@ -247,6 +245,7 @@ static void gpu_actor(int argc, char **argv)
     /* With nothing to wait for between meeting the communicator and the optimizer, nor after it, a step's
      * optimizer runs in one execution with the next step's forward and backward: one wake-up less a step. */
     const int fold_optimizer =
+        !w->moe &&
         !(dp && (s->optimizer.clip == ET_CLIP_AFTER_ALLREDUCE || et_scenario_gathers_parameters(s)));
     double optimizer_pending = 0; /* the previous step's optimizer, at the start of this step's execution */
     for (int step = 0; step < w->steps; step++) {
@@ -257,80 +256,91 @@ static void gpu_actor(int argc, char **argv)
         const double now = simgrid_get_clock(), step_start = now + optimizer_pending;
         if (optimizer_pending > 0) {
             r->busy[step - 1] += optimizer_pending;
-            trace(r, 0, now, optimizer_pending, "optimizer");
+            sim_trace_note(r, 0, now, optimizer_pending, "optimizer");
             r->step_end[step - 1] = step_start;
         }
         if (step == w->steps - 1 && r->rank == 0) w->trace.window_start = step_start;
         r->step_start[step] = step_start;
         r->bwd_end[step] = INFINITY; /* nothing counts as idle before backward has ended */
         sim_rank_plan(w, r->rank, step, &plan);
-        /* bucket k is ready after backward's segment k and its clipping kernel; forward and backward never
-         * wait for other ranks, so the times are known once forward's start is */
-        const int zero3 = s->parallel.zero_stage >= 3 && dp;
-        if (zero3) {
-            /* parameters gathered before forward and backward (the communicator plays the gathers),
-             * prefetched under the forward pass */
-            sg_exec_t fwd = sg_actor_exec_async(plan.pre * sg_host_get_speed(r->host));
-            barrier(r, grp->meet, step, "wait for other ranks");
-            sg_barrier_wait(grp->meet);
-            sg_exec_wait(fwd);
-            r->busy[step] += plan.pre;
-            if (plan.fwd)
-                trace_micro_batches(r, &plan, step_start);
-            else
-                trace(r, 0, step_start, plan.pre, "forward");
-        }
-        double t0 = zero3 ? simgrid_get_clock() : step_start + plan.pre, t = t0;
-        for (int k = 0; k <= nb; k++) {
-            if (k < nb)
-                trace(r, 0, t, plan.seg[k], "backward to bucket %d", k);
-            else
-                trace(r, 0, t, plan.seg[k], "backward (rest)");
-            t += plan.seg[k];
-            if (k < nb && clip) {
-                trace(r, 0, t, st->clip[k], "clip bucket %d", k);
-                t += st->clip[k];
+        if (w->moe) {
+            /* experts' all-to-alls as flows: compute waits for them, buckets are announced as they become
+             * ready (sim_moe.c) */
+            const double bwd_end = sim_moe_compute(w, r, step, &plan, ready);
+            if (dp) {
+                sg_barrier_wait(grp->meet);
+                account_buckets(r, grp, st, step, overlap, ready, bwd_end);
             }
-            ready[k] = t;
+            r->bwd_end[step] = bwd_end;
+        } else {
+            /* bucket k is ready after backward's segment k and its clipping kernel; forward and backward
+             * never wait for other ranks, so the times are known once forward's start is */
+            const int zero3 = s->parallel.zero_stage >= 3 && dp;
+            if (zero3) {
+                /* parameters gathered before forward and backward (the communicator plays the gathers),
+                 * prefetched under the forward pass */
+                sg_exec_t fwd = sg_actor_exec_async(plan.pre * sg_host_get_speed(r->host));
+                barrier(r, grp->meet, step, "wait for other ranks");
+                sg_barrier_wait(grp->meet);
+                sg_exec_wait(fwd);
+                r->busy[step] += plan.pre;
+                if (plan.fwd)
+                    trace_micro_batches(r, &plan, step_start);
+                else
+                    sim_trace_note(r, 0, step_start, plan.pre, "forward");
+            }
+            double t0 = zero3 ? simgrid_get_clock() : step_start + plan.pre, t = t0;
+            for (int k = 0; k <= nb; k++) {
+                if (k < nb)
+                    sim_trace_note(r, 0, t, plan.seg[k], "backward to bucket %d", k);
+                else
+                    sim_trace_note(r, 0, t, plan.seg[k], "backward (rest)");
+                t += plan.seg[k];
+                if (k < nb && clip) {
+                    sim_trace_note(r, 0, t, st->clip[k], "clip bucket %d", k);
+                    t += st->clip[k];
+                }
+                ready[k] = t;
+            }
+            if (dp) announce(grp, step, nb, overlap, ready);
+            /* the previous optimizer (if folded), forward (unless ZeRO-3 ran it under the gathers) and
+             * backward: one execution */
+            const double exec_start = zero3 ? t0 : now;
+            if (!zero3 && plan.pre > 0) {
+                r->busy[step] += plan.pre;
+                if (plan.fwd)
+                    trace_micro_batches(r, &plan, step_start);
+                else
+                    sim_trace_note(r, 0, step_start, plan.pre, "forward");
+            }
+            sg_exec_t bwd =
+                t > exec_start ? sg_actor_exec_async((t - exec_start) * sg_host_get_speed(r->host)) : NULL;
+            r->busy[step] += t - t0;
+            const double bwd_end = t;
+            if (dp) {
+                sg_barrier_wait(grp->meet); /* the communicator has played every bucket's collective */
+                account_buckets(r, grp, st, step, overlap, ready, bwd_end);
+            }
+            if (bwd) sg_exec_wait(bwd);
+            r->bwd_end[step] = bwd_end;
         }
-        if (dp) announce(grp, step, nb, overlap, ready);
-        /* the previous optimizer (if folded), forward (unless ZeRO-3 ran it under the gathers) and backward:
-         * one execution */
-        const double exec_start = zero3 ? t0 : now;
-        if (!zero3 && plan.pre > 0) {
-            r->busy[step] += plan.pre;
-            if (plan.fwd)
-                trace_micro_batches(r, &plan, step_start);
-            else
-                trace(r, 0, step_start, plan.pre, "forward");
-        }
-        sg_exec_t bwd =
-            t > exec_start ? sg_actor_exec_async((t - exec_start) * sg_host_get_speed(r->host)) : NULL;
-        r->busy[step] += t - t0;
-        const double bwd_end = t;
-        if (dp) {
-            sg_barrier_wait(grp->meet); /* the communicator has played every bucket's collective */
-            account_buckets(r, grp, st, step, overlap, ready, bwd_end);
-        }
-        if (bwd) sg_exec_wait(bwd);
-        r->bwd_end[step] = bwd_end;
         if (s->optimizer.clip == ET_CLIP_AFTER_ALLREDUCE && dp) {
             /* global norm: a latency-bound all-reduce of one value */
             barrier(r, grp->compute_barrier, step, "wait for other ranks");
             double c0 = simgrid_get_clock();
             sg_actor_sleep_for(et_allreduce_time(&w->dp, ET_COLL_AUTO, 4, NULL));
-            trace(r, 1, c0, simgrid_get_clock() - c0, "global-norm all-reduce");
+            sim_trace_note(r, 1, c0, simgrid_get_clock() - c0, "global-norm all-reduce");
         }
         if (fold_optimizer && step < w->steps - 1) {
             optimizer_pending = plan.opt;
             continue;
         }
-        exec(r, plan.opt, "optimizer", step);
+        sim_exec(r, plan.opt, "optimizer", step);
         if (et_scenario_gathers_parameters(s) && dp) {
             barrier(r, grp->meet, step, "wait for other ranks");
             double g0 = simgrid_get_clock();
             sg_barrier_wait(grp->meet); /* the communicator has gathered the updated parameters */
-            trace(r, 1, g0, simgrid_get_clock() - g0, "ZeRO parameter all-gather");
+            sim_trace_note(r, 1, g0, simgrid_get_clock() - g0, "ZeRO parameter all-gather");
         }
         r->step_end[step] = simgrid_get_clock();
     }
@@ -358,10 +368,11 @@ static void communicator_actor(int argc, char **argv)
                 sim_ring_gather(g, param_bytes, 1, simgrid_get_clock());
             sg_barrier_wait(g->meet);
         }
-        sg_sem_acquire(g->announce_gate);
+        if (!w->moe) sg_sem_acquire(g->announce_gate);
         const double *latest = g->latest + (size_t)step * (nb + 1);
         double *start = g->coll_start + (size_t)step * (nb + 1), *end = g->coll_end + (size_t)step * (nb + 1);
         for (int k = 0; k < nb; k++) {
+            if (w->moe) sg_sem_acquire(g->bucket_gate); /* bucket k announced by every rank */
             start[k] = fmax(latest[k], simgrid_get_clock());
             if (et_scenario_reduce_scatters_gradients(s))
                 sim_ring_gather(g, st->buckets[k].bytes, 1, start[k]);

@@ -2,6 +2,7 @@
 #ifndef ET_SIM_WORLD_H
 #define ET_SIM_WORLD_H
 
+#include <jansson.h>
 #include <simgrid/actor.h>
 #include <simgrid/barrier.h>
 #include <simgrid/engine.h>
@@ -100,6 +101,11 @@ typedef struct sim_group {
     double *latest; /* [step * (buckets + 1) + k]: latest ready time of bucket k over the group's ranks */
     int *announced; /* [step]: ranks that have announced */
     sg_sem_t announce_gate; /* released once per step, by the last rank to announce */
+    /* with experts' all-to-alls (sim_moe.c) ranks announce bucket by bucket: bucket_announced[step * (buckets
+     * + 1) + k] ranks have announced bucket k, and bucket_gate is released once per bucket announced by all
+     */
+    int *bucket_announced;
+    sg_sem_t bucket_gate;
     /* what the communicator played, read by the ranks after they meet it */
     double *coll_start, *coll_end; /* [step * (buckets + 1) + k] */
     sim_flow *flows;               /* one phase's flows (at most 4 per rank), while planning it */
@@ -113,6 +119,7 @@ typedef struct sim_rank {
     int group; /* data-parallel communicator */
     int index; /* position in the communicator */
     sg_host_t host;
+    int ep_group, ep_index;       /* expert-parallel group and position in it (mixture of experts) */
     sim_route routes[SIM_ROUTES]; /* the routes to the peers this rank sends to, cached */
     int n_routes;
     /* per step, filled by the actors */
@@ -128,6 +135,14 @@ typedef struct sim_stage {
     et_op_classes classes;
     double *op_time; /* [op]: scratch, the times of one rank's batch */
 } sim_stage;
+
+/* An expert-parallel group: `size` consecutive data-parallel ranks of one stage and tensor rank, whose
+ * experts' all-to-alls its members play together (sim_moe.c). */
+typedef struct sim_ep_group {
+    int size;
+    int *members; /* global ranks, by position */
+    sg_bar_t bar;
+} sim_ep_group;
 
 typedef struct sim_world {
     const et_scenario *s;
@@ -152,6 +167,13 @@ typedef struct sim_world {
     const double *gpu_speed;    /* [rank] compute speed left (slow GPUs, fabric.h); NULL: all nominal */
     double flow_latency_factor; /* route latency -> the latency SimGrid makes a flow pay (0: none) */
     long long flows_modelled, flows_simulated; /* for --stats: flows of all phases, and those played */
+    /* mixture of experts with expert parallelism: all-to-alls played as flows (sim_moe.c) */
+    int moe;
+    int n_ep_groups;
+    sim_ep_group *ep_groups;
+    et_comm_group ep;
+    double *a2a;    /* [3 * rank]: seconds in all-to-alls, waiting for expert peers, and the closed forms */
+    int *a2a_count; /* [rank] all-to-alls played */
 } sim_world;
 
 extern sim_world *sim_w;
@@ -166,6 +188,7 @@ typedef struct sim_plan {
      * after each; and the 1F1B bubble */
     double *fwd, *bwd, *tp_fwd, *tp_bwd, *send;
     double bubble;
+    double f; /* the rank's compute factor this step: noise over its GPU's speed */
 } sim_plan;
 
 void sim_rank_plan(sim_world *w, int rank, int step, sim_plan *plan);
@@ -183,6 +206,20 @@ int sim_claim_links(sim_world *w);
 /* A user platform: every route a collective pattern takes exists (0), or err names the first missing one
  * (-1); SimGrid would abort on it mid-simulation. */
 int sim_check_routes(sim_world *w, char *err, size_t size);
+
+/* A compute execution on the rank's host (busy time and the trace), and a trace event on lane 0 (compute)
+ * or 1 (communication), formatted only for ranks kept in the trace. */
+void sim_exec(sim_rank *r, double seconds, const char *name, int step);
+void sim_trace_note(const sim_rank *r, int lane, double start, double duration, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+
+/* Mixture of experts (sim_moe.c): the expert-parallel groups and the records (-1 when out of memory); a
+ * rank's compute of one step from its start to the end of its last backward, with every all-to-all played
+ * as flows among its group, buckets announced as they become ready (ready[k] set); returns backward's end.
+ * The all-to-all records as JSON. */
+int sim_moe_build(sim_world *w);
+double sim_moe_compute(sim_world *w, sim_rank *r, int step, const sim_plan *plan, double *ready);
+json_t *sim_moe_results(const sim_world *w);
 
 /* Creates the actor of every rank. */
 void sim_start_actors(sim_world *w);

@@ -70,7 +70,14 @@ static int build_world(sim_world *w, json_t **result)
     /* identical communicators merged (sim_world.h): a stage's tensor ranks compute alike without per-rank
      * noise, and a generated fabric without faults treats every GPU of a node alike */
     const et_cluster *cl = &s->cluster;
-    const int merge = t > 1 && !w->o->all_groups && s->simulation.straggler_sigma <= 0 &&
+    /* experts' all-to-alls as flows (sim_moe.c); their tensor ranks route differently, never merged */
+    w->moe = s->model.moe.experts > 0 && s->parallel.expert > 1 && w->o->bench_sizes == 0;
+    if (w->moe && s->parallel.zero_stage >= 3)
+        return fail(
+            result, "%s",
+            "ZeRO-3 with experts' all-to-alls is not simulated (its parameter gathers under forward); "
+            "use --analytic or zero_stage 2");
+    const int merge = t > 1 && !w->moe && !w->o->all_groups && s->simulation.straggler_sigma <= 0 &&
                       !cl->platform_file[0] && cl->n_faults == 0 && !cl->random_faults.set;
     w->n_groups = merge ? pp : pp * t;
     w->groups = calloc((size_t)w->n_groups, sizeof *w->groups);
@@ -115,6 +122,8 @@ static int build_world(sim_world *w, json_t **result)
         grp->coll_end = calloc(records, sizeof(double));
         grp->announced = calloc((size_t)w->steps, sizeof(int));
         grp->announce_gate = sg_sem_init(0);
+        grp->bucket_announced = calloc(records, sizeof(int));
+        grp->bucket_gate = sg_sem_init(0);
         grp->flows = malloc((4 * size + 8) * sizeof *grp->flows);
         grp->comms = malloc((4 * size + 8) * sizeof *grp->comms);
         int plans_ok = 1;
@@ -123,8 +132,8 @@ static int build_world(sim_world *w, json_t **result)
             grp->plans[p].launch = malloc((4 * size + 8) * sizeof *grp->plans[p].launch);
             plans_ok = plans_ok && grp->plans[p].launch;
         }
-        if (!grp->latest || !grp->coll_start || !grp->coll_end || !grp->announced || !grp->flows ||
-            !grp->comms || !plans_ok)
+        if (!grp->latest || !grp->coll_start || !grp->coll_end || !grp->announced || !grp->bucket_announced ||
+            !grp->flows || !grp->comms || !plans_ok)
             return fail_as(result, ET_ERROR_MEMORY, "out of memory for %s", "collective schedules");
         for (size_t i = 0; i < records; i++)
             grp->latest[i] = -INFINITY;
@@ -160,6 +169,8 @@ static int build_world(sim_world *w, json_t **result)
         r->idle = block + 4 * per_step;
     }
     free(by_rank);
+    if (w->moe && sim_moe_build(w))
+        return fail_as(result, ET_ERROR_MEMORY, "out of memory for %s", "the expert-parallel groups");
     size_t records =
         w->o->bench_sizes > 0 ? (size_t)w->o->bench_sizes : per_step * (size_t)w->stages[0].n_buckets;
     w->bucket_start = calloc(records + 1, sizeof(double));
@@ -199,6 +210,9 @@ static int build_world(sim_world *w, json_t **result)
         /* and with no TCP window (gamma 0), no flow has a rate bound below its links' shares */
         w->equal_shares = w->mirror_allowed && sg_cfg_get_double("network/TCP-gamma") == 0;
     }
+    /* all-to-all flows share links with the communicators' flows: no flow is alone, nor played by the
+     * flows of one link */
+    if (w->moe) w->mirror_allowed = w->equal_shares = 0;
     sim_claim_links(w);
     int keep = w->o->trace_ranks > 0 ? w->o->trace_ranks : 64;
     w->trace_every = gpus > keep ? (gpus + keep - 1) / keep : 1;
@@ -286,6 +300,7 @@ static json_t *results(const sim_world *w)
         sorted[0], "max", sorted[S - 1], "compute_s", busy_sum / S, "exposed_comm_s",
         fmax(0, exposed_sum / S), "idle_s", idle_sum / S, "straggler_factor", factor_sum / S, "steps", steps,
         "buckets", buckets, "ops", ops, "ranks", ranks);
+    if (out && w->moe) json_object_set_new(out, "alltoall", sim_moe_results(w));
     free(step);
     free(sorted);
     return out;

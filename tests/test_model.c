@@ -1,5 +1,6 @@
 /* Cost-model checks: parameter counts, FLOPs per token against independent formulas, op and gradient
  * order, buckets, memory. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -228,8 +229,62 @@ static void test_llama_presets(void)
     }
 }
 
+/* Mixtral 8x7B against its published configuration (32 layers, hidden 4096, 32 heads of which 8 key/value,
+ * 8 SwiGLU experts of width 14336 per layer, top-2, vocabulary 32000, untied): per layer attention
+ * 2 H^2 + 2 H kv D, router H E, experts E 3 H F, two norms; embeddings and output V H each, the final norm.
+ * Mistral AI gives 46.7B total and 12.9B active parameters. And the graph of one expert-parallel rank:
+ * four all-to-alls per MoE layer (dispatch, combine and their gradients) of k H e bytes per token, experts'
+ * FLOPs those of k experts per token. */
+static void test_moe(void)
+{
+    et_model_config m;
+    CHECK(et_model_preset("mixtral-8x7b", &m) == 0, "mixtral-8x7b preset exists");
+    const double H = m.hidden, F = m.ffn, V = m.vocab, L = m.layers, D = H / m.heads, kv = m.kv_heads;
+    const double E = m.moe.experts, k = m.moe.top_k;
+    const double layer = 2 * H * H + 2 * H * kv * D + H * E + E * 3 * H * F + 2 * H;
+    const double formula = 2 * V * H + L * layer + H;
+    const double total = et_model_param_count(&m), active = et_model_active_param_count(&m);
+    CHECK(total == formula, "mixtral: %.0f parameters, the formula %.0f", total, formula);
+    CHECK(total == 46702792704.0, "mixtral: %.0f parameters, 46,702,792,704 from the published configuration",
+          total);
+    CHECK(active == formula - L * (E - k) * 3 * H * F && active == 12879925248.0,
+          "mixtral: %.0f active parameters, 12,879,925,248 from the published configuration", active);
+    CHECK(fabs(total / 1e9 - 46.7) < 0.05 && fabs(active / 1e9 - 12.9) < 0.05,
+          "mixtral: %.1fB total and %.1fB active, as published", total / 1e9, active / 1e9);
+    et_model_config dense;
+    CHECK(et_model_preset("mistral-7b", &dense) == 0 &&
+              et_model_active_param_count(&dense) == et_model_param_count(&dense),
+          "a dense model's active parameters are all of them");
+
+    et_graph g;
+    et_error err;
+    et_graph_options o = {
+        .tensor = 1, .expert = 8, .pipeline = 1, .precision = ET_BF16, .optimizer_shards = 1};
+    CHECK(et_graph_build(&m, &o, &g, &err) == 0, "mixtral graph with expert parallelism 8");
+    et_batch_shape b = {.sequences = 1, .tokens = 4096, .tokens_sq = 4096.0 * 4096, .predictions = 4096};
+    int a2a = 0;
+    double expert_flops = 0, expert_params = 0;
+    for (int i = 0; i < g.n_ops; i++) {
+        const et_op *op = &g.ops[i];
+        if (op->kind == ET_OP_EP_ALLTOALL) {
+            a2a++;
+            CHECK(et_linear_eval(&op->bytes, &b) == 4096 * k * H * 2, "%s: k H e bytes per token", op->id);
+        }
+        if (op->expert && op->kind == ET_OP_GEMM && op->phase == ET_PHASE_FORWARD)
+            expert_flops += et_linear_eval(&op->flops, &b);
+    }
+    for (int i = 0; i < g.n_params; i++)
+        if (strstr(g.params[i].id, ".experts.")) expert_params += g.params[i].count;
+    CHECK(a2a == 4 * m.layers, "%d all-to-alls, four per MoE layer", a2a);
+    CHECK(fabs(expert_flops - L * 2 * 4096 * k * 3 * H * F) < 1, "experts' forward FLOPs %.4g, 2 T k 3 H F L",
+          expert_flops);
+    CHECK(expert_params == L * (E / 8) * 3 * H * F, "one expert per layer on each of 8 expert ranks");
+    et_graph_free(&g);
+}
+
 int main(void)
 {
+    test_moe();
     test_llama_presets();
     test_op_classes();
     test_param_counts();

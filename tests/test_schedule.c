@@ -98,7 +98,7 @@ static double layer_tp_seconds(const et_scenario *s, const et_graph *g, int laye
     et_comm_group tp = et_tp_group(s);
     double t = 0;
     for (int i = 0; i < g->n_ops; i++)
-        if (g->ops[i].layer == layer && et_op_is_tp_comm(g->ops[i].kind))
+        if (g->ops[i].layer == layer && et_op_is_comm(g->ops[i].kind))
             t += et_tp_comm_time(&tp, g->ops[i].kind, et_linear_eval(&g->ops[i].bytes, b));
     return t;
 }
@@ -211,7 +211,7 @@ static void test_host_bound(void)
     double fwd = 0, bwd = 0;
     for (int i = 0; i < g.n_ops; i++) {
         const et_op *op = &g.ops[i];
-        if (et_op_is_tp_comm(op->kind) || et_op_time(op, &b, &s.cluster.device, s.precision) <= 0) continue;
+        if (et_op_is_comm(op->kind) || et_op_time(op, &b, &s.cluster.device, s.precision) <= 0) continue;
         if (op->phase == ET_PHASE_FORWARD) fwd += op->kernels;
         if (op->phase == ET_PHASE_BACKWARD) bwd += op->kernels;
     }
@@ -349,7 +349,7 @@ static void test_tp_overlap(void)
     double exposed = 0, full = 0;
     for (int i = 0; i < g.n_ops; i++) {
         const et_op *op = &g.ops[i];
-        if (!et_op_is_tp_comm(op->kind)) continue;
+        if (!et_op_is_comm(op->kind)) continue;
         double t = et_tp_comm_time(&tp, op->kind, et_linear_eval(&op->bytes, &b));
         int j = op->kind == ET_OP_TP_ALLGATHER ? i + 1 : i - 1;
         double gemm =
