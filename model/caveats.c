@@ -27,6 +27,13 @@ int et_caveats(const et_scenario *s, const char **out, int max)
     if (s->method.kind == ET_METHOD_TENSOR_TRAIN)
         ADD("tensor-train reshapes between contractions not costed");
     if (s->method.kind == ET_METHOD_SPARSE) ADD("sparse kernel efficiency from the profile, not measured");
+    if (s->model.moe.experts > 0) {
+        ADD("no router load-balancing loss; expert gradients reduced over all data ranks, not the ranks "
+            "holding the same experts");
+        if (s->parallel.expert > 1)
+            ADD("experts' all-to-all at the busiest expert rank's rows in the analytic estimate (the "
+                "simulation plays the drawn routing)");
+    }
     if (s->simulation.straggler_sigma <= 0) ADD("no per-rank compute noise (simulation.straggler_sigma 0)");
     if (s->parallel.zero_stage >= 3) ADD("ZeRO-3 parameter gathers assumed prefetched under compute");
     if (s->cluster.n_faults || s->cluster.random_faults.set)

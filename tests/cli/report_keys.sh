@@ -16,11 +16,12 @@ export OPENBLAS_NUM_THREADS=1
 "$etsim" --quiet --steps 1 --json "$work/f.json" "$src/tests/data/faults-8.json" > /dev/null 2>&1
 "$etsim" --quiet --search --search-top 2 --search-simulate 1 --steps 1 --search-gpus 256,512 --json "$work/se.json" \
   "$src/scenarios/gpt3-13b-dense-a100.json" > /dev/null
+"$etsim" --quiet --steps 1 --json "$work/moe.json" "$src/tests/data/moe-a2a-8.json" > /dev/null
 "$etsim" --quiet --collective allreduce --json "$work/col.json" "$src/tests/data/uniform-8.json" > /dev/null
 "$etsim" --analytic --quiet --plan-steps 3 --plan-out "$work/plan.json" "$src/scenarios/tiny-gpt-cpu.json" > /dev/null
 jq '.run.warmup_steps = 1' "$work/plan.json" > "$work/plan1.json"
 "$build/runtime/etrun" --quiet --out "$work/m.json" "$work/plan1.json" 2> /dev/null
-for f in a s tt f se c col m; do "$src/tests/tools/json_keys.sh" "$work/$f.json"; done | sed 's/^compare\[\]\.//' |
+for f in a s tt f se c col m moe; do "$src/tests/tools/json_keys.sh" "$work/$f.json"; done | sed 's/^compare\[\]\.//' |
   sort -u > "$work/produced"
 # the first column of each table row: a full path, then siblings written as .name
 awk -F'|' '/^\| `/ {
