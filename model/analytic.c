@@ -43,6 +43,18 @@ static double op_seconds(const et_scenario *s, const et_graph *g, int i, const e
                          const double *op_time, const et_comm_group *tp, double *tp_comm)
 {
     const et_op *op = &g->ops[i];
+    if (op->kind == ET_OP_CP_RING) {
+        /* c - 1 steps, each hidden behind one chunk's share of the attention op before it */
+        const int c = s->parallel.context;
+        et_comm_group cp = et_cp_group(s);
+        double step = et_ring_step_time(&cp, et_linear_eval(&op->bytes, b)), chunk = 0;
+        if (i > 0 && g->ops[i - 1].kind == ET_OP_ATTENTION)
+            chunk =
+                (op_time ? op_time[i - 1] : et_op_time(&g->ops[i - 1], b, &s->cluster.device, s->precision)) /
+                c;
+        if (tp_comm) *tp_comm += (c - 1) * fmax(0, step - chunk);
+        return 0;
+    }
     if (op->kind == ET_OP_EP_ALLTOALL) {
         /* the busiest expert rank receives imbalance x the mean rows */
         double t = et_moe_alltoall_time(s, et_linear_eval(&op->bytes, b)) * et_moe_imbalance(s, b);
@@ -392,6 +404,7 @@ static int rank_loads(const et_scenario *s, et_op_classes *c, double *op_time, c
     for (int i = 0; i < m; i++) {
         if (et_sampler_shapes(sampler, &s->model, s->data.unpadded, step * m + i, shapes)) return -1;
         for (int r = 0; r < dp; r++) {
+            shapes[r] = et_batch_context_share(s, shapes[r]);
             et_op_classes_times(c, &shapes[r], &s->cluster.device, s->precision, op_time);
             loads[r] += micro_compute(c->graph, op_time);
             if (largest) {
@@ -500,28 +513,34 @@ static int estimate_phase(const et_scenario *s, et_estimate *out, et_error *err)
         out->forward = m * F;
         out->backward = m * Bw;
         out->tp_comm = m * (tp_f + tp_b);
-        /* the experts' all-to-alls, counted in the blocking communication above: shown apart */
-        out->ep_comm = 0;
+        /* the experts' all-to-alls and ring attention's exposed exchanges, counted in the blocking
+         * communication above: shown apart */
+        out->ep_comm = out->cp_comm = 0;
+        const et_comm_group tp = et_tp_group(s);
         for (int i = 0; i < g.n_ops; i++)
-            if (g.ops[i].kind == ET_OP_EP_ALLTOALL && g.ops[i].phase != ET_PHASE_OPTIMIZER)
-                out->ep_comm += m * et_moe_alltoall_time(s, et_linear_eval(&g.ops[i].bytes, &b)) *
-                                et_moe_imbalance(s, &b);
-        out->tp_comm = fmax(0, out->tp_comm - out->ep_comm);
+            if (g.ops[i].phase != ET_PHASE_OPTIMIZER &&
+                (g.ops[i].kind == ET_OP_EP_ALLTOALL || g.ops[i].kind == ET_OP_CP_RING))
+                op_seconds(s, &g, i, &b, op_t, &tp,
+                           g.ops[i].kind == ET_OP_CP_RING ? &out->cp_comm : &out->ep_comm);
+        out->ep_comm *= m;
+        out->cp_comm *= m;
+        out->tp_comm = fmax(0, out->tp_comm - out->ep_comm - out->cp_comm);
         out->pp_comm = m * 2 * send;
         out->bubble = et_pipeline_bubble_micro_batches(pp, v) * (F + Bw + tp_f + tp_b + 2 * send);
         double comm_total = 0, clip = 0;
-        out->dp_comm_exposed =
-            s->parallel.data > 1 ? overlap_buckets(s, &g, &b, op_t, buckets, nb, &dp, &comm_total, &clip) : 0;
+        out->dp_comm_exposed = et_scenario_grad_ranks(s) > 1
+                                   ? overlap_buckets(s, &g, &b, op_t, buckets, nb, &dp, &comm_total, &clip)
+                                   : 0;
         if (out->dp_comm_exposed < 0) {
             free(buckets);
             if (owned) et_graph_free(&g);
             return et_error_set_code(err, ET_ERROR_MEMORY, NULL, 0, 0, NULL,
                                      "out of memory laying out the gradient buckets");
         }
-        if (s->parallel.data <= 1 && s->optimizer.clip == ET_CLIP_PER_BUCKET)
+        if (et_scenario_grad_ranks(s) <= 1 && s->optimizer.clip == ET_CLIP_PER_BUCKET)
             for (int k = 0; k < nb; k++)
                 clip += et_bucket_clip_time(s, buckets[k].bytes);
-        out->dp_comm = s->parallel.data > 1 ? comm_total : 0;
+        out->dp_comm = et_scenario_grad_ranks(s) > 1 ? comm_total : 0;
         out->clip = clip;
         out->n_buckets = nb;
         out->bucket_bytes_max = 0;
@@ -529,7 +548,7 @@ static int estimate_phase(const et_scenario *s, et_estimate *out, et_error *err)
             if (buckets[k].bytes > out->bucket_bytes_max) out->bucket_bytes_max = buckets[k].bytes;
         et_bucket_comm_time(s, &dp, out->bucket_bytes_max, &out->algo);
         out->optimizer = et_phase_time_of(s, &g, ET_PHASE_OPTIMIZER, &b, op_t, NULL);
-        if (s->parallel.data > 1 && et_scenario_gathers_parameters(s))
+        if (et_scenario_grad_ranks(s) > 1 && et_scenario_gathers_parameters(s))
             out->zero_gather = et_ring_allgather_time(&dp, g.param_count * ge);
         if (s->parallel.zero_stage >= 3) {
             /* parameters gathered again before forward and backward, prefetched under compute */
@@ -540,10 +559,10 @@ static int estimate_phase(const et_scenario *s, et_estimate *out, et_error *err)
         free(buckets);
         if (owned) et_graph_free(&g);
     }
-    if (s->optimizer.clip == ET_CLIP_AFTER_ALLREDUCE && s->parallel.data > 1)
+    if (s->optimizer.clip == ET_CLIP_AFTER_ALLREDUCE && et_scenario_grad_ranks(s) > 1)
         out->clip_allreduce = et_allreduce_time(&dp, ET_COLL_AUTO, 4, NULL);
-    out->compute =
-        out->forward + out->backward + out->clip + out->tp_comm + out->ep_comm + out->pp_comm + out->bubble;
+    out->compute = out->forward + out->backward + out->clip + out->tp_comm + out->ep_comm + out->cp_comm +
+                   out->pp_comm + out->bubble;
     out->step_time_balanced =
         out->compute + out->dp_comm_exposed + out->clip_allreduce + out->optimizer + out->zero_gather;
     /* the headline waits for the slowest rank, as every synchronous step does */
@@ -553,7 +572,7 @@ static int estimate_phase(const et_scenario *s, et_estimate *out, et_error *err)
     out->params_active = et_model_active_param_count(&s->model);
     out->moe_imbalance = et_moe_imbalance(s, &b);
     out->moe_dropped = et_moe_dropped_fraction(s, &b);
-    double micro_batches = m * s->parallel.data;
+    double micro_batches = m * et_scenario_grad_ranks(s); /* per-rank shares of micro-batches */
     out->model_flops_per_step = micro_flops * micro_batches;
     out->tokens_per_step = b.tokens * micro_batches;
     out->flops_per_token = out->tokens_per_step > 0 ? out->model_flops_per_step / out->tokens_per_step : 0;

@@ -48,10 +48,12 @@ typedef struct et_estimate {
     double clip;     /* per-bucket clipping kernels */
     double tp_comm;  /* tensor-parallel all-reduces (blocking) */
     double ep_comm;  /* experts' all-to-alls (blocking; mixture of experts with expert parallelism) */
-    double pp_comm;  /* pipeline activation sends (blocking) */
-    double bubble;   /* 1F1B fill and drain */
-    double compute;  /* forward + backward + clip + tp_comm + ep_comm + pp_comm + bubble */
-    double dp_comm;  /* sum of bucket collectives */
+    double
+        cp_comm; /* ring attention's key/value exchanges not hidden behind attention (context parallelism) */
+    double pp_comm; /* pipeline activation sends (blocking) */
+    double bubble;  /* 1F1B fill and drain */
+    double compute; /* forward + backward + clip + tp_comm + ep_comm + cp_comm + pp_comm + bubble */
+    double dp_comm; /* sum of bucket collectives */
     double dp_comm_exposed;
     double zero_gather;    /* ZeRO parameter all-gather after the update (exposed) */
     double clip_allreduce; /* global-norm all-reduce when clipping after the all-reduce */

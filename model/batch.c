@@ -17,7 +17,16 @@ et_batch_shape et_batch_expected(const et_scenario *s)
     }
     et_batch_shape shape = et_sampler_expected_shape(&sampler, &s->model, s->data.unpadded);
     et_sampler_free(&sampler);
-    return shape;
+    return et_batch_context_share(s, shape);
+}
+
+et_batch_shape et_batch_context_share(const et_scenario *s, et_batch_shape b)
+{
+    const double c = s->parallel.context > 1 ? s->parallel.context : 1;
+    b.tokens /= c;
+    b.tokens_sq /= c;
+    b.predictions /= c;
+    return b;
 }
 
 et_batch_shape et_batch_worst_case(const et_scenario *s)
@@ -25,5 +34,5 @@ et_batch_shape et_batch_worst_case(const et_scenario *s)
     const double B = (double)s->batch.local, S = s->data.seq_len;
     et_batch_shape w = {.sequences = B, .tokens = B * S, .tokens_sq = B * S * S};
     w.predictions = B * et_model_predictions_for_length(&s->model, s->data.seq_len);
-    return w;
+    return et_batch_context_share(s, w);
 }

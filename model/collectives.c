@@ -44,7 +44,7 @@ et_comm_group et_dp_group(const et_scenario *s)
 {
     int k = s->cluster.gpus_per_node / s->parallel.tensor;
     /* pipeline stages beyond one node's worth split the node's GPUs further */
-    int dp = s->parallel.data;
+    int dp = et_scenario_grad_ranks(s);
     if (k > dp) k = dp;
     if (k < 1) k = 1;
     return group(s, dp, k, s->cluster.gpus_per_node / k);
@@ -62,6 +62,15 @@ et_comm_group et_ep_group(const et_scenario *s)
     if (k > x) k = x;
     if (k < 1) k = 1;
     return group(s, x, k, s->cluster.gpus_per_node / k);
+}
+
+et_comm_group et_cp_group(const et_scenario *s)
+{
+    int c = s->parallel.context > 1 ? s->parallel.context : 1;
+    int k = s->cluster.gpus_per_node / s->parallel.tensor;
+    if (k > c) k = c;
+    if (k < 1) k = 1;
+    return group(s, c, k, s->cluster.gpus_per_node / k);
 }
 
 double et_busbw_factor_allreduce(int ranks)
@@ -110,6 +119,12 @@ double et_ring_reduce_scatter_time(const et_comm_group *g, double bytes)
 double et_ring_allgather_time(const et_comm_group *g, double bytes)
 {
     return et_ring_reduce_scatter_time(g, bytes);
+}
+
+double et_ring_step_time(const et_comm_group *g, double bytes)
+{
+    if (g->ranks <= 1 || bytes <= 0) return 0;
+    return ring_alpha(g) + bytes / ring_bw(g);
 }
 
 double et_alltoall_time(const et_comm_group *g, double bytes)

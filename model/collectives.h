@@ -43,6 +43,11 @@ double et_cluster_nic_bandwidth(const et_cluster *c);
 et_comm_group et_tp_group(const et_scenario *s);
 /* The expert-parallel communicator: `parallelism.expert` consecutive data-parallel ranks. */
 et_comm_group et_ep_group(const et_scenario *s);
+/* The context-parallel ring: `parallelism.context` consecutive ranks after the tensor ranks. */
+et_comm_group et_cp_group(const et_scenario *s);
+
+/* One step of a ring: every rank sends `bytes` to its neighbour, alpha + bytes / B_ring. */
+double et_ring_step_time(const et_comm_group *g, double bytes);
 
 double et_ring_allreduce_time(const et_comm_group *g, double bytes);
 double et_hierarchical_allreduce_time(const et_comm_group *g, double bytes);

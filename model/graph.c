@@ -5,14 +5,24 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *const et_op_kind_names[] = {"gemm",         "attention",         "elementwise",  "embedding",
-                                        "loss",         "optimizer",         "tp_allreduce", "tensor_train",
-                                        "tp_allgather", "tp_reduce_scatter", "ep_alltoall",  NULL};
+const char *const et_op_kind_names[] = {"gemm",
+                                        "attention",
+                                        "elementwise",
+                                        "embedding",
+                                        "loss",
+                                        "optimizer",
+                                        "tp_allreduce",
+                                        "tensor_train",
+                                        "tp_allgather",
+                                        "tp_reduce_scatter",
+                                        "cp_ring",
+                                        "ep_alltoall",
+                                        NULL};
 
 bool et_op_is_comm(et_op_kind kind)
 {
     return kind == ET_OP_TP_ALLREDUCE || kind == ET_OP_TP_ALLGATHER || kind == ET_OP_TP_REDUCE_SCATTER ||
-           kind == ET_OP_EP_ALLTOALL;
+           kind == ET_OP_CP_RING || kind == ET_OP_EP_ALLTOALL;
 }
 const char *const et_phase_names[] = {"forward", "backward", "optimizer", NULL};
 
@@ -420,6 +430,17 @@ static void dropout_op(builder *b, const dims *d, et_phase phase, int layer, et_
     elementwise(b, phase, layer, lin_scale(elems, 2), lin_scale(elems, (reads + 1) * d->e + 1), id);
 }
 
+/* Ring attention (context parallelism; Liu et al. 2023, Megatron-Core's context parallelism): each step
+ * passes one chunk's keys and values (`tensors` = 2), or in backward also their gradients (4), to the next
+ * rank of the ring while the current chunk's attention runs: bytes per step `tensors` e T KVt for this
+ * rank's T tokens. */
+static void cp_ring(builder *b, const dims *d, et_phase phase, int layer, int tensors, const char *id)
+{
+    if (b->g->options.context <= 1) return;
+    et_op *op = add_op(b, ET_OP_CP_RING, phase, layer, "%s", id);
+    if (op) op->bytes = TOK(tensors * d->e * d->KVt);
+}
+
 /* The attention core: scores, softmax, dropout, context (what selective recomputation repeats); or one
  * flash-style kernel: the same 4 l^2 D FLOPs per head forward, q, k, v read and the context written, the
  * scores never leaving the chip (backward: 2.5x the forward FLOPs, the scores recomputed inside; Dao 2023).
@@ -542,6 +563,7 @@ static void layer_forward(builder *b, const dims *d, int i, int decoder, et_phas
     if (d->rope)
         elementwise(b, phase, i, TOK(6 * (Ht + d->KVt)), TOK(2 * e * (Ht + d->KVt)), ID("attn.rope"));
     attention_core(b, d, i, phase, suffix);
+    cp_ring(b, d, phase, i, 2, ID("attn.cp_ring"));
     weight_forward(b, phase, i, ET_GROUP_ATTENTION, TOK(1), Ht, H, 1, ID("attn.out"));
     tp_boundary(b, d, phase, i, 0, d->sp ? ID("attn.tp_reduce_scatter") : ID("attn.tp_allreduce"));
     dropout_op(b, d, phase, i, TOK(H * St), reads, ID("attn.out.dropout"));
@@ -612,6 +634,7 @@ static void layer_backward(builder *b, const dims *d, int i, int decoder, et_rec
             op->flops = SQ(10 * Ht * d->causal_share);
             op->bytes = TOK(8 * e * Ht + 4 * At); /* q, k, v, context, its gradient in; dq, dk, dv out */
         }
+        cp_ring(b, d, ET_PHASE_BACKWARD, i, 4, NAME("attn.cp_ring.bwd"));
     }
     if (!d->flash && recompute == ET_RECOMPUTE_SELECTIVE)
         attention_core(b, d, i, ET_PHASE_BACKWARD, ".recompute");

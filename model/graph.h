@@ -6,7 +6,7 @@
  *   Q  sum of squared lengths (attention)  P  positions scored by the loss (masked or all tokens)
  *   H  hidden   A  heads   D = H/A  head dim   F  ffn   V  vocab   L  layers   t  tensor-parallel degree
  *   E  experts of an MoE layer   k  experts per token (top-k)   c  capacity factor (1 when dropless)
- *   Fe expert hidden width   x  expert-parallel degree
+ *   Fe expert hidden width   x  expert-parallel degree   cp  context-parallel degree (shapes are per rank)
  * Every op's FLOPs and bytes are linear in (B, T, Q, P), so one graph serves every rank's batch: the cost
  * of an op for a batch is et_linear_eval(&op->flops, &shape). Ops carry stable ids such as
  * `layer.3.attn.qkv.bwd_weight`; the runtime times ops under the same ids.
@@ -39,13 +39,17 @@ typedef enum {
     ET_OP_TT,           /* tensor-train contraction sequence (m, n, k: its most expensive step) */
     ET_OP_TP_ALLGATHER, /* sequence parallelism: all-gather of the T/t-token shards (bytes = gathered size) */
     ET_OP_TP_REDUCE_SCATTER, /* sequence parallelism: reduce-scatter to T/t tokens (bytes = input size) */
+    ET_OP_CP_RING,     /* context parallelism: one step of ring attention's key/value exchange with the ring's
+                          neighbours (bytes = one chunk's keys and values, or with their gradients in backward);
+                          context - 1 steps, each overlapped with a chunk's attention */
     ET_OP_EP_ALLTOALL, /* mixture of experts: the tokens' all-to-all over the expert-parallel group (bytes =
                           this rank's send buffer, its own share included) */
 } et_op_kind;
 extern const char *const et_op_kind_names[];
 
 /* True for the collectives that block compute: tensor-parallel all-reduce, all-gather and reduce-scatter,
- * and the experts' all-to-all: communication, costed by the collectives model, 0 s of compute. */
+ * ring attention's exchange and the experts' all-to-all: communication, costed by the collectives model,
+ * 0 s of compute. */
 bool et_op_is_comm(et_op_kind kind);
 
 typedef enum { ET_PHASE_FORWARD, ET_PHASE_BACKWARD, ET_PHASE_OPTIMIZER } et_phase;
@@ -86,6 +90,7 @@ typedef struct et_param {
 typedef struct et_graph_options {
     int tensor;   /* tensor-parallel degree t */
     int expert;   /* expert-parallel degree: each rank holds experts / expert of an MoE layer */
+    int context;  /* context-parallel degree (ring attention); the batch shapes are a rank's share */
     int pipeline; /* pipeline stages */
     int stage;    /* which stage this graph is for, 0-based */
     const int *layers_per_stage; /* layers of each stage (NULL: layers / pipeline each) */

@@ -452,7 +452,8 @@ static int read_parallelism(const et_json_reader *r, json_t *root, et_scenario *
                                        "zero_stage", "recompute",        "sequence_parallel",
                                        "bucket_MiB", "allreduce",        "overlap",
                                        "attention",  "layers_per_stage", "distributed_optimizer",
-                                       "tp_overlap", "expert",           NULL};
+                                       "tp_overlap", "expert",           "context",
+                                       NULL};
     json_t *o;
     long long v;
     double x;
@@ -466,6 +467,8 @@ static int read_parallelism(const et_json_reader *r, json_t *root, et_scenario *
     s->parallel.pipeline = (int)v;
     if (et_json_get_int(r, p, "$.parallelism", "expert", false, 1, 1, 1 << 16, &v)) goto done;
     s->parallel.expert = (int)v;
+    if (et_json_get_int(r, p, "$.parallelism", "context", false, 1, 1, 1 << 16, &v)) goto done;
+    s->parallel.context = (int)v;
     if (et_json_get_int(r, p, "$.parallelism", "zero_stage", false, 0, 0, 3, &v)) goto done;
     s->parallel.zero_stage = (int)v;
     if (et_json_get_bool(r, p, "$.parallelism", "distributed_optimizer", false, false,
@@ -737,6 +740,24 @@ static int check_parallelism(const et_json_reader *r, et_scenario *s)
              t, s->cluster.gpus_per_node);
     if (gpus % (t * pp) != 0)
         FAIL("$.parallelism.pipeline", "tensor x pipeline = %d must divide the %d GPUs", t * pp, gpus);
+    const int cp = s->parallel.context;
+    if (cp > 1) {
+        if (gpus % (t * pp * cp) != 0)
+            FAIL("$.parallelism.context", "tensor x pipeline x context = %d must divide the %d GPUs",
+                 t * pp * cp, gpus);
+        if (s->data.seq_len % (2 * cp) != 0)
+            FAIL("$.parallelism.context",
+                 "context parallelism %d needs seq_len divisible by 2 x %d (each rank takes two chunks of "
+                 "every sequence, balancing causal attention), got seq_len %d",
+                 cp, cp, s->data.seq_len);
+        if (s->parallel.attention != ET_ATTENTION_FLASH)
+            FAIL("$.parallelism.context",
+                 "context parallelism (ring attention) needs attention \"flash\" (its chunks are fused "
+                 "kernels), got \"%s\"",
+                 et_attention_names[s->parallel.attention]);
+        if (s->parallel.expert > 1)
+            FAIL("$.parallelism.context", "context and expert parallelism together are not modelled%s", "");
+    }
     if (s->model.heads % t != 0)
         FAIL("$.parallelism.tensor", "tensor-parallel degree %d must divide the %d attention heads", t,
              s->model.heads);
@@ -767,7 +788,7 @@ static int check_parallelism(const et_json_reader *r, et_scenario *s)
              "pipeline %d x virtual stages %d = %d must divide the %d layers (each virtual stage holds whole "
              "layers)",
              pp, v, pp * v, s->model.layers);
-    s->parallel.data = gpus / (t * pp);
+    s->parallel.data = gpus / (t * pp * cp);
     if (t > 1 && s->method.kind == ET_METHOD_TENSOR_TRAIN)
         FAIL("$.parallelism.tensor",
              "tensor-train layers are not split across GPUs: tensor parallelism must be 1, "
@@ -916,6 +937,11 @@ static int read_host(const et_json_reader *r, json_t *root, et_scenario *s)
     if (s->cluster.device.kind == ET_DEVICE_CPU) s->host.per_kernel = 0;
     if (!o) json_decref(p);
     return rc;
+}
+
+int et_scenario_grad_ranks(const et_scenario *s)
+{
+    return s->parallel.data * (s->parallel.context > 1 ? s->parallel.context : 1);
 }
 
 bool et_scenario_reduce_scatters_gradients(const et_scenario *s)

@@ -95,8 +95,9 @@ typedef struct et_scenario {
     struct {
         int tensor;
         int pipeline;
-        int data;   /* derived: gpus / (tensor * pipeline) */
-        int expert; /* expert parallelism: each MoE layer's experts split over this many data ranks */
+        int data;    /* derived: gpus / (tensor * pipeline * context), the batch's replicas */
+        int expert;  /* expert parallelism: each MoE layer's experts split over this many data ranks */
+        int context; /* context parallelism: each sequence split over this many ranks (ring attention) */
         int virtual_pipeline; /* interleaved 1F1B: model chunks per pipeline stage (1 = plain 1F1B) */
         int layers_per_stage[ET_MAX_PIPELINE]; /* uneven partition, or all 0 (layers / pipeline each) */
         bool uneven;
@@ -141,6 +142,10 @@ void et_scenario_free(et_scenario *s);
 
 /* Total GPUs in the cluster. */
 int et_scenario_gpus(const et_scenario *s);
+
+/* Ranks that hold the same weights and reduce gradients together: data x context (Megatron folds the
+ * context-parallel ranks into the data-parallel gradient reduction and optimizer sharding). */
+int et_scenario_grad_ranks(const et_scenario *s);
 
 /* The data-parallel communication pattern, one rule for the analytic model and the simulator: gradients
  * reduce-scattered instead of all-reduced (ZeRO-2/3, Megatron's distributed optimizer), and updated

@@ -7,6 +7,7 @@ et_graph_options et_scenario_graph_options(const et_scenario *s, int stage)
     et_graph_options o = {
         .tensor = s->parallel.tensor,
         .expert = s->parallel.expert,
+        .context = s->parallel.context,
         .pipeline = s->parallel.pipeline,
         .stage = stage,
         .layers_per_stage = s->parallel.uneven ? s->parallel.layers_per_stage : NULL,
@@ -16,7 +17,7 @@ et_graph_options et_scenario_graph_options(const et_scenario *s, int stage)
         .attention = s->parallel.attention,
         .optimizer = s->optimizer.name,
         .optimizer_shards =
-            s->parallel.zero_stage >= 1 || s->parallel.distributed_optimizer ? s->parallel.data : 1,
+            s->parallel.zero_stage >= 1 || s->parallel.distributed_optimizer ? et_scenario_grad_ranks(s) : 1,
         .clip_global = s->optimizer.clip == ET_CLIP_AFTER_ALLREDUCE,
         .method = &s->method,
         .tt_rank = 0,

@@ -10,9 +10,12 @@
 
 static int refuse_unsupported(const et_scenario *s, et_error *err)
 {
-    if (s->parallel.tensor != 1 || s->parallel.pipeline != 1 || s->parallel.zero_stage != 0)
-        return et_error_set(err, s->source, 0, 0, "$.parallelism",
-                            "etrun runs data parallelism only: tensor and pipeline must be 1 and ZeRO 0");
+    if (s->parallel.tensor != 1 || s->parallel.pipeline != 1 || s->parallel.context != 1 ||
+        s->parallel.expert != 1 || s->parallel.zero_stage != 0)
+        return et_error_set(
+            err, s->source, 0, 0, "$.parallelism",
+            "etrun runs data parallelism only: tensor, pipeline, context and expert must be 1 "
+            "and ZeRO 0");
     if (s->precision != ET_FP32)
         return et_error_set(err, s->source, 0, 0, "$.precision",
                             "the CPU backend trains in fp32, the plan says %s",

@@ -30,7 +30,9 @@ json_t *report_json_scenario(const et_scenario *s)
     return json_pack(
         "{s:s, s:s, s:{s:s, s:i, s:i, s:i, s:i, s:i, s:s, s:s}, s:{s:i, s:s, s:b, s:f, s:f}, s:{s:I, s:I, "
         "s:I},"
-        " s:s, s:s, s:s, s:{s:i, s:i, s:i, s:i, s:i, s:s, s:b, s:s, s:f, s:s, s:b}, s:{s:s, s:i, s:i, s:i}}",
+        " s:s, s:s, s:s, s:{s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:s, s:b, s:s, s:f, s:s, s:b}, s:{s:s, s:i, "
+        "s:i, "
+        "s:i}}",
         "name", s->name, "source", s->source, "model", "name", m->name, "layers", m->layers, "hidden",
         m->hidden, "heads", m->heads, "ffn", m->ffn, "vocab", m->vocab, "architecture",
         et_arch_names[m->arch], "loss_head", et_loss_head_names[m->head], "data", "seq_len", s->data.seq_len,
@@ -40,10 +42,10 @@ json_t *report_json_scenario(const et_scenario *s)
         "local", s->batch.local, "grad_accum", s->batch.grad_accum, "precision",
         et_precision_names[s->precision], "optimizer", et_optimizer_names[s->optimizer.name], "clip",
         et_clip_mode_names[s->optimizer.clip], "parallelism", "data", s->parallel.data, "tensor",
-        s->parallel.tensor, "pipeline", s->parallel.pipeline, "virtual_pipeline",
-        s->parallel.virtual_pipeline, "zero_stage", s->parallel.zero_stage, "recompute",
-        et_recompute_names[s->parallel.recompute], "sequence_parallel", s->parallel.sequence_parallel,
-        "attention", et_attention_names[s->parallel.attention], "bucket_MiB",
+        s->parallel.tensor, "context", s->parallel.context, "expert", s->parallel.expert, "pipeline",
+        s->parallel.pipeline, "virtual_pipeline", s->parallel.virtual_pipeline, "zero_stage",
+        s->parallel.zero_stage, "recompute", et_recompute_names[s->parallel.recompute], "sequence_parallel",
+        s->parallel.sequence_parallel, "attention", et_attention_names[s->parallel.attention], "bucket_MiB",
         s->parallel.bucket_bytes / 1048576.0, "allreduce", et_coll_algo_names[s->parallel.allreduce],
         "overlap", s->parallel.overlap, "cluster", "device", c->device.name, "nodes", c->nodes,
         "gpus_per_node", c->gpus_per_node, "gpus", et_scenario_gpus(s));
@@ -60,12 +62,13 @@ static json_t *memory_json(const et_memory *m)
 json_t *report_json_estimate(const et_estimate *e)
 {
     json_t *step =
-        json_pack("{s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f}", "forward_s",
-                  e->forward, "backward_s", e->backward, "clip_s", e->clip, "tp_comm_s", e->tp_comm,
-                  "pp_comm_s", e->pp_comm, "bubble_s", e->bubble, "compute_s", e->compute, "dp_comm_s",
-                  e->dp_comm, "dp_comm_exposed_s", e->dp_comm_exposed, "zero_gather_s", e->zero_gather,
-                  "clip_allreduce_s", e->clip_allreduce, "optimizer_s", e->optimizer, "balanced_step_s",
-                  e->step_time_balanced, "step_s", e->step_time, "busiest_stage", (double)e->busiest_stage);
+        json_pack("{s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f}",
+                  "forward_s", e->forward, "backward_s", e->backward, "clip_s", e->clip, "tp_comm_s",
+                  e->tp_comm, "pp_comm_s", e->pp_comm, "bubble_s", e->bubble, "compute_s", e->compute,
+                  "dp_comm_s", e->dp_comm, "dp_comm_exposed_s", e->dp_comm_exposed, "zero_gather_s",
+                  e->zero_gather, "clip_allreduce_s", e->clip_allreduce, "cp_comm_s", e->cp_comm, "ep_comm_s",
+                  e->ep_comm, "optimizer_s", e->optimizer, "balanced_step_s", e->step_time_balanced, "step_s",
+                  e->step_time, "busiest_stage", (double)e->busiest_stage);
     json_t *j = json_pack(
         "{s:f, s:f, s:f, s:f, s:f, s:o, s:o, s:{s:i, s:f, s:s}, s:f, s:f, s:f, s:{s:I, s:f, s:f, s:f}}",
         "params_total", e->params_total, "params_per_gpu", e->params_per_gpu, "model_flops_per_step",
@@ -164,9 +167,11 @@ void report_print_header(FILE *out, const et_scenario *s, const et_estimate *e, 
                        : s->cluster.device.kind == ET_DEVICE_DATAFLOW ? (gpus == 1 ? "device" : "devices")
                        : gpus == 1                                    ? "GPU"
                                                                       : "GPUs";
-    fprintf(out, "cluster      %d node(s) x %d %s = %d %s; data %d x tensor %d x pipeline %d, %s %d\n",
+    char context[32] = "";
+    if (s->parallel.context > 1) snprintf(context, sizeof context, " x context %d", s->parallel.context);
+    fprintf(out, "cluster      %d node(s) x %d %s = %d %s; data %d%s x tensor %d x pipeline %d, %s %d\n",
             s->cluster.nodes, s->cluster.gpus_per_node, s->cluster.device.name, gpus, unit, s->parallel.data,
-            s->parallel.tensor, s->parallel.pipeline,
+            context, s->parallel.tensor, s->parallel.pipeline,
             s->parallel.distributed_optimizer ? "distributed optimizer, ZeRO" : "ZeRO",
             s->parallel.zero_stage);
     if (s->parallel.virtual_pipeline > 1 || s->parallel.sequence_parallel ||
@@ -209,6 +214,12 @@ void report_print_header(FILE *out, const et_scenario *s, const et_estimate *e, 
             moe->experts, moe_layers, m->layers, moe->top_k, capacity, et_routing_names[moe->routing],
             s->parallel.expert, moe->experts / s->parallel.expert, e->params_active, e->moe_imbalance);
     }
+    if (s->parallel.context > 1)
+        fprintf(
+            out,
+            "context      ring attention over %d ranks: each layer's keys and values pass %d steps in "
+            "forward, again with their gradients in backward; %.2f ms a step not hidden behind attention\n",
+            s->parallel.context, s->parallel.context - 1, e->cp_comm * 1e3);
     fprintf(out, "FLOPs        %.4g per step, %.4g per token\n", e->model_flops_per_step, e->flops_per_token);
     const et_sampling *smp = &s->data.sampling;
     fprintf(out, "sampling     %s", et_sampling_scheme_names[smp->scheme]);
@@ -236,14 +247,16 @@ void report_print_analytic(FILE *out, const et_scenario *s, const et_estimate *e
 {
     report_print_header(out, s, e, "analytic");
     report_print_memory(out, &e->memory);
-    const int moe = s->model.moe.experts > 0 && s->parallel.expert > 1;
+    const int moe = s->model.moe.experts > 0 && s->parallel.expert > 1, cp = s->parallel.context > 1;
     fprintf(out,
             "\nstep         forward[ms] backward[ms] clip[ms] %s bubble[ms] dp_comm[ms] exposed[ms] "
             "optimizer[ms] step[ms]\n",
-            moe ? "tp+ep+pp[ms]" : "tp+pp[ms]");
+            moe  ? "tp+ep+pp[ms]"
+            : cp ? "tp+cp+pp[ms]"
+                 : "tp+pp[ms]");
     fprintf(out, "             %11.2f %12.2f %8.2f %*.2f %10.2f %11.2f %11.2f %13.2f %8.2f\n",
-            e->forward * 1e3, e->backward * 1e3, e->clip * 1e3, moe ? 12 : 9,
-            (e->tp_comm + e->ep_comm + e->pp_comm) * 1e3, e->bubble * 1e3, e->dp_comm * 1e3,
+            e->forward * 1e3, e->backward * 1e3, e->clip * 1e3, moe || cp ? 12 : 9,
+            (e->tp_comm + e->ep_comm + e->cp_comm + e->pp_comm) * 1e3, e->bubble * 1e3, e->dp_comm * 1e3,
             (e->dp_comm_exposed + e->zero_gather + e->clip_allreduce) * 1e3, e->optimizer * 1e3,
             e->step_time_balanced * 1e3);
     char train[32], eval[32], total[32];

@@ -54,7 +54,8 @@ int sim_moe_build(sim_world *w)
 static const et_batch_shape *shape_of(const sim_world *w, int rank, int step, int i)
 {
     const et_scenario *s = w->s;
-    return &w->shapes[((size_t)step * s->batch.grad_accum + i) * s->parallel.data + w->ranks[rank].index];
+    return &w->shapes[((size_t)step * s->batch.grad_accum + i) * et_scenario_grad_ranks(s) +
+                      w->ranks[rank].index];
 }
 
 /* One all-to-all of op `op` for micro-batch i: `to_experts` (dispatch, and combine's gradient) sends each

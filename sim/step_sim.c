@@ -58,11 +58,20 @@ static sg_host_t *hosts_by_rank(const et_scenario *s)
     return by_rank;
 }
 
+/* The replicas' shapes at the front of `shapes` spread over their context-parallel ranks, each a share
+ * (in place, from the back). Returns 0. */
+static int expand_context(const et_scenario *s, et_batch_shape *shapes, int replicas, int cp)
+{
+    for (int d = replicas * cp - 1; d >= 0; d--)
+        shapes[d] = et_batch_context_share(s, shapes[d / cp]);
+    return 0;
+}
+
 static int build_world(sim_world *w, json_t **result)
 {
     const et_scenario *s = w->s;
     const int gpus = et_scenario_gpus(s), t = s->parallel.tensor, pp = s->parallel.pipeline,
-              dp = s->parallel.data;
+              dp = et_scenario_grad_ranks(s); /* data x context ranks: the gradient communicator */
     const int per_stage = gpus / pp;
     w->n_ranks = gpus;
     w->dp = et_dp_group(s);
@@ -179,14 +188,17 @@ static int build_world(sim_world *w, json_t **result)
         return fail_as(result, ET_ERROR_MEMORY, "out of memory for %s", "bucket records");
     /* each data-parallel rank's batch of every micro-batch of every step, from the sampling library */
     const int m = (int)s->batch.grad_accum;
+    /* context-parallel ranks share their replica's sequences (each its share of them) */
+    const int replicas = s->parallel.data, cp = dp / replicas;
     w->shapes = malloc((size_t)w->steps * m * dp * sizeof *w->shapes);
     et_sampler sampler;
-    if (!w->shapes || et_sampler_init(&sampler, &s->data.lengths, &s->data.sampling, (int)s->batch.local, dp,
-                                      s->simulation.seed, s->source, "$.data.sampling", &err))
+    if (!w->shapes || et_sampler_init(&sampler, &s->data.lengths, &s->data.sampling, (int)s->batch.local,
+                                      replicas, s->simulation.seed, s->source, "$.data.sampling", &err))
         return fail_as(result, w->shapes ? err.code : ET_ERROR_MEMORY, "cannot sample batches: %s",
                        w->shapes ? err.text : "out of memory");
     for (int k = 0; k < w->steps * m; k++)
-        if (et_sampler_shapes(&sampler, &s->model, s->data.unpadded, k, w->shapes + (size_t)k * dp)) {
+        if (et_sampler_shapes(&sampler, &s->model, s->data.unpadded, k, w->shapes + (size_t)k * dp) ||
+            expand_context(s, w->shapes + (size_t)k * dp, replicas, cp)) {
             et_sampler_free(&sampler);
             return fail_as(result, ET_ERROR_MEMORY, "out of memory for %s", "sampled batches");
         }
