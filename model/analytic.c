@@ -501,6 +501,7 @@ static int estimate_phase(const et_scenario *s, et_estimate *out, et_error *err)
         best_stage_time = F + Bw + tp_f + tp_b;
         out->busiest_stage = stage;
         out->params_per_gpu = g.param_count;
+        out->galore_projected = g.galore_projected;
         et_bucket *buckets;
         int nb;
         double ge = et_precision_bytes(s->precision);

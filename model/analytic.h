@@ -36,6 +36,7 @@ typedef struct et_estimate {
     double moe_imbalance;        /* E[max/mean] of expert ranks' rows (moe.h; 1 when balanced or dense) */
     double moe_dropped;          /* fraction of routed rows a fixed capacity drops */
     double params_per_gpu;       /* this GPU's shard of weights (tensor/pipeline split, before ZeRO) */
+    double galore_projected;     /* of them, those whose optimizer states GaLore projects */
     double model_flops_per_step; /* all GPUs, forward + backward, no recomputation */
     double flops_per_token;      /* model FLOPs / tokens trained */
     double tokens_per_step;

@@ -211,6 +211,7 @@ static void add_param(builder *b, int layer, double count, double dense, double 
     p->grad_elems = grad_elems;
     p->meta_bytes = meta;
     p->layer = layer;
+    p->rows = p->cols = 0;
     g->param_count += count;
     g->param_dense += dense;
     g->grad_elems += grad_elems;
@@ -359,6 +360,10 @@ static void weight_backward(builder *b, int layer, et_layer_group group, et_line
             id_printf(pname, sizeof pname, "%s.weight", name);
             add_param(b, layer, kept, dense, b->method->dense_gradients ? dense : kept,
                       dense * et_sparse_meta_bytes_per_weight(&sp), pname);
+            if (!b->failed && sp.density >= 1) {
+                b->g->params[b->g->n_params - 1].rows = out;
+                b->g->params[b->g->n_params - 1].cols = n_in;
+            }
         }
     }
     if (bias) add_grad(b, layer, copies * n_out, "%s.bias", name);
@@ -795,9 +800,66 @@ static void tt_table_reconstruct(builder *b, const dims *d)
     op->bytes = FIX(d->V * d->H * d->e + et_tt_params(&tt) * d->e);
 }
 
+/* Whether GaLore projects parameter i: a transformer layer's dense weight matrix whose shorter side
+ * exceeds the rank. */
+static int galore_projects(const et_graph *g, const et_param *p)
+{
+    const int r = g->options.galore.rank;
+    return r > 0 && p->layer >= 0 && p->rows > 0 && fmin(p->rows, p->cols) > r;
+}
+
+/* GaLore's optimizer ops per projected matrix W (m x n, m = min side): the gradient projected on P
+ * (r x m by m x n), Adam on r x n states, the update projected back (m x r by r x n); and P recomputed
+ * from the gradient's SVD every update_interval steps, amortised (4 m n m + 8 m^3 FLOPs: Golub and Van
+ * Loan's bidiagonalisation and the left singular vectors, at the product efficiency of an m x n x m GEMM).
+ * Returns the parameters projected; their states go to g->galore_state_elems. */
+static double galore_ops(builder *b, const et_graph_options *o)
+{
+    et_graph *g = b->g;
+    const double r = o->galore.rank, T = o->galore.update_interval, e = b->e;
+    double projected = 0, low_rank = 0, full = 0;
+    const int n_params = g->n_params;
+    for (int i = 0; i < n_params && !b->failed; i++) {
+        const et_param p = g->params[i];
+        if (!galore_projects(g, &p)) continue;
+        const double m = fmin(p.rows, p.cols), n = fmax(p.rows, p.cols);
+        et_op *op = add_op(b, ET_OP_GEMM, ET_PHASE_OPTIMIZER, p.layer, "optimizer.galore.project.%s", p.id);
+        if (op) {
+            op->m = FIX(r), op->n = FIX(n), op->k = FIX(m);
+            op->flops = FIX(2 * r * m * n);
+            op->bytes = FIX(e * (m * n + r * m + r * n));
+        }
+        if ((op = add_op(b, ET_OP_GEMM, ET_PHASE_OPTIMIZER, p.layer, "optimizer.galore.project_back.%s",
+                         p.id))) {
+            op->m = FIX(m), op->n = FIX(n), op->k = FIX(r);
+            op->flops = FIX(2 * r * m * n);
+            op->bytes = FIX(e * (m * n + r * m + r * n));
+        }
+        if ((op = add_op(b, ET_OP_GEMM, ET_PHASE_OPTIMIZER, p.layer, "optimizer.galore.svd.%s", p.id))) {
+            op->m = FIX(m), op->n = FIX(n), op->k = FIX(m);
+            op->flops = FIX((4 * m * n * m + 8 * m * m * m) / T);
+            op->bytes = FIX(4 * (2 * m * n + m * m) / T);
+        }
+        projected += p.count;
+        low_rank += r * n;
+        full += m * n;
+        g->galore_state_elems += 2 * r * n + r * m;
+    }
+    et_op *op;
+    if (projected > 0 && (op = add_op(b, ET_OP_OPTIMIZER, ET_PHASE_OPTIMIZER, -1, "optimizer.galore.step"))) {
+        /* Adam on the low-rank states (m, v read and written), the full-size update applied to the fp32
+         * master copy and the weights, the gradient read */
+        op->flops = FIX(12 * low_rank + 2 * full);
+        op->bytes = FIX(16 * low_rank + (e + 8 + e) * full);
+    }
+    g->galore_projected = projected;
+    return projected;
+}
+
 /* Optimizer kernels over this GPU's shard of parameters (fp32 math, bytes per parameter in docs). */
 static void optimizer_ops(builder *b, const et_graph_options *o, double params)
 {
+    if (o->galore.rank > 0) params -= galore_ops(b, o);
     double shard = params / o->optimizer_shards;
     double ge = b->e; /* gradient element size */
     et_op *op;

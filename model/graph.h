@@ -83,6 +83,7 @@ typedef struct et_param {
     double count;      /* trainable values held by this GPU (tensor-parallel shard; kept values if sparse) */
     double dense;      /* dense-equivalent elements (count / density) */
     double grad_elems; /* gradient elements reduced (count, or dense with dense gradients) */
+    double rows, cols; /* a dense linear weight's n_out x n_in on this GPU (0 for other parameters) */
     double meta_bytes; /* sparse index / mask bytes */
     int layer;
 } et_param;
@@ -102,6 +103,7 @@ typedef struct et_graph_options {
     et_optimizer optimizer;
     int optimizer_shards;    /* ZeRO: optimizer states split over this many ranks (1 = none) */
     bool clip_global;        /* clip after the all-reduce: a global-norm op before the update */
+    et_galore galore;        /* GaLore's low-rank projected optimizer states (rank 0: off) */
     const et_method *method; /* NULL = dense */
     double tokens_hint;      /* tokens per micro-batch the tensor-train contraction orders are chosen for */
     int tt_rank;             /* tensor-train rank of this phase (0 = the method's) */
@@ -119,6 +121,8 @@ typedef struct et_graph {
     double param_dense;          /* dense-equivalent parameters */
     double weight_bytes;         /* stored weights including sparse indices, at the training precision */
     double grad_elems;           /* gradient elements to reduce */
+    double galore_projected;     /* GaLore: parameters whose optimizer states are projected */
+    double galore_state_elems;   /* their states: Adam's m and v at r x max(m, n), P at min(m, n) x r */
     int first_layer, last_layer; /* layers of this stage, inclusive */
 } et_graph;
 

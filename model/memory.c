@@ -16,6 +16,11 @@ et_memory et_memory_estimate(const et_scenario *s, const et_graph *g, const et_b
     m.weights = g->weight_bytes / (z >= 3 ? dp : 1);
     m.gradients = g->grad_elems * e / (z >= 2 ? dp : 1);
     m.optimizer_states = P * states / (z >= 1 ? dp : 1);
+    /* GaLore: projected matrices keep Adam's m and v at r x n and the projector P (fp32), the fp32 master
+     * copy whole */
+    if (g->galore_projected > 0)
+        m.optimizer_states = (P - g->galore_projected) * states + g->galore_projected * (states - 8) +
+                             4 * g->galore_state_elems;
     /* Megatron's distributed optimizer: 16-bit parameters and gradients whole, the fp32 master copy, Adam's
      * m and v and the fp32 main-gradient shard over the data ranks: 4 + 16/d bytes per parameter (its
      * documentation's table, "fp16 param, fp16 grads"); 8 + 8/d in fp32 */

@@ -263,12 +263,25 @@ static int read_sampling(const et_json_reader *r, json_t *data, et_scenario *s)
 
 static int read_optimizer(const et_json_reader *r, json_t *root, et_scenario *s)
 {
-    static const char *const keys[] = {"name", "clip", "max_grad_norm", NULL};
-    json_t *o;
+    static const char *const keys[] = {"name", "clip", "max_grad_norm", "galore", NULL};
+    static const char *const galore_keys[] = {"rank", "update_interval", NULL};
+    json_t *o, *galore;
     int e;
+    long long v;
     if (et_json_get_object(r, root, "$", "optimizer", true, keys, &o)) return -1;
     if (et_json_get_enum(r, o, "$.optimizer", "name", true, et_optimizer_names, 0, &e)) return -1;
     s->optimizer.name = (et_optimizer)e;
+    if (et_json_get_object(r, o, "$.optimizer", "galore", false, galore_keys, &galore)) return -1;
+    if (galore) {
+        if (s->optimizer.name == ET_OPT_LAMB)
+            FAIL("$.optimizer.galore", "GaLore projects Adam's states: optimizer \"adam\" or \"adamw\", got "
+                                       "\"lamb\"");
+        if (et_json_get_int(r, galore, "$.optimizer.galore", "rank", true, 0, 1, 1 << 20, &v)) return -1;
+        s->optimizer.galore.rank = (int)v;
+        if (et_json_get_int(r, galore, "$.optimizer.galore", "update_interval", false, 200, 1, 1 << 30, &v))
+            return -1;
+        s->optimizer.galore.update_interval = (int)v;
+    }
     if (et_json_get_enum(r, o, "$.optimizer", "clip", false, et_clip_mode_names, ET_CLIP_NONE, &e)) return -1;
     s->optimizer.clip = (et_clip_mode)e;
     return et_json_get_positive(r, o, "$.optimizer", "max_grad_norm", false, 1.0,
@@ -794,6 +807,14 @@ static int check_parallelism(const et_json_reader *r, et_scenario *s)
              "tensor-train layers are not split across GPUs: tensor parallelism must be 1, "
              "got %d",
              t);
+    if (s->optimizer.galore.rank > 0 && s->method.kind != ET_METHOD_DENSE)
+        FAIL("$.optimizer.galore", "GaLore with method \"%s\" is not modelled (dense weights only)",
+             et_method_kind_names[s->method.kind]);
+    if (s->optimizer.galore.rank > 0 && (s->parallel.zero_stage > 0 || s->parallel.distributed_optimizer))
+        FAIL("$.optimizer.galore",
+             "GaLore with sharded optimizer states (ZeRO or the distributed optimizer) is "
+             "not modelled%s",
+             "");
     const int ep = s->parallel.expert, experts = s->model.moe.experts;
     if (ep > 1 && experts == 0)
         FAIL("$.parallelism.expert", "expert parallelism %d needs a mixture-of-experts model (model.moe)",

@@ -90,6 +90,7 @@ typedef struct et_scenario {
         et_optimizer name;
         et_clip_mode clip;
         double max_grad_norm;
+        et_galore galore;
     } optimizer;
     et_precision precision;
     struct {

@@ -27,6 +27,11 @@ static int refuse_unsupported(const et_scenario *s, et_error *err)
     if (s->method.kind == ET_METHOD_TENSOR_TRAIN && s->method.n_phases > 1)
         return et_error_set(err, s->source, 0, 0, "$.method.tensor_train.rank_schedule",
                             "etrun trains at one rank; rank schedules are costed by etsim only");
+    if (s->optimizer.galore.rank > 0)
+        return et_error_set(
+            err, s->source, 0, 0, "$.optimizer.galore",
+            "etrun runs full-rank Adam; GaLore's projected states are costed by etsim only for "
+            "now");
     const et_model_config *mc = &s->model;
     if (mc->moe.experts > 0)
         return et_error_set(

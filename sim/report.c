@@ -196,6 +196,13 @@ void report_print_header(FILE *out, const et_scenario *s, const et_estimate *e, 
             et_precision_names[s->precision], et_optimizer_names[s->optimizer.name],
             et_clip_mode_names[s->optimizer.clip], e->n_buckets, e->n_buckets == 1 ? "" : "s",
             e->bucket_bytes_max / 1048576.0, et_coll_algo_names[e->algo]);
+    if (s->optimizer.galore.rank > 0)
+        fprintf(
+            out,
+            "optimizer    GaLore: Adam's states of %.0f of %.0f parameters projected on rank %d, projectors "
+            "recomputed by SVD every %d steps; optimizer states %.3f GiB\n",
+            e->galore_projected, e->params_per_gpu, s->optimizer.galore.rank,
+            s->optimizer.galore.update_interval, e->memory.optimizer_states / 1073741824.0);
     const et_moe *moe = &m->moe;
     if (moe->experts > 0) {
         int moe_layers = 0;

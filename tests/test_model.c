@@ -282,8 +282,38 @@ static void test_moe(void)
     et_graph_free(&g);
 }
 
+/* GaLore on the 6x768 encoder at rank 128: the projected matrices and their states by hand. Per layer the
+ * fused q, k, v (2304 x 768), the output (768 x 768), fc1 (3072 x 768) and fc2 (768 x 3072); states
+ * 2 r max(m, n) (Adam's m and v) + r min(m, n) (the projector) each; optimizer memory 8 bytes per plain
+ * parameter and 4 per state element in fp32. */
+static void test_galore(void)
+{
+    et_model_config m;
+    CHECK(et_model_preset("encoder-6x768", &m) == 0, "encoder-6x768 preset");
+    et_graph g;
+    et_error err;
+    et_graph_options o = {.tensor = 1,
+                          .pipeline = 1,
+                          .precision = ET_FP32,
+                          .optimizer_shards = 1,
+                          .galore = {.rank = 128, .update_interval = 200}};
+    CHECK(et_graph_build(&m, &o, &g, &err) == 0, "graph with GaLore");
+    const double r = 128, H = 768, F = 3072;
+    const double projected = 6 * (3 * H * H + H * H + 2 * H * F);
+    const double states = 6 * ((2 * r * 3 * H + r * H) + (2 * r * H + r * H) + 2 * (2 * r * F + r * H));
+    CHECK(g.galore_projected == projected, "%.0f parameters projected, by hand %.0f", g.galore_projected,
+          projected);
+    CHECK(g.galore_state_elems == states, "%.0f state elements, by hand %.0f", g.galore_state_elems, states);
+    int svd = 0;
+    for (int i = 0; i < g.n_ops; i++)
+        svd += strncmp(g.ops[i].id, "optimizer.galore.svd.", 21) == 0;
+    CHECK(svd == 24, "%d SVDs amortised, one per projected matrix", svd);
+    et_graph_free(&g);
+}
+
 int main(void)
 {
+    test_galore();
     test_moe();
     test_llama_presets();
     test_op_classes();
