@@ -132,7 +132,7 @@ static double narrow_side(double side, double dim)
     return s < side ? s : side;
 }
 
-static double tile_wave_fraction(double m, double n, double tm, double tn, int sms)
+static double tile_wave_fraction(double m, double n, double tm, double tn, double sms)
 {
     tm = narrow_side(tm, m);
     tn = narrow_side(tn, n);
@@ -141,14 +141,21 @@ static double tile_wave_fraction(double m, double n, double tm, double tn, int s
     return (m * n) / (tiles_m * tm * tiles_n * tn) * tiles / (waves * sms);
 }
 
+/* The same over `slots` = multiprocessors / split: with split-K, each tile's K is cut into `split` slices run
+ * as separate blocks, so tiles x split blocks fill the waves. */
+static double wave_efficiency_split(const et_device_profile *d, double m, double n, double split)
+{
+    const double a = d->gemm_tile[0], b = d->gemm_tile[1], c = fmin(a, b), slots = d->multiprocessors / split;
+    /* the library picks the best of its tile, the tile transposed and the square of the shorter side */
+    double best = tile_wave_fraction(m, n, a, b, slots);
+    best = fmax(best, tile_wave_fraction(m, n, b, a, slots));
+    return fmax(best, tile_wave_fraction(m, n, c, c, slots));
+}
+
 double et_gemm_wave_efficiency(const et_device_profile *d, double m, double n)
 {
     if (d->multiprocessors <= 0 || m <= 0 || n <= 0) return 1;
-    const double a = d->gemm_tile[0], b = d->gemm_tile[1], c = fmin(a, b);
-    /* the library picks the best of its tile, the tile transposed and the square of the shorter side */
-    double best = tile_wave_fraction(m, n, a, b, d->multiprocessors);
-    best = fmax(best, tile_wave_fraction(m, n, b, a, d->multiprocessors));
-    return fmax(best, tile_wave_fraction(m, n, c, c, d->multiprocessors));
+    return wave_efficiency_split(d, m, n, 1);
 }
 
 double et_gemm_dimension_efficiency(const et_device_profile *d, double m, double n, double k)
@@ -159,11 +166,23 @@ double et_gemm_dimension_efficiency(const et_device_profile *d, double m, double
     return e;
 }
 
+/* Split-K slices are at least this deep (a tile's main loop needs several K steps to pipeline). */
+#define SPLIT_K_MIN_DEPTH 128
+
 double et_gemm_batched_efficiency(const et_device_profile *d, double batch, double m, double n, double k)
 {
     /* a batch of equal products is one grid of batch x tiles: stacked rows quantize the same way */
-    return et_gemm_dimension_efficiency(d, m, n, k) *
-           et_gemm_wave_efficiency(d, m * (batch > 1 ? batch : 1), n);
+    const double rows = m * (batch > 1 ? batch : 1);
+    double best = et_gemm_dimension_efficiency(d, m, n, k) * et_gemm_wave_efficiency(d, rows, n);
+    /* an output smaller than one wave of tiles is split along K (cuBLAS's split-K kernels): each slice a
+     * block, at the efficiency of its shallower K; the partial sums' reduction is not costed. Larger outputs
+     * keep their tiles (their last wave's quantization stays) */
+    const int small =
+        d->multiprocessors > 0 && rows * n < d->multiprocessors * d->gemm_tile[0] * d->gemm_tile[1];
+    for (double split = 2; small && split <= d->multiprocessors && k / split >= SPLIT_K_MIN_DEPTH; split *= 2)
+        best = fmax(best, et_gemm_dimension_efficiency(d, m, n, k / split) *
+                              wave_efficiency_split(d, rows, n, split));
+    return best;
 }
 
 double et_gemm_efficiency(const et_device_profile *d, double m, double n, double k)
