@@ -80,10 +80,13 @@ int et_model_preset(const char *name, et_model_config *out)
         *out = llama(name, 80, 8192, 64, 8, 28672, 32000, 4096);
     } else if (strcmp(name, "llama3-8b") == 0) {
         *out = llama(name, 32, 4096, 32, 8, 14336, 128256, 8192);
+        out->rope_base = 500000;
     } else if (strcmp(name, "llama3-70b") == 0) {
         *out = llama(name, 80, 8192, 64, 8, 28672, 128256, 8192);
+        out->rope_base = 500000;
     } else if (strcmp(name, "llama3-405b") == 0) {
         *out = llama(name, 126, 16384, 128, 8, 53248, 128256, 8192);
+        out->rope_base = 500000;
     } else if (strcmp(name, "mistral-7b") == 0) {
         *out = llama(name, 32, 4096, 32, 8, 14336, 32000, 32768);
     } else if (strcmp(name, "mixtral-8x7b") == 0) {
@@ -91,6 +94,7 @@ int et_model_preset(const char *name, et_model_config *out)
          * experts of which each token uses two, trained dropless */
         *out = llama(name, 32, 4096, 32, 8, 14336, 32000, 32768);
         out->moe = (et_moe){.experts = 8, .top_k = 2, .every = 1};
+        out->rope_base = 1000000;
     } else if (strcmp(name, "gpt3-13b") == 0) {
         et_model_config m = {
             .layers = 40,

@@ -65,6 +65,7 @@ typedef struct et_model_config {
     double dropout;            /* dropout probability on attention probabilities and on each block's output
                                 * (Megatron's attention_dropout = hidden_dropout); 0 = no dropout kernels */
     et_moe moe;
+    double rope_base; /* rotary positions' base (theta): 10000 (Llama 2), 500000 (Llama 3); 0 = 10000 */
 } et_model_config;
 
 /* Whether layer i's MLP is a mixture of experts, and each expert's hidden width. */

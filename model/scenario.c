@@ -95,6 +95,7 @@ static int read_model(const et_json_reader *r, json_t *root, et_model_config *m)
                                        "position_embedding",
                                        "bias",
                                        "moe",
+                                       "rope_theta",
                                        NULL};
     json_t *o;
     if (et_json_get_object(r, root, "$", "model", true, keys, &o)) return -1;
@@ -162,6 +163,9 @@ static int read_model(const et_json_reader *r, json_t *root, et_model_config *m)
     if (et_json_get_bool(r, o, "$.model", "bias", false, bias, &bias)) return -1;
     m->no_bias = !bias;
     if (read_moe(r, o, m)) return -1;
+    if (et_json_get_number(r, o, "$.model", "rope_theta", false, m->rope_base > 0 ? m->rope_base : 10000, 1,
+                           1e12, &m->rope_base))
+        return -1;
     return et_model_config_check(m, r->source, "$.model", r->err);
 }
 

@@ -46,6 +46,9 @@ typedef enum {
     RT_FAMILY_TENSOR_TRAIN,  /* tt_fwd, tt_bwd */
     RT_FAMILY_ADAM,          /* adam_update (Adam and AdamW) */
     RT_FAMILY_LAMB,          /* lamb_update */
+    RT_FAMILY_RMSNORM,       /* rmsnorm_fwd, rmsnorm_bwd */
+    RT_FAMILY_ROPE,          /* rope */
+    RT_FAMILY_SWIGLU,        /* swiglu_fwd, swiglu_bwd */
     RT_FAMILY_COUNT
 } rt_kernel_family;
 extern const char *const rt_kernel_family_names[]; /* "buffers", "linear", ... */
@@ -102,7 +105,15 @@ struct rt_backend {
                              int A);
     void (*attn_scores_bwd)(rt_backend *be, const float *qkv, const float *dscores, float *dqkv,
                             const rt_dev_batch *b, int H, int A);
-    /* out[T, H] = word[tokens] + pos[positions] (+ type[types] when type is not NULL) */
+    void (*rmsnorm_fwd)(rt_backend *be, const float *x, const float *g, float *y, float *rstd, int T, int n);
+    void (*rmsnorm_bwd)(rt_backend *be, const float *x, const float *g, const float *rstd, const float *dy,
+                        float *dx, float *dg, int T, int n);
+    /* rotary positions on q and k of qkv[T, 3H] in place, by the batch's positions; inverse: backward */
+    void (*rope)(rt_backend *be, float *qkv, const rt_dev_batch *b, int H, int A, double base, bool inverse);
+    void (*swiglu_fwd)(rt_backend *be, const float *u, float *y, int T, int F);
+    void (*swiglu_bwd)(rt_backend *be, const float *u, const float *dy, float *du, int T, int F);
+    /* out[T, H] = word[tokens] + pos[positions] (when pos is not NULL) (+ type[types] when type is not
+     * NULL) */
     void (*embedding_fwd)(rt_backend *be, const rt_dev_batch *b, const float *word, const float *pos,
                           const float *type, float *out, int H);
     void (*embedding_bwd)(rt_backend *be, const rt_dev_batch *b, const float *dout, float *dword, float *dpos,

@@ -23,6 +23,9 @@ const char *const rt_kernel_family_names[] = {"buffers",
                                               "tensor-train contraction",
                                               "Adam/AdamW update",
                                               "LAMB update",
+                                              "RMSNorm",
+                                              "rotary positions",
+                                              "SwiGLU",
                                               NULL};
 
 typedef struct cpu_ctx {
@@ -112,6 +115,39 @@ static void cpu_layernorm_bwd(rt_backend *be, const float *x, const float *g, co
 {
     (void)be;
     rt_layernorm_bwd_f(x, g, mean, rstd, dy, dx, dg, db, T, n);
+}
+
+static void cpu_rmsnorm_fwd(rt_backend *be, const float *x, const float *g, float *y, float *rstd, int T,
+                            int n)
+{
+    (void)be;
+    rt_rmsnorm_fwd_f(x, g, y, rstd, T, n);
+}
+
+static void cpu_rmsnorm_bwd(rt_backend *be, const float *x, const float *g, const float *rstd,
+                            const float *dy, float *dx, float *dg, int T, int n)
+{
+    (void)be;
+    rt_rmsnorm_bwd_f(x, g, rstd, dy, dx, dg, T, n);
+}
+
+static void cpu_rope(rt_backend *be, float *qkv, const rt_dev_batch *b, int H, int A, double base,
+                     bool inverse)
+{
+    (void)be;
+    rt_rope_f(qkv, b->positions, b->T, H, A, base, inverse);
+}
+
+static void cpu_swiglu_fwd(rt_backend *be, const float *u, float *y, int T, int F)
+{
+    (void)be;
+    rt_swiglu_fwd_f(u, y, T, F);
+}
+
+static void cpu_swiglu_bwd(rt_backend *be, const float *u, const float *dy, float *du, int T, int F)
+{
+    (void)be;
+    rt_swiglu_bwd_f(u, dy, du, T, F);
 }
 
 static void cpu_gelu_fwd(rt_backend *be, const float *x, float *y, size_t n)
@@ -415,6 +451,11 @@ rt_backend *rt_backend_cpu_create(et_error *err)
         .layernorm_bwd = cpu_layernorm_bwd,
         .gelu_fwd = cpu_gelu_fwd,
         .gelu_bwd = cpu_gelu_bwd,
+        .rmsnorm_fwd = cpu_rmsnorm_fwd,
+        .rmsnorm_bwd = cpu_rmsnorm_bwd,
+        .rope = cpu_rope,
+        .swiglu_fwd = cpu_swiglu_fwd,
+        .swiglu_bwd = cpu_swiglu_bwd,
         .attn_scores_fwd = cpu_attn_scores_fwd,
         .attn_softmax_fwd = cpu_attn_softmax_fwd,
         .attn_context_fwd = cpu_attn_context_fwd,

@@ -25,6 +25,10 @@ static const binding layer_ops[] = {
     {"attn.layernorm", rt_ex_attn_ln, "weight", "bias", F(LAYERNORM) | F(GLUE)},
     {"mlp.fc1", rt_ex_fc1, "weight", "bias", F(LINEAR)},
     {"mlp.gelu", rt_ex_gelu, NULL, NULL, F(GELU)},
+    {"mlp.swiglu", rt_ex_swiglu, NULL, NULL, F(SWIGLU)},
+    {"mlp.swiglu.bwd", rt_ex_swiglu_bwd, NULL, NULL, F(SWIGLU)},
+    {"attn.rope", rt_ex_rope, NULL, NULL, F(ROPE)},
+    {"attn.rope.bwd", rt_ex_rope_bwd, NULL, NULL, F(ROPE)},
     {"mlp.fc2", rt_ex_fc2, "weight", "bias", F(LINEAR) | F(GLUE)},
     {"mlp.layernorm", rt_ex_mlp_ln, "weight", "bias", F(LAYERNORM) | F(GLUE)},
     {"mlp.layernorm.bwd", rt_ex_mlp_ln_bwd, "weight", "bias", F(LAYERNORM)},
@@ -167,7 +171,9 @@ int rt_bind_ops(rt_model *m, et_error *err)
                 "etrun has no executor for op \"%s\" (%s); the plan uses a feature the runtime "
                 "does not run yet",
                 op->id, et_op_kind_names[op->kind]);
-        if (check_families(m, op, found->families, err)) return -1;
+        unsigned families = found->families;
+        if (m->acts->rms && (families & F(LAYERNORM))) families = (families & ~F(LAYERNORM)) | F(RMSNORM);
+        if (check_families(m, op, families, err)) return -1;
         r->exec = found->exec;
         if (found->weight) {
             char prefix[128];

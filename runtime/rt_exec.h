@@ -23,7 +23,10 @@ typedef struct rt_layer_acts {
 /* Every activation and gradient buffer of one rank (device memory, one allocation: rt_acts_alloc). */
 struct rt_acts {
     int H, F, A, V, L;
+    int F1; /* fc1's outputs: F, or 2 F with SwiGLU (gate | up) */
     bool decoder;
+    bool rms, swiglu;                             /* RMSNorm instead of layer norm; SwiGLU instead of GELU */
+    double rope_base;                             /* rotary positions' base, 0 without them */
     size_t probs_cap;                             /* attention probabilities: A * local * seq_len^2 */
     rt_layer_acts *layers;                        /* L of them */
     float *emb, *x0, *emb_mean, *emb_rstd;        /* embeddings output and (encoder) its layer norm */
@@ -94,6 +97,10 @@ RT_EXEC(rt_ex_attn_ln);
 RT_EXEC(rt_ex_mlp_ln);
 RT_EXEC(rt_ex_fc1);
 RT_EXEC(rt_ex_gelu);
+RT_EXEC(rt_ex_swiglu);
+RT_EXEC(rt_ex_swiglu_bwd);
+RT_EXEC(rt_ex_rope);
+RT_EXEC(rt_ex_rope_bwd);
 RT_EXEC(rt_ex_fc2);
 RT_EXEC(rt_ex_mlp_ln_bwd);
 RT_EXEC(rt_ex_fc2_bwd_data);
@@ -130,6 +137,27 @@ RT_EXEC(rt_ex_transform_bwd_weight);
 RT_EXEC(rt_ex_gather_bwd);
 RT_EXEC(rt_ex_final_ln_bwd);
 RT_EXEC(rt_ex_nothing); /* optimizer ops: run by rt_model_update */
+
+/* The model's normalisation (layer norm, or RMSNorm whose mean and bias are unused) forward and backward:
+ * the one place the executors choose between them. */
+static inline void rt_norm_fwd(const rt_model *m, const float *x, const float *g, const float *bias, float *y,
+                               float *mean, float *rstd, int T, int n)
+{
+    if (m->acts->rms)
+        m->be->rmsnorm_fwd(m->be, x, g, y, rstd, T, n);
+    else
+        m->be->layernorm_fwd(m->be, x, g, bias, y, mean, rstd, T, n);
+}
+
+static inline void rt_norm_bwd(const rt_model *m, const float *x, const float *g, const float *mean,
+                               const float *rstd, const float *dy, float *dx, float *dg, float *db, int T,
+                               int n)
+{
+    if (m->acts->rms)
+        m->be->rmsnorm_bwd(m->be, x, g, rstd, dy, dx, dg, T, n);
+    else
+        m->be->layernorm_bwd(m->be, x, g, mean, rstd, dy, dx, dg, db, T, n);
+}
 
 /* The output of layer i's input: x0 for the first layer, the previous layer's output after. */
 static inline const float *rt_layer_input(const rt_acts *a, int i)

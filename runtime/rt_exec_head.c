@@ -41,8 +41,7 @@ RT_EXEC(rt_ex_head_ln)
 RT_EXEC(rt_ex_final_ln)
 {
     rt_acts *a = m->acts;
-    m->be->layernorm_fwd(m->be, last_output(a), op->W, op->bias, a->fin, a->fin_mean, a->fin_rstd, b->T,
-                         a->H);
+    rt_norm_fwd(m, last_output(a), op->W, op->bias, a->fin, a->fin_mean, a->fin_rstd, b->T, a->H);
 }
 
 RT_EXEC(rt_ex_decoder)
@@ -121,8 +120,8 @@ RT_EXEC(rt_ex_final_ln_bwd)
     rt_backend *be = m->be;
     /* causal rows: scored position p is token row p (pred_rows is the identity) */
     be->fill(be, a->d_out, 0, (size_t)b->T * a->H);
-    be->layernorm_bwd(be, last_output(a), op->W, a->fin_mean, a->fin_rstd, a->d_head, a->d_out, op->dW,
-                      op->dbias, b->T, a->H);
+    rt_norm_bwd(m, last_output(a), op->W, a->fin_mean, a->fin_rstd, a->d_head, a->d_out, op->dW, op->dbias,
+                b->T, a->H);
 }
 
 RT_EXEC(rt_ex_nothing)

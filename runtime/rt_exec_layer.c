@@ -46,10 +46,10 @@ RT_EXEC(rt_ex_attn_ln)
     const rt_layer_acts *l = LAYER(m, op);
     const float *x = rt_layer_input(a, op->layer);
     if (a->decoder) {
-        be->layernorm_fwd(be, x, op->W, op->bias, l->ln1, l->ln1_mean, l->ln1_rstd, b->T, a->H);
+        rt_norm_fwd(m, x, op->W, op->bias, l->ln1, l->ln1_mean, l->ln1_rstd, b->T, a->H);
     } else {
         be->add(be, l->res1, x, l->y, (size_t)b->T * a->H);
-        be->layernorm_fwd(be, l->res1, op->W, op->bias, l->ln1, l->ln1_mean, l->ln1_rstd, b->T, a->H);
+        rt_norm_fwd(m, l->res1, op->W, op->bias, l->ln1, l->ln1_mean, l->ln1_rstd, b->T, a->H);
     }
 }
 
@@ -61,10 +61,10 @@ RT_EXEC(rt_ex_mlp_ln)
     const rt_layer_acts *l = LAYER(m, op);
     if (a->decoder) {
         be->add(be, l->res1, rt_layer_input(a, op->layer), l->y, (size_t)b->T * a->H);
-        be->layernorm_fwd(be, l->res1, op->W, op->bias, l->ln2, l->ln2_mean, l->ln2_rstd, b->T, a->H);
+        rt_norm_fwd(m, l->res1, op->W, op->bias, l->ln2, l->ln2_mean, l->ln2_rstd, b->T, a->H);
     } else {
         be->add(be, l->res2, l->ln1, l->v, (size_t)b->T * a->H);
-        be->layernorm_fwd(be, l->res2, op->W, op->bias, l->out, l->ln2_mean, l->ln2_rstd, b->T, a->H);
+        rt_norm_fwd(m, l->res2, op->W, op->bias, l->out, l->ln2_mean, l->ln2_rstd, b->T, a->H);
     }
 }
 
@@ -72,7 +72,7 @@ RT_EXEC(rt_ex_fc1)
 {
     rt_acts *a = m->acts;
     const rt_layer_acts *l = LAYER(m, op);
-    m->be->linear_fwd(m->be, a->decoder ? l->ln2 : l->ln1, op->W, op->bias, l->u, b->T, a->H, a->F);
+    m->be->linear_fwd(m->be, a->decoder ? l->ln2 : l->ln1, op->W, op->bias, l->u, b->T, a->H, a->F1);
 }
 
 RT_EXEC(rt_ex_gelu)
@@ -80,6 +80,20 @@ RT_EXEC(rt_ex_gelu)
     rt_acts *a = m->acts;
     const rt_layer_acts *l = LAYER(m, op);
     m->be->gelu_fwd(m->be, l->u, l->g, (size_t)b->T * a->F);
+}
+
+RT_EXEC(rt_ex_swiglu)
+{
+    rt_acts *a = m->acts;
+    const rt_layer_acts *l = LAYER(m, op);
+    m->be->swiglu_fwd(m->be, l->u, l->g, b->T, a->F);
+}
+
+/* q and k turned by their positions, in place after the qkv product */
+RT_EXEC(rt_ex_rope)
+{
+    rt_acts *a = m->acts;
+    m->be->rope(m->be, LAYER(m, op)->qkv, b, a->H, a->A, a->rope_base, false);
 }
 
 RT_EXEC(rt_ex_fc2)
@@ -100,12 +114,12 @@ RT_EXEC(rt_ex_mlp_ln_bwd)
     const rt_layer_acts *l = LAYER(m, op);
     const size_t n = (size_t)b->T * a->H;
     if (a->decoder) { /* d_res += LN2'(d_mid): gradient of x + y */
-        be->layernorm_bwd(be, l->res1, op->W, l->ln2_mean, l->ln2_rstd, a->d_mid, a->d_res, op->dW, op->dbias,
-                          b->T, a->H);
+        rt_norm_bwd(m, l->res1, op->W, l->ln2_mean, l->ln2_rstd, a->d_mid, a->d_res, op->dW, op->dbias, b->T,
+                    a->H);
     } else { /* dres2 -> d_res (the gradient of both ln1 and v) */
         be->fill(be, a->d_res, 0, n);
-        be->layernorm_bwd(be, l->res2, op->W, l->ln2_mean, l->ln2_rstd, a->d_out, a->d_res, op->dW, op->dbias,
-                          b->T, a->H);
+        rt_norm_bwd(m, l->res2, op->W, l->ln2_mean, l->ln2_rstd, a->d_out, a->d_res, op->dW, op->dbias, b->T,
+                    a->H);
         be->copy(be, a->d_mid, a->d_res, n); /* d ln1 accumulates here */
     }
 }
@@ -133,12 +147,26 @@ RT_EXEC(rt_ex_gelu_bwd)
     m->be->gelu_bwd(m->be, LAYER(m, op)->u, a->d_ff, a->d_ff2, (size_t)b->T * a->F);
 }
 
+RT_EXEC(rt_ex_swiglu_bwd)
+{
+    rt_acts *a = m->acts;
+    m->be->swiglu_bwd(m->be, LAYER(m, op)->u, a->d_ff, a->d_ff2, b->T, a->F);
+}
+
+/* dq and dk turned back, in place before the qkv product's backward */
+RT_EXEC(rt_ex_rope_bwd)
+{
+    rt_acts *a = m->acts;
+    (void)op;
+    m->be->rope(m->be, a->d_qkv, b, a->H, a->A, a->rope_base, true);
+}
+
 RT_EXEC(rt_ex_fc1_bwd_data)
 {
     rt_acts *a = m->acts;
     rt_backend *be = m->be;
     if (a->decoder) be->fill(be, a->d_mid, 0, (size_t)b->T * a->H);
-    be->linear_bwd(be, NULL, op->W, a->d_ff2, a->d_mid, NULL, NULL, b->T, a->H, a->F);
+    be->linear_bwd(be, NULL, op->W, a->d_ff2, a->d_mid, NULL, NULL, b->T, a->H, a->F1);
 }
 
 RT_EXEC(rt_ex_fc1_bwd_weight)
@@ -146,7 +174,7 @@ RT_EXEC(rt_ex_fc1_bwd_weight)
     rt_acts *a = m->acts;
     const rt_layer_acts *l = LAYER(m, op);
     m->be->linear_bwd(m->be, a->decoder ? l->ln2 : l->ln1, op->W, a->d_ff2, NULL, op->dW, op->dbias, b->T,
-                      a->H, a->F);
+                      a->H, a->F1);
 }
 
 /* encoder: dres1 = LN1'(d_mid) is the gradient of both x and y -> d_res (y) and d_out (x);
@@ -159,12 +187,12 @@ RT_EXEC(rt_ex_attn_ln_bwd)
     const size_t n = (size_t)b->T * a->H;
     if (a->decoder) {
         be->copy(be, a->d_out, a->d_res, n);
-        be->layernorm_bwd(be, rt_layer_input(a, op->layer), op->W, l->ln1_mean, l->ln1_rstd, a->d_mid,
-                          a->d_out, op->dW, op->dbias, b->T, a->H);
+        rt_norm_bwd(m, rt_layer_input(a, op->layer), op->W, l->ln1_mean, l->ln1_rstd, a->d_mid, a->d_out,
+                    op->dW, op->dbias, b->T, a->H);
     } else {
         be->fill(be, a->d_res, 0, n);
-        be->layernorm_bwd(be, l->res1, op->W, l->ln1_mean, l->ln1_rstd, a->d_mid, a->d_res, op->dW, op->dbias,
-                          b->T, a->H);
+        rt_norm_bwd(m, l->res1, op->W, l->ln1_mean, l->ln1_rstd, a->d_mid, a->d_res, op->dW, op->dbias, b->T,
+                    a->H);
         be->copy(be, a->d_out, a->d_res, n);
     }
 }

@@ -46,11 +46,25 @@
     /* dqkv[T, 3H] = gradient of the attention wrt qkv given dctx (overwrites dqkv) */                       \
     void rt_attention_bwd##S(const REAL *qkv, const REAL *probs, const REAL *dctx, REAL *dqkv,               \
                              REAL *scratch, const int *offsets, int B, int H, int A, int causal);            \
-    /* out[T, H] = sum of table rows: word[tokens], position[pos within sequence], type (if not NULL) */     \
+    /* out[T, H] = sum of table rows: word[tokens], position[pos within sequence] (if pos is not NULL), type \
+     * (if not NULL) */                                                                                      \
     void rt_embedding_fwd##S(const int *tokens, const int *positions, const int *types, const REAL *word,    \
                              const REAL *pos, const REAL *type, REAL *out, int T, int H);                    \
     void rt_embedding_bwd##S(const int *tokens, const int *positions, const int *types, const REAL *dout,    \
                              REAL *dword, REAL *dpos, REAL *dtype, int T, int H);                            \
+    /* RMSNorm (Zhang and Sennrich 2019): y = x * rstd * g over rows of n, rstd = 1 / sqrt(mean(x^2) +       \
+     * 1e-5), kept per row; bwd: dx += ..., dg += ... */                                                     \
+    void rt_rmsnorm_fwd##S(const REAL *x, const REAL *g, REAL *y, REAL *rstd, int T, int n);                 \
+    void rt_rmsnorm_bwd##S(const REAL *x, const REAL *g, const REAL *rstd, const REAL *dy, REAL *dx,         \
+                           REAL *dg, int T, int n);                                                          \
+    /* rotary positions (Su et al. 2021), in place on the q and k parts of qkv[T, 3H] (q | k | v per row):   \
+     * within each head of D values, pairs (i, i + D/2) turn by positions[t] x base^(-2i/D); `inverse` turns \
+     * them back (the backward of an orthogonal map is its transpose) */                                     \
+    void rt_rope##S(REAL *qkv, const int *positions, int T, int H, int A, double base, int inverse);         \
+    /* SwiGLU (Shazeer 2020): u[T, 2F] holds gate | up per row, y[T, F] = silu(gate) * up; bwd writes        \
+     * du[T, 2F] (overwrites) from dy */                                                                     \
+    void rt_swiglu_fwd##S(const REAL *u, REAL *y, int T, int F);                                             \
+    void rt_swiglu_bwd##S(const REAL *u, const REAL *dy, REAL *du, int T, int F);                            \
     /* softmax cross-entropy of logits[P, V] against targets (negative targets are skipped); returns the     \
      * summed loss and writes dlogits = (softmax - onehot) / norm */                                         \
     double rt_cross_entropy##S(const REAL *logits, const int *targets, REAL *dlogits, int P, int V,          \

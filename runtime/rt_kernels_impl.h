@@ -229,10 +229,10 @@ void FN(rt_embedding_fwd)(const int *tokens, const int *positions, const int *ty
                           const REAL *pos, const REAL *type, REAL *out, int T, int H)
 {
     for (int t = 0; t < T; t++) {
-        const REAL *w = word + (size_t)tokens[t] * H, *p = pos + (size_t)positions[t] * H;
+        const REAL *w = word + (size_t)tokens[t] * H, *p = pos ? pos + (size_t)positions[t] * H : NULL;
         const REAL *ty = type && types ? type + (size_t)types[t] * H : NULL;
         for (int i = 0; i < H; i++)
-            out[(size_t)t * H + i] = w[i] + p[i] + (ty ? ty[i] : 0);
+            out[(size_t)t * H + i] = w[i] + (p ? p[i] : 0) + (ty ? ty[i] : 0);
     }
 }
 
@@ -241,11 +241,11 @@ void FN(rt_embedding_bwd)(const int *tokens, const int *positions, const int *ty
 {
     for (int t = 0; t < T; t++) {
         const REAL *d = dout + (size_t)t * H;
-        REAL *w = dword + (size_t)tokens[t] * H, *p = dpos + (size_t)positions[t] * H;
+        REAL *w = dword + (size_t)tokens[t] * H, *p = dpos ? dpos + (size_t)positions[t] * H : NULL;
         REAL *ty = dtype && types ? dtype + (size_t)types[t] * H : NULL;
         for (int i = 0; i < H; i++) {
             w[i] += d[i];
-            p[i] += d[i];
+            if (p) p[i] += d[i];
             if (ty) ty[i] += d[i];
         }
     }
@@ -275,3 +275,76 @@ double FN(rt_cross_entropy)(const REAL *logits, const int *targets, REAL *dlogit
     return loss;
 }
 #endif
+
+void FN(rt_rmsnorm_fwd)(const REAL *x, const REAL *g, REAL *y, REAL *rstd, int T, int n)
+{
+    for (int t = 0; t < T; t++) {
+        const REAL *xr = x + (size_t)t * n;
+        double ss = 0;
+        for (int i = 0; i < n; i++)
+            ss += (double)xr[i] * xr[i];
+        const double rs = 1 / sqrt(ss / n + 1e-5);
+        rstd[t] = (REAL)rs;
+        for (int i = 0; i < n; i++)
+            y[(size_t)t * n + i] = (REAL)(xr[i] * rs) * g[i];
+    }
+}
+
+void FN(rt_rmsnorm_bwd)(const REAL *x, const REAL *g, const REAL *rstd, const REAL *dy, REAL *dx, REAL *dg,
+                        int T, int n)
+{
+    for (int t = 0; t < T; t++) {
+        const REAL *xr = x + (size_t)t * n, *dyr = dy + (size_t)t * n;
+        const double rs = rstd[t];
+        double dot = 0; /* sum of dy g x */
+        for (int i = 0; i < n; i++) {
+            dot += (double)dyr[i] * g[i] * xr[i];
+            dg[i] += (REAL)(dyr[i] * xr[i] * rs);
+        }
+        /* d(x rs)/dx: rs (I - x x^T rs^2 / n) */
+        const double c = dot * rs * rs * rs / n;
+        for (int i = 0; i < n; i++)
+            dx[(size_t)t * n + i] += (REAL)(dyr[i] * g[i] * rs - xr[i] * c);
+    }
+}
+
+void FN(rt_rope)(REAL *qkv, const int *positions, int T, int H, int A, double base, int inverse)
+{
+    const int D = H / A, half = D / 2;
+    for (int t = 0; t < T; t++)
+        for (int part = 0; part < 2; part++) /* q, then k */
+            for (int h = 0; h < A; h++) {
+                REAL *v = qkv + (size_t)t * 3 * H + (size_t)part * H + (size_t)h * D;
+                for (int i = 0; i < half; i++) {
+                    const double angle = positions[t] * pow(base, -2.0 * i / D);
+                    const double c = cos(angle), s = inverse ? -sin(angle) : sin(angle);
+                    const double a = v[i], b = v[i + half];
+                    v[i] = (REAL)(a * c - b * s);
+                    v[i + half] = (REAL)(a * s + b * c);
+                }
+            }
+}
+
+void FN(rt_swiglu_fwd)(const REAL *u, REAL *y, int T, int F)
+{
+    for (int t = 0; t < T; t++) {
+        const REAL *gate = u + (size_t)t * 2 * F, *up = gate + F;
+        for (int i = 0; i < F; i++) {
+            const double g = gate[i];
+            y[(size_t)t * F + i] = (REAL)(g / (1 + exp(-g)) * up[i]);
+        }
+    }
+}
+
+void FN(rt_swiglu_bwd)(const REAL *u, const REAL *dy, REAL *du, int T, int F)
+{
+    for (int t = 0; t < T; t++) {
+        const REAL *gate = u + (size_t)t * 2 * F, *up = gate + F, *d = dy + (size_t)t * F;
+        REAL *dgate = du + (size_t)t * 2 * F, *dup = dgate + F;
+        for (int i = 0; i < F; i++) {
+            const double g = gate[i], sig = 1 / (1 + exp(-g)), silu = g * sig;
+            dgate[i] = (REAL)(d[i] * up[i] * (sig + silu * (1 - sig)));
+            dup[i] = (REAL)(d[i] * silu);
+        }
+    }
+}

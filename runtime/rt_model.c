@@ -38,13 +38,12 @@ static int refuse_unsupported(const et_scenario *s, et_error *err)
             err, s->source, 0, 0, "$.model.moe",
             "etrun runs dense MLPs; mixture-of-experts layers (router, experts, all-to-all) are "
             "costed and simulated by etsim only for now");
-    if ((mc->kv_heads && mc->kv_heads != mc->heads) || mc->mlp != ET_MLP_GELU ||
-        mc->norm != ET_NORM_LAYERNORM || mc->position != ET_POSITION_LEARNED || mc->no_bias)
+    if (mc->kv_heads && mc->kv_heads != mc->heads)
         return et_error_set(
-            err, s->source, 0, 0, "$.model",
-            "etrun runs GELU MLPs, layer norms, learned positions, biases and full multi-head "
-            "attention; grouped-query attention, SwiGLU, RMSNorm, rotary positions and "
-            "bias-free layers (the Llama family) are costed by etsim only for now");
+            err, s->source, 0, 0, "$.model.kv_heads",
+            "etrun runs full multi-head attention (kv_heads = heads, as Llama-2 7B and 13B); "
+            "grouped-query attention (%d key/value heads for %d) is costed by etsim only for now",
+            mc->kv_heads, mc->heads);
     if (s->model.head == ET_HEAD_MLM_NSP)
         return et_error_set(
             err, s->source, 0, 0, "$.model.loss_head",
@@ -68,7 +67,7 @@ static int bind_named_params(rt_model *m, et_error *err)
     if (m->s->model.tie_embeddings) a->dec_dW = a->dword;
     snprintf(id, sizeof id, "%s.bias", dec);
     a->dec_b = rt_param(m, id, &a->dec_db); /* GPT's decoder has no bias: NULL, the kernels skip it */
-    if (!a->word || !a->pos || !a->dec_W)
+    if (!a->word || (!a->pos && m->s->model.position == ET_POSITION_LEARNED) || !a->dec_W)
         return et_error_set(err, NULL, 0, 0, NULL, "the graph lacks the embedding or decoder parameters");
     return 0;
 }

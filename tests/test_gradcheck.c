@@ -287,8 +287,97 @@ static void check_tensor_train(void)
     }
 }
 
+/* RMSNorm, rotary positions and SwiGLU (the Llama layers), each against finite differences in double */
+typedef struct rms {
+    double *x, *g, *y, *rstd, *r;
+    int T, n;
+} rms;
+
+static double rms_loss(void *c)
+{
+    rms *l = c;
+    rt_rmsnorm_fwd_d(l->x, l->g, l->y, l->rstd, l->T, l->n);
+    return dot(l->y, l->r, (size_t)l->T * l->n);
+}
+
+static void check_rmsnorm(void)
+{
+    rms l = {.T = 3, .n = 6};
+    l.x = randv(18), l.g = randv(6), l.y = randv(18), l.rstd = randv(3), l.r = randv(18);
+    rms_loss(&l);
+    double *dx = calloc(18, sizeof(double)), *dg = calloc(6, sizeof(double));
+    rt_rmsnorm_bwd_d(l.x, l.g, l.rstd, l.r, dx, dg, l.T, l.n);
+    CHECK(max_rel_error(l.x, dx, 18, rms_loss, &l) < 1e-5, "RMSNorm: dx");
+    CHECK(max_rel_error(l.g, dg, 6, rms_loss, &l) < 1e-6, "RMSNorm: dgamma");
+    free(dx), free(dg), free(l.x), free(l.g), free(l.y), free(l.rstd), free(l.r);
+}
+
+typedef struct rope {
+    double *qkv, *work, *r;
+    int positions[3], T, H, A;
+} rope;
+
+static double rope_loss(void *c)
+{
+    rope *l = c;
+    size_t n = (size_t)l->T * 3 * l->H;
+    memcpy(l->work, l->qkv, n * sizeof(double));
+    rt_rope_d(l->work, l->positions, l->T, l->H, l->A, 10000, 0);
+    return dot(l->work, l->r, n);
+}
+
+static void check_rope(void)
+{
+    /* 3 tokens at positions 0, 5, 2; 2 heads of 4 */
+    rope l = {.positions = {0, 5, 2}, .T = 3, .H = 8, .A = 2};
+    const size_t n = 3 * 3 * 8;
+    l.qkv = randv(n), l.work = randv(n), l.r = randv(n);
+    /* the backward is the inverse rotation of the output gradient (v untouched) */
+    double *d = malloc(n * sizeof(double));
+    memcpy(d, l.r, n * sizeof(double));
+    rt_rope_d(d, l.positions, l.T, l.H, l.A, 10000, 1);
+    CHECK(max_rel_error(l.qkv, d, n, rope_loss, &l) < 1e-6,
+          "rotary positions: the inverse turn is the gradient");
+    /* forward then inverse is the identity */
+    memcpy(l.work, l.qkv, n * sizeof(double));
+    rt_rope_d(l.work, l.positions, l.T, l.H, l.A, 10000, 0);
+    rt_rope_d(l.work, l.positions, l.T, l.H, l.A, 10000, 1);
+    double worst = 0;
+    for (size_t i = 0; i < n; i++)
+        worst = fmax(worst, fabs(l.work[i] - l.qkv[i]));
+    CHECK(worst < 1e-12, "rotary positions: turned and turned back (%.1e)", worst);
+    free(d), free(l.qkv), free(l.work), free(l.r);
+}
+
+typedef struct glu {
+    double *u, *y, *r;
+    int T, F;
+} glu;
+
+static double glu_loss(void *c)
+{
+    glu *l = c;
+    rt_swiglu_fwd_d(l->u, l->y, l->T, l->F);
+    return dot(l->y, l->r, (size_t)l->T * l->F);
+}
+
+static void check_swiglu(void)
+{
+    glu l = {.T = 3, .F = 5};
+    l.u = randv(30), l.y = randv(15), l.r = randv(15);
+    for (int i = 0; i < 30; i++)
+        l.u[i] *= 3;
+    double *du = malloc(30 * sizeof(double));
+    rt_swiglu_bwd_d(l.u, l.r, du, l.T, l.F);
+    CHECK(max_rel_error(l.u, du, 30, glu_loss, &l) < 1e-6, "SwiGLU: dgate and dup");
+    free(du), free(l.u), free(l.y), free(l.r);
+}
+
 int main(void)
 {
+    check_rmsnorm();
+    check_rope();
+    check_swiglu();
     check_linear();
     check_layernorm();
     check_gelu();

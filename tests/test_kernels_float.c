@@ -97,6 +97,33 @@ static void check_layernorm(void)
         drop(&db);
 }
 
+/* the Llama layers: RMSNorm, rotary positions, SwiGLU */
+static void check_llama_kernels(void)
+{
+    const int T = 7, n = 771, H = 64, A = 4, F = 301, positions[] = {0, 1, 2, 9, 100, 4000, 3};
+    pair x = make((size_t)T * n, 3), g = make(n, 1), y = zeros((size_t)T * n), rstd = zeros(T);
+    pair dy = make((size_t)T * n, 1), dx = make((size_t)T * n, 1), dg = make(n, 1);
+    rt_rmsnorm_fwd_f(x.f, g.f, y.f, rstd.f, T, n), rt_rmsnorm_fwd_d(x.d, g.d, y.d, rstd.d, T, n);
+    for (int t = 0; t < T; t++)
+        rstd.f[t] = (float)rstd.d[t];
+    rt_rmsnorm_bwd_f(x.f, g.f, rstd.f, dy.f, dx.f, dg.f, T, n);
+    rt_rmsnorm_bwd_d(x.d, g.d, rstd.d, dy.d, dx.d, dg.d, T, n);
+    CLOSE(y, 1e-5, "RMSNorm forward");
+    CLOSE(dx, 2e-5, "RMSNorm backward dx");
+    CLOSE(dg, 1e-5, "RMSNorm backward dgamma");
+    pair qkv = make((size_t)T * 3 * H, 2);
+    rt_rope_f(qkv.f, positions, T, H, A, 500000, 0), rt_rope_d(qkv.d, positions, T, H, A, 500000, 0);
+    CLOSE(qkv, 1e-5, "rotary positions");
+    pair u = make((size_t)T * 2 * F, 4), v = zeros((size_t)T * F), dv = make((size_t)T * F, 1);
+    pair du = zeros((size_t)T * 2 * F);
+    rt_swiglu_fwd_f(u.f, v.f, T, F), rt_swiglu_fwd_d(u.d, v.d, T, F);
+    rt_swiglu_bwd_f(u.f, dv.f, du.f, T, F), rt_swiglu_bwd_d(u.d, dv.d, du.d, T, F);
+    CLOSE(v, 1e-6, "SwiGLU forward");
+    CLOSE(du, 1e-6, "SwiGLU backward");
+    drop(&x), drop(&g), drop(&y), drop(&rstd), drop(&dy), drop(&dx), drop(&dg), drop(&qkv), drop(&u),
+        drop(&v), drop(&dv), drop(&du);
+}
+
 static void check_softmax(int causal)
 {
     const int B = 3, A = 2, H = 8, offsets[] = {0, 17, 18, 51};
@@ -213,6 +240,7 @@ int main(void)
 {
     check_gelu();
     check_layernorm();
+    check_llama_kernels();
     check_softmax(0);
     check_softmax(1);
     check_cross_entropy();

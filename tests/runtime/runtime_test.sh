@@ -22,6 +22,14 @@ case $mode in
   train-gpt)
     "$etrun" --quiet --out "$work/m.json" "$gpt"
     "$check" loss "$work/m.json" 0.25 ;;
+  train-llama) # the Llama-2 layers (RMSNorm, SwiGLU, rotary positions, no biases, untied output) learn, and 2
+    # ranks give 1 rank's parameters within fp32 rounding
+    "$etrun" --quiet --out "$work/m.json" "$src/tests/data/tiny-llama-plan.json"
+    "$check" loss "$work/m.json" 0.25
+    steps "$src/tests/data/tiny-llama-plan.json" 20 > "$work/p.json"
+    "$etrun" --quiet --save "$work/one" --out "$work/m1.json" "$work/p.json"
+    mpi 2 "$etrun" --quiet --save "$work/two" --out "$work/m2.json" "$work/p.json"
+    "$check" checkpoints "$work/one/checkpoint.bin" "$work/two/checkpoint.bin" 1e-5 ;;
   train-gpt-tt) # tensor-train attention and MLP layers (rank 8) in the cost model's contraction order
     "$etrun" --quiet --out "$work/m.json" "$src/tests/data/tiny-gpt-tt-plan.json"
     "$check" loss "$work/m.json" 0.3 ;;
