@@ -18,10 +18,11 @@ static float *take(cursor *c, size_t n)
 
 static void layout(rt_acts *a, cursor *c, size_t T, size_t P)
 {
-    const size_t H = (size_t)a->H, F = (size_t)a->F, F1 = (size_t)a->F1, V = (size_t)a->V;
+    const size_t H = (size_t)a->H, F = (size_t)a->F, F1 = (size_t)a->F1, V = (size_t)a->V,
+                 QKV = (size_t)a->QKV;
     for (int i = 0; i < a->L; i++) {
         rt_layer_acts *l = &a->layers[i];
-        l->qkv = take(c, T * 3 * H), l->ctx = take(c, T * H), l->y = take(c, T * H), l->res1 = take(c, T * H);
+        l->qkv = take(c, T * QKV), l->ctx = take(c, T * H), l->y = take(c, T * H), l->res1 = take(c, T * H);
         l->ln1 = take(c, T * H), l->ln2 = take(c, T * H), l->v = take(c, T * H), l->res2 = take(c, T * H);
         l->out = take(c, T * H), l->u = take(c, T * F1), l->g = take(c, T * F);
         l->probs = take(c, a->probs_cap);
@@ -35,7 +36,7 @@ static void layout(rt_acts *a, cursor *c, size_t T, size_t P)
     a->logits = take(c, P * V), a->dlogits = take(c, P * V);
     a->d_out = take(c, T * H), a->d_res = take(c, T * H), a->d_mid = take(c, T * H),
     a->d_ctx = take(c, T * H);
-    a->d_qkv = take(c, T * 3 * H), a->d_ff = take(c, T * F), a->d_ff2 = take(c, T * F1);
+    a->d_qkv = take(c, T * QKV), a->d_ff = take(c, T * F), a->d_ff2 = take(c, T * F1);
     a->d_probs = take(c, a->probs_cap);
     a->d_head = take(c, P * H), a->d_head2 = take(c, P * H);
 }
@@ -50,6 +51,8 @@ int rt_acts_alloc(rt_model *m, et_error *err)
     a->L = sc->model.layers, a->decoder = sc->model.arch == ET_ARCH_DECODER;
     a->rms = sc->model.norm == ET_NORM_RMSNORM, a->swiglu = sc->model.mlp == ET_MLP_SWIGLU;
     a->F1 = a->swiglu ? 2 * a->F : a->F;
+    a->KV = sc->model.kv_heads ? sc->model.kv_heads : a->A;
+    a->QKV = a->H + 2 * a->KV * (a->H / a->A);
     a->rope_base = sc->model.position == ET_POSITION_ROPE ? sc->model.rope_base : 0;
     a->probs_cap = (size_t)a->A * sc->batch.local * sc->data.seq_len * sc->data.seq_len;
     a->layers = calloc((size_t)a->L, sizeof *a->layers);

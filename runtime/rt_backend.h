@@ -95,21 +95,23 @@ struct rt_backend {
     void (*gelu_fwd)(rt_backend *be, const float *x, float *y, size_t n);
     void (*gelu_bwd)(rt_backend *be, const float *x, const float *dy, float *dx, size_t n);
     void (*attn_scores_fwd)(rt_backend *be, const float *qkv, float *probs, const rt_dev_batch *b, int H,
-                            int A);
+                            int A, int KV);
     void (*attn_softmax_fwd)(rt_backend *be, float *probs, const rt_dev_batch *b, int A, bool causal);
     void (*attn_context_fwd)(rt_backend *be, const float *qkv, const float *probs, float *ctx,
-                             const rt_dev_batch *b, int H, int A);
+                             const rt_dev_batch *b, int H, int A, int KV);
     void (*attn_context_bwd)(rt_backend *be, const float *qkv, const float *probs, const float *dctx,
-                             float *dqkv, float *dprobs, const rt_dev_batch *b, int H, int A);
+                             float *dqkv, float *dprobs, const rt_dev_batch *b, int H, int A, int KV);
     void (*attn_softmax_bwd)(rt_backend *be, const float *probs, float *dprobs, const rt_dev_batch *b, int H,
                              int A);
     void (*attn_scores_bwd)(rt_backend *be, const float *qkv, const float *dscores, float *dqkv,
-                            const rt_dev_batch *b, int H, int A);
+                            const rt_dev_batch *b, int H, int A, int KV);
     void (*rmsnorm_fwd)(rt_backend *be, const float *x, const float *g, float *y, float *rstd, int T, int n);
     void (*rmsnorm_bwd)(rt_backend *be, const float *x, const float *g, const float *rstd, const float *dy,
                         float *dx, float *dg, int T, int n);
-    /* rotary positions on q and k of qkv[T, 3H] in place, by the batch's positions; inverse: backward */
-    void (*rope)(rt_backend *be, float *qkv, const rt_dev_batch *b, int H, int A, double base, bool inverse);
+    /* rotary positions on q and k of qkv[T, H + 2 KV D] in place, by the batch's positions; inverse:
+     * backward */
+    void (*rope)(rt_backend *be, float *qkv, const rt_dev_batch *b, int H, int A, int KV, double base,
+                 bool inverse);
     void (*swiglu_fwd)(rt_backend *be, const float *u, float *y, int T, int F);
     void (*swiglu_bwd)(rt_backend *be, const float *u, const float *dy, float *du, int T, int F);
     /* out[T, H] = word[tokens] + pos[positions] (when pos is not NULL) (+ type[types] when type is not

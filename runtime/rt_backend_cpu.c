@@ -131,11 +131,11 @@ static void cpu_rmsnorm_bwd(rt_backend *be, const float *x, const float *g, cons
     rt_rmsnorm_bwd_f(x, g, rstd, dy, dx, dg, T, n);
 }
 
-static void cpu_rope(rt_backend *be, float *qkv, const rt_dev_batch *b, int H, int A, double base,
+static void cpu_rope(rt_backend *be, float *qkv, const rt_dev_batch *b, int H, int A, int KV, double base,
                      bool inverse)
 {
     (void)be;
-    rt_rope_f(qkv, b->positions, b->T, H, A, base, inverse);
+    rt_rope_f(qkv, b->positions, b->T, H, A, KV, base, inverse);
 }
 
 static void cpu_swiglu_fwd(rt_backend *be, const float *u, float *y, int T, int F)
@@ -163,10 +163,10 @@ static void cpu_gelu_bwd(rt_backend *be, const float *x, const float *dy, float 
 }
 
 static void cpu_attn_scores_fwd(rt_backend *be, const float *qkv, float *probs, const rt_dev_batch *b, int H,
-                                int A)
+                                int A, int KV)
 {
     (void)be;
-    rt_attn_scores_fwd_f(qkv, probs, b->offsets_host, b->B, H, A);
+    rt_attn_scores_fwd_f(qkv, probs, b->offsets_host, b->B, H, A, KV);
 }
 
 static void cpu_attn_softmax_fwd(rt_backend *be, float *probs, const rt_dev_batch *b, int A, bool causal)
@@ -176,17 +176,17 @@ static void cpu_attn_softmax_fwd(rt_backend *be, float *probs, const rt_dev_batc
 }
 
 static void cpu_attn_context_fwd(rt_backend *be, const float *qkv, const float *probs, float *ctx,
-                                 const rt_dev_batch *b, int H, int A)
+                                 const rt_dev_batch *b, int H, int A, int KV)
 {
     (void)be;
-    rt_attn_context_fwd_f(qkv, probs, ctx, b->offsets_host, b->B, H, A);
+    rt_attn_context_fwd_f(qkv, probs, ctx, b->offsets_host, b->B, H, A, KV);
 }
 
 static void cpu_attn_context_bwd(rt_backend *be, const float *qkv, const float *probs, const float *dctx,
-                                 float *dqkv, float *dprobs, const rt_dev_batch *b, int H, int A)
+                                 float *dqkv, float *dprobs, const rt_dev_batch *b, int H, int A, int KV)
 {
     (void)be;
-    rt_attn_context_bwd_f(qkv, probs, dctx, dqkv, dprobs, b->offsets_host, b->B, H, A);
+    rt_attn_context_bwd_f(qkv, probs, dctx, dqkv, dprobs, b->offsets_host, b->B, H, A, KV);
 }
 
 static void cpu_attn_softmax_bwd(rt_backend *be, const float *probs, float *dprobs, const rt_dev_batch *b,
@@ -197,10 +197,10 @@ static void cpu_attn_softmax_bwd(rt_backend *be, const float *probs, float *dpro
 }
 
 static void cpu_attn_scores_bwd(rt_backend *be, const float *qkv, const float *dscores, float *dqkv,
-                                const rt_dev_batch *b, int H, int A)
+                                const rt_dev_batch *b, int H, int A, int KV)
 {
     (void)be;
-    rt_attn_scores_bwd_f(qkv, dscores, dqkv, b->offsets_host, b->B, H, A);
+    rt_attn_scores_bwd_f(qkv, dscores, dqkv, b->offsets_host, b->B, H, A, KV);
 }
 
 static void cpu_embedding_fwd(rt_backend *be, const rt_dev_batch *b, const float *word, const float *pos,

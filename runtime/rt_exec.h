@@ -23,7 +23,8 @@ typedef struct rt_layer_acts {
 /* Every activation and gradient buffer of one rank (device memory, one allocation: rt_acts_alloc). */
 struct rt_acts {
     int H, F, A, V, L;
-    int F1; /* fc1's outputs: F, or 2 F with SwiGLU (gate | up) */
+    int F1;      /* fc1's outputs: F, or 2 F with SwiGLU (gate | up) */
+    int KV, QKV; /* key/value heads (grouped-query attention), and qkv's width H + 2 KV D */
     bool decoder;
     bool rms, swiglu;                             /* RMSNorm instead of layer norm; SwiGLU instead of GELU */
     double rope_base;                             /* rotary positions' base, 0 without them */

@@ -9,13 +9,13 @@ RT_EXEC(rt_ex_qkv)
     rt_acts *a = m->acts;
     const rt_layer_acts *l = LAYER(m, op);
     m->be->linear_fwd(m->be, a->decoder ? l->ln1 : rt_layer_input(a, op->layer), op->W, op->bias, l->qkv,
-                      b->T, a->H, 3 * a->H);
+                      b->T, a->H, a->QKV);
 }
 
 RT_EXEC(rt_ex_scores)
 {
     rt_acts *a = m->acts;
-    m->be->attn_scores_fwd(m->be, LAYER(m, op)->qkv, LAYER(m, op)->probs, b, a->H, a->A);
+    m->be->attn_scores_fwd(m->be, LAYER(m, op)->qkv, LAYER(m, op)->probs, b, a->H, a->A, a->KV);
 }
 
 RT_EXEC(rt_ex_softmax)
@@ -28,7 +28,7 @@ RT_EXEC(rt_ex_context)
 {
     rt_acts *a = m->acts;
     const rt_layer_acts *l = LAYER(m, op);
-    m->be->attn_context_fwd(m->be, l->qkv, l->probs, l->ctx, b, a->H, a->A);
+    m->be->attn_context_fwd(m->be, l->qkv, l->probs, l->ctx, b, a->H, a->A, a->KV);
 }
 
 RT_EXEC(rt_ex_attn_out)
@@ -93,7 +93,7 @@ RT_EXEC(rt_ex_swiglu)
 RT_EXEC(rt_ex_rope)
 {
     rt_acts *a = m->acts;
-    m->be->rope(m->be, LAYER(m, op)->qkv, b, a->H, a->A, a->rope_base, false);
+    m->be->rope(m->be, LAYER(m, op)->qkv, b, a->H, a->A, a->KV, a->rope_base, false);
 }
 
 RT_EXEC(rt_ex_fc2)
@@ -158,7 +158,7 @@ RT_EXEC(rt_ex_rope_bwd)
 {
     rt_acts *a = m->acts;
     (void)op;
-    m->be->rope(m->be, a->d_qkv, b, a->H, a->A, a->rope_base, true);
+    m->be->rope(m->be, a->d_qkv, b, a->H, a->A, a->KV, a->rope_base, true);
 }
 
 RT_EXEC(rt_ex_fc1_bwd_data)
@@ -216,7 +216,7 @@ RT_EXEC(rt_ex_context_bwd)
 {
     rt_acts *a = m->acts;
     const rt_layer_acts *l = LAYER(m, op);
-    m->be->attn_context_bwd(m->be, l->qkv, l->probs, a->d_ctx, a->d_qkv, a->d_probs, b, a->H, a->A);
+    m->be->attn_context_bwd(m->be, l->qkv, l->probs, a->d_ctx, a->d_qkv, a->d_probs, b, a->H, a->A, a->KV);
 }
 
 RT_EXEC(rt_ex_softmax_bwd)
@@ -228,7 +228,7 @@ RT_EXEC(rt_ex_softmax_bwd)
 RT_EXEC(rt_ex_scores_bwd)
 {
     rt_acts *a = m->acts;
-    m->be->attn_scores_bwd(m->be, LAYER(m, op)->qkv, a->d_probs, a->d_qkv, b, a->H, a->A);
+    m->be->attn_scores_bwd(m->be, LAYER(m, op)->qkv, a->d_probs, a->d_qkv, b, a->H, a->A, a->KV);
 }
 
 RT_EXEC(rt_ex_qkv_bwd_data)
@@ -237,9 +237,9 @@ RT_EXEC(rt_ex_qkv_bwd_data)
     rt_backend *be = m->be;
     if (a->decoder) { /* gradient of LN1's output */
         be->fill(be, a->d_mid, 0, (size_t)b->T * a->H);
-        be->linear_bwd(be, NULL, op->W, a->d_qkv, a->d_mid, NULL, NULL, b->T, a->H, 3 * a->H);
+        be->linear_bwd(be, NULL, op->W, a->d_qkv, a->d_mid, NULL, NULL, b->T, a->H, a->QKV);
     } else { /* encoder: x also feeds the residual, already in d_out */
-        be->linear_bwd(be, NULL, op->W, a->d_qkv, a->d_out, NULL, NULL, b->T, a->H, 3 * a->H);
+        be->linear_bwd(be, NULL, op->W, a->d_qkv, a->d_out, NULL, NULL, b->T, a->H, a->QKV);
     }
 }
 
@@ -248,5 +248,5 @@ RT_EXEC(rt_ex_qkv_bwd_weight)
     rt_acts *a = m->acts;
     const rt_layer_acts *l = LAYER(m, op);
     m->be->linear_bwd(m->be, a->decoder ? l->ln1 : rt_layer_input(a, op->layer), op->W, a->d_qkv, NULL,
-                      op->dW, op->dbias, b->T, a->H, 3 * a->H);
+                      op->dW, op->dbias, b->T, a->H, a->QKV);
 }

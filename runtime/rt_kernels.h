@@ -2,10 +2,12 @@
  * float (suffix _f, training) and double (suffix _d, gradient checks against finite differences).
  *
  * Shape letters as in model/graph.h: T tokens (rows), H hidden, F ffn, A heads, D = H/A, V vocabulary,
- * P scored positions. Matrices are row-major; a linear layer's weight W is [n_out, n_in] (y = x W^T + b).
- * Variable-length attention: sequences are packed back to back (offsets[0..B], offsets[B] = T); every
- * sequence attends only within itself, causally when `causal`. Kernels never allocate unless stated;
- * gradients are accumulated (+=) into dW/db/dx where noted so shared inputs can sum contributions. */
+ * P scored positions; KV key/value heads (grouped-query attention: query head h reads key/value head
+ * h / (A / KV); KV = A is multi-head attention), so a qkv row is q (H) | k (KV D) | v (KV D). Matrices are
+ * row-major; a linear layer's weight W is [n_out, n_in] (y = x W^T + b). Variable-length attention: sequences
+ * are packed back to back (offsets[0..B], offsets[B] = T); every sequence attends only within itself,
+ * causally when `causal`. Kernels never allocate unless stated; gradients are accumulated (+=) into dW/db/dx
+ * where noted so shared inputs can sum contributions. */
 #ifndef ET_RT_KERNELS_H
 #define ET_RT_KERNELS_H
 
@@ -29,23 +31,24 @@
     /* attention in three kernels, as the cost model's ops: scores = Q K^T / sqrt(D) into probs (A *         \
      * sum(l^2) values, sequence by sequence, head by head), softmax in place (causal mask), ctx[T, H] =     \
      * probs V */                                                                                            \
-    void rt_attn_scores_fwd##S(const REAL *qkv, REAL *probs, const int *offsets, int B, int H, int A);       \
+    void rt_attn_scores_fwd##S(const REAL *qkv, REAL *probs, const int *offsets, int B, int H, int A,        \
+                               int KV);                                                                      \
     void rt_attn_softmax_fwd##S(REAL *probs, const int *offsets, int B, int A, int causal);                  \
     void rt_attn_context_fwd##S(const REAL *qkv, const REAL *probs, REAL *ctx, const int *offsets, int B,    \
-                                int H, int A);                                                               \
+                                int H, int A, int KV);                                                       \
     /* backward: context.bwd writes dV into dqkv (zeroing it first) and dprobs; softmax.bwd turns dprobs     \
      * into dscores in place (scaled by 1/sqrt(D)); scores.bwd writes dQ and dK into dqkv */                 \
     void rt_attn_context_bwd##S(const REAL *qkv, const REAL *probs, const REAL *dctx, REAL *dqkv,            \
-                                REAL *dprobs, const int *offsets, int B, int H, int A);                      \
+                                REAL *dprobs, const int *offsets, int B, int H, int A, int KV);              \
     void rt_attn_softmax_bwd##S(const REAL *probs, REAL *dprobs, const int *offsets, int B, int H, int A);   \
     void rt_attn_scores_bwd##S(const REAL *qkv, const REAL *dscores, REAL *dqkv, const int *offsets, int B,  \
-                               int H, int A);                                                                \
-    /* the three composed: qkv[T, 3H] (q | k | v per row) -> ctx[T, H]; scratch holds A * sum(l^2) values */ \
+                               int H, int A, int KV);                                                        \
+    /* the three composed: qkv[T, H + 2 KV D] (q | k | v) -> ctx[T, H]; scratch holds A * sum(l^2) values */ \
     void rt_attention_fwd##S(const REAL *qkv, REAL *probs, REAL *ctx, const int *offsets, int B, int H,      \
-                             int A, int causal);                                                             \
-    /* dqkv[T, 3H] = gradient of the attention wrt qkv given dctx (overwrites dqkv) */                       \
+                             int A, int KV, int causal);                                                     \
+    /* dqkv[T, H + 2 KV D] = gradient of the attention wrt qkv given dctx (overwrites dqkv) */               \
     void rt_attention_bwd##S(const REAL *qkv, const REAL *probs, const REAL *dctx, REAL *dqkv,               \
-                             REAL *scratch, const int *offsets, int B, int H, int A, int causal);            \
+                             REAL *scratch, const int *offsets, int B, int H, int A, int KV, int causal);    \
     /* out[T, H] = sum of table rows: word[tokens], position[pos within sequence] (if pos is not NULL), type \
      * (if not NULL) */                                                                                      \
     void rt_embedding_fwd##S(const int *tokens, const int *positions, const int *types, const REAL *word,    \
@@ -57,10 +60,10 @@
     void rt_rmsnorm_fwd##S(const REAL *x, const REAL *g, REAL *y, REAL *rstd, int T, int n);                 \
     void rt_rmsnorm_bwd##S(const REAL *x, const REAL *g, const REAL *rstd, const REAL *dy, REAL *dx,         \
                            REAL *dg, int T, int n);                                                          \
-    /* rotary positions (Su et al. 2021), in place on the q and k parts of qkv[T, 3H] (q | k | v per row):   \
+    /* rotary positions (Su et al. 2021), in place on q and k of qkv[T, H + 2 KV D] (q | k | v per row):     \
      * within each head of D values, pairs (i, i + D/2) turn by positions[t] x base^(-2i/D); `inverse` turns \
      * them back (the backward of an orthogonal map is its transpose) */                                     \
-    void rt_rope##S(REAL *qkv, const int *positions, int T, int H, int A, double base, int inverse);         \
+    void rt_rope##S(REAL *qkv, const int *positions, int T, int H, int A, int KV, double base, int inverse); \
     /* SwiGLU (Shazeer 2020): u[T, 2F] holds gate | up per row, y[T, F] = silu(gate) * up; bwd writes        \
      * du[T, 2F] (overwrites) from dy */                                                                     \
     void rt_swiglu_fwd##S(const REAL *u, REAL *y, int T, int F);                                             \

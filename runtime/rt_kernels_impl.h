@@ -91,15 +91,15 @@ void FN(rt_gelu_bwd)(const REAL *x, const REAL *dy, REAL *dx, size_t n)
 #endif
 
 /* probs layout: for sequence s (length l, offset o), head h: A * (sum of previous l^2) + h * l * l */
-void FN(rt_attn_scores_fwd)(const REAL *qkv, REAL *probs, const int *offsets, int B, int H, int A)
+void FN(rt_attn_scores_fwd)(const REAL *qkv, REAL *probs, const int *offsets, int B, int H, int A, int KV)
 {
-    const int D = H / A, ld = 3 * H;
+    const int D = H / A, ld = H + 2 * KV * D, group = A / KV;
     const REAL scale = (REAL)(1 / sqrt((double)D));
     size_t p0 = 0;
     for (int s = 0; s < B; s++) {
         const int o = offsets[s], l = offsets[s + 1] - o;
         for (int h = 0; h < A; h++) {
-            const REAL *Q = qkv + (size_t)o * ld + h * D, *K = Q + H;
+            const REAL *Q = qkv + (size_t)o * ld + h * D, *K = qkv + (size_t)o * ld + H + (h / group) * D;
             GEMM(CblasRowMajor, CblasNoTrans, CblasTrans, l, l, D, scale, Q, ld, K, ld, 0,
                  probs + p0 + (size_t)h * l * l, l);
         }
@@ -134,14 +134,14 @@ void FN(rt_attn_softmax_fwd)(REAL *probs, const int *offsets, int B, int A, int 
 #endif
 
 void FN(rt_attn_context_fwd)(const REAL *qkv, const REAL *probs, REAL *ctx, const int *offsets, int B, int H,
-                             int A)
+                             int A, int KV)
 {
-    const int D = H / A, ld = 3 * H;
+    const int D = H / A, ld = H + 2 * KV * D, group = A / KV;
     size_t p0 = 0;
     for (int s = 0; s < B; s++) {
         const int o = offsets[s], l = offsets[s + 1] - o;
         for (int h = 0; h < A; h++) {
-            const REAL *Vv = qkv + (size_t)o * ld + h * D + 2 * H;
+            const REAL *Vv = qkv + (size_t)o * ld + H + (KV + h / group) * D;
             GEMM(CblasRowMajor, CblasNoTrans, CblasNoTrans, l, D, l, 1, probs + p0 + (size_t)h * l * l, l, Vv,
                  ld, 0, ctx + (size_t)o * H + h * D, H);
         }
@@ -150,18 +150,20 @@ void FN(rt_attn_context_fwd)(const REAL *qkv, const REAL *probs, REAL *ctx, cons
 }
 
 void FN(rt_attn_context_bwd)(const REAL *qkv, const REAL *probs, const REAL *dctx, REAL *dqkv, REAL *dprobs,
-                             const int *offsets, int B, int H, int A)
+                             const int *offsets, int B, int H, int A, int KV)
 {
-    const int D = H / A, ld = 3 * H;
+    const int D = H / A, ld = H + 2 * KV * D, group = A / KV;
     size_t p0 = 0;
     memset(dqkv, 0, sizeof(REAL) * (size_t)offsets[B] * ld);
     for (int s = 0; s < B; s++) {
         const int o = offsets[s], l = offsets[s + 1] - o;
         for (int h = 0; h < A; h++) {
-            const REAL *P = probs + p0 + (size_t)h * l * l, *Vv = qkv + (size_t)o * ld + h * D + 2 * H;
+            const size_t v = (size_t)o * ld + H + (KV + h / group) * D;
+            const REAL *P = probs + p0 + (size_t)h * l * l, *Vv = qkv + v;
             const REAL *dC = dctx + (size_t)o * H + h * D;
-            REAL *dV = dqkv + (size_t)o * ld + h * D + 2 * H, *dP = dprobs + p0 + (size_t)h * l * l;
-            GEMM(CblasRowMajor, CblasTrans, CblasNoTrans, l, D, l, 1, P, l, dC, H, 0, dV, ld);
+            REAL *dV = dqkv + v, *dP = dprobs + p0 + (size_t)h * l * l;
+            /* the query heads of a key/value group add their gradients into its V */
+            GEMM(CblasRowMajor, CblasTrans, CblasNoTrans, l, D, l, 1, P, l, dC, H, 1, dV, ld);
             GEMM(CblasRowMajor, CblasNoTrans, CblasTrans, l, l, D, 1, dC, H, Vv, ld, 0, dP, l);
         }
         p0 += (size_t)A * l * l;
@@ -191,38 +193,40 @@ void FN(rt_attn_softmax_bwd)(const REAL *probs, REAL *dprobs, const int *offsets
 #endif
 
 void FN(rt_attn_scores_bwd)(const REAL *qkv, const REAL *dscores, REAL *dqkv, const int *offsets, int B,
-                            int H, int A)
+                            int H, int A, int KV)
 {
-    const int D = H / A, ld = 3 * H;
+    const int D = H / A, ld = H + 2 * KV * D, group = A / KV;
     size_t p0 = 0;
     for (int s = 0; s < B; s++) {
         const int o = offsets[s], l = offsets[s + 1] - o;
         for (int h = 0; h < A; h++) {
             const REAL *dS = dscores + p0 + (size_t)h * l * l;
-            const REAL *Q = qkv + (size_t)o * ld + h * D, *K = Q + H;
-            REAL *dQ = dqkv + (size_t)o * ld + h * D, *dK = dQ + H;
+            const size_t k = (size_t)o * ld + H + (h / group) * D;
+            const REAL *Q = qkv + (size_t)o * ld + h * D, *K = qkv + k;
+            REAL *dQ = dqkv + (size_t)o * ld + h * D, *dK = dqkv + k;
             GEMM(CblasRowMajor, CblasNoTrans, CblasNoTrans, l, D, l, 1, dS, l, K, ld, 0, dQ, ld);
-            GEMM(CblasRowMajor, CblasTrans, CblasNoTrans, l, D, l, 1, dS, l, Q, ld, 0, dK, ld);
+            /* accumulated over the query heads of the group (context.bwd zeroed dqkv) */
+            GEMM(CblasRowMajor, CblasTrans, CblasNoTrans, l, D, l, 1, dS, l, Q, ld, 1, dK, ld);
         }
         p0 += (size_t)A * l * l;
     }
 }
 
 void FN(rt_attention_fwd)(const REAL *qkv, REAL *probs, REAL *ctx, const int *offsets, int B, int H, int A,
-                          int causal)
+                          int KV, int causal)
 {
-    FN(rt_attn_scores_fwd)(qkv, probs, offsets, B, H, A);
+    FN(rt_attn_scores_fwd)(qkv, probs, offsets, B, H, A, KV);
     FN(rt_attn_softmax_fwd)(probs, offsets, B, A, causal);
-    FN(rt_attn_context_fwd)(qkv, probs, ctx, offsets, B, H, A);
+    FN(rt_attn_context_fwd)(qkv, probs, ctx, offsets, B, H, A, KV);
 }
 
 void FN(rt_attention_bwd)(const REAL *qkv, const REAL *probs, const REAL *dctx, REAL *dqkv, REAL *scratch,
-                          const int *offsets, int B, int H, int A, int causal)
+                          const int *offsets, int B, int H, int A, int KV, int causal)
 {
     (void)causal; /* masked probabilities are zero, so their gradients vanish through the softmax */
-    FN(rt_attn_context_bwd)(qkv, probs, dctx, dqkv, scratch, offsets, B, H, A);
+    FN(rt_attn_context_bwd)(qkv, probs, dctx, dqkv, scratch, offsets, B, H, A, KV);
     FN(rt_attn_softmax_bwd)(probs, scratch, offsets, B, H, A);
-    FN(rt_attn_scores_bwd)(qkv, scratch, dqkv, offsets, B, H, A);
+    FN(rt_attn_scores_bwd)(qkv, scratch, dqkv, offsets, B, H, A, KV);
 }
 
 void FN(rt_embedding_fwd)(const int *tokens, const int *positions, const int *types, const REAL *word,
@@ -308,21 +312,20 @@ void FN(rt_rmsnorm_bwd)(const REAL *x, const REAL *g, const REAL *rstd, const RE
     }
 }
 
-void FN(rt_rope)(REAL *qkv, const int *positions, int T, int H, int A, double base, int inverse)
+void FN(rt_rope)(REAL *qkv, const int *positions, int T, int H, int A, int KV, double base, int inverse)
 {
-    const int D = H / A, half = D / 2;
+    const int D = H / A, half = D / 2, ld = H + 2 * KV * D;
     for (int t = 0; t < T; t++)
-        for (int part = 0; part < 2; part++) /* q, then k */
-            for (int h = 0; h < A; h++) {
-                REAL *v = qkv + (size_t)t * 3 * H + (size_t)part * H + (size_t)h * D;
-                for (int i = 0; i < half; i++) {
-                    const double angle = positions[t] * pow(base, -2.0 * i / D);
-                    const double c = cos(angle), s = inverse ? -sin(angle) : sin(angle);
-                    const double a = v[i], b = v[i + half];
-                    v[i] = (REAL)(a * c - b * s);
-                    v[i + half] = (REAL)(a * s + b * c);
-                }
+        for (int h = 0; h < A + KV; h++) { /* the A query heads, then the KV key heads */
+            REAL *v = qkv + (size_t)t * ld + (size_t)h * D;
+            for (int i = 0; i < half; i++) {
+                const double angle = positions[t] * pow(base, -2.0 * i / D);
+                const double c = cos(angle), s = inverse ? -sin(angle) : sin(angle);
+                const double a = v[i], b = v[i + half];
+                v[i] = (REAL)(a * c - b * s);
+                v[i + half] = (REAL)(a * s + b * c);
             }
+        }
 }
 
 void FN(rt_swiglu_fwd)(const REAL *u, REAL *y, int T, int F)

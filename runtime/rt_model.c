@@ -38,12 +38,6 @@ static int refuse_unsupported(const et_scenario *s, et_error *err)
             err, s->source, 0, 0, "$.model.moe",
             "etrun runs dense MLPs; mixture-of-experts layers (router, experts, all-to-all) are "
             "costed and simulated by etsim only for now");
-    if (mc->kv_heads && mc->kv_heads != mc->heads)
-        return et_error_set(
-            err, s->source, 0, 0, "$.model.kv_heads",
-            "etrun runs full multi-head attention (kv_heads = heads, as Llama-2 7B and 13B); "
-            "grouped-query attention (%d key/value heads for %d) is costed by etsim only for now",
-            mc->kv_heads, mc->heads);
     if (s->model.head == ET_HEAD_MLM_NSP)
         return et_error_set(
             err, s->source, 0, 0, "$.model.loss_head",

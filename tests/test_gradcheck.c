@@ -161,35 +161,39 @@ static void check_gelu(void)
     free(dx), free(g.x), free(g.y), free(g.r);
 }
 
-/* attention over variable lengths (3 sequences of lengths 1, 4, 3), 2 heads of 3 */
+/* attention over variable lengths (3 sequences of lengths 1, 4, 3), A heads of 3 sharing KV key/value
+ * heads (KV = A: multi-head; fewer: grouped-query, each key/value head read by A / KV query heads) */
 typedef struct att {
-    int B, H, A, causal, offsets[4];
+    int B, H, A, KV, causal, offsets[4];
     double *qkv, *probs, *ctx, *r;
 } att;
 
 static double att_loss(void *c)
 {
     att *a = c;
-    rt_attention_fwd_d(a->qkv, a->probs, a->ctx, a->offsets, a->B, a->H, a->A, a->causal);
+    rt_attention_fwd_d(a->qkv, a->probs, a->ctx, a->offsets, a->B, a->H, a->A, a->KV, a->causal);
     return dot(a->ctx, a->r, (size_t)a->offsets[a->B] * a->H);
 }
 
-static void check_attention(int causal)
+static void check_attention(int causal, int A, int KV)
 {
-    att a = {.B = 3, .H = 6, .A = 2, .causal = causal, .offsets = {0, 1, 5, 8}};
-    int T = 8;
-    a.qkv = randv((size_t)T * 18), a.probs = randv(2 * (1 + 16 + 9)), a.ctx = randv((size_t)T * 6),
-    a.r = randv((size_t)T * 6);
+    att a = {.B = 3, .H = 3 * A, .A = A, .KV = KV, .causal = causal, .offsets = {0, 1, 5, 8}};
+    const int T = 8, width = a.H + 2 * KV * 3;
+    const size_t n = (size_t)T * width;
+    a.qkv = randv(n), a.probs = randv((size_t)A * (1 + 16 + 9)), a.ctx = randv((size_t)T * a.H),
+    a.r = randv((size_t)T * a.H);
     att_loss(&a);
-    double *dqkv = malloc((size_t)T * 18 * sizeof(double)), *scratch = malloc(64 * sizeof(double));
-    rt_attention_bwd_d(a.qkv, a.probs, a.r, dqkv, scratch, a.offsets, a.B, a.H, a.A, a.causal);
-    CHECK(max_rel_error(a.qkv, dqkv, (size_t)T * 18, att_loss, &a) < 1e-5,
-          "%s attention over variable lengths", causal ? "causal" : "bidirectional");
+    double *dqkv = malloc(n * sizeof(double)), *scratch = malloc((size_t)A * 26 * sizeof(double));
+    rt_attention_bwd_d(a.qkv, a.probs, a.r, dqkv, scratch, a.offsets, a.B, a.H, a.A, a.KV, a.causal);
+    CHECK(max_rel_error(a.qkv, dqkv, n, att_loss, &a) < 1e-5,
+          "%s attention over variable lengths, %d heads, %d "
+          "key/value heads",
+          causal ? "causal" : "bidirectional", A, KV);
     /* no attention across sequences: changing sequence 0 leaves sequence 1's output unchanged */
-    double before = a.ctx[1 * 6], saved = a.qkv[0];
+    double before = a.ctx[1 * a.H], saved = a.qkv[0];
     a.qkv[0] += 1;
     att_loss(&a);
-    CHECK(a.ctx[1 * 6] == before, "each sequence attends only within itself");
+    CHECK(a.ctx[1 * a.H] == before, "each sequence attends only within itself");
     a.qkv[0] = saved;
     free(dqkv), free(scratch), free(a.qkv), free(a.probs), free(a.ctx), free(a.r);
 }
@@ -314,34 +318,34 @@ static void check_rmsnorm(void)
 
 typedef struct rope {
     double *qkv, *work, *r;
-    int positions[3], T, H, A;
+    int positions[3], T, H, A, KV;
 } rope;
 
 static double rope_loss(void *c)
 {
     rope *l = c;
-    size_t n = (size_t)l->T * 3 * l->H;
+    size_t n = (size_t)l->T * (l->H + 2 * l->KV * (l->H / l->A));
     memcpy(l->work, l->qkv, n * sizeof(double));
-    rt_rope_d(l->work, l->positions, l->T, l->H, l->A, 10000, 0);
+    rt_rope_d(l->work, l->positions, l->T, l->H, l->A, l->KV, 10000, 0);
     return dot(l->work, l->r, n);
 }
 
-static void check_rope(void)
+static void check_rope(int KV)
 {
-    /* 3 tokens at positions 0, 5, 2; 2 heads of 4 */
-    rope l = {.positions = {0, 5, 2}, .T = 3, .H = 8, .A = 2};
-    const size_t n = 3 * 3 * 8;
+    /* 3 tokens at positions 0, 5, 2; 2 heads of 4, KV key heads */
+    rope l = {.positions = {0, 5, 2}, .T = 3, .H = 8, .A = 2, .KV = KV};
+    const size_t n = (size_t)3 * (8 + 2 * KV * 4);
     l.qkv = randv(n), l.work = randv(n), l.r = randv(n);
     /* the backward is the inverse rotation of the output gradient (v untouched) */
     double *d = malloc(n * sizeof(double));
     memcpy(d, l.r, n * sizeof(double));
-    rt_rope_d(d, l.positions, l.T, l.H, l.A, 10000, 1);
+    rt_rope_d(d, l.positions, l.T, l.H, l.A, l.KV, 10000, 1);
     CHECK(max_rel_error(l.qkv, d, n, rope_loss, &l) < 1e-6,
           "rotary positions: the inverse turn is the gradient");
     /* forward then inverse is the identity */
     memcpy(l.work, l.qkv, n * sizeof(double));
-    rt_rope_d(l.work, l.positions, l.T, l.H, l.A, 10000, 0);
-    rt_rope_d(l.work, l.positions, l.T, l.H, l.A, 10000, 1);
+    rt_rope_d(l.work, l.positions, l.T, l.H, l.A, l.KV, 10000, 0);
+    rt_rope_d(l.work, l.positions, l.T, l.H, l.A, l.KV, 10000, 1);
     double worst = 0;
     for (size_t i = 0; i < n; i++)
         worst = fmax(worst, fabs(l.work[i] - l.qkv[i]));
@@ -376,13 +380,16 @@ static void check_swiglu(void)
 int main(void)
 {
     check_rmsnorm();
-    check_rope();
+    check_rope(2);
+    check_rope(1);
     check_swiglu();
     check_linear();
     check_layernorm();
     check_gelu();
-    check_attention(0);
-    check_attention(1);
+    check_attention(0, 2, 2);
+    check_attention(1, 2, 2);
+    check_attention(0, 4, 2);
+    check_attention(1, 4, 1);
     check_embedding();
     check_cross_entropy();
     check_tensor_train();

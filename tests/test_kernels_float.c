@@ -112,7 +112,7 @@ static void check_llama_kernels(void)
     CLOSE(dx, 2e-5, "RMSNorm backward dx");
     CLOSE(dg, 1e-5, "RMSNorm backward dgamma");
     pair qkv = make((size_t)T * 3 * H, 2);
-    rt_rope_f(qkv.f, positions, T, H, A, 500000, 0), rt_rope_d(qkv.d, positions, T, H, A, 500000, 0);
+    rt_rope_f(qkv.f, positions, T, H, A, A, 500000, 0), rt_rope_d(qkv.d, positions, T, H, A, A, 500000, 0);
     CLOSE(qkv, 1e-5, "rotary positions");
     pair u = make((size_t)T * 2 * F, 4), v = zeros((size_t)T * F), dv = make((size_t)T * F, 1);
     pair du = zeros((size_t)T * 2 * F);

@@ -1,6 +1,7 @@
 /* The assembled runtime model: its gradients (all ops chained through the graph) against finite differences
  * of the loss, in fp32 with a loose tolerance, for a masked-LM encoder, a causal decoder, its tensor-train
- * form and its Llama-2 form (RMSNorm, SwiGLU, rotary positions, no biases, untied output). */
+ * form and its Llama forms (RMSNorm, SwiGLU, rotary positions, no biases, untied output; multi-head and
+ * grouped-query attention). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -110,5 +111,6 @@ int main(void)
     check_plan(ET_SOURCE_DIR "/tests/data/tiny-gpt-plan.json");
     check_plan(ET_SOURCE_DIR "/tests/data/tiny-gpt-tt-plan.json");
     check_plan(ET_SOURCE_DIR "/tests/data/tiny-llama-plan.json");
+    check_plan(ET_SOURCE_DIR "/tests/data/tiny-llama-gqa-plan.json");
     return check_summary("test_runtime_model");
 }

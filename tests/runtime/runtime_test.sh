@@ -22,14 +22,17 @@ case $mode in
   train-gpt)
     "$etrun" --quiet --out "$work/m.json" "$gpt"
     "$check" loss "$work/m.json" 0.25 ;;
-  train-llama) # the Llama-2 layers (RMSNorm, SwiGLU, rotary positions, no biases, untied output) learn, and 2
-    # ranks give 1 rank's parameters within fp32 rounding
+  train-llama) # the Llama layers (RMSNorm, SwiGLU, rotary positions, no biases, untied output; multi-head and
+    # grouped-query attention) learn, and 2 ranks give 1 rank's parameters within fp32 rounding
     "$etrun" --quiet --out "$work/m.json" "$src/tests/data/tiny-llama-plan.json"
     "$check" loss "$work/m.json" 0.25
     steps "$src/tests/data/tiny-llama-plan.json" 20 > "$work/p.json"
     "$etrun" --quiet --save "$work/one" --out "$work/m1.json" "$work/p.json"
     mpi 2 "$etrun" --quiet --save "$work/two" --out "$work/m2.json" "$work/p.json"
-    "$check" checkpoints "$work/one/checkpoint.bin" "$work/two/checkpoint.bin" 1e-5 ;;
+    "$check" checkpoints "$work/one/checkpoint.bin" "$work/two/checkpoint.bin" 1e-5
+    # grouped-query attention: 4 query heads on 2 key/value heads
+    "$etrun" --quiet --out "$work/g.json" "$src/tests/data/tiny-llama-gqa-plan.json"
+    "$check" loss "$work/g.json" 0.25 ;;
   train-gpt-tt) # tensor-train attention and MLP layers (rank 8) in the cost model's contraction order
     "$etrun" --quiet --out "$work/m.json" "$src/tests/data/tiny-gpt-tt-plan.json"
     "$check" loss "$work/m.json" 0.3 ;;
