@@ -9,6 +9,7 @@
 #include "batch.h"
 #include "check.h"
 #include "check_scenario.h"
+#include "check_sim.h"
 #include "collectives.h"
 #include "memory.h"
 #include "scenario.h"
@@ -72,18 +73,12 @@ int main(void)
     CHECK_REL(m1.activations * c, m0.activations, 0.01, "activations divided by the ring's size");
 
     /* the simulator plays the same step (ring attention blocking, as tensor parallelism) */
-    sim_options so = {.steps = 1, .force_no_overlap = true};
     s.parallel.overlap = false;
     et_estimate flat;
     CHECK(et_analytic_estimate(&s, &flat, &err) == 0, "estimate without overlap");
-    json_t *out = NULL;
-    if (sim_run(&s, &so, &out, &err) == 0) {
-        double sim = json_number_value(json_object_get(json_object_get(out, "step_time_s"), "mean"));
-        CHECK_REL(sim, flat.step_time, 0.02, "simulated step vs analytic");
-        json_decref(out);
-    } else {
-        CHECK(0, "simulation: %s", err.text);
-    }
+    json_t *out = check_simulate(&s, 1, 1);
+    if (out) CHECK_REL(check_step_mean(out), flat.step_time, 0.02, "simulated step vs analytic");
+    json_decref(out);
     et_graph_free(&g);
     et_scenario_free(&s);
     return check_summary("test_context");

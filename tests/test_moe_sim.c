@@ -9,31 +9,15 @@
 #include "analytic.h"
 #include "check.h"
 #include "check_scenario.h"
+#include "check_sim.h"
 #include "scenario.h"
 #include "step_sim.h"
 
 #define DATA(name) ET_SOURCE_DIR "/tests/data/" name
 
-static json_t *simulate(const et_scenario *s, int steps)
-{
-    sim_options o = {.steps = steps};
-    json_t *out = NULL;
-    et_error err;
-    if (sim_run(s, &o, &out, &err)) {
-        CHECK(0, "simulation of %s failed: %s", s->name, err.text);
-        return NULL;
-    }
-    return out;
-}
-
 static double a2a(const json_t *sim, const char *key)
 {
     return json_number_value(json_object_get(json_object_get(sim, "alltoall"), key));
-}
-
-static double step_mean(const json_t *sim)
-{
-    return json_number_value(json_object_get(json_object_get(sim, "step_time_s"), "mean"));
 }
 
 int main(void)
@@ -47,31 +31,31 @@ int main(void)
      * the analytic one */
     s.parallel.overlap = false;
     CHECK(et_analytic_estimate(&s, &e, &err) == 0, "analytic estimate: %s", err.text);
-    json_t *alone = simulate(&s, 2);
+    json_t *alone = check_simulate(&s, 2, 0);
     if (alone) {
         CHECK(a2a(alone, "per_step") == 4 * s.model.layers * s.batch.grad_accum, "%g all-to-alls a step",
               a2a(alone, "per_step"));
         CHECK_REL(a2a(alone, "time_s"), a2a(alone, "closed_form_s"), 1e-6,
                   "across nodes, alone: all-to-all flows vs the closed form");
         CHECK_REL(a2a(alone, "time_s"), e.ep_comm, 1e-6, "all-to-all time vs the analytic estimate's");
-        CHECK_REL(step_mean(alone), e.step_time, 0.02, "simulated step vs analytic, no overlap");
+        CHECK_REL(check_step_mean(alone), e.step_time, 0.02, "simulated step vs analytic, no overlap");
     }
     /* inside one node (expert parallelism 4 of 4 GPUs): NVLink ports only */
     s.parallel.expert = 4;
-    json_t *intra = simulate(&s, 1);
+    json_t *intra = check_simulate(&s, 1, 0);
     if (intra) CHECK_REL(a2a(intra, "time_s"), a2a(intra, "closed_form_s"), 1e-6, "inside a node, alone");
     json_decref(intra);
     s.parallel.expert = 8;
 
     /* overlap: the last backward's all-to-alls share the NICs with the bucket all-reduces */
     s.parallel.overlap = true;
-    json_t *shared = simulate(&s, 2);
+    json_t *shared = check_simulate(&s, 2, 0);
     if (shared && alone) {
         double slowdown = a2a(shared, "time_s") / a2a(shared, "closed_form_s");
         printf("contention: all-to-all %.3f ms with the all-reduce on its links, %.3f ms alone (x%.3f)\n",
                a2a(shared, "time_s") * 1e3, a2a(alone, "time_s") * 1e3, slowdown);
         CHECK(slowdown > 1.01, "the all-reduce slows the all-to-all down: x%.4f", slowdown);
-        json_t *again = simulate(&s, 2);
+        json_t *again = check_simulate(&s, 2, 0);
         char *x = json_dumps(shared, JSON_SORT_KEYS | JSON_REAL_PRECISION(17));
         char *y = again ? json_dumps(again, JSON_SORT_KEYS | JSON_REAL_PRECISION(17)) : NULL;
         CHECK(x && y && strcmp(x, y) == 0, "the same scenario and seed simulate byte-identically");
@@ -82,16 +66,16 @@ int main(void)
 
     /* dropless, Zipf-skewed routing: the busiest expert rank sets the pace at every all-to-all */
     s.model.moe.capacity_factor = 0;
-    json_t *uniform = simulate(&s, 2);
+    json_t *uniform = check_simulate(&s, 2, 0);
     s.model.moe.routing = ET_ROUTING_ZIPF;
     s.model.moe.skew = 1;
-    json_t *skewed = simulate(&s, 2);
+    json_t *skewed = check_simulate(&s, 2, 0);
     CHECK(et_analytic_estimate(&s, &e, &err) == 0, "analytic estimate: %s", err.text);
     if (uniform && skewed) {
         printf("routing: uniform %.3f ms a step, zipf(1) %.3f ms, imbalance E[max/mean] %.3f\n",
-               step_mean(uniform) * 1e3, step_mean(skewed) * 1e3, e.moe_imbalance);
+               check_step_mean(uniform) * 1e3, check_step_mean(skewed) * 1e3, e.moe_imbalance);
         CHECK(e.moe_imbalance > 1.5, "zipf(1) over 8 experts: imbalance %.3f", e.moe_imbalance);
-        CHECK(step_mean(skewed) > step_mean(uniform) * 1.05, "a skewed routing costs time");
+        CHECK(check_step_mean(skewed) > check_step_mean(uniform) * 1.05, "a skewed routing costs time");
         CHECK(a2a(skewed, "wait_s") > a2a(uniform, "wait_s"), "ranks wait longer for the busiest");
         CHECK(a2a(skewed, "time_s") > a2a(uniform, "time_s"), "the busiest rank receives more");
     }

@@ -8,31 +8,15 @@
 #include "atomic_file.h"
 #include "check.h"
 #include "check_scenario.h"
+#include "check_sim.h"
 #include "scenario.h"
 #include "step_sim.h"
 
 #define SCEN(name) ET_SOURCE_DIR "/scenarios/" name
 
-static double step_mean(const json_t *sim)
-{
-    return json_number_value(json_object_get(json_object_get(sim, "step_time_s"), "mean"));
-}
-
 static double field(const json_t *sim, const char *key)
 {
     return json_number_value(json_object_get(sim, key));
-}
-
-static json_t *simulate(et_scenario *s, int steps, int no_overlap)
-{
-    sim_options o = {.steps = steps, .force_no_overlap = no_overlap};
-    json_t *out = NULL;
-    et_error err;
-    if (sim_run(s, &o, &out, &err)) {
-        CHECK(0, "simulation of %s failed: %s", s->name, err.text);
-        return NULL;
-    }
-    return out;
 }
 
 static void check_scenario(const char *path, int steps)
@@ -46,21 +30,22 @@ static void check_scenario(const char *path, int steps)
     s.data.unpadded = false;
     et_estimate e;
     CHECK(et_analytic_estimate(&s, &e, &err) == 0, "analytic estimate");
-    json_t *flat = simulate(&s, steps, 1);
-    if (flat) CHECK_REL(step_mean(flat), e.step_time, 0.02, s.name);
+    json_t *flat = check_simulate(&s, steps, 1);
+    if (flat) CHECK_REL(check_step_mean(flat), e.step_time, 0.02, s.name);
     /* overlap: exposed communication never negative and never above the no-overlap case */
     s.parallel.overlap = true;
-    json_t *over = simulate(&s, steps, 0);
+    json_t *over = check_simulate(&s, steps, 0);
     if (flat && over) {
         CHECK(field(over, "exposed_comm_s") >= 0, "%s: exposed communication %g >= 0", s.name,
               field(over, "exposed_comm_s"));
         CHECK(field(over, "exposed_comm_s") <= field(flat, "exposed_comm_s") * (1 + 1e-9),
               "%s: overlap exposes %g s <= %g s without", s.name, field(over, "exposed_comm_s"),
               field(flat, "exposed_comm_s"));
-        CHECK(step_mean(over) <= step_mean(flat) * (1 + 1e-9), "%s: overlap is no slower", s.name);
+        CHECK(check_step_mean(over) <= check_step_mean(flat) * (1 + 1e-9), "%s: overlap is no slower",
+              s.name);
         et_estimate eo;
         CHECK(et_analytic_estimate(&s, &eo, &err) == 0, "et_analytic_estimate: %s", err.text);
-        CHECK_REL(step_mean(over), eo.step_time, 0.02, "with overlap, simulated step vs analytic");
+        CHECK_REL(check_step_mean(over), eo.step_time, 0.02, "with overlap, simulated step vs analytic");
     }
     json_decref(flat);
     json_decref(over);
@@ -74,19 +59,20 @@ static void check_presorted_bert(void)
     et_scenario s;
     if (check_scenario_load(SCEN("mlperf-bert-1024-samsung.json"), &s)) return;
     et_sampling presorted = s.data.sampling;
-    json_t *balanced = simulate(&s, 2, 0);
+    json_t *balanced = check_simulate(&s, 2, 0);
     s.data.sampling.scheme = ET_SAMPLING_RANDOM;
     s.data.sampling.presort_group = 0;
-    json_t *random = simulate(&s, 2, 0);
+    json_t *random = check_simulate(&s, 2, 0);
     if (balanced && random) {
-        CHECK(step_mean(balanced) < step_mean(random), "stratified + presort step %.4g s < random %.4g s",
-              step_mean(balanced), step_mean(random));
+        CHECK(check_step_mean(balanced) < check_step_mean(random),
+              "stratified + presort step %.4g s < random %.4g s", check_step_mean(balanced),
+              check_step_mean(random));
         CHECK(field(balanced, "idle_s") < field(random, "idle_s"), "less idle time: %.4g < %.4g",
               field(balanced, "idle_s"), field(random, "idle_s"));
     }
     s.data.sampling = presorted;
     s.optimizer.clip = ET_CLIP_AFTER_ALLREDUCE;
-    json_t *after = simulate(&s, 2, 0);
+    json_t *after = check_simulate(&s, 2, 0);
     if (balanced && after)
         CHECK(field(balanced, "exposed_comm_s") <= field(after, "exposed_comm_s"),
               "per-bucket clipping exposes %.4g s <= %.4g s clipping after the all-reduce",
@@ -103,7 +89,7 @@ static void check_determinism_and_stragglers(void)
     if (check_scenario_load(SCEN("mlperf-bert-8.json"), &s)) return;
     s.data.unpadded = false; /* equal batches: only the noise below makes stragglers */
     s.simulation.straggler_sigma = 0.05;
-    json_t *a = simulate(&s, 4, 0), *b = simulate(&s, 4, 0);
+    json_t *a = check_simulate(&s, 4, 0), *b = check_simulate(&s, 4, 0);
     if (a && b) {
         char *ta = json_dumps(a, JSON_COMPACT | JSON_REAL_PRECISION(17));
         char *tb = json_dumps(b, JSON_COMPACT | JSON_REAL_PRECISION(17));
@@ -112,13 +98,13 @@ static void check_determinism_and_stragglers(void)
         free(tb);
     }
     s.simulation.seed = 12345;
-    json_t *c = simulate(&s, 4, 0);
+    json_t *c = check_simulate(&s, 4, 0);
     s.simulation.straggler_sigma = 0;
-    json_t *calm = simulate(&s, 4, 0);
+    json_t *calm = check_simulate(&s, 4, 0);
     if (a && c && calm) {
-        CHECK(step_mean(a) != step_mean(c), "another seed draws other stragglers");
-        CHECK(step_mean(a) > step_mean(calm), "stragglers slow the step: %g > %g", step_mean(a),
-              step_mean(calm));
+        CHECK(check_step_mean(a) != check_step_mean(c), "another seed draws other stragglers");
+        CHECK(check_step_mean(a) > check_step_mean(calm), "stragglers slow the step: %g > %g",
+              check_step_mean(a), check_step_mean(calm));
         CHECK(field(a, "idle_s") > 0 && field(calm, "idle_s") == 0, "stragglers make others idle (%g, %g)",
               field(a, "idle_s"), field(calm, "idle_s"));
     }
