@@ -180,6 +180,7 @@ static int graph_for(const et_model_config *model, const et_graph_options *o, et
     key.options.optimizer = o->optimizer, key.options.optimizer_shards = o->optimizer_shards;
     key.options.clip_global = o->clip_global, key.options.tokens_hint = o->tokens_hint;
     key.options.tt_rank = o->tt_rank;
+    key.options.expert = o->expert, key.options.context = o->context, key.options.galore = o->galore;
     if (o->method) memcpy(&key.method, o->method, sizeof key.method);
     const size_t lps_bytes = o->layers_per_stage ? (size_t)o->pipeline * sizeof(int) : 0;
     unsigned long long hash = hash_bytes(1469598103934665603ULL, &key, sizeof key);

@@ -49,6 +49,9 @@ static void usage(FILE *out)
         "  --search-threads N  evaluation threads (default: every core)\n"
         "  --search-simulate K  also simulate the K best with SimGrid and show both figures\n"
         "  --search-gpus 256,512,...  GPU counts to try (default: the scenario's)\n"
+        "  --search-expert 1,2,...  expert parallelism to try (default: every power of two dividing the\n"
+        "                    experts of a mixture of experts); --search-context 1,2,... context parallelism\n"
+        "                    (default: the scenario's)\n"
         "  --search-devices a100-sxm4-80gb,h100-sxm  device profiles to try (default: the scenario's)\n"
         "  --deadline-days D   only plans that train within D days\n"
         "  --budget-gpu-hours H, --budget C   only plans within H GPU-hours or C in money (needs prices)\n"
@@ -433,7 +436,8 @@ static int parse_args(int argc, char **argv, options *o)
             }
         } else if (!strcmp(a, "--search-tensor") || !strcmp(a, "--search-pipeline") ||
                    !strcmp(a, "--search-micro") || !strcmp(a, "--search-zero") ||
-                   !strcmp(a, "--search-recompute")) {
+                   !strcmp(a, "--search-recompute") || !strcmp(a, "--search-expert") ||
+                   !strcmp(a, "--search-context")) {
             const char *flag = a, *list;
             if (file_arg(argc, argv, &i, &list)) return -1;
             search_space *sp = &o->space;
@@ -441,11 +445,15 @@ static int parse_args(int argc, char **argv, options *o)
                           : !strcmp(flag, "--search-pipeline") ? sp->pipeline
                           : !strcmp(flag, "--search-micro")    ? sp->micro
                           : !strcmp(flag, "--search-zero")     ? sp->zero
+                          : !strcmp(flag, "--search-expert")   ? sp->expert
+                          : !strcmp(flag, "--search-context")  ? sp->context
                                                                : sp->recompute;
             int *n = !strcmp(flag, "--search-tensor")     ? &sp->n_tensor
                      : !strcmp(flag, "--search-pipeline") ? &sp->n_pipeline
                      : !strcmp(flag, "--search-micro")    ? &sp->n_micro
                      : !strcmp(flag, "--search-zero")     ? &sp->n_zero
+                     : !strcmp(flag, "--search-expert")   ? &sp->n_expert
+                     : !strcmp(flag, "--search-context")  ? &sp->n_context
                                                           : &sp->n_recompute;
             const int cap = !strcmp(flag, "--search-zero")        ? 4
                             : !strcmp(flag, "--search-recompute") ? 3
@@ -797,6 +805,8 @@ static void print_plan(const options *o, const et_scenario *s, int rank, const s
            et_recompute_names[p->recompute], p->sequence_parallel ? "on" : "off", p->zero_stage, ttt,
            p->gpu_hours, cost, plan_bucket_mib(s, p), plan_allreduce(s, p), p->tflops_per_gpu);
     if (p->vary >= 0) printf("     %s\n", o->space.vary[p->vary]);
+    if (p->expert > 1 || p->context > 1)
+        printf("     expert parallelism %d, context parallelism %d\n", p->expert, p->context);
 }
 
 static void print_plan_header(void)
@@ -821,7 +831,7 @@ static void print_why_best(const search_result *r, const char *path)
         return;
     }
     if (!et_analytic_estimate(&a, &x, &err) && !et_analytic_estimate(&b, &y, &err)) {
-        printf("\nwhy rank 1 wins  %14s %14s %14s   (per step, the busiest stage)\n", "rank 1[ms]",
+        printf("\nwhy rank 1 wins   %14s %14s %14s   (per step, the busiest stage)\n", "rank 1[ms]",
                "rank 2[ms]", "difference");
         const struct {
             const char *name;
@@ -830,6 +840,8 @@ static void print_why_best(const search_result *r, const char *path)
             {"forward", x.forward, y.forward},
             {"backward", x.backward, y.backward},
             {"tensor comm", x.tp_comm, y.tp_comm},
+            {"expert all-to-all", x.ep_comm, y.ep_comm},
+            {"context exchange", x.cp_comm, y.cp_comm},
             {"pipeline comm", x.pp_comm, y.pp_comm},
             {"bubble", x.bubble, y.bubble},
             {"data comm exposed", x.dp_comm_exposed + x.zero_gather + x.clip_allreduce,
@@ -839,9 +851,9 @@ static void print_why_best(const search_result *r, const char *path)
             {"step", x.step_time, y.step_time},
         };
         for (size_t k = 0; k < sizeof rows / sizeof *rows; k++)
-            printf("  %-16s %14.2f %14.2f %+14.2f\n", rows[k].name, rows[k].a * 1e3, rows[k].b * 1e3,
+            printf("  %-17s %14.2f %14.2f %+14.2f\n", rows[k].name, rows[k].a * 1e3, rows[k].b * 1e3,
                    (rows[k].a - rows[k].b) * 1e3);
-        printf("  %-16s %14.2f %14.2f %+14.2f   (GiB per GPU)\n", "memory", x.memory.total / 1073741824.0,
+        printf("  %-17s %14.2f %14.2f %+14.2f   (GiB per GPU)\n", "memory", x.memory.total / 1073741824.0,
                y.memory.total / 1073741824.0, (x.memory.total - y.memory.total) / 1073741824.0);
     }
     et_scenario_free(&a);
@@ -898,6 +910,8 @@ static json_t *plan_json(const options *o, const et_scenario *s, const search_pl
     json_object_set_new(j, "allreduce", json_string(plan_allreduce(s, p)));
     json_object_set_new(j, "tflops_per_gpu", json_real(p->tflops_per_gpu));
     if (p->vary >= 0) json_object_set_new(j, "varied", json_string(o->space.vary[p->vary]));
+    json_object_set_new(j, "expert", json_integer(p->expert));
+    json_object_set_new(j, "context", json_integer(p->context));
     return j;
 }
 
@@ -910,17 +924,18 @@ static int csv_writer(FILE *f, void *ctx)
     fprintf(f,
             "device,gpus,global_batch,tensor,pipeline,virtual_pipeline,data,micro_batch,grad_accum,recompute,"
             "sequence_parallel,zero_stage,step_s,mfu,memory_GiB,time_to_train_s,gpu_hours,price_per_gpu_hour,"
-            "cost,bucket_MiB,allreduce,tflops_per_gpu,status,varied\n");
+            "cost,bucket_MiB,allreduce,tflops_per_gpu,status,varied,expert,context\n");
     for (int i = 0; i < r->n_all; i++) {
         const search_plan *p = &r->all[i];
         fprintf(f,
                 "%s,%d,%lld,%d,%d,%d,%d,%lld,%lld,%s,%d,%d,%.9g,%.6g,%.6g,%.9g,%.9g,%.6g,%.9g,%.6g,%s,%.6g,%"
-                "s,%s\n",
+                "s,%s,%d,%d\n",
                 plan_device(o, s, p), p->gpus, p->global, p->tensor, p->pipeline, p->virtual_pipeline,
                 p->data, p->local, p->grad_accum, et_recompute_names[p->recompute], p->sequence_parallel,
                 p->zero_stage, p->step_s, p->mfu, p->memory_gib, p->time_to_train_s, p->gpu_hours, p->price,
                 p->cost, plan_bucket_mib(s, p), plan_allreduce(s, p), p->tflops_per_gpu,
-                search_status_names[p->status], p->vary >= 0 ? o->space.vary[p->vary] : "");
+                search_status_names[p->status], p->vary >= 0 ? o->space.vary[p->vary] : "", p->expert,
+                p->context);
     }
     return ferror(f) ? -1 : 0;
 }

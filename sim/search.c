@@ -130,6 +130,8 @@ static void try_plan(const json_t *root, const char *path, search_plan *p, int k
     json_object_set_new(par, "zero_stage", json_integer(p->zero_stage));
     json_object_set_new(par, "recompute", json_string(recompute[p->recompute]));
     json_object_set_new(par, "sequence_parallel", json_boolean(p->sequence_parallel));
+    json_object_set_new(par, "expert", json_integer(p->expert));
+    json_object_set_new(par, "context", json_integer(p->context));
     /* what the plan space does not vary is kept from the scenario */
     const json_t *old = json_object_get(root, "parallelism");
     static const char *const kept[] = {"bucket_MiB", "allreduce", "overlap", "attention", "tp_overlap", NULL};
@@ -347,6 +349,18 @@ int search_run(const char *scenario_path, const char *const *sets, int n_sets, c
     if (space && space->n_micro > 0) /* the user's micro-batches instead */
         for (n_micro = 0; n_micro < space->n_micro && n_micro < 8; n_micro++)
             micro[n_micro] = space->micro[n_micro];
+    /* expert parallelism: powers of two dividing the experts (the parser refuses those that do not divide
+     * a plan's data ranks); context parallelism: the scenario's */
+    int experts[16], n_experts = 0, contexts[16], n_contexts = 0;
+    for (int x = 1; x <= base.model.moe.experts && n_experts < 16; x *= 2)
+        if (base.model.moe.experts % x == 0) experts[n_experts++] = x;
+    if (space && space->n_expert > 0)
+        for (n_experts = 0; n_experts < space->n_expert && n_experts < 16; n_experts++)
+            experts[n_experts] = space->expert[n_experts];
+    if (!n_experts) experts[n_experts++] = 1;
+    for (int i = 0; space && i < space->n_context && i < 16; i++)
+        contexts[n_contexts++] = space->context[i];
+    if (!n_contexts) contexts[n_contexts++] = base.parallel.context > 1 ? base.parallel.context : 1;
     et_scenario_free(&base);
     /* every candidate first (cheap), then evaluated in parallel, each thread keeping its own best */
     const int n_dev = space && space->n_devices > 0 ? space->n_devices : 1;
@@ -371,7 +385,10 @@ int search_run(const char *scenario_path, const char *const *sets, int n_sets, c
                                                 continue;
                                             for (int bk = 0; bk < n_buckets; bk++)
                                                 for (int al = 0; al < n_algos; al++)
-                                                    for (int va = 0; va < n_vary; va++) {
+                                                    for (int va = 0; va < n_vary * n_experts * n_contexts;
+                                                         va++) {
+                                                        const int ex = va / n_vary % n_experts,
+                                                                  cx = va / (n_vary * n_experts);
                                                         if (n_cand == cap) {
                                                             cap = cap ? 2 * cap : 1024;
                                                             search_plan *c = realloc(cand, cap * sizeof *c);
@@ -398,7 +415,10 @@ int search_run(const char *scenario_path, const char *const *sets, int n_sets, c
                                                             .recompute = (et_recompute)rc,
                                                             .sequence_parallel = sp,
                                                             .bucket_mib = buckets[bk],
-                                                            .vary = space && space->n_vary > 0 ? va : -1,
+                                                            .vary =
+                                                                space && space->n_vary > 0 ? va % n_vary : -1,
+                                                            .expert = experts[ex],
+                                                            .context = contexts[cx],
                                                             .allreduce = algos[al]};
                                                     }
                                         }

@@ -39,6 +39,9 @@ typedef struct search_space {
      * --search-recompute): only these values when given */
     int n_tensor, tensor[16], n_pipeline, pipeline[16], n_micro, micro[8], n_zero, zero[4], n_recompute,
         recompute[3];
+    /* expert and context parallelism to try (--search-expert, --search-context); none: every power of two
+     * dividing a mixture of experts' experts (1 for dense models), and the scenario's context degree */
+    int n_expert, expert[16], n_context, context[16];
     int n_vary;
     char vary[16][160]; /* --search-vary key.path=a,b,c as assignments "key.path=a", ...: any scenario key
                            (a method's knobs: sparsity, tensor-train rank) */
@@ -65,6 +68,7 @@ typedef struct search_plan {
     long long global; /* sequences per step */
     int device;       /* index into search_space.devices, -1 for the scenario's */
     int tensor, pipeline, virtual_pipeline, data, zero_stage;
+    int expert, context; /* expert- and context-parallel degrees */
     long long local, grad_accum;
     et_recompute recompute;
     bool sequence_parallel;

@@ -20,6 +20,8 @@ static json_t *plan_to_json(const search_plan *p)
     if (j) json_object_set_new(j, "vary", json_integer(p->vary));
     if (j) json_object_set_new(j, "status", json_integer(p->status));
     if (j) json_object_set_new(j, "allreduce", json_integer(p->allreduce));
+    if (j) json_object_set_new(j, "expert", json_integer(p->expert));
+    if (j) json_object_set_new(j, "context", json_integer(p->context));
     if (j && p->scenario) json_object_set(j, "scenario", p->scenario);
     return j;
 }
@@ -48,6 +50,8 @@ static int plan_from_json(const json_t *j, search_plan *p)
     p->tflops_per_gpu = json_real_value(json_object_get(j, "tflops_per_gpu"));
     p->vary = (int)json_integer_value(json_object_get(j, "vary"));
     p->status = (int)json_integer_value(json_object_get(j, "status"));
+    p->expert = (int)json_integer_value(json_object_get(j, "expert"));
+    p->context = (int)json_integer_value(json_object_get(j, "context"));
     p->allreduce = (int)json_integer_value(json_object_get(j, "allreduce"));
     json_t *doc = json_object_get(j, "scenario");
     p->scenario = doc ? json_incref(doc) : NULL;

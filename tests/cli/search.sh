@@ -125,6 +125,21 @@ for args in "--budget 100" "--prices $work/bad.json"; do
   [ $rc -eq 2 ] || { echo "FAIL: $args exits $rc"; cat "$work/err"; exit 1; }
 done
 grep -q 'bad.json: \$.a100-sxm4-80gb: expected a positive price' "$work/err" || { echo "FAIL: the price file's error: $(cat "$work/err")"; exit 1; }
+# a mixture of experts: expert parallelism is searched (powers of two dividing the 8 experts), the best
+# plan keeps it in its scenario, and --search-expert narrows it
+"$etsim" --search --search-top 3 --search-csv "$work/moe.csv" --search-out "$work/moe-best.json" \
+  "$src/scenarios/mixtral-8x7b-h100.json" > "$work/moe"
+[ "$(cut -d, -f25 "$work/moe.csv" | sed 1d | sort -un | tr '\n' ' ')" = "1 2 4 8 " ] ||
+  { echo "FAIL: expert degrees searched: $(cut -d, -f25 "$work/moe.csv" | sort -u | tr '\n' ' ')"; exit 1; }
+jq -e '.parallelism.expert >= 1' "$work/moe-best.json" > /dev/null || { echo "FAIL: the best plan has no expert degree"; exit 1; }
+# every plan's estimate is the one its scenario gets alone (the search's graph cache keys on every option)
+"$etsim" --analytic --quiet --json "$work/moe-best.json.out" "$work/moe-best.json" > /dev/null
+alone=$(jq '.estimate.step.step_s' "$work/moe-best.json.out")
+searched=$(awk -F, '$23 == "ranked" && (m == "" || $13 < m) {m = $13} END {print m}' "$work/moe.csv")
+awk -v a="$alone" -v b="$searched" 'BEGIN {exit !(a - b < 1e-6 * b && b - a < 1e-6 * b)}' ||
+  { echo "FAIL: the best MoE plan alone $alone s, in the search $searched s"; exit 1; }
+"$etsim" --search --search-top 1 --search-expert 8 --search-csv "$work/moe8.csv" "$src/scenarios/mixtral-8x7b-h100.json" > /dev/null
+[ "$(cut -d, -f25 "$work/moe8.csv" | sed 1d | sort -u)" = "8" ] || { echo "FAIL: --search-expert 8"; exit 1; }
 # under mpirun the space is split over the ranks: the same table as one process
 if command -v mpirun > /dev/null; then
   "$etsim" --search --search-top 8 --search-threads 1 --search-gpus 256,512 "$src/scenarios/gpt3-13b-dense-a100.json" |
@@ -137,4 +152,4 @@ if command -v mpirun > /dev/null; then
 else
   echo "SKIP: no mpirun, the MPI split is not checked"
 fi
-echo "search: 3 passed, 0 failed"
+echo "search: 4 passed, 0 failed"
