@@ -6,17 +6,24 @@
 
 calib_terms calib_terms_of(const et_device_profile *d, et_precision p)
 {
-    return (calib_terms){d->peak_flops[p] * d->gemm_max_efficiency, d->gemm_half_dim,
+    return (calib_terms){et_gemm_peak(d, p) * d->gemm_max_efficiency, d->gemm_half_dim,
                          d->memory_bandwidth * d->memory_efficiency, d->vector_flops * d->memory_efficiency,
                          d->kernel_overhead_s};
 }
 
 void calib_terms_apply(const calib_terms *t, et_precision p, et_device_profile *d)
 {
-    if (t->gemm_rate <= d->peak_flops[p])
+    if (d->gemm_max_by_precision[p] > 0) {
+        /* a precision with its own term (etcalib fit --only-precision): the others keep theirs */
+        if (t->gemm_rate <= d->peak_flops[p])
+            d->gemm_max_by_precision[p] = t->gemm_rate / d->peak_flops[p];
+        else
+            d->peak_flops[p] = t->gemm_rate, d->gemm_max_by_precision[p] = 1;
+    } else if (t->gemm_rate <= d->peak_flops[p]) {
         d->gemm_max_efficiency = t->gemm_rate / d->peak_flops[p];
-    else
+    } else {
         d->peak_flops[p] = t->gemm_rate, d->gemm_max_efficiency = 1;
+    }
     d->gemm_half_dim = t->gemm_half;
     if (t->bandwidth <= d->memory_bandwidth)
         d->memory_efficiency = t->bandwidth / d->memory_bandwidth;

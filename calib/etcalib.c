@@ -32,7 +32,8 @@
 static const char usage[] =
     "usage: etcalib bench [--backend cpu] [--scenario s.json] --out micro.json\n"
     "       etcalib report measured.json [--profile P.json] [--csv F] [--plot F.png] [--top N]\n"
-    "       etcalib fit micro.json|measured.json|table.csv ... --base P.json --out Q.json\n"
+    "       etcalib fit micro.json|measured.json|table.csv ... --base P.json --out Q.json "
+    "[--only-precision]\n"
     "                   [--gpu NAME[|NAME...] --precision P]   (for calibset .csv tables)\n"
     "       etcalib fit-network nccl.csv --gpu NAME[|NAME...] --scenario s.json --out s-calibrated.json\n"
     "       etcalib fit-network micro.json --scenario s.json --out s-calibrated.json   (all-reduce rows)\n"
@@ -278,6 +279,14 @@ static json_t *fitted_json(const char *base_path, const et_device_profile *fit, 
     json_object_set_new(root, "memory_bandwidth_GBps", json_real(fit->memory_bandwidth / 1e9));
     json_t *eff = json_object_get(root, "efficiency");
     json_object_set_new(eff, "gemm_max", json_real(fit->gemm_max_efficiency));
+    json_t *by = json_object();
+    for (int p = 0; p < ET_PRECISION_COUNT; p++)
+        if (fit->gemm_max_by_precision[p] > 0)
+            json_object_set_new(by, et_precision_names[p], json_real(fit->gemm_max_by_precision[p]));
+    if (json_object_size(by))
+        json_object_set_new(eff, "gemm_max_by_precision", by);
+    else
+        json_decref(by);
     json_object_set_new(eff, "gemm_half_dim", json_real(fit->gemm_half_dim));
     json_object_set_new(eff, "memory", json_real(fit->memory_efficiency));
     json_object_set_new(eff, "kernel_overhead_us", json_real(fit->kernel_overhead_s * 1e6));
@@ -288,10 +297,12 @@ static int cmd_fit(int argc, char **argv)
 {
     const char *inputs[MAX_RUNS + 1], *base_path = NULL, *out_path = NULL, *gpu = NULL,
                                       *precision_name = NULL;
-    int n = 0;
+    int n = 0, only_precision = 0;
     for (int i = 0; i < argc; i++) {
         if (strcmp(argv[i], "--gpu") == 0 && i + 1 < argc) {
             gpu = argv[++i];
+        } else if (strcmp(argv[i], "--only-precision") == 0) {
+            only_precision = 1;
         } else if (strcmp(argv[i], "--precision") == 0 && i + 1 < argc) {
             precision_name = argv[++i];
         } else if (strcmp(argv[i], "--base") == 0 && i + 1 < argc) {
@@ -322,10 +333,17 @@ static int cmd_fit(int argc, char **argv)
     for (int p = 0; precision_name && p < ET_PRECISION_COUNT; p++)
         if (strcmp(precision_name, et_precision_names[p]) == 0) precision = p;
     if (precision_name && precision < 0) {
-        fprintf(stderr, "etcalib fit: --precision is one of fp32, tf32, fp16, bf16, not \"%s\"\n",
+        fprintf(stderr, "etcalib fit: --precision is one of fp32, tf32, fp16, bf16, fp8, not \"%s\"\n",
                 precision_name);
         return EXIT_INPUT;
     }
+    if (only_precision && precision < 0) {
+        fprintf(stderr, "etcalib fit: --only-precision needs --precision P\n");
+        return EXIT_INPUT;
+    }
+    /* the precision's own large-GEMM term, seeded with the shared one; the other precisions keep theirs */
+    if (only_precision && base.gemm_max_by_precision[precision] <= 0)
+        base.gemm_max_by_precision[precision] = base.gemm_max_efficiency;
     calib_run runs[MAX_RUNS];
     calib_micro micro[MAX_RUNS];
     int n_runs = 0, n_micro = 0, bad = 0;

@@ -33,7 +33,8 @@ int et_device_profile_load(const char *path, et_device_profile *out, et_error *e
                                               "semi_structured_2_4_speedup", "masked_dense", NULL};
     static const char *const peak_keys[] = {"fp32", "tf32", "fp16", "bf16", "fp8", NULL};
     static const char *const eff_keys[] = {"gemm_max", "gemm_half_dim",      "gemm_tile",
-                                           "memory",   "kernel_overhead_us", NULL};
+                                           "memory",   "kernel_overhead_us", "gemm_max_by_precision",
+                                           NULL};
     json_t *root;
     if (et_json_load_file(path, &root, err)) return -1;
     et_json_reader r = {path, err};
@@ -77,6 +78,13 @@ int et_device_profile_load(const char *path, et_device_profile *out, et_error *e
         goto done;
     if (et_json_get_number(&r, eff, "$.efficiency", "gemm_half_dim", true, 0, 0, 1e6, &out->gemm_half_dim))
         goto done;
+    json_t *by;
+    if (et_json_get_object(&r, eff, "$.efficiency", "gemm_max_by_precision", false, peak_keys, &by))
+        goto done;
+    for (int p = 0; by && p < ET_PRECISION_COUNT; p++)
+        if (et_json_get_number(&r, by, "$.efficiency.gemm_max_by_precision", peak_keys[p], false, 0, 0.01, 1,
+                               &out->gemm_max_by_precision[p]))
+            goto done;
     long long sms;
     if (et_json_get_int(&r, root, "$", "multiprocessors", false, 0, 0, 1 << 20, &sms)) goto done;
     out->multiprocessors = (int)sms;
@@ -198,10 +206,17 @@ double et_roofline_time(const et_device_profile *d, double rate, double flops, d
     return fmax(t_compute, t_memory) + d->kernel_overhead_s * kernels;
 }
 
+double et_gemm_peak(const et_device_profile *d, et_precision p)
+{
+    const double by = d->gemm_max_by_precision[p];
+    return by > 0 && d->gemm_max_efficiency > 0 ? d->peak_flops[p] * by / d->gemm_max_efficiency
+                                                : d->peak_flops[p];
+}
+
 double et_kernel_time(const et_device_profile *d, et_precision prec, int matrix, double flops, double bytes,
                       double gemm_m, double gemm_n, double gemm_k)
 {
-    double rate = matrix ? d->peak_flops[prec] * et_gemm_efficiency(d, gemm_m, gemm_n, gemm_k)
+    double rate = matrix ? et_gemm_peak(d, prec) * et_gemm_efficiency(d, gemm_m, gemm_n, gemm_k)
                          : d->vector_flops * d->memory_efficiency;
     return et_roofline_time(d, rate, flops, bytes, 1);
 }

@@ -27,18 +27,19 @@ typedef struct et_device_profile {
     char name[64];
     char file[512];
     et_device_kind kind;
-    double peak_flops[ET_PRECISION_COUNT]; /* dense matrix-unit peak, FLOP/s */
-    double vector_flops;                   /* non-matrix fp32 peak (elementwise ops), FLOP/s */
-    double memory_bytes;                   /* device memory capacity, bytes */
-    double memory_bandwidth;               /* bytes/s */
-    double reserved_bytes;                 /* context, library workspaces, fragmentation: bytes */
-    double gemm_max_efficiency;            /* fraction of peak a large GEMM reaches */
-    double gemm_half_dim;                  /* GEMM dimension at which efficiency halves, elements */
-    int multiprocessors;                   /* SMs a GEMM's tiles are spread over (0: no wave model) */
-    double gemm_tile[2];                   /* output tile of a large GEMM, rows x columns (elements) */
-    double memory_efficiency;              /* fraction of bandwidth a streaming kernel reaches */
-    double kernel_overhead_s;              /* launch + tail per kernel, seconds */
-    double on_chip_bytes;                  /* dataflow devices: on-chip memory holding fused intermediates */
+    double peak_flops[ET_PRECISION_COUNT];            /* dense matrix-unit peak, FLOP/s */
+    double vector_flops;                              /* non-matrix fp32 peak (elementwise ops), FLOP/s */
+    double memory_bytes;                              /* device memory capacity, bytes */
+    double memory_bandwidth;                          /* bytes/s */
+    double reserved_bytes;                            /* context, library workspaces, fragmentation: bytes */
+    double gemm_max_efficiency;                       /* fraction of peak a large GEMM reaches */
+    double gemm_max_by_precision[ET_PRECISION_COUNT]; /* the same for one precision (0: gemm_max) */
+    double gemm_half_dim;     /* GEMM dimension at which efficiency halves, elements */
+    int multiprocessors;      /* SMs a GEMM's tiles are spread over (0: no wave model) */
+    double gemm_tile[2];      /* output tile of a large GEMM, rows x columns (elements) */
+    double memory_efficiency; /* fraction of bandwidth a streaming kernel reaches */
+    double kernel_overhead_s; /* launch + tail per kernel, seconds */
+    double on_chip_bytes;     /* dataflow devices: on-chip memory holding fused intermediates */
     /* sparse kernels (profile "sparse"; calibration replaces them) */
     double sparse_unstructured_efficiency; /* fraction of the dense rate on kept FLOPs, unstructured (CSR) */
     double sparse_block_half;              /* block edge at which block-sparse runs at half the dense rate */
@@ -47,6 +48,11 @@ typedef struct et_device_profile {
 } et_device_profile;
 
 int et_device_profile_load(const char *path, et_device_profile *out, et_error *err);
+
+/* The matrix peak of precision p as the GEMM model uses it: peak x gemm_max_by_precision[p] / gemm_max when
+ * the profile gives that precision its own large-GEMM efficiency (so that et_gemm_efficiency's gemm_max
+ * becomes the precision's), else the peak. FLOP/s. */
+double et_gemm_peak(const et_device_profile *d, et_precision p);
 
 /* Tile and wave quantization of an M x N output on this device (1 without a wave model). */
 double et_gemm_wave_efficiency(const et_device_profile *d, double m, double n);

@@ -1054,7 +1054,7 @@ double et_op_time(const et_op *op, const et_batch_shape *b, const et_device_prof
         /* a tensor-train op is a sequence of contractions of other shapes than its largest: no one grid */
         double eff =
             op->kind == ET_OP_TT ? et_gemm_dimension_efficiency(d, m, n, k) : et_gemm_efficiency(d, m, n, k);
-        rate = d->peak_flops[p] * eff * (factor > 0 ? factor : 1);
+        rate = et_gemm_peak(d, p) * eff * (factor > 0 ? factor : 1);
         break;
     }
     case ET_OP_ATTENTION: {
@@ -1063,7 +1063,7 @@ double et_op_time(const et_op *op, const et_batch_shape *b, const et_device_prof
         /* products of l x l x D per head and sequence: heads x sequences of them in one batched kernel */
         double products = flops / (2 * l * l * D);
         /* attention's products stay in bf16 under FP8 training */
-        rate = d->peak_flops[p == ET_FP8 ? ET_BF16 : p] *
+        rate = et_gemm_peak(d, p == ET_FP8 ? ET_BF16 : p) *
                et_gemm_batched_efficiency(d, floor(products + 0.5), l, l, D);
         break;
     }

@@ -16,6 +16,16 @@ if [ "$(jq -c "$terms" "$work/fit.json")" != "$(jq -c "$terms" "$src/scenarios/p
   echo "FAIL: the fit no longer gives the shipped profile:"; jq -c "$terms" "$work/fit.json" \
     "$src/scenarios/profiles/h100-sxm-public-fit.json"; exit 1
 fi
+# the H200's FP8 products fitted on their own (--only-precision): the shipped h200-public-fit.json
+"$build/calib/etcalib" fit "$data/gemm.csv" "$data/memory.csv" --gpu "H200 141GB|H200 SXM" --precision fp8 \
+  --only-precision --base "$src/scenarios/profiles/h200.json" --out "$work/h200.json" > /dev/null
+terms8='[.efficiency.gemm_max_by_precision.fp8, .efficiency.gemm_max, .memory_bandwidth_GBps, .efficiency.memory,
+         .efficiency.kernel_overhead_us] | map(. * 1e6 | round)'
+if [ "$(jq -c "$terms8" "$work/h200.json")" != "$(jq -c "$terms8" "$src/scenarios/profiles/h200-public-fit.json")" ]; then
+  echo "FAIL: the fp8 fit no longer gives the shipped H200 profile:"; jq -c "$terms8" "$work/h200.json" \
+    "$src/scenarios/profiles/h200-public-fit.json"; exit 1
+fi
+jq -e '.efficiency.gemm_max == 0.8' "$work/h200.json" > /dev/null || { echo "FAIL: --only-precision moved bf16's term"; exit 1; }
 "$build/sim/etsim" --analytic --quiet "$src/scenarios/mlperf-bert-8.json" > /dev/null
 jq --arg dir "$src/scenarios" '.cluster.device = $dir + "/profiles/h100-sxm-public-fit.json" | .precision = "bf16"
     | .data.lengths.file = $dir + "/" + .data.lengths.file' "$src/scenarios/mlperf-bert-8.json" > "$work/bert-h100.json"
