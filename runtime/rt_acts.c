@@ -28,6 +28,13 @@ static void layout(rt_acts *a, cursor *c, size_t T, size_t P)
         l->probs = take(c, a->probs_cap);
         l->ln1_mean = take(c, T), l->ln1_rstd = take(c, T), l->ln2_mean = take(c, T),
         l->ln2_rstd = take(c, T);
+        if (a->E && a->moe_layer[i]) {
+            const size_t E = (size_t)a->E, k = (size_t)a->k, R = T * k;
+            l->logits = take(c, T * E), l->w = take(c, T * k), l->x = take(c, R * H);
+            l->eu = take(c, R * (size_t)a->Fe1), l->eg = take(c, R * (size_t)a->Fe), l->ey = take(c, R * H);
+            /* device ints in float-sized slots (both 4 bytes; only ever read as ints) */
+            l->idx = (int *)take(c, T * k), l->order = (int *)take(c, R), l->pos = (int *)take(c, T * k);
+        }
     }
     a->emb = take(c, T * H), a->x0 = take(c, T * H), a->emb_mean = take(c, T), a->emb_rstd = take(c, T);
     a->hs = take(c, P * H), a->t1 = take(c, P * H), a->t2 = take(c, P * H), a->t3 = take(c, P * H);
@@ -39,6 +46,11 @@ static void layout(rt_acts *a, cursor *c, size_t T, size_t P)
     a->d_qkv = take(c, T * QKV), a->d_ff = take(c, T * F), a->d_ff2 = take(c, T * F1);
     a->d_probs = take(c, a->probs_cap);
     a->d_head = take(c, P * H), a->d_head2 = take(c, P * H);
+    if (a->E) {
+        const size_t R = T * (size_t)a->k;
+        a->d_x = take(c, R * H), a->d_eu = take(c, R * (size_t)a->Fe1), a->d_eg = take(c, R * (size_t)a->Fe);
+        a->d_ey = take(c, R * H), a->d_logits = take(c, T * (size_t)a->E), a->d_w = take(c, T * (size_t)a->k);
+    }
 }
 
 int rt_acts_alloc(rt_model *m, et_error *err)
@@ -53,10 +65,24 @@ int rt_acts_alloc(rt_model *m, et_error *err)
     a->F1 = a->swiglu ? 2 * a->F : a->F;
     a->KV = sc->model.kv_heads ? sc->model.kv_heads : a->A;
     a->QKV = a->H + 2 * a->KV * (a->H / a->A);
+    if (sc->model.moe.experts > 0) {
+        _Static_assert(sizeof(int) == sizeof(float), "routing indices share the float block");
+        a->E = sc->model.moe.experts, a->k = sc->model.moe.top_k, a->Fe = et_model_expert_ffn(&sc->model);
+        a->Fe1 = a->swiglu ? 2 * a->Fe : a->Fe;
+        a->moe_layer = calloc((size_t)a->L, sizeof *a->moe_layer);
+        a->host_idx = malloc((3 * (size_t)m->T_cap * a->k + (size_t)a->E + 1) * sizeof *a->host_idx);
+        if (!a->moe_layer || !a->host_idx)
+            return et_error_set_code(err, ET_ERROR_MEMORY, NULL, 0, 0, NULL, "out of memory");
+        for (int i = 0; i < a->L; i++)
+            a->moe_layer[i] = et_model_layer_is_moe(&sc->model, i);
+    }
     a->rope_base = sc->model.position == ET_POSITION_ROPE ? sc->model.rope_base : 0;
     a->probs_cap = (size_t)a->A * sc->batch.local * sc->data.seq_len * sc->data.seq_len;
     a->layers = calloc((size_t)a->L, sizeof *a->layers);
     if (!a->layers) return et_error_set_code(err, ET_ERROR_MEMORY, NULL, 0, 0, NULL, "out of memory");
+    for (int i = 0; a->E && i < a->L; i++)
+        if (a->moe_layer[i] && !(a->layers[i].counts = calloc((size_t)a->E, sizeof(int))))
+            return et_error_set_code(err, ET_ERROR_MEMORY, NULL, 0, 0, NULL, "out of memory");
     cursor size = {NULL, 0};
     layout(a, &size, (size_t)m->T_cap, (size_t)m->P_cap);
     a->block = m->be->alloc(m->be, size.used * sizeof(float));
@@ -81,6 +107,10 @@ void rt_acts_free(rt_model *m)
     rt_acts *a = m->acts;
     if (!a) return;
     if (a->block) m->be->free(m->be, a->block);
+    for (int i = 0; a->layers && i < a->L; i++)
+        free(a->layers[i].counts);
+    free(a->moe_layer);
+    free(a->host_idx);
     free(a->layers);
     free(a);
     m->acts = NULL;

@@ -49,6 +49,7 @@ typedef enum {
     RT_FAMILY_RMSNORM,       /* rmsnorm_fwd, rmsnorm_bwd */
     RT_FAMILY_ROPE,          /* rope */
     RT_FAMILY_SWIGLU,        /* swiglu_fwd, swiglu_bwd */
+    RT_FAMILY_MOE,           /* moe_route_fwd/bwd, moe_combine_fwd/bwd */
     RT_FAMILY_COUNT
 } rt_kernel_family;
 extern const char *const rt_kernel_family_names[]; /* "buffers", "linear", ... */
@@ -114,6 +115,14 @@ struct rt_backend {
                  bool inverse);
     void (*swiglu_fwd)(rt_backend *be, const float *u, float *y, int T, int F);
     void (*swiglu_bwd)(rt_backend *be, const float *u, const float *dy, float *du, int T, int F);
+    /* mixture of experts (rt_kernels.h): top-k routing of logits[T, E] and the weighted combine */
+    void (*moe_route_fwd)(rt_backend *be, const float *logits, int *idx, float *w, int T, int E, int k);
+    void (*moe_route_bwd)(rt_backend *be, const int *idx, const float *w, const float *dw, float *dlogits,
+                          int T, int E, int k);
+    void (*moe_combine_fwd)(rt_backend *be, const float *Y, const int *pos, const float *w, float *out, int T,
+                            int k, int H);
+    void (*moe_combine_bwd)(rt_backend *be, const float *Y, const int *pos, const float *w, const float *dout,
+                            float *dY, float *dw, int T, int k, int H);
     /* out[T, H] = word[tokens] + pos[positions] (when pos is not NULL) (+ type[types] when type is not
      * NULL) */
     void (*embedding_fwd)(rt_backend *be, const rt_dev_batch *b, const float *word, const float *pos,

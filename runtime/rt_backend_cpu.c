@@ -26,6 +26,7 @@ const char *const rt_kernel_family_names[] = {"buffers",
                                               "RMSNorm",
                                               "rotary positions",
                                               "SwiGLU",
+                                              "mixture of experts",
                                               NULL};
 
 typedef struct cpu_ctx {
@@ -148,6 +149,33 @@ static void cpu_swiglu_bwd(rt_backend *be, const float *u, const float *dy, floa
 {
     (void)be;
     rt_swiglu_bwd_f(u, dy, du, T, F);
+}
+
+static void cpu_moe_route_fwd(rt_backend *be, const float *logits, int *idx, float *w, int T, int E, int k)
+{
+    (void)be;
+    rt_moe_route_fwd_f(logits, idx, w, T, E, k);
+}
+
+static void cpu_moe_route_bwd(rt_backend *be, const int *idx, const float *w, const float *dw, float *dlogits,
+                              int T, int E, int k)
+{
+    (void)be;
+    rt_moe_route_bwd_f(idx, w, dw, dlogits, T, E, k);
+}
+
+static void cpu_moe_combine_fwd(rt_backend *be, const float *Y, const int *pos, const float *w, float *out,
+                                int T, int k, int H)
+{
+    (void)be;
+    rt_moe_combine_fwd_f(Y, pos, w, out, T, k, H);
+}
+
+static void cpu_moe_combine_bwd(rt_backend *be, const float *Y, const int *pos, const float *w,
+                                const float *dout, float *dY, float *dw, int T, int k, int H)
+{
+    (void)be;
+    rt_moe_combine_bwd_f(Y, pos, w, dout, dY, dw, T, k, H);
 }
 
 static void cpu_gelu_fwd(rt_backend *be, const float *x, float *y, size_t n)
@@ -456,6 +484,10 @@ rt_backend *rt_backend_cpu_create(et_error *err)
         .rope = cpu_rope,
         .swiglu_fwd = cpu_swiglu_fwd,
         .swiglu_bwd = cpu_swiglu_bwd,
+        .moe_route_fwd = cpu_moe_route_fwd,
+        .moe_route_bwd = cpu_moe_route_bwd,
+        .moe_combine_fwd = cpu_moe_combine_fwd,
+        .moe_combine_bwd = cpu_moe_combine_bwd,
         .attn_scores_fwd = cpu_attn_scores_fwd,
         .attn_softmax_fwd = cpu_attn_softmax_fwd,
         .attn_context_fwd = cpu_attn_context_fwd,

@@ -18,6 +18,12 @@
 typedef struct rt_layer_acts {
     float *qkv, *probs, *ctx, *y, *res1, *ln1, *ln2, *u, *g, *v, *res2, *out;
     float *ln1_mean, *ln1_rstd, *ln2_mean, *ln2_rstd;
+    /* an MoE layer's (NULL otherwise): router logits [T, E], routing weights w [T, k], the R = T k routed
+     * rows in expert order: their input x [R, H], the experts' fc1 output eu [R, Fe1], activation eg [R, Fe],
+     * fc2 output ey [R, H]; device ints idx [T, k] (chosen experts), order [R] (each row's token), pos [T, k]
+     * (each choice's row); host: counts [E] (rows per expert) */
+    float *logits, *w, *x, *eu, *eg, *ey;
+    int *idx, *order, *pos, *counts;
 } rt_layer_acts;
 
 /* Every activation and gradient buffer of one rank (device memory, one allocation: rt_acts_alloc). */
@@ -26,15 +32,19 @@ struct rt_acts {
     int F1;      /* fc1's outputs: F, or 2 F with SwiGLU (gate | up) */
     int KV, QKV; /* key/value heads (grouped-query attention), and qkv's width H + 2 KV D */
     bool decoder;
-    bool rms, swiglu;                             /* RMSNorm instead of layer norm; SwiGLU instead of GELU */
-    double rope_base;                             /* rotary positions' base, 0 without them */
-    size_t probs_cap;                             /* attention probabilities: A * local * seq_len^2 */
-    rt_layer_acts *layers;                        /* L of them */
+    bool rms, swiglu;      /* RMSNorm instead of layer norm; SwiGLU instead of GELU */
+    double rope_base;      /* rotary positions' base, 0 without them */
+    int E, k, Fe, Fe1;     /* mixture of experts: experts, top-k, expert width, its fc1 outputs (0: dense) */
+    int *host_idx;         /* host scratch of the routing: 3 T_cap k + E + 1 ints (rt_exec_moe.c) */
+    bool *moe_layer;       /* [L]: the layer's MLP is a mixture of experts */
+    size_t probs_cap;      /* attention probabilities: A * local * seq_len^2 */
+    rt_layer_acts *layers; /* L of them */
     float *emb, *x0, *emb_mean, *emb_rstd;        /* embeddings output and (encoder) its layer norm */
     float *hs, *t1, *t2, *t3, *t3_mean, *t3_rstd; /* masked-LM head, P_cap rows */
     float *fin, *fin_mean, *fin_rstd;             /* causal head: final layer norm */
     float *logits, *dlogits;                      /* P_cap x V */
     float *d_out, *d_res, *d_mid, *d_ctx, *d_qkv, *d_ff, *d_ff2, *d_probs, *d_head, *d_head2;
+    float *d_x, *d_eu, *d_eg, *d_ey, *d_logits, *d_w; /* mixture of experts' backward */
     /* parameters the executors of the embeddings and heads reach by name (slices of rt_model::params) */
     float *word, *dword, *pos, *dpos, *type, *dtype, *dec_W, *dec_dW, *dec_b, *dec_db;
     float *emb_g, *emb_b, *emb_dg, *emb_db;
@@ -102,6 +112,24 @@ RT_EXEC(rt_ex_swiglu);
 RT_EXEC(rt_ex_swiglu_bwd);
 RT_EXEC(rt_ex_rope);
 RT_EXEC(rt_ex_rope_bwd);
+/* rt_exec_moe.c */
+RT_EXEC(rt_ex_moe_router);
+RT_EXEC(rt_ex_moe_route);
+RT_EXEC(rt_ex_moe_permute);
+RT_EXEC(rt_ex_moe_fc1);
+RT_EXEC(rt_ex_moe_act);
+RT_EXEC(rt_ex_moe_fc2);
+RT_EXEC(rt_ex_moe_unpermute);
+RT_EXEC(rt_ex_moe_unpermute_bwd);
+RT_EXEC(rt_ex_moe_fc2_bwd_data);
+RT_EXEC(rt_ex_moe_fc2_bwd_weight);
+RT_EXEC(rt_ex_moe_act_bwd);
+RT_EXEC(rt_ex_moe_fc1_bwd_data);
+RT_EXEC(rt_ex_moe_fc1_bwd_weight);
+RT_EXEC(rt_ex_moe_permute_bwd);
+RT_EXEC(rt_ex_moe_route_bwd);
+RT_EXEC(rt_ex_moe_router_bwd_data);
+RT_EXEC(rt_ex_moe_router_bwd_weight);
 RT_EXEC(rt_ex_fc2);
 RT_EXEC(rt_ex_mlp_ln_bwd);
 RT_EXEC(rt_ex_fc2_bwd_data);

@@ -68,6 +68,18 @@
      * du[T, 2F] (overwrites) from dy */                                                                     \
     void rt_swiglu_fwd##S(const REAL *u, REAL *y, int T, int F);                                             \
     void rt_swiglu_bwd##S(const REAL *u, const REAL *dy, REAL *du, int T, int F);                            \
+    /* mixture of experts (dropless top-k routing, Mixtral's form): route picks each token's k largest of    \
+     * logits[T, E] (ties to the lower expert) into idx[T, k] and weights w[T, k] = softmax over the k       \
+     * chosen logits; its backward turns dw[T, k] into dlogits[T, E] (overwrites; 0 off the chosen).         \
+     * combine: out[t] = sum_j w[t, j] Y[pos[t, j]] over rows of H (overwrites); its backward writes         \
+     * dY[pos[t, j]] = w[t, j] dout[t] (every row of Y is some pos) and dw[t, j] = dout[t] . Y[pos[t, j]] */ \
+    void rt_moe_route_fwd##S(const REAL *logits, int *idx, REAL *w, int T, int E, int k);                    \
+    void rt_moe_route_bwd##S(const int *idx, const REAL *w, const REAL *dw, REAL *dlogits, int T, int E,     \
+                             int k);                                                                         \
+    void rt_moe_combine_fwd##S(const REAL *Y, const int *pos, const REAL *w, REAL *out, int T, int k,        \
+                               int H);                                                                       \
+    void rt_moe_combine_bwd##S(const REAL *Y, const int *pos, const REAL *w, const REAL *dout, REAL *dY,     \
+                               REAL *dw, int T, int k, int H);                                               \
     /* softmax cross-entropy of logits[P, V] against targets (negative targets are skipped); returns the     \
      * summed loss and writes dlogits = (softmax - onehot) / norm */                                         \
     double rt_cross_entropy##S(const REAL *logits, const int *targets, REAL *dlogits, int P, int V,          \

@@ -351,3 +351,71 @@ void FN(rt_swiglu_bwd)(const REAL *u, const REAL *dy, REAL *du, int T, int F)
         }
     }
 }
+
+void FN(rt_moe_route_fwd)(const REAL *logits, int *idx, REAL *w, int T, int E, int k)
+{
+    for (int t = 0; t < T; t++) {
+        const REAL *z = logits + (size_t)t * E;
+        int *ix = idx + (size_t)t * k;
+        for (int j = 0; j < k; j++) { /* the j-th largest not chosen yet */
+            int best = -1;
+            for (int e = 0; e < E; e++) {
+                int taken = 0;
+                for (int q = 0; q < j; q++)
+                    taken |= ix[q] == e;
+                if (!taken && (best < 0 || z[e] > z[best])) best = e;
+            }
+            ix[j] = best;
+        }
+        double mx = z[ix[0]], sum = 0;
+        for (int j = 0; j < k; j++)
+            sum += exp(z[ix[j]] - mx);
+        for (int j = 0; j < k; j++)
+            w[(size_t)t * k + j] = (REAL)(exp(z[ix[j]] - mx) / sum);
+    }
+}
+
+void FN(rt_moe_route_bwd)(const int *idx, const REAL *w, const REAL *dw, REAL *dlogits, int T, int E, int k)
+{
+    memset(dlogits, 0, sizeof(REAL) * (size_t)T * E);
+    for (int t = 0; t < T; t++) {
+        const REAL *wt = w + (size_t)t * k, *dwt = dw + (size_t)t * k;
+        double dot = 0;
+        for (int j = 0; j < k; j++)
+            dot += (double)wt[j] * dwt[j];
+        for (int j = 0; j < k; j++)
+            dlogits[(size_t)t * E + idx[(size_t)t * k + j]] = (REAL)(wt[j] * (dwt[j] - dot));
+    }
+}
+
+void FN(rt_moe_combine_fwd)(const REAL *Y, const int *pos, const REAL *w, REAL *out, int T, int k, int H)
+{
+    for (int t = 0; t < T; t++) {
+        REAL *o = out + (size_t)t * H;
+        memset(o, 0, sizeof(REAL) * H);
+        for (int j = 0; j < k; j++) {
+            const REAL *y = Y + (size_t)pos[(size_t)t * k + j] * H, wj = w[(size_t)t * k + j];
+            for (int i = 0; i < H; i++)
+                o[i] += wj * y[i];
+        }
+    }
+}
+
+void FN(rt_moe_combine_bwd)(const REAL *Y, const int *pos, const REAL *w, const REAL *dout, REAL *dY,
+                            REAL *dw, int T, int k, int H)
+{
+    for (int t = 0; t < T; t++) {
+        const REAL *d = dout + (size_t)t * H;
+        for (int j = 0; j < k; j++) {
+            const size_t r = (size_t)pos[(size_t)t * k + j];
+            const REAL *y = Y + r * H, wj = w[(size_t)t * k + j];
+            REAL *dy = dY + r * H;
+            double dot = 0;
+            for (int i = 0; i < H; i++) {
+                dy[i] = wj * d[i];
+                dot += (double)d[i] * y[i];
+            }
+            dw[(size_t)t * k + j] = (REAL)dot;
+        }
+    }
+}

@@ -33,11 +33,10 @@ static int refuse_unsupported(const et_scenario *s, et_error *err)
             "etrun runs full-rank Adam; GaLore's projected states are costed by etsim only for "
             "now");
     const et_model_config *mc = &s->model;
-    if (mc->moe.experts > 0)
-        return et_error_set(
-            err, s->source, 0, 0, "$.model.moe",
-            "etrun runs dense MLPs; mixture-of-experts layers (router, experts, all-to-all) are "
-            "costed and simulated by etsim only for now");
+    if (mc->moe.experts > 0 && mc->moe.capacity_factor > 0)
+        return et_error_set(err, s->source, 0, 0, "$.model.moe.capacity_factor",
+                            "etrun routes dropless (capacity_factor 0); a fixed capacity is costed and "
+                            "simulated by etsim only for now");
     if (s->model.head == ET_HEAD_MLM_NSP)
         return et_error_set(
             err, s->source, 0, 0, "$.model.loss_head",

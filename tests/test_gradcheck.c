@@ -377,8 +377,52 @@ static void check_swiglu(void)
     free(du), free(l.u), free(l.y), free(l.r);
 }
 
+/* the experts' routing (top-2 of 5, softmax over the chosen) and combine, against finite differences */
+typedef struct moe {
+    double *logits, *w, *Y, *out, *r, *rw;
+    int idx[8], pos[8], T, E, k, H;
+} moe;
+
+static double route_loss(void *c)
+{
+    moe *m = c;
+    rt_moe_route_fwd_d(m->logits, m->idx, m->w, m->T, m->E, m->k);
+    return dot(m->w, m->rw, (size_t)m->T * m->k);
+}
+
+static double combine_loss(void *c)
+{
+    moe *m = c;
+    rt_moe_combine_fwd_d(m->Y, m->pos, m->w, m->out, m->T, m->k, m->H);
+    return dot(m->out, m->r, (size_t)m->T * m->H);
+}
+
+static void check_moe(void)
+{
+    moe m = {.T = 4, .E = 5, .k = 2, .H = 3, .pos = {3, 0, 6, 1, 2, 7, 5, 4}};
+    m.logits = randv(20), m.w = randv(8), m.Y = randv(24), m.out = randv(12), m.r = randv(12),
+    m.rw = randv(8);
+    route_loss(&m);
+    for (int t = 0; t < m.T; t++) /* the k largest, each once, weights summing to 1 */
+        CHECK(m.idx[2 * t] != m.idx[2 * t + 1] &&
+                  m.logits[5 * t + m.idx[2 * t]] >= m.logits[5 * t + m.idx[2 * t + 1]] &&
+                  fabs(m.w[2 * t] + m.w[2 * t + 1] - 1) < 1e-12,
+              "routing picks the top 2 of token %d", t);
+    double *dlogits = malloc(20 * sizeof(double));
+    rt_moe_route_bwd_d(m.idx, m.w, m.rw, dlogits, m.T, m.E, m.k);
+    CHECK(max_rel_error(m.logits, dlogits, 20, route_loss, &m) < 1e-6, "MoE routing: dlogits");
+    double *dY = malloc(24 * sizeof(double)), *dw = malloc(8 * sizeof(double));
+    combine_loss(&m);
+    rt_moe_combine_bwd_d(m.Y, m.pos, m.w, m.r, dY, dw, m.T, m.k, m.H);
+    CHECK(max_rel_error(m.Y, dY, 24, combine_loss, &m) < 1e-6, "MoE combine: dY");
+    CHECK(max_rel_error(m.w, dw, 8, combine_loss, &m) < 1e-6, "MoE combine: dw");
+    free(dlogits), free(dY), free(dw), free(m.logits), free(m.w), free(m.Y), free(m.out), free(m.r),
+        free(m.rw);
+}
+
 int main(void)
 {
+    check_moe();
     check_rmsnorm();
     check_rope(2);
     check_rope(1);

@@ -120,6 +120,27 @@ static void check_llama_kernels(void)
     rt_swiglu_bwd_f(u.f, dv.f, du.f, T, F), rt_swiglu_bwd_d(u.d, dv.d, du.d, T, F);
     CLOSE(v, 1e-6, "SwiGLU forward");
     CLOSE(du, 1e-6, "SwiGLU backward");
+    /* the experts' routing and combine (T tokens, 8 experts, top 2, rows of H) */
+    const int E = 8, k = 2;
+    pair z = make((size_t)T * E, 3), w = zeros((size_t)T * k), dw = make((size_t)T * k, 1);
+    pair dz = zeros((size_t)T * E), Y = make((size_t)T * k * H, 1), o = zeros((size_t)T * H);
+    pair dout = make((size_t)T * H, 1), dY = zeros((size_t)T * k * H), dwc = zeros((size_t)T * k);
+    int idx_f[14], idx_d[14], pos[14];
+    rt_moe_route_fwd_f(z.f, idx_f, w.f, T, E, k), rt_moe_route_fwd_d(z.d, idx_d, w.d, T, E, k);
+    CHECK(memcmp(idx_f, idx_d, sizeof idx_f) == 0,
+          "MoE routing: the same experts chosen in float and double");
+    CLOSE(w, 1e-6, "MoE routing weights");
+    rt_moe_route_bwd_f(idx_f, w.f, dw.f, dz.f, T, E, k), rt_moe_route_bwd_d(idx_d, w.d, dw.d, dz.d, T, E, k);
+    CLOSE(dz, 1e-5, "MoE routing backward");
+    for (int r = 0; r < T * k; r++)
+        pos[r] = (r * 5 + 3) % (T * k);
+    rt_moe_combine_fwd_f(Y.f, pos, w.f, o.f, T, k, H), rt_moe_combine_fwd_d(Y.d, pos, w.d, o.d, T, k, H);
+    rt_moe_combine_bwd_f(Y.f, pos, w.f, dout.f, dY.f, dwc.f, T, k, H);
+    rt_moe_combine_bwd_d(Y.d, pos, w.d, dout.d, dY.d, dwc.d, T, k, H);
+    CLOSE(o, 1e-6, "MoE combine forward");
+    CLOSE(dY, 1e-6, "MoE combine backward dY");
+    CLOSE(dwc, 1e-5, "MoE combine backward dw");
+    drop(&z), drop(&w), drop(&dw), drop(&dz), drop(&Y), drop(&o), drop(&dout), drop(&dY), drop(&dwc);
     drop(&x), drop(&g), drop(&y), drop(&rstd), drop(&dy), drop(&dx), drop(&dg), drop(&qkv), drop(&u),
         drop(&v), drop(&dv), drop(&du);
 }

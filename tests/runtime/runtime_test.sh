@@ -32,7 +32,16 @@ case $mode in
     "$check" checkpoints "$work/one/checkpoint.bin" "$work/two/checkpoint.bin" 1e-5
     # grouped-query attention: 4 query heads on 2 key/value heads
     "$etrun" --quiet --out "$work/g.json" "$src/tests/data/tiny-llama-gqa-plan.json"
-    "$check" loss "$work/g.json" 0.25 ;;
+    "$check" loss "$work/g.json" 0.25
+    # a mixture of experts (top-2 of 4, every expert on every rank): learns, and 2 ranks match 1 (within 5e-5:
+    # the routing's weights pass rounding differences of the summed gradients on to every expert; 1.1e-5
+    # measured)
+    "$etrun" --quiet --out "$work/e.json" "$src/tests/data/tiny-moe-plan.json"
+    "$check" loss "$work/e.json" 0.25
+    steps "$src/tests/data/tiny-moe-plan.json" 20 > "$work/pe.json"
+    "$etrun" --quiet --save "$work/e1" --out "$work/e1.json" "$work/pe.json"
+    mpi 2 "$etrun" --quiet --save "$work/e2" --out "$work/e2.json" "$work/pe.json"
+    "$check" checkpoints "$work/e1/checkpoint.bin" "$work/e2/checkpoint.bin" 5e-5 ;;
   train-gpt-tt) # tensor-train attention and MLP layers (rank 8) in the cost model's contraction order
     "$etrun" --quiet --out "$work/m.json" "$src/tests/data/tiny-gpt-tt-plan.json"
     "$check" loss "$work/m.json" 0.3 ;;
