@@ -22,8 +22,9 @@ int et_buckets_build(const et_graph *g, double bucket_bytes, double grad_elem_by
             owner[p] = i;
     int n = 0;
     for (int p = 0; p < g->n_params; p++) {
-        if (n == 0 || b[n - 1].bytes >= bucket_bytes) {
+        if (n == 0 || b[n - 1].bytes >= bucket_bytes || b[n - 1].expert != g->params[p].expert) {
             b[n].param_first = p;
+            b[n].expert = g->params[p].expert;
             n++;
         }
         et_bucket *cur = &b[n - 1];

@@ -212,6 +212,7 @@ static void add_param(builder *b, int layer, double count, double dense, double 
     p->meta_bytes = meta;
     p->layer = layer;
     p->rows = p->cols = 0;
+    p->expert = false;
     g->param_count += count;
     g->param_dense += dense;
     g->grad_elems += grad_elems;
@@ -481,6 +482,12 @@ static void attention_core(builder *b, const dims *d, int i, et_phase phase, con
 #undef ID
 }
 
+/* The parameter just added is an expert's. */
+static void mark_expert(builder *b)
+{
+    if (!b->failed) b->g->params[b->g->n_params - 1].expert = true;
+}
+
 /* The experts' all-to-all of this rank's routed rows (dispatch or combine), with expert parallelism. */
 static void alltoall(builder *b, const dims *d, et_phase phase, int layer, const char *id)
 {
@@ -528,7 +535,8 @@ static void moe_backward(builder *b, const dims *d, int i)
     expert_gemm(b, ET_PHASE_BACKWARD, i, 2, TOK(kc), El, Fet, H, ID("experts.fc2.bwd_weight"));
     id_printf(pname, sizeof pname, "layer.%d.moe.experts.fc2.weight", i);
     add_param(b, i, El * Fet * H, El * Fet * H, El * Fet * H, 0, pname);
-    if (d->bias) add_grad(b, i, El * H, "layer.%d.moe.experts.fc2.bias", i);
+    mark_expert(b);
+    if (d->bias) add_grad(b, i, El * H, "layer.%d.moe.experts.fc2.bias", i), mark_expert(b);
     et_op *op;
     if (d->swiglu)
         op = elementwise(b, ET_PHASE_BACKWARD, i, TOK(10 * Fet * kc), TOK(5 * e * Fet * kc),
@@ -541,7 +549,8 @@ static void moe_backward(builder *b, const dims *d, int i)
     expert_gemm(b, ET_PHASE_BACKWARD, i, 2, TOK(kc), El, H, Fc1, ID("experts.fc1.bwd_weight"));
     id_printf(pname, sizeof pname, "layer.%d.moe.experts.fc1.weight", i);
     add_param(b, i, El * H * Fc1, El * H * Fc1, El * H * Fc1, 0, pname);
-    if (d->bias) add_grad(b, i, El * Fc1, "layer.%d.moe.experts.fc1.bias", i);
+    mark_expert(b);
+    if (d->bias) add_grad(b, i, El * Fc1, "layer.%d.moe.experts.fc1.bias", i), mark_expert(b);
     alltoall(b, d, ET_PHASE_BACKWARD, i, ID("dispatch.bwd"));
     elementwise(b, ET_PHASE_BACKWARD, i, FIX(0), TOK(e * H * (1 + kc)), ID("permute.bwd"));
     elementwise(b, ET_PHASE_BACKWARD, i, TOK(4 * E), TOK(2 * e * E + 8 * d->k), ID("route.bwd"));

@@ -84,6 +84,8 @@ typedef struct et_param {
     double dense;      /* dense-equivalent elements (count / density) */
     double grad_elems; /* gradient elements reduced (count, or dense with dense gradients) */
     double rows, cols; /* a dense linear weight's n_out x n_in on this GPU (0 for other parameters) */
+    bool expert;       /* an MoE layer's experts (this rank's experts / expert of them): reduced over the
+                          ranks holding the same experts */
     double meta_bytes; /* sparse index / mask bytes */
     int layer;
 } et_param;

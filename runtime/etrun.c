@@ -194,7 +194,7 @@ int main(int argc, char **argv)
         rt_cpu_blas_hint(hint, sizeof hint);
         if (hint[0]) fprintf(stderr, "etrun: warning: %s\n", hint);
     }
-    if (rt_model_init(&model, &plan.s, be, plan.seed, &err)) goto fail;
+    if (rt_model_init_comm(&model, &plan.s, be, plan.seed, comm, &err)) goto fail;
     long long start = 0;
     if (o.resume && rt_checkpoint_load(o.resume, &model, &start, &err)) goto fail;
     const int steps = plan.steps, n_ops = model.graph.n_ops;
@@ -229,8 +229,12 @@ int main(int argc, char **argv)
             red.active = micro == data.accum - 1;
             if (rt_data_batch(&data, (int)step, micro, &batch) ||
                 rt_model_step_micro(&model, &batch, norm, rt_reducer_on_grad_ready, &red)) {
-                et_error_set_code(&err, ET_ERROR_MEMORY, o.plan, 0, 0, NULL, "out of memory at step %lld",
-                                  step);
+                if (model.comm_failed)
+                    et_error_set_code(&err, ET_ERROR_INTERNAL, o.plan, 0, 0, NULL,
+                                      "an experts' all-to-all failed at step %lld", step);
+                else
+                    et_error_set_code(&err, ET_ERROR_MEMORY, o.plan, 0, 0, NULL, "out of memory at step %lld",
+                                      step);
                 goto fail;
             }
             shapes[micro] = rt_batch_shape(&batch);

@@ -29,11 +29,14 @@ static void layout(rt_acts *a, cursor *c, size_t T, size_t P)
         l->ln1_mean = take(c, T), l->ln1_rstd = take(c, T), l->ln2_mean = take(c, T),
         l->ln2_rstd = take(c, T);
         if (a->E && a->moe_layer[i]) {
-            const size_t E = (size_t)a->E, k = (size_t)a->k, R = T * k;
-            l->logits = take(c, T * E), l->w = take(c, T * k), l->x = take(c, R * H);
-            l->eu = take(c, R * (size_t)a->Fe1), l->eg = take(c, R * (size_t)a->Fe), l->ey = take(c, R * H);
+            const size_t E = (size_t)a->E, k = (size_t)a->k, R = T * k, RL = R * (size_t)a->ep;
+            l->logits = take(c, T * E), l->w = take(c, T * k), l->x = take(c, RL * H);
+            l->eu = take(c, RL * (size_t)a->Fe1), l->eg = take(c, RL * (size_t)a->Fe),
+            l->ey = take(c, RL * H);
+            l->xm = a->ep > 1 ? take(c, R * H) : l->x, l->eym = a->ep > 1 ? take(c, R * H) : l->ey;
             /* device ints in float-sized slots (both 4 bytes; only ever read as ints) */
             l->idx = (int *)take(c, T * k), l->order = (int *)take(c, R), l->pos = (int *)take(c, T * k);
+            l->loc_from = (int *)take(c, RL);
         }
     }
     a->emb = take(c, T * H), a->x0 = take(c, T * H), a->emb_mean = take(c, T), a->emb_rstd = take(c, T);
@@ -47,9 +50,13 @@ static void layout(rt_acts *a, cursor *c, size_t T, size_t P)
     a->d_probs = take(c, a->probs_cap);
     a->d_head = take(c, P * H), a->d_head2 = take(c, P * H);
     if (a->E) {
-        const size_t R = T * (size_t)a->k;
-        a->d_x = take(c, R * H), a->d_eu = take(c, R * (size_t)a->Fe1), a->d_eg = take(c, R * (size_t)a->Fe);
-        a->d_ey = take(c, R * H), a->d_logits = take(c, T * (size_t)a->E), a->d_w = take(c, T * (size_t)a->k);
+        const size_t R = T * (size_t)a->k, RL = R * (size_t)a->ep;
+        a->d_x = take(c, RL * H), a->d_eu = take(c, RL * (size_t)a->Fe1),
+        a->d_eg = take(c, RL * (size_t)a->Fe);
+        a->d_ey = take(c, RL * H), a->d_logits = take(c, T * (size_t)a->E),
+        a->d_w = take(c, T * (size_t)a->k);
+        a->d_xm = a->ep > 1 ? take(c, R * H) : a->d_x, a->d_eym = a->ep > 1 ? take(c, R * H) : a->d_ey;
+        a->rbuf = a->ep > 1 ? take(c, RL * H) : NULL;
     }
 }
 
@@ -69,8 +76,9 @@ int rt_acts_alloc(rt_model *m, et_error *err)
         _Static_assert(sizeof(int) == sizeof(float), "routing indices share the float block");
         a->E = sc->model.moe.experts, a->k = sc->model.moe.top_k, a->Fe = et_model_expert_ffn(&sc->model);
         a->Fe1 = a->swiglu ? 2 * a->Fe : a->Fe;
+        a->ep = m->ep > 1 ? m->ep : 1;
         a->moe_layer = calloc((size_t)a->L, sizeof *a->moe_layer);
-        a->host_idx = malloc((3 * (size_t)m->T_cap * a->k + (size_t)a->E + 1) * sizeof *a->host_idx);
+        a->host_idx = malloc((3 * (size_t)m->T_cap * a->k * a->ep + (size_t)a->E + 1) * sizeof *a->host_idx);
         if (!a->moe_layer || !a->host_idx)
             return et_error_set_code(err, ET_ERROR_MEMORY, NULL, 0, 0, NULL, "out of memory");
         for (int i = 0; i < a->L; i++)
@@ -81,8 +89,15 @@ int rt_acts_alloc(rt_model *m, et_error *err)
     a->layers = calloc((size_t)a->L, sizeof *a->layers);
     if (!a->layers) return et_error_set_code(err, ET_ERROR_MEMORY, NULL, 0, 0, NULL, "out of memory");
     for (int i = 0; a->E && i < a->L; i++)
-        if (a->moe_layer[i] && !(a->layers[i].counts = calloc((size_t)a->E, sizeof(int))))
-            return et_error_set_code(err, ET_ERROR_MEMORY, NULL, 0, 0, NULL, "out of memory");
+        if (a->moe_layer[i]) {
+            /* host: counts [E] | counts_local [E / x] | sent [x] | received [x] | received_by [E] */
+            rt_layer_acts *l = &a->layers[i];
+            const int El = a->E / a->ep;
+            if (!(l->counts = calloc((size_t)(2 * a->E + El + 2 * a->ep), sizeof(int))))
+                return et_error_set_code(err, ET_ERROR_MEMORY, NULL, 0, 0, NULL, "out of memory");
+            l->counts_local = l->counts + a->E, l->sent = l->counts_local + El, l->received = l->sent + a->ep;
+            l->received_by = l->received + a->ep;
+        }
     cursor size = {NULL, 0};
     layout(a, &size, (size_t)m->T_cap, (size_t)m->P_cap);
     a->block = m->be->alloc(m->be, size.used * sizeof(float));

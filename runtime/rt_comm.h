@@ -28,6 +28,16 @@ struct rt_comm {
     int (*gather_doubles)(rt_comm *c, const double *send, int n, double *recv); /* to rank 0: size * n */
     int (*broadcast_int)(rt_comm *c, int *v);                                   /* from rank 0 */
     int (*max_double)(rt_comm *c, double *v);                                   /* blocking, in place */
+    /* Expert parallelism over groups of x consecutive ranks (set_expert_groups, once, collective): the
+     * all-to-alls of the experts' rows inside a rank's group (counts and displacements in floats, one per
+     * member; blocking), the routing counts' exchange (n ints to and from each member), and the reduction
+     * of expert gradients over the ranks holding the same experts (rank % x alike; a slot as
+     * allreduce_start). */
+    int (*set_expert_groups)(rt_comm *c, int x);
+    int (*expert_alltoallv)(rt_comm *c, const float *send, const int *send_counts, float *recv,
+                            const int *recv_counts);
+    int (*expert_alltoall_ints)(rt_comm *c, const int *send, int *recv, int n);
+    int (*expert_allreduce_start)(rt_comm *c, float *buf, size_t n, int slot);
     void (*destroy)(rt_comm *c);
 };
 

@@ -8,6 +8,9 @@ typedef struct mpi_ctx {
     int slots; /* grown as all-reduces start (request handles are values: moving them is safe) */
     MPI_Request *req;
     int *done;
+    int x;                        /* expert-parallel group size (0: not set) */
+    MPI_Comm expert, expert_data; /* a rank's group, and the ranks holding the same experts */
+    int *displs;                  /* 2 x per all-to-all */
 } mpi_ctx;
 
 static int grow(mpi_ctx *x, int slot)
@@ -90,11 +93,52 @@ static int mpi_max_double(rt_comm *c, double *v)
     return ok(MPI_Allreduce(MPI_IN_PLACE, v, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
 }
 
+static int mpi_set_expert_groups(rt_comm *c, int groups_of)
+{
+    mpi_ctx *x = c->ctx;
+    if (groups_of < 1 || c->size % groups_of || x->x) return -1;
+    x->displs = malloc(2 * (size_t)groups_of * sizeof *x->displs);
+    if (!x->displs) return -1;
+    x->x = groups_of;
+    if (MPI_Comm_split(MPI_COMM_WORLD, c->rank / groups_of, c->rank, &x->expert) != MPI_SUCCESS) return -1;
+    return ok(MPI_Comm_split(MPI_COMM_WORLD, c->rank % groups_of, c->rank, &x->expert_data));
+}
+
+static int mpi_expert_alltoallv(rt_comm *c, const float *send, const int *send_counts, float *recv,
+                                const int *recv_counts)
+{
+    mpi_ctx *x = c->ctx;
+    int *sd = x->displs, *rd = x->displs + x->x;
+    sd[0] = rd[0] = 0;
+    for (int i = 1; i < x->x; i++)
+        sd[i] = sd[i - 1] + send_counts[i - 1], rd[i] = rd[i - 1] + recv_counts[i - 1];
+    return ok(MPI_Alltoallv(send, send_counts, sd, MPI_FLOAT, recv, recv_counts, rd, MPI_FLOAT, x->expert));
+}
+
+static int mpi_expert_alltoall_ints(rt_comm *c, const int *send, int *recv, int n)
+{
+    mpi_ctx *x = c->ctx;
+    return ok(MPI_Alltoall(send, n, MPI_INT, recv, n, MPI_INT, x->expert));
+}
+
+static int mpi_expert_allreduce_start(rt_comm *c, float *buf, size_t n, int slot)
+{
+    mpi_ctx *x = c->ctx;
+    if (slot < 0 || n > (size_t)0x7fffffff || grow(x, slot)) return -1;
+    x->done[slot] = 0;
+    if (c->size / (x->x ? x->x : 1) == 1) { /* every rank holds other experts: nothing to sum */
+        x->req[slot] = MPI_REQUEST_NULL, x->done[slot] = 1;
+        return 0;
+    }
+    return ok(MPI_Iallreduce(MPI_IN_PLACE, buf, (int)n, MPI_FLOAT, MPI_SUM, x->expert_data, &x->req[slot]));
+}
+
 static void mpi_destroy(rt_comm *c)
 {
     if (!c) return;
     mpi_ctx *x = c->ctx;
-    if (x) free(x->req), free(x->done), free(x);
+    if (x && x->x) MPI_Comm_free(&x->expert), MPI_Comm_free(&x->expert_data);
+    if (x) free(x->req), free(x->done), free(x->displs), free(x);
     free(c);
 }
 
@@ -117,6 +161,10 @@ rt_comm *rt_comm_mpi_create(et_error *err)
                    .gather_doubles = mpi_gather_doubles,
                    .broadcast_int = mpi_broadcast_int,
                    .max_double = mpi_max_double,
+                   .set_expert_groups = mpi_set_expert_groups,
+                   .expert_alltoallv = mpi_expert_alltoallv,
+                   .expert_alltoall_ints = mpi_expert_alltoall_ints,
+                   .expert_allreduce_start = mpi_expert_allreduce_start,
                    .destroy = mpi_destroy};
     MPI_Comm_rank(MPI_COMM_WORLD, &c->rank);
     MPI_Comm_size(MPI_COMM_WORLD, &c->size);

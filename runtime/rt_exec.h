@@ -18,12 +18,18 @@
 typedef struct rt_layer_acts {
     float *qkv, *probs, *ctx, *y, *res1, *ln1, *ln2, *u, *g, *v, *res2, *out;
     float *ln1_mean, *ln1_rstd, *ln2_mean, *ln2_rstd;
-    /* an MoE layer's (NULL otherwise): router logits [T, E], routing weights w [T, k], the R = T k routed
-     * rows in expert order: their input x [R, H], the experts' fc1 output eu [R, Fe1], activation eg [R, Fe],
-     * fc2 output ey [R, H]; device ints idx [T, k] (chosen experts), order [R] (each row's token), pos [T, k]
-     * (each choice's row); host: counts [E] (rows per expert) */
-    float *logits, *w, *x, *eu, *eg, *ey;
-    int *idx, *order, *pos, *counts;
+    /* an MoE layer's (NULL otherwise): router logits [T, E], routing weights w [T, k]; this rank's R = T k
+     * routed rows in expert order, their input xm [R, H] and their experts' output eym [R, H]; the rows this
+     * rank's experts process (R_loc of them, local expert by local expert: every row without expert
+     * parallelism, where x and xm, ey and eym are the same buffers): input x, fc1 output eu [R_loc, Fe1],
+     * activation eg [R_loc, Fe], fc2 output ey [R_loc, H]; device ints idx [T, k] (chosen experts), order
+     * [R] (each row's token), pos [T, k] (each choice's row), loc_from [R_loc] (each local row's place in
+     * the dispatch's receive buffer); host: counts [E] (this rank's rows per expert), counts_local [E / x]
+     * (rows per local expert), sent and received rows per group member [x], received rows per member and
+     * local expert [x][E / x], rows_local (R_loc) */
+    float *logits, *w, *x, *eu, *eg, *ey, *xm, *eym;
+    int *idx, *order, *pos, *counts, *loc_from, *counts_local, *sent, *received, *received_by;
+    int rows_local;
 } rt_layer_acts;
 
 /* Every activation and gradient buffer of one rank (device memory, one allocation: rt_acts_alloc). */
@@ -44,7 +50,11 @@ struct rt_acts {
     float *fin, *fin_mean, *fin_rstd;             /* causal head: final layer norm */
     float *logits, *dlogits;                      /* P_cap x V */
     float *d_out, *d_res, *d_mid, *d_ctx, *d_qkv, *d_ff, *d_ff2, *d_probs, *d_head, *d_head2;
-    float *d_x, *d_eu, *d_eg, *d_ey, *d_logits, *d_w; /* mixture of experts' backward */
+    float *d_x, *d_eu, *d_eg, *d_ey, *d_logits, *d_w; /* mixture of experts' backward (local rows) */
+    float *d_xm, *d_eym;                              /* ... this rank's rows (d_x, d_ey without experts
+                                                         parallelism) */
+    float *rbuf;                                      /* the all-to-alls' staging rows [R_loc cap, H] */
+    int ep;                                           /* expert-parallel degree (1: every expert here) */
     /* parameters the executors of the embeddings and heads reach by name (slices of rt_model::params) */
     float *word, *dword, *pos, *dpos, *type, *dtype, *dec_W, *dec_dW, *dec_b, *dec_db;
     float *emb_g, *emb_b, *emb_dg, *emb_db;
@@ -120,6 +130,10 @@ RT_EXEC(rt_ex_moe_fc1);
 RT_EXEC(rt_ex_moe_act);
 RT_EXEC(rt_ex_moe_fc2);
 RT_EXEC(rt_ex_moe_unpermute);
+RT_EXEC(rt_ex_moe_dispatch);
+RT_EXEC(rt_ex_moe_combine);
+RT_EXEC(rt_ex_moe_combine_bwd);
+RT_EXEC(rt_ex_moe_dispatch_bwd);
 RT_EXEC(rt_ex_moe_unpermute_bwd);
 RT_EXEC(rt_ex_moe_fc2_bwd_data);
 RT_EXEC(rt_ex_moe_fc2_bwd_weight);

@@ -1,7 +1,9 @@
-/* Executors of a mixture-of-experts MLP (dropless top-k routing, every expert on this rank), forward and
- * backward in the graph's order (model/graph.c, "moe."): the router's product and top-k, the tokens'
- * rows gathered into expert order (the one host step: the routing's counts), each expert's two products
- * and activation over its rows, and the weighted combine into the MLP output. Data flow in rt_exec.h. */
+/* Executors of a mixture-of-experts MLP (dropless top-k routing), forward and backward in the graph's
+ * order (model/graph.c, "moe."): the router's product and top-k, the tokens' rows gathered into expert
+ * order (a host step: the routing's counts), with expert parallelism the rows' all-to-all to the ranks
+ * holding their experts (counts first, then the rows, regrouped by local expert) and back, each local
+ * expert's two products and activation over its rows, and the weighted combine into the MLP output. Data
+ * flow in rt_exec.h. */
 #include <string.h>
 
 #include "rt_exec.h"
@@ -34,7 +36,7 @@ RT_EXEC(rt_ex_moe_permute)
 {
     rt_acts *a = m->acts;
     rt_backend *be = m->be;
-    const rt_layer_acts *l = LAYER(m, op);
+    rt_layer_acts *l = &a->layers[op->layer];
     const int R = b->T * a->k, E = a->E;
     /* the host scratch: idx | order | pos (R each), then E + 1 expert starts */
     int *idx = a->host_idx, *order = idx + R, *pos = order + R, *start = pos + R;
@@ -53,12 +55,109 @@ RT_EXEC(rt_ex_moe_permute)
     }
     be->upload(be, l->order, order, (size_t)R * sizeof(int));
     be->upload(be, l->pos, pos, (size_t)R * sizeof(int));
-    be->gather_rows(be, l->x, mlp_input(a, l), l->order, R, a->H);
+    be->gather_rows(be, l->xm, mlp_input(a, l), l->order, R, a->H);
+    if (a->ep == 1) { /* every expert here: the local rows are these */
+        memcpy(l->counts_local, l->counts, (size_t)E * sizeof(int));
+        l->rows_local = R;
+    }
+}
+
+/* The counts' and rows' exchange of the dispatch: this rank's rows for member j are those of experts
+ * [j E/x, (j+1) E/x), contiguous in xm; each member's rows arrive in rbuf source by source, and are
+ * regrouped by local expert into x (loc_from: each local row's place in rbuf). */
+RT_EXEC(rt_ex_moe_dispatch)
+{
+    rt_acts *a = m->acts;
+    rt_backend *be = m->be;
+    rt_layer_acts *l = &a->layers[op->layer];
+    const int x = a->ep, El = a->E / x, H = a->H;
+    (void)b;
+    for (int j = 0; j < x; j++) {
+        l->sent[j] = 0;
+        for (int e = 0; e < El; e++)
+            l->sent[j] += l->counts[j * El + e];
+    }
+    if (m->comm->expert_alltoall_ints(m->comm, l->counts, l->received_by, El)) m->comm_failed = 1;
+    l->rows_local = 0;
+    for (int i = 0; i < x; i++) {
+        l->received[i] = 0;
+        for (int e = 0; e < El; e++)
+            l->received[i] += l->received_by[i * El + e];
+        l->rows_local += l->received[i];
+    }
+    int *loc_from = a->host_idx, *send_f = loc_from + l->rows_local, *recv_f = send_f + x;
+    for (int i = 0; i < x; i++)
+        send_f[i] = l->sent[i] * H, recv_f[i] = l->received[i] * H;
+    if (m->comm->expert_alltoallv(m->comm, l->xm, send_f, a->rbuf, recv_f)) m->comm_failed = 1;
+    int row = 0;
+    for (int e = 0; e < El; e++) {
+        l->counts_local[e] = 0;
+        for (int i = 0, off = 0; i < x; off += l->received[i], i++) {
+            int first = off;
+            for (int q = 0; q < e; q++)
+                first += l->received_by[i * El + q];
+            for (int r = 0; r < l->received_by[i * El + e]; r++)
+                loc_from[row++] = first + r;
+            l->counts_local[e] += l->received_by[i * El + e];
+        }
+    }
+    be->upload(be, l->loc_from, loc_from, (size_t)l->rows_local * sizeof(int));
+    be->gather_rows(be, l->x, a->rbuf, l->loc_from, l->rows_local, H);
+}
+
+/* Rows back to the ranks their tokens live on: local rows to their places in rbuf, then the reverse
+ * all-to-all into eym (this rank's rows, in its expert order). */
+static void send_back(rt_model *m, const rt_layer_acts *l, const float *local, float *mine)
+{
+    rt_acts *a = m->acts;
+    rt_backend *be = m->be;
+    const int x = a->ep, H = a->H;
+    int *send_f = a->host_idx, *recv_f = send_f + x;
+    for (int i = 0; i < x; i++)
+        send_f[i] = l->received[i] * H, recv_f[i] = l->sent[i] * H;
+    be->fill(be, a->rbuf, 0, (size_t)l->rows_local * H);
+    be->scatter_add_rows(be, a->rbuf, local, l->loc_from, l->rows_local, H);
+    if (m->comm->expert_alltoallv(m->comm, a->rbuf, send_f, mine, recv_f)) m->comm_failed = 1;
+}
+
+/* This rank's rows out to the ranks holding their experts, regrouped by local expert (as the dispatch). */
+static void send_out(rt_model *m, const rt_layer_acts *l, const float *mine, float *local)
+{
+    rt_acts *a = m->acts;
+    rt_backend *be = m->be;
+    const int x = a->ep, H = a->H;
+    int *send_f = a->host_idx, *recv_f = send_f + x;
+    for (int i = 0; i < x; i++)
+        send_f[i] = l->sent[i] * H, recv_f[i] = l->received[i] * H;
+    if (m->comm->expert_alltoallv(m->comm, mine, send_f, a->rbuf, recv_f)) m->comm_failed = 1;
+    be->gather_rows(be, local, a->rbuf, l->loc_from, l->rows_local, H);
+}
+
+RT_EXEC(rt_ex_moe_combine)
+{
+    (void)b;
+    const rt_layer_acts *l = LAYER(m, op);
+    send_back(m, l, l->ey, l->eym);
+}
+
+RT_EXEC(rt_ex_moe_combine_bwd)
+{
+    (void)b;
+    rt_acts *a = m->acts;
+    send_out(m, LAYER(m, op), a->d_eym, a->d_ey);
+}
+
+RT_EXEC(rt_ex_moe_dispatch_bwd)
+{
+    (void)b;
+    rt_acts *a = m->acts;
+    send_back(m, LAYER(m, op), a->d_x, a->d_xm);
 }
 
 /* A loop over the layer's experts: e, its first row and its row count n (counts from the permutation). */
 #define FOR_EXPERTS(l, E, e, first, n)                                                                       \
-    for (int e = 0, first = 0, n = (l)->counts[0]; e < (E); first += n, e++, n = e < (E) ? (l)->counts[e] : 0)
+    for (int e = 0, first = 0, n = (l)->counts_local[0]; e < (E);                                            \
+         first += n, e++, n = e < (E) ? (l)->counts_local[e] : 0)
 
 RT_EXEC(rt_ex_moe_fc1)
 {
@@ -66,7 +165,7 @@ RT_EXEC(rt_ex_moe_fc1)
     rt_acts *a = m->acts;
     const rt_layer_acts *l = LAYER(m, op);
     const size_t H = (size_t)a->H, F1 = (size_t)a->Fe1;
-    FOR_EXPERTS(l, a->E, e, first, n)
+    FOR_EXPERTS(l, a->E / a->ep, e, first, n)
     if (n)
         m->be->linear_fwd(m->be, l->x + first * H, op->W + e * F1 * H, op->bias ? op->bias + e * F1 : NULL,
                           l->eu + first * F1, n, a->H, a->Fe1);
@@ -76,7 +175,8 @@ RT_EXEC(rt_ex_moe_act)
 {
     rt_acts *a = m->acts;
     const rt_layer_acts *l = LAYER(m, op);
-    const int R = b->T * a->k;
+    const int R = l->rows_local;
+    (void)b;
     if (a->swiglu)
         m->be->swiglu_fwd(m->be, l->eu, l->eg, R, a->Fe);
     else
@@ -89,7 +189,7 @@ RT_EXEC(rt_ex_moe_fc2)
     rt_acts *a = m->acts;
     const rt_layer_acts *l = LAYER(m, op);
     const size_t H = (size_t)a->H, Fe = (size_t)a->Fe;
-    FOR_EXPERTS(l, a->E, e, first, n)
+    FOR_EXPERTS(l, a->E / a->ep, e, first, n)
     if (n)
         m->be->linear_fwd(m->be, l->eg + first * Fe, op->W + e * H * Fe, op->bias ? op->bias + e * H : NULL,
                           l->ey + first * H, n, a->Fe, a->H);
@@ -101,7 +201,7 @@ RT_EXEC(rt_ex_moe_unpermute)
     rt_acts *a = m->acts;
     rt_backend *be = m->be;
     const rt_layer_acts *l = LAYER(m, op);
-    be->moe_combine_fwd(be, l->ey, l->pos, l->w, l->v, b->T, a->k, a->H);
+    be->moe_combine_fwd(be, l->eym, l->pos, l->w, l->v, b->T, a->k, a->H);
     if (a->decoder) be->add(be, l->out, l->res1, l->v, (size_t)b->T * a->H);
 }
 
@@ -114,16 +214,17 @@ RT_EXEC(rt_ex_moe_unpermute_bwd)
     const rt_layer_acts *l = LAYER(m, op);
     const float *dv = a->decoder ? a->d_out : a->d_res;
     if (a->decoder) be->copy(be, a->d_res, a->d_out, (size_t)b->T * a->H); /* residual: d(x + y) */
-    be->moe_combine_bwd(be, l->ey, l->pos, l->w, dv, a->d_ey, a->d_w, b->T, a->k, a->H);
+    be->moe_combine_bwd(be, l->eym, l->pos, l->w, dv, a->d_eym, a->d_w, b->T, a->k, a->H);
 }
 
 RT_EXEC(rt_ex_moe_fc2_bwd_data)
 {
+    (void)b; /* the rows per expert come from the routing */
     rt_acts *a = m->acts;
     const rt_layer_acts *l = LAYER(m, op);
     const size_t H = (size_t)a->H, Fe = (size_t)a->Fe;
-    m->be->fill(m->be, a->d_eg, 0, (size_t)b->T * a->k * Fe);
-    FOR_EXPERTS(l, a->E, e, first, n)
+    m->be->fill(m->be, a->d_eg, 0, (size_t)l->rows_local * Fe);
+    FOR_EXPERTS(l, a->E / a->ep, e, first, n)
     if (n)
         m->be->linear_bwd(m->be, NULL, op->W + e * H * Fe, a->d_ey + first * H, a->d_eg + first * Fe, NULL,
                           NULL, n, a->Fe, a->H);
@@ -135,7 +236,7 @@ RT_EXEC(rt_ex_moe_fc2_bwd_weight)
     rt_acts *a = m->acts;
     const rt_layer_acts *l = LAYER(m, op);
     const size_t H = (size_t)a->H, Fe = (size_t)a->Fe;
-    FOR_EXPERTS(l, a->E, e, first, n)
+    FOR_EXPERTS(l, a->E / a->ep, e, first, n)
     if (n)
         m->be->linear_bwd(m->be, l->eg + first * Fe, op->W + e * H * Fe, a->d_ey + first * H, NULL,
                           op->dW + e * H * Fe, op->dbias ? op->dbias + e * H : NULL, n, a->Fe, a->H);
@@ -145,7 +246,8 @@ RT_EXEC(rt_ex_moe_act_bwd)
 {
     rt_acts *a = m->acts;
     const rt_layer_acts *l = LAYER(m, op);
-    const int R = b->T * a->k;
+    const int R = l->rows_local;
+    (void)b;
     if (a->swiglu)
         m->be->swiglu_bwd(m->be, l->eu, a->d_eg, a->d_eu, R, a->Fe);
     else
@@ -154,11 +256,12 @@ RT_EXEC(rt_ex_moe_act_bwd)
 
 RT_EXEC(rt_ex_moe_fc1_bwd_data)
 {
+    (void)b; /* the rows per expert come from the routing */
     rt_acts *a = m->acts;
     const rt_layer_acts *l = LAYER(m, op);
     const size_t H = (size_t)a->H, F1 = (size_t)a->Fe1;
-    m->be->fill(m->be, a->d_x, 0, (size_t)b->T * a->k * H);
-    FOR_EXPERTS(l, a->E, e, first, n)
+    m->be->fill(m->be, a->d_x, 0, (size_t)l->rows_local * H);
+    FOR_EXPERTS(l, a->E / a->ep, e, first, n)
     if (n)
         m->be->linear_bwd(m->be, NULL, op->W + e * F1 * H, a->d_eu + first * F1, a->d_x + first * H, NULL,
                           NULL, n, a->H, a->Fe1);
@@ -170,7 +273,7 @@ RT_EXEC(rt_ex_moe_fc1_bwd_weight)
     rt_acts *a = m->acts;
     const rt_layer_acts *l = LAYER(m, op);
     const size_t H = (size_t)a->H, F1 = (size_t)a->Fe1;
-    FOR_EXPERTS(l, a->E, e, first, n)
+    FOR_EXPERTS(l, a->E / a->ep, e, first, n)
     if (n)
         m->be->linear_bwd(m->be, l->x + first * H, op->W + e * F1 * H, a->d_eu + first * F1, NULL,
                           op->dW + e * F1 * H, op->dbias ? op->dbias + e * F1 : NULL, n, a->H, a->Fe1);
@@ -184,7 +287,7 @@ RT_EXEC(rt_ex_moe_permute_bwd)
     rt_backend *be = m->be;
     const rt_layer_acts *l = LAYER(m, op);
     if (a->decoder) be->fill(be, a->d_mid, 0, (size_t)b->T * a->H);
-    be->scatter_add_rows(be, a->d_mid, a->d_x, l->order, b->T * a->k, a->H);
+    be->scatter_add_rows(be, a->d_mid, a->d_xm, l->order, b->T * a->k, a->H);
 }
 
 RT_EXEC(rt_ex_moe_route_bwd)

@@ -21,6 +21,11 @@ int rt_init_params(rt_model *m, et_error *err)
         int is_gamma = strstr(p->id, "layernorm.weight") != NULL;
         int is_bias = (len > 5 && strcmp(p->id + len - 5, ".bias") == 0) || strstr(p->id, "layernorm.bias");
         unsigned long long st = et_rng_stream(m->seed, 7, (unsigned long long)i);
+        /* an expert-parallel rank's experts are its slice of every expert's draw: the same weights as
+         * without expert parallelism */
+        if (p->expert && !is_gamma && !is_bias)
+            for (size_t k = 0; k < (size_t)m->ep_index * n; k++)
+                et_rng_normal(&st);
         for (size_t k = 0; k < n; k++)
             w[k] = is_gamma ? 1.0f : is_bias ? 0.0f : (float)(0.02 * et_rng_normal(&st));
         m->be->upload(m->be, m->params + m->param_offset[i], w, n * sizeof *w);

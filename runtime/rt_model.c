@@ -11,11 +11,10 @@
 static int refuse_unsupported(const et_scenario *s, et_error *err)
 {
     if (s->parallel.tensor != 1 || s->parallel.pipeline != 1 || s->parallel.context != 1 ||
-        s->parallel.expert != 1 || s->parallel.zero_stage != 0)
-        return et_error_set(
-            err, s->source, 0, 0, "$.parallelism",
-            "etrun runs data parallelism only: tensor, pipeline, context and expert must be 1 "
-            "and ZeRO 0");
+        s->parallel.zero_stage != 0)
+        return et_error_set(err, s->source, 0, 0, "$.parallelism",
+                            "etrun runs data and expert parallelism only: tensor, pipeline and context must "
+                            "be 1 and ZeRO 0");
     if (s->precision != ET_FP32)
         return et_error_set(err, s->source, 0, 0, "$.precision",
                             "the CPU backend trains in fp32, the plan says %s",
@@ -90,11 +89,29 @@ static int alloc_state(rt_model *m, et_error *err)
 
 int rt_model_init(rt_model *m, const et_scenario *s, rt_backend *be, unsigned long long seed, et_error *err)
 {
+    return rt_model_init_comm(m, s, be, seed, NULL, err);
+}
+
+int rt_model_init_comm(rt_model *m, const et_scenario *s, rt_backend *be, unsigned long long seed,
+                       rt_comm *comm, et_error *err)
+{
     memset(m, 0, sizeof *m);
     m->s = s;
     m->be = be;
     m->seed = seed;
+    m->comm = comm;
+    m->ep = s->parallel.expert > 1 ? s->parallel.expert : 1;
     if (refuse_unsupported(s, err)) return -1;
+    if (m->ep > 1) {
+        if (!comm || comm->size % m->ep)
+            return et_error_set(err, s->source, 0, 0, "$.parallelism.expert",
+                                "expert parallelism %d needs a multiple of %d ranks (mpirun -np), got %d",
+                                m->ep, m->ep, comm ? comm->size : 1);
+        if (comm->set_expert_groups(comm, m->ep))
+            return et_error_set_code(err, ET_ERROR_INTERNAL, NULL, 0, 0, NULL,
+                                     "cannot form the expert-parallel groups");
+        m->ep_index = comm->rank % m->ep;
+    }
     et_graph_options o = et_plan_graph_options(s);
     if (et_graph_build(&s->model, &o, &m->graph, err)) return -1;
     if (be->op_timers_init(be, m->graph.n_ops))
@@ -189,7 +206,7 @@ int rt_model_step_micro(rt_model *m, const rt_batch *b, double norm, rt_grad_rea
         if (ready && op->phase == ET_PHASE_BACKWARD) ready(ctx, i);
     }
     be->op_timers_collect(be, m->op_time, m->graph.n_ops);
-    return 0;
+    return m->comm_failed ? -1 : 0; /* an all-to-all failed (under a handler that returns) */
 }
 
 void rt_model_bucket_slice(const rt_model *m, int k, size_t *first, size_t *count)

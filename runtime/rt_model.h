@@ -20,6 +20,7 @@
 #include "graph.h"
 #include "plan.h"
 #include "rt_backend.h"
+#include "rt_comm.h"
 #include "rt_data.h"
 #include "scenario.h"
 
@@ -51,9 +52,18 @@ struct rt_model {
     long long adam_t;
     rt_tt_record *tt_records; /* tensor-train layers: per (layer, role) */
     unsigned long long seed;
+    /* expert parallelism (parallelism.expert x > 1): the communicator of the experts' all-to-alls, and
+     * which x-th of every MoE layer's experts this rank holds */
+    rt_comm *comm;
+    int ep, ep_index;
+    int comm_failed; /* an all-to-all failed (MPI's default handler aborts first) */
 };
 
 int rt_model_init(rt_model *m, const et_scenario *s, rt_backend *be, unsigned long long seed, et_error *err);
+/* The same with the communicator expert parallelism needs (its expert groups are set here; NULL: none,
+ * and a plan with expert parallelism is refused). */
+int rt_model_init_comm(rt_model *m, const et_scenario *s, rt_backend *be, unsigned long long seed,
+                       rt_comm *comm, et_error *err);
 void rt_model_free(rt_model *m);
 
 /* Forward and backward of one micro-batch; `norm` divides the loss (global scored positions);

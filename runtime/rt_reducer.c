@@ -59,7 +59,11 @@ void rt_reducer_on_grad_ready(void *ctx, int op_index)
             }
         }
         r->rec[k].start_s = et_wall_seconds() - r->step_t0;
-        if (r->comm->allreduce_start(r->comm, m->grads + first, count, k)) r->failed = 1;
+        /* expert gradients: over the ranks holding the same experts (expert parallelism) */
+        const int expert = m->ep > 1 && m->buckets[k].expert;
+        if (expert ? r->comm->expert_allreduce_start(r->comm, m->grads + first, count, k)
+                   : r->comm->allreduce_start(r->comm, m->grads + first, count, k))
+            r->failed = 1;
     }
     note_completed(r); /* lets the communicator progress the reductions under the rest of backward */
 }

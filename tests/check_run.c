@@ -1,6 +1,7 @@
 /* check_run: assertions on etrun's outputs for the runtime tests.
  *   check_run loss measured.json RATIO          mean loss of the last 50 steps < RATIO x first step's loss
  *   check_run same-loss a.json b.json FROM      losses of b equal a's from step FROM on (resumed run)
+ *   check_run close-loss a.json b.json TOL      the same number of steps, every loss within TOL (relative)
  *   check_run checkpoints A/checkpoint.bin B/checkpoint.bin TOL   parameters equal within TOL (max abs diff)
  *   check_run ops measured.json RANKS           every op has a timing per rank, medians >= 0
  *   check_run same-ops predicted.json measured.json   etsim's simulated ops and etrun's have the same ids
@@ -75,6 +76,21 @@ int main(int argc, char **argv)
             same &=
                 json_number_value(json_array_get(la, from + i)) == json_number_value(json_array_get(lb, i));
         CHECK(same, "a resumed run continues with exactly the losses of an uninterrupted one");
+        json_decref(a);
+        json_decref(b);
+    } else if (strcmp(mode, "close-loss") == 0 && argc >= 5) {
+        json_t *a = load(argv[2]), *b = load(argv[3]);
+        json_t *la = a ? json_object_get(a, "loss") : NULL, *lb = b ? json_object_get(b, "loss") : NULL;
+        const double tol = atof(argv[4]);
+        double worst = 0;
+        CHECK(json_array_size(la) > 0 && json_array_size(la) == json_array_size(lb),
+              "the same steps (%zu, %zu)", json_array_size(la), json_array_size(lb));
+        for (size_t i = 0; i < json_array_size(la) && i < json_array_size(lb); i++) {
+            double x = json_number_value(json_array_get(la, i)), y = json_number_value(json_array_get(lb, i));
+            worst = fmax(worst, fabs(x - y) / fmax(fabs(x), 1e-30));
+        }
+        printf("losses: largest relative difference %.2e\n", worst);
+        CHECK(worst <= tol, "every loss within %g", tol);
         json_decref(a);
         json_decref(b);
     } else if (strcmp(mode, "checkpoints") == 0 && argc >= 5) {

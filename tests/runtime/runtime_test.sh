@@ -41,7 +41,17 @@ case $mode in
     steps "$src/tests/data/tiny-moe-plan.json" 20 > "$work/pe.json"
     "$etrun" --quiet --save "$work/e1" --out "$work/e1.json" "$work/pe.json"
     mpi 2 "$etrun" --quiet --save "$work/e2" --out "$work/e2.json" "$work/pe.json"
-    "$check" checkpoints "$work/e1/checkpoint.bin" "$work/e2/checkpoint.bin" 5e-5 ;;
+    "$check" checkpoints "$work/e1/checkpoint.bin" "$work/e2/checkpoint.bin" 5e-5
+    # expert parallelism 2 over the 2 ranks (each holds half the experts; the rows' all-to-all over MPI,
+    # expert gradients reduced over the ranks holding the same experts): the losses of every expert on
+    # every rank
+    variant "$work/pe.json" '.parallelism.expert = 2' > "$work/pe2.json"
+    mpi 2 "$etrun" --quiet --out "$work/x2.json" "$work/pe2.json"
+    "$check" close-loss "$work/e2.json" "$work/x2.json" 1e-6
+    # and on 4 ranks, two expert groups of 2 (the expert gradients summed over the groups)
+    mpi 4 "$etrun" --quiet --out "$work/x4e1.json" "$work/pe.json"
+    mpi 4 "$etrun" --quiet --out "$work/x4e2.json" "$work/pe2.json"
+    "$check" close-loss "$work/x4e1.json" "$work/x4e2.json" 1e-6 ;;
   train-gpt-tt) # tensor-train attention and MLP layers (rank 8) in the cost model's contraction order
     "$etrun" --quiet --out "$work/m.json" "$src/tests/data/tiny-gpt-tt-plan.json"
     "$check" loss "$work/m.json" 0.3 ;;
