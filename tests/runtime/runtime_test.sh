@@ -155,7 +155,17 @@ case $mode in
     "$build/sim/etsim" --quiet --plan-steps 8 --plan-out "$work/plan.json" --json "$work/predicted.json" "$src/scenarios/tiny-gpt-cpu.json" > /dev/null
     mpi 2 "$etrun" --quiet --out "$work/measured.json" "$work/plan.json"
     "$check" ops "$work/measured.json" 2
-    "$check" same-ops "$work/predicted.json" "$work/measured.json" ;;
+    "$check" same-ops "$work/predicted.json" "$work/measured.json"
+    # a Mixtral-style decoder with expert parallelism 2: its all-to-alls too are measured under the
+    # model's op ids
+    jq '.name = "tiny-moe-cpu" | .model += {"mlp": "swiglu", "norm": "rmsnorm", "position_embedding": "rope",
+        "bias": false, "tie_embeddings": false, "kv_heads": 2, "moe": {"experts": 4, "top_k": 2}}
+        | .parallelism.expert = 2' "$src/scenarios/tiny-gpt-cpu.json" > "$work/moe.json"
+    "$build/sim/etsim" --quiet --plan-steps 4 --plan-out "$work/moe-plan.json" --json "$work/moe-predicted.json" "$work/moe.json" > /dev/null
+    mpi 2 "$etrun" --quiet --out "$work/moe-measured.json" "$work/moe-plan.json"
+    jq -e '[.ops[] | select(.id | test("moe.dispatch"))] | length > 0' "$work/moe-measured.json" > /dev/null ||
+      { echo "FAIL: no all-to-all measured"; exit 1; }
+    "$check" same-ops "$work/moe-predicted.json" "$work/moe-measured.json" ;;
   *) echo "unknown mode $mode"; exit 2 ;;
 esac
 echo "$mode: 1 passed, 0 failed"
