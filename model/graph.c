@@ -522,21 +522,31 @@ static void moe_forward(builder *b, const dims *d, int i, et_phase phase, const 
 #undef ID
 }
 
+/* An expert product's backward (data and weight gradients over the routed rows) and the parameters it
+ * finalises: El weights of n_in x n_out, and their biases when the model has them. */
+static void expert_backward(builder *b, const dims *d, int i, double n_in, double n_out, const char *name)
+{
+    char id[80], pname[96];
+    id_printf(id, sizeof id, "layer.%d.moe.experts.%s.bwd_data", i, name);
+    expert_gemm(b, ET_PHASE_BACKWARD, i, 1, TOK(d->kc), d->El, n_in, n_out, id);
+    id_printf(id, sizeof id, "layer.%d.moe.experts.%s.bwd_weight", i, name);
+    expert_gemm(b, ET_PHASE_BACKWARD, i, 2, TOK(d->kc), d->El, n_in, n_out, id);
+    id_printf(pname, sizeof pname, "layer.%d.moe.experts.%s.weight", i, name);
+    add_param(b, i, d->El * n_in * n_out, d->El * n_in * n_out, d->El * n_in * n_out, 0, pname);
+    mark_expert(b);
+    if (d->bias) add_grad(b, i, d->El * n_out, "layer.%d.moe.experts.%s.bias", i, name), mark_expert(b);
+}
+
 static void moe_backward(builder *b, const dims *d, int i)
 {
     char id[80], pname[96];
-    const double H = d->H, e = d->e, E = d->E, kc = d->kc, Fet = d->Fet, El = d->El;
+    const double H = d->H, e = d->e, E = d->E, kc = d->kc, Fet = d->Fet;
     const double Fc1 = d->swiglu ? 2 * Fet : Fet;
 #define ID(name) (id_printf(id, sizeof id, "layer.%d.moe.%s", i, name), id)
     elementwise(b, ET_PHASE_BACKWARD, i, TOK(2 * d->k * H), TOK(e * H * (1 + kc) + 4 * d->k),
                 ID("unpermute.bwd"));
     alltoall(b, d, ET_PHASE_BACKWARD, i, ID("combine.bwd"));
-    expert_gemm(b, ET_PHASE_BACKWARD, i, 1, TOK(kc), El, Fet, H, ID("experts.fc2.bwd_data"));
-    expert_gemm(b, ET_PHASE_BACKWARD, i, 2, TOK(kc), El, Fet, H, ID("experts.fc2.bwd_weight"));
-    id_printf(pname, sizeof pname, "layer.%d.moe.experts.fc2.weight", i);
-    add_param(b, i, El * Fet * H, El * Fet * H, El * Fet * H, 0, pname);
-    mark_expert(b);
-    if (d->bias) add_grad(b, i, El * H, "layer.%d.moe.experts.fc2.bias", i), mark_expert(b);
+    expert_backward(b, d, i, Fet, H, "fc2");
     et_op *op;
     if (d->swiglu)
         op = elementwise(b, ET_PHASE_BACKWARD, i, TOK(10 * Fet * kc), TOK(5 * e * Fet * kc),
@@ -545,12 +555,7 @@ static void moe_backward(builder *b, const dims *d, int i)
         op = elementwise(b, ET_PHASE_BACKWARD, i, TOK(8 * Fet * kc), TOK(3 * e * Fet * kc),
                          ID("experts.gelu.bwd"));
     if (op) op->expert = true;
-    expert_gemm(b, ET_PHASE_BACKWARD, i, 1, TOK(kc), El, H, Fc1, ID("experts.fc1.bwd_data"));
-    expert_gemm(b, ET_PHASE_BACKWARD, i, 2, TOK(kc), El, H, Fc1, ID("experts.fc1.bwd_weight"));
-    id_printf(pname, sizeof pname, "layer.%d.moe.experts.fc1.weight", i);
-    add_param(b, i, El * H * Fc1, El * H * Fc1, El * H * Fc1, 0, pname);
-    mark_expert(b);
-    if (d->bias) add_grad(b, i, El * Fc1, "layer.%d.moe.experts.fc1.bias", i), mark_expert(b);
+    expert_backward(b, d, i, H, Fc1, "fc1");
     alltoall(b, d, ET_PHASE_BACKWARD, i, ID("dispatch.bwd"));
     elementwise(b, ET_PHASE_BACKWARD, i, FIX(0), TOK(e * H * (1 + kc)), ID("permute.bwd"));
     elementwise(b, ET_PHASE_BACKWARD, i, TOK(4 * E), TOK(2 * e * E + 8 * d->k), ID("route.bwd"));

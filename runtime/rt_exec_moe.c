@@ -159,16 +159,49 @@ RT_EXEC(rt_ex_moe_dispatch_bwd)
     for (int e = 0, first = 0, n = (l)->counts_local[0]; e < (E);                                            \
          first += n, e++, n = e < (E) ? (l)->counts_local[e] : 0)
 
-RT_EXEC(rt_ex_moe_fc1)
+/* Each local expert's product over its rows (n_in -> n_out; weights [n_out, n_in] and biases [n_out] expert
+ * after expert): y = x W_e^T + b_e, its data gradient dx = dy W_e (zeroed first) and its weight gradient
+ * dW_e += dy^T x, db_e += sum dy. */
+static void experts_fwd(rt_model *m, const rt_op *op, const float *x, float *y, int n_in, int n_out)
 {
-    (void)b; /* the rows per expert come from the permutation */
-    rt_acts *a = m->acts;
-    const rt_layer_acts *l = LAYER(m, op);
-    const size_t H = (size_t)a->H, F1 = (size_t)a->Fe1;
+    const rt_acts *a = m->acts;
+    const rt_layer_acts *l = &a->layers[op->layer];
+    const size_t I = (size_t)n_in, O = (size_t)n_out;
     FOR_EXPERTS(l, a->E / a->ep, e, first, n)
     if (n)
-        m->be->linear_fwd(m->be, l->x + first * H, op->W + e * F1 * H, op->bias ? op->bias + e * F1 : NULL,
-                          l->eu + first * F1, n, a->H, a->Fe1);
+        m->be->linear_fwd(m->be, x + first * I, op->W + e * O * I, op->bias ? op->bias + e * O : NULL,
+                          y + first * O, n, n_in, n_out);
+}
+
+static void experts_bwd_data(rt_model *m, const rt_op *op, const float *dy, float *dx, int n_in, int n_out)
+{
+    const rt_acts *a = m->acts;
+    const rt_layer_acts *l = &a->layers[op->layer];
+    const size_t I = (size_t)n_in, O = (size_t)n_out;
+    m->be->fill(m->be, dx, 0, (size_t)l->rows_local * I);
+    FOR_EXPERTS(l, a->E / a->ep, e, first, n)
+    if (n)
+        m->be->linear_bwd(m->be, NULL, op->W + e * O * I, dy + first * O, dx + first * I, NULL, NULL, n, n_in,
+                          n_out);
+}
+
+static void experts_bwd_weight(rt_model *m, const rt_op *op, const float *x, const float *dy, int n_in,
+                               int n_out)
+{
+    const rt_acts *a = m->acts;
+    const rt_layer_acts *l = &a->layers[op->layer];
+    const size_t I = (size_t)n_in, O = (size_t)n_out;
+    FOR_EXPERTS(l, a->E / a->ep, e, first, n)
+    if (n)
+        m->be->linear_bwd(m->be, x + first * I, op->W + e * O * I, dy + first * O, NULL, op->dW + e * O * I,
+                          op->dbias ? op->dbias + e * O : NULL, n, n_in, n_out);
+}
+
+RT_EXEC(rt_ex_moe_fc1)
+{
+    (void)b; /* the rows per expert come from the routing */
+    const rt_layer_acts *l = LAYER(m, op);
+    experts_fwd(m, op, l->x, l->eu, m->acts->H, m->acts->Fe1);
 }
 
 RT_EXEC(rt_ex_moe_act)
@@ -185,14 +218,9 @@ RT_EXEC(rt_ex_moe_act)
 
 RT_EXEC(rt_ex_moe_fc2)
 {
-    (void)b; /* the rows per expert come from the permutation */
-    rt_acts *a = m->acts;
+    (void)b;
     const rt_layer_acts *l = LAYER(m, op);
-    const size_t H = (size_t)a->H, Fe = (size_t)a->Fe;
-    FOR_EXPERTS(l, a->E / a->ep, e, first, n)
-    if (n)
-        m->be->linear_fwd(m->be, l->eg + first * Fe, op->W + e * H * Fe, op->bias ? op->bias + e * H : NULL,
-                          l->ey + first * H, n, a->Fe, a->H);
+    experts_fwd(m, op, l->eg, l->ey, m->acts->Fe, m->acts->H);
 }
 
 /* v = sum of each token's k expert outputs, weighted; the decoder's residual as the dense MLP's fc2 */
@@ -219,27 +247,14 @@ RT_EXEC(rt_ex_moe_unpermute_bwd)
 
 RT_EXEC(rt_ex_moe_fc2_bwd_data)
 {
-    (void)b; /* the rows per expert come from the routing */
-    rt_acts *a = m->acts;
-    const rt_layer_acts *l = LAYER(m, op);
-    const size_t H = (size_t)a->H, Fe = (size_t)a->Fe;
-    m->be->fill(m->be, a->d_eg, 0, (size_t)l->rows_local * Fe);
-    FOR_EXPERTS(l, a->E / a->ep, e, first, n)
-    if (n)
-        m->be->linear_bwd(m->be, NULL, op->W + e * H * Fe, a->d_ey + first * H, a->d_eg + first * Fe, NULL,
-                          NULL, n, a->Fe, a->H);
+    (void)b;
+    experts_bwd_data(m, op, m->acts->d_ey, m->acts->d_eg, m->acts->Fe, m->acts->H);
 }
 
 RT_EXEC(rt_ex_moe_fc2_bwd_weight)
 {
-    (void)b; /* the rows per expert come from the permutation */
-    rt_acts *a = m->acts;
-    const rt_layer_acts *l = LAYER(m, op);
-    const size_t H = (size_t)a->H, Fe = (size_t)a->Fe;
-    FOR_EXPERTS(l, a->E / a->ep, e, first, n)
-    if (n)
-        m->be->linear_bwd(m->be, l->eg + first * Fe, op->W + e * H * Fe, a->d_ey + first * H, NULL,
-                          op->dW + e * H * Fe, op->dbias ? op->dbias + e * H : NULL, n, a->Fe, a->H);
+    (void)b;
+    experts_bwd_weight(m, op, LAYER(m, op)->eg, m->acts->d_ey, m->acts->Fe, m->acts->H);
 }
 
 RT_EXEC(rt_ex_moe_act_bwd)
@@ -256,27 +271,14 @@ RT_EXEC(rt_ex_moe_act_bwd)
 
 RT_EXEC(rt_ex_moe_fc1_bwd_data)
 {
-    (void)b; /* the rows per expert come from the routing */
-    rt_acts *a = m->acts;
-    const rt_layer_acts *l = LAYER(m, op);
-    const size_t H = (size_t)a->H, F1 = (size_t)a->Fe1;
-    m->be->fill(m->be, a->d_x, 0, (size_t)l->rows_local * H);
-    FOR_EXPERTS(l, a->E / a->ep, e, first, n)
-    if (n)
-        m->be->linear_bwd(m->be, NULL, op->W + e * F1 * H, a->d_eu + first * F1, a->d_x + first * H, NULL,
-                          NULL, n, a->H, a->Fe1);
+    (void)b;
+    experts_bwd_data(m, op, m->acts->d_eu, m->acts->d_x, m->acts->H, m->acts->Fe1);
 }
 
 RT_EXEC(rt_ex_moe_fc1_bwd_weight)
 {
-    (void)b; /* the rows per expert come from the permutation */
-    rt_acts *a = m->acts;
-    const rt_layer_acts *l = LAYER(m, op);
-    const size_t H = (size_t)a->H, F1 = (size_t)a->Fe1;
-    FOR_EXPERTS(l, a->E / a->ep, e, first, n)
-    if (n)
-        m->be->linear_bwd(m->be, l->x + first * H, op->W + e * F1 * H, a->d_eu + first * F1, NULL,
-                          op->dW + e * F1 * H, op->dbias ? op->dbias + e * F1 : NULL, n, a->H, a->Fe1);
+    (void)b;
+    experts_bwd_weight(m, op, LAYER(m, op)->x, m->acts->d_eu, m->acts->H, m->acts->Fe1);
 }
 
 /* the rows' gradients back to their tokens: d_mid is the gradient of the MLP's input (the decoder's starts
