@@ -19,6 +19,11 @@ double et_bucket_comm_time(const et_scenario *s, const et_comm_group *dp, double
     return et_allreduce_time(dp, s->parallel.allreduce, bytes, chosen);
 }
 
+et_comm_group et_bucket_group(const et_scenario *s, const et_bucket *bucket, const et_comm_group *dp)
+{
+    return bucket->expert && s->parallel.expert > 1 ? et_ep_data_group(s) : *dp;
+}
+
 double et_bucket_clip_time(const et_scenario *s, double bytes)
 {
     return et_kernel_time(&s->cluster.device, ET_FP32, 0, 3 * bytes / et_precision_bytes(s->precision),
@@ -373,7 +378,8 @@ static double overlap_buckets(const et_scenario *s, const et_graph *g, const et_
             t += c;
             clip += c;
         }
-        double ct = et_bucket_comm_time(s, dp, buckets[k].bytes, NULL);
+        const et_comm_group group = et_bucket_group(s, &buckets[k], dp);
+        double ct = et_bucket_comm_time(s, &group, buckets[k].bytes, NULL);
         sum += ct;
         comm_end = fmax(t, comm_end) + ct;
     }

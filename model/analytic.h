@@ -100,6 +100,9 @@ int et_straggler_factor(const et_scenario *s, const et_graph *g, int steps, doub
 
 /* Collective time of one gradient bucket under the scenario's data parallelism and ZeRO stage. */
 double et_bucket_comm_time(const et_scenario *s, const et_comm_group *dp, double bytes, et_coll_algo *chosen);
+/* The group a bucket is reduced over: the ranks holding the same experts for an expert bucket under expert
+ * parallelism (et_ep_data_group), else the data-parallel one (dp, as given). */
+et_comm_group et_bucket_group(const et_scenario *s, const et_bucket *bucket, const et_comm_group *dp);
 
 /* Time of the clipping kernel of one bucket: read for the norm, then read and write to scale. */
 double et_bucket_clip_time(const et_scenario *s, double bytes);

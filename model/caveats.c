@@ -28,8 +28,7 @@ int et_caveats(const et_scenario *s, const char **out, int max)
         ADD("tensor-train reshapes between contractions not costed");
     if (s->method.kind == ET_METHOD_SPARSE) ADD("sparse kernel efficiency from the profile, not measured");
     if (s->model.moe.experts > 0) {
-        ADD("no router load-balancing loss; expert gradients reduced over all data ranks, not the ranks "
-            "holding the same experts");
+        ADD("no router load-balancing loss");
         if (s->parallel.expert > 1)
             ADD("experts' all-to-all at the busiest expert rank's rows in the analytic estimate (the "
                 "simulation plays the drawn routing)");

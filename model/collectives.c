@@ -64,6 +64,17 @@ et_comm_group et_ep_group(const et_scenario *s)
     return group(s, x, k, s->cluster.gpus_per_node / k);
 }
 
+et_comm_group et_ep_data_group(const et_scenario *s)
+{
+    const int x = s->parallel.expert > 1 ? s->parallel.expert : 1;
+    if (x == 1) return et_dp_group(s);
+    const int dp = et_scenario_grad_ranks(s);
+    int k = s->cluster.gpus_per_node / s->parallel.tensor; /* data ranks on a node */
+    if (k > dp) k = dp;
+    k = k / x > 1 ? k / x : 1; /* every x-th of them */
+    return group(s, dp / x, k, s->cluster.gpus_per_node / k);
+}
+
 et_comm_group et_cp_group(const et_scenario *s)
 {
     int c = s->parallel.context > 1 ? s->parallel.context : 1;

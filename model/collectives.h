@@ -43,6 +43,9 @@ double et_cluster_nic_bandwidth(const et_cluster *c);
 et_comm_group et_tp_group(const et_scenario *s);
 /* The expert-parallel communicator: `parallelism.expert` consecutive data-parallel ranks. */
 et_comm_group et_ep_group(const et_scenario *s);
+/* The ranks holding the same experts (expert parallelism x): every x-th data-parallel rank, d / x of them;
+ * their expert gradients are reduced together. The data-parallel group when x is 1. */
+et_comm_group et_ep_data_group(const et_scenario *s);
 /* The context-parallel ring: `parallelism.context` consecutive ranks after the tensor ranks. */
 et_comm_group et_cp_group(const et_scenario *s);
 

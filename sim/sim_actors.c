@@ -374,10 +374,12 @@ static void communicator_actor(int argc, char **argv)
         for (int k = 0; k < nb; k++) {
             if (w->moe) sg_sem_acquire(g->bucket_gate); /* bucket k announced by every rank */
             start[k] = fmax(latest[k], simgrid_get_clock());
+            /* expert buckets: over the ranks holding the same experts */
+            sim_group *over = w->moe && st->buckets[k].expert ? &w->expert_groups[id] : g;
             if (et_scenario_reduce_scatters_gradients(s))
-                sim_ring_gather(g, st->buckets[k].bytes, 1, start[k]);
+                sim_ring_gather(over, st->buckets[k].bytes, 1, start[k]);
             else
-                sim_allreduce(g, st->algo[k], st->buckets[k].bytes, start[k]);
+                sim_allreduce(over, st->algo[k], st->buckets[k].bytes, start[k]);
             end[k] = simgrid_get_clock();
             if (id == 0) {
                 w->bucket_start[step * nb + k] = start[k];

@@ -98,6 +98,12 @@ static int mirroring(void)
     return sim_w->mirror_allowed && !sim_w->o->all_flows && !sim_w->o->detailed;
 }
 
+/* The shape of a group's collectives: its own (expert buckets) or the data-parallel communicator's. */
+static const et_comm_group *group_comm(const sim_group *g)
+{
+    return g->comm ? g->comm : &sim_w->dp;
+}
+
 static sim_rank *member(const sim_group *g, int index)
 {
     return &sim_w->ranks[g->members[index]];
@@ -128,7 +134,7 @@ static void ring_flows(sim_group *g, int off, int k, int n_nodes, int inter, int
  * towards local rank 0 carries S; between nodes, two mirrored binary trees carry S/2 each. */
 static void tree_flows(sim_group *g, int off, int reduce, int *n)
 {
-    const et_comm_group *c = &sim_w->dp;
+    const et_comm_group *c = group_comm(g);
     int k = c->ranks_per_node, n_nodes = c->nodes;
     for (int i = 0; i < g->sub_size; i++) {
         int node = i / k, local = i % k;
@@ -150,7 +156,7 @@ static void tree_flows(sim_group *g, int off, int reduce, int *n)
 /* The flows of a pattern, each carrying its share of the phase's bytes: every subgroup's. */
 static int pattern_flows(sim_group *g, sim_pattern p)
 {
-    const et_comm_group *c = &sim_w->dp;
+    const et_comm_group *c = group_comm(g);
     int n = 0;
     for (int sub = 0; sub < g->subgroups; sub++) {
         const int off = sub * g->sub_size;
@@ -334,7 +340,7 @@ static void run_phase(sim_group *g, sim_pattern pattern, double bytes, double t_
 void sim_ring_gather(sim_group *g, double bytes, int factor_num, double start)
 {
     /* factor_num 1: reduce-scatter or all-gather, (N-1)/N S and N-1 steps; 2: all-reduce */
-    const et_comm_group *c = &sim_w->dp;
+    const et_comm_group *c = group_comm(g);
     int N = c->ranks;
     if (N <= 1) return;
     double alpha = c->nodes > 1 ? c->alpha_inter : c->alpha_intra;
@@ -344,7 +350,7 @@ void sim_ring_gather(sim_group *g, double bytes, int factor_num, double start)
 
 static void ring_allreduce_detailed(sim_group *g, double bytes, double start)
 {
-    const et_comm_group *c = &sim_w->dp;
+    const et_comm_group *c = group_comm(g);
     int N = c->ranks;
     double alpha = c->nodes > 1 ? c->alpha_inter : c->alpha_intra;
     for (int step = 0; step < 2 * (N - 1); step++)
@@ -353,7 +359,7 @@ static void ring_allreduce_detailed(sim_group *g, double bytes, double start)
 
 static void hierarchical(sim_group *g, double bytes, double start)
 {
-    const et_comm_group *c = &sim_w->dp;
+    const et_comm_group *c = group_comm(g);
     int k = c->ranks_per_node, n = c->nodes;
     double t = fmax(start, simgrid_get_clock());
     if (k > 1) /* intra-node reduce-scatter */
@@ -368,7 +374,7 @@ static void hierarchical(sim_group *g, double bytes, double start)
 
 static void tree(sim_group *g, double bytes, double start)
 {
-    const et_comm_group *c = &sim_w->dp;
+    const et_comm_group *c = group_comm(g);
     double latency = (c->ranks_per_node - 1) * c->alpha_intra + et_tree_depth(c->nodes) * c->alpha_inter;
     run_phase(g, SIM_TREE_REDUCE, bytes, fmax(start, simgrid_get_clock()), latency);
     run_phase(g, SIM_TREE_BROADCAST, bytes, simgrid_get_clock(), latency);
@@ -376,7 +382,7 @@ static void tree(sim_group *g, double bytes, double start)
 
 void sim_allreduce(sim_group *g, et_coll_algo algo, double bytes, double start)
 {
-    if (sim_w->dp.ranks <= 1) return;
+    if (group_comm(g)->ranks <= 1) return;
     switch (algo) {
     case ET_COLL_TREE:
         tree(g, bytes, start);

@@ -109,6 +109,7 @@ typedef struct sim_group {
     /* what the communicator played, read by the ranks after they meet it */
     double *coll_start, *coll_end; /* [step * (buckets + 1) + k] */
     sim_flow *flows;               /* one phase's flows (at most 4 per rank), while planning it */
+    const et_comm_group *comm;     /* its shape (ranks per node, nodes, latencies); NULL: the data-parallel */
     sg_comm_t *comms;
     sim_phase_plan plans[SIM_PATTERNS];
 } sim_group;
@@ -169,6 +170,8 @@ typedef struct sim_world {
     long long flows_modelled, flows_simulated; /* for --stats: flows of all phases, and those played */
     /* mixture of experts with expert parallelism: all-to-alls played as flows (sim_moe.c) */
     int moe;
+    et_comm_group edp;        /* the ranks holding the same experts (the expert buckets' reductions) */
+    sim_group *expert_groups; /* [n_groups]: each communicator's members as x such groups */
     int n_ep_groups;
     sim_ep_group *ep_groups;
     et_comm_group ep;

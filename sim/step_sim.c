@@ -67,6 +67,35 @@ static int expand_context(const et_scenario *s, et_batch_shape *shapes, int repl
     return 0;
 }
 
+/* Each communicator's members as the x groups of ranks holding the same experts (every x-th member),
+ * which reduce the expert buckets: the same actor plays them, as subgroups of one group (sim_world.h). */
+static int expert_groups(sim_world *w)
+{
+    const int x = w->s->parallel.expert;
+    w->edp = et_ep_data_group(w->s);
+    w->expert_groups = calloc((size_t)w->n_groups, sizeof *w->expert_groups);
+    if (!w->expert_groups) return -1;
+    for (int i = 0; i < w->n_groups; i++) {
+        const sim_group *g = &w->groups[i];
+        sim_group *e = &w->expert_groups[i];
+        const size_t size = (size_t)g->size;
+        e->size = g->size, e->stage = g->stage, e->subgroups = x, e->sub_size = g->size / x;
+        e->comm = &w->edp;
+        e->members = malloc(size * sizeof(int));
+        e->flows = malloc((4 * size + 8) * sizeof *e->flows);
+        e->comms = malloc((4 * size + 8) * sizeof *e->comms);
+        if (!e->members || !e->flows || !e->comms) return -1;
+        for (int j = 0; j < x; j++)
+            for (int q = 0; q < e->sub_size; q++)
+                e->members[j * e->sub_size + q] = g->members[q * x + j];
+        for (int p = 0; p < SIM_PATTERNS; p++) {
+            e->plans[p].n = -1;
+            if (!(e->plans[p].launch = malloc((4 * size + 8) * sizeof *e->plans[p].launch))) return -1;
+        }
+    }
+    return 0;
+}
+
 static int build_world(sim_world *w, json_t **result)
 {
     const et_scenario *s = w->s;
@@ -110,7 +139,8 @@ static int build_world(sim_world *w, json_t **result)
             return fail_as(result, ET_ERROR_MEMORY, "out of memory for %s", "bucket plans");
         for (int k = 0; k < stage->n_buckets; k++) {
             stage->clip[k] = et_bucket_clip_time(s, stage->buckets[k].bytes);
-            et_bucket_comm_time(s, &w->dp, stage->buckets[k].bytes, &stage->algo[k]);
+            const et_comm_group group = et_bucket_group(s, &stage->buckets[k], &w->dp);
+            et_bucket_comm_time(s, &group, stage->buckets[k].bytes, &stage->algo[k]);
         }
     }
     /* Megatron order: tensor rank fastest, then data, then pipeline stage */
@@ -178,7 +208,7 @@ static int build_world(sim_world *w, json_t **result)
         r->idle = block + 4 * per_step;
     }
     free(by_rank);
-    if (w->moe && sim_moe_build(w))
+    if (w->moe && (sim_moe_build(w) || expert_groups(w)))
         return fail_as(result, ET_ERROR_MEMORY, "out of memory for %s", "the expert-parallel groups");
     size_t records =
         w->o->bench_sizes > 0 ? (size_t)w->o->bench_sizes : per_step * (size_t)w->stages[0].n_buckets;
@@ -291,9 +321,10 @@ static json_t *results(const sim_world *w)
         int i = (S - 1) * st0->n_buckets + k;
         double t = w->bucket_end[i] - w->bucket_start[i], bytes = st0->buckets[k].bytes;
         et_coll_algo algo;
-        double closed = et_bucket_comm_time(s, &w->dp, bytes, &algo);
-        double factor = et_scenario_reduce_scatters_gradients(s) ? et_busbw_factor_gather(w->dp.ranks)
-                                                                 : et_busbw_factor_allreduce(w->dp.ranks);
+        const et_comm_group group = et_bucket_group(s, &st0->buckets[k], &w->dp);
+        double closed = et_bucket_comm_time(s, &group, bytes, &algo);
+        double factor = et_scenario_reduce_scatters_gradients(s) ? et_busbw_factor_gather(group.ranks)
+                                                                 : et_busbw_factor_allreduce(group.ranks);
         json_array_append_new(
             buckets,
             json_pack("{s:i, s:f, s:s, s:f, s:f, s:f, s:f}", "bucket", k, "bytes", bytes, "algorithm",

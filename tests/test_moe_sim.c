@@ -40,10 +40,22 @@ int main(void)
         CHECK_REL(a2a(alone, "time_s"), e.ep_comm, 1e-6, "all-to-all time vs the analytic estimate's");
         CHECK_REL(check_step_mean(alone), e.step_time, 0.02, "simulated step vs analytic, no overlap");
     }
-    /* inside one node (expert parallelism 4 of 4 GPUs): NVLink ports only */
+    /* inside one node (expert parallelism 4 of 4 GPUs): NVLink ports only; the expert buckets are then
+     * reduced over the 2 ranks holding the same experts (one per node), as flows equal to their closed form
+     */
     s.parallel.expert = 4;
     json_t *intra = check_simulate(&s, 1, 0);
-    if (intra) CHECK_REL(a2a(intra, "time_s"), a2a(intra, "closed_form_s"), 1e-6, "inside a node, alone");
+    if (intra) {
+        CHECK_REL(a2a(intra, "time_s"), a2a(intra, "closed_form_s"), 1e-6, "inside a node, alone");
+        const json_t *buckets = json_object_get(intra, "buckets");
+        for (size_t k = 0; k < json_array_size(buckets); k++) {
+            const json_t *bk = json_array_get(buckets, k);
+            double t = json_number_value(json_object_get(bk, "time_s"));
+            double closed = json_number_value(json_object_get(bk, "closed_form_s"));
+            CHECK(fabs(t - closed) <= 1e-6 * closed, "bucket %zu: %.6g s simulated, %.6g s closed form", k, t,
+                  closed);
+        }
+    }
     json_decref(intra);
     s.parallel.expert = 8;
 
