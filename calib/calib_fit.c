@@ -13,17 +13,12 @@ calib_terms calib_terms_of(const et_device_profile *d, et_precision p)
 
 void calib_terms_apply(const calib_terms *t, et_precision p, et_device_profile *d)
 {
-    if (d->gemm_max_by_precision[p] > 0) {
-        /* a precision with its own term (etcalib fit --only-precision): the others keep theirs */
-        if (t->gemm_rate <= d->peak_flops[p])
-            d->gemm_max_by_precision[p] = t->gemm_rate / d->peak_flops[p];
-        else
-            d->peak_flops[p] = t->gemm_rate, d->gemm_max_by_precision[p] = 1;
-    } else if (t->gemm_rate <= d->peak_flops[p]) {
-        d->gemm_max_efficiency = t->gemm_rate / d->peak_flops[p];
-    } else {
-        d->peak_flops[p] = t->gemm_rate, d->gemm_max_efficiency = 1;
-    }
+    /* a precision with its own term (etcalib fit --only-precision) fits that one: the others keep theirs */
+    double *eff = d->gemm_max_by_precision[p] > 0 ? &d->gemm_max_by_precision[p] : &d->gemm_max_efficiency;
+    if (t->gemm_rate <= d->peak_flops[p])
+        *eff = t->gemm_rate / d->peak_flops[p];
+    else
+        d->peak_flops[p] = t->gemm_rate, *eff = 1;
     d->gemm_half_dim = t->gemm_half;
     if (t->bandwidth <= d->memory_bandwidth)
         d->memory_efficiency = t->bandwidth / d->memory_bandwidth;

@@ -44,8 +44,17 @@ double et_tp_comm_time(const et_comm_group *tp, et_op_kind kind, double bytes)
 
 /* Compute seconds of op i: given in op_time, or from the cost model when op_time is NULL. A tensor-parallel
  * all-reduce takes no compute time: its time is added to *tp_comm (when not NULL) instead. */
-static double op_seconds(const et_scenario *s, const et_graph *g, int i, const et_batch_shape *b,
-                         const double *op_time, const et_comm_group *tp, double *tp_comm)
+/* Op j's compute seconds: given, or from the cost model. */
+static double op_compute(const et_scenario *s, const et_graph *g, int j, const et_batch_shape *b,
+                         const double *op_time)
+{
+    return op_time ? op_time[j] : et_op_time(&g->ops[j], b, &s->cluster.device, s->precision);
+}
+
+/* op_seconds for an expert op at the rank's own (balanced) rows: what the simulator scales by each rank's
+ * drawn load. */
+static double balanced_op_seconds(const et_scenario *s, const et_graph *g, int i, const et_batch_shape *b,
+                                  const double *op_time, const et_comm_group *tp, double *tp_comm)
 {
     const et_op *op = &g->ops[i];
     if (op->kind == ET_OP_CP_RING) {
@@ -53,10 +62,7 @@ static double op_seconds(const et_scenario *s, const et_graph *g, int i, const e
         const int c = s->parallel.context;
         et_comm_group cp = et_cp_group(s);
         double step = et_ring_step_time(&cp, et_linear_eval(&op->bytes, b)), chunk = 0;
-        if (i > 0 && g->ops[i - 1].kind == ET_OP_ATTENTION)
-            chunk =
-                (op_time ? op_time[i - 1] : et_op_time(&g->ops[i - 1], b, &s->cluster.device, s->precision)) /
-                c;
+        if (i > 0 && g->ops[i - 1].kind == ET_OP_ATTENTION) chunk = op_compute(s, g, i - 1, b, op_time) / c;
         if (tp_comm) *tp_comm += (c - 1) * fmax(0, step - chunk);
         return 0;
     }
@@ -73,17 +79,22 @@ static double op_seconds(const et_scenario *s, const et_graph *g, int i, const e
              * (a reduce-scatter or all-reduce: the previous op), only what that product cannot hide shows */
             int j = op->kind == ET_OP_TP_ALLGATHER ? i + 1 : i - 1;
             if (j >= 0 && j < g->n_ops && g->ops[j].kind == ET_OP_GEMM && g->ops[j].phase == op->phase) {
-                double gemm =
-                    op_time ? op_time[j] : et_op_time(&g->ops[j], b, &s->cluster.device, s->precision);
+                double gemm = op_compute(s, g, j, b, op_time);
                 t = t > gemm ? t - gemm : 0;
             }
         }
         if (tp_comm) *tp_comm += t;
         return 0;
     }
-    double t = op_time ? op_time[i] : et_op_time(op, b, &s->cluster.device, s->precision);
+    return op_compute(s, g, i, b, op_time);
+}
+
+static double op_seconds(const et_scenario *s, const et_graph *g, int i, const et_batch_shape *b,
+                         const double *op_time, const et_comm_group *tp, double *tp_comm)
+{
+    const double t = balanced_op_seconds(s, g, i, b, op_time, tp, tp_comm);
     /* every expert rank waits for the busiest at the next all-to-all */
-    return op->expert ? t * et_moe_imbalance(s, b) : t;
+    return g->ops[i].expert ? t * et_moe_imbalance(s, b) : t;
 }
 
 double et_phase_time(const et_scenario *s, const et_graph *g, et_phase phase, const et_batch_shape *b,
@@ -334,8 +345,7 @@ int et_phase_cuts(const et_scenario *s, const et_graph *g, et_phase phase, const
             continue;
         }
         double before = tp_comm;
-        double dt = op_seconds(s, g, i, b, op_time, &tp, &tp_comm) + (tp_comm - before);
-        if (op->expert) dt /= et_moe_imbalance(s, b); /* the rank's own rows, not the busiest's */
+        double dt = balanced_op_seconds(s, g, i, b, op_time, &tp, &tp_comm) + (tp_comm - before);
         kernels += op_kernels(g, i, b);
         compute += dt;
         total += dt;

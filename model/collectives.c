@@ -40,14 +40,20 @@ static et_comm_group group(const et_scenario *s, int ranks, int per_node, int gr
     return g;
 }
 
-et_comm_group et_dp_group(const et_scenario *s)
+/* `ranks` consecutive ranks after the tensor ranks (data, expert or context ranks): as many on a node as it
+ * has of them, gpus_per_node / tensor at most; every `stride`-th of those (1: all). */
+static et_comm_group after_tensor_ranks(const et_scenario *s, int ranks, int stride)
 {
     int k = s->cluster.gpus_per_node / s->parallel.tensor;
+    if (k > ranks * stride) k = ranks * stride;
+    k = k / stride > 1 ? k / stride : 1;
+    return group(s, ranks, k, s->cluster.gpus_per_node / k);
+}
+
+et_comm_group et_dp_group(const et_scenario *s)
+{
     /* pipeline stages beyond one node's worth split the node's GPUs further */
-    int dp = et_scenario_grad_ranks(s);
-    if (k > dp) k = dp;
-    if (k < 1) k = 1;
-    return group(s, dp, k, s->cluster.gpus_per_node / k);
+    return after_tensor_ranks(s, et_scenario_grad_ranks(s), 1);
 }
 
 et_comm_group et_tp_group(const et_scenario *s)
@@ -57,31 +63,18 @@ et_comm_group et_tp_group(const et_scenario *s)
 
 et_comm_group et_ep_group(const et_scenario *s)
 {
-    int x = s->parallel.expert > 1 ? s->parallel.expert : 1;
-    int k = s->cluster.gpus_per_node / s->parallel.tensor; /* data ranks on a node */
-    if (k > x) k = x;
-    if (k < 1) k = 1;
-    return group(s, x, k, s->cluster.gpus_per_node / k);
+    return after_tensor_ranks(s, s->parallel.expert > 1 ? s->parallel.expert : 1, 1);
 }
 
 et_comm_group et_ep_data_group(const et_scenario *s)
 {
     const int x = s->parallel.expert > 1 ? s->parallel.expert : 1;
-    if (x == 1) return et_dp_group(s);
-    const int dp = et_scenario_grad_ranks(s);
-    int k = s->cluster.gpus_per_node / s->parallel.tensor; /* data ranks on a node */
-    if (k > dp) k = dp;
-    k = k / x > 1 ? k / x : 1; /* every x-th of them */
-    return group(s, dp / x, k, s->cluster.gpus_per_node / k);
+    return after_tensor_ranks(s, et_scenario_grad_ranks(s) / x, x);
 }
 
 et_comm_group et_cp_group(const et_scenario *s)
 {
-    int c = s->parallel.context > 1 ? s->parallel.context : 1;
-    int k = s->cluster.gpus_per_node / s->parallel.tensor;
-    if (k > c) k = c;
-    if (k < 1) k = 1;
-    return group(s, c, k, s->cluster.gpus_per_node / k);
+    return after_tensor_ranks(s, s->parallel.context > 1 ? s->parallel.context : 1, 1);
 }
 
 double et_busbw_factor_allreduce(int ranks)
@@ -108,7 +101,7 @@ static double ring_bw(const et_comm_group *g)
     return g->nodes > 1 ? fmin(g->intra_bw, inter_node_bw(g)) : g->intra_bw;
 }
 
-static double ring_alpha(const et_comm_group *g)
+double et_step_alpha(const et_comm_group *g)
 {
     return g->nodes > 1 ? g->alpha_inter : g->alpha_intra;
 }
@@ -117,14 +110,14 @@ double et_ring_allreduce_time(const et_comm_group *g, double bytes)
 {
     int N = g->ranks;
     if (N <= 1 || bytes <= 0) return 0;
-    return 2.0 * (N - 1) * ring_alpha(g) + et_busbw_factor_allreduce(N) * bytes / ring_bw(g);
+    return 2.0 * (N - 1) * et_step_alpha(g) + et_busbw_factor_allreduce(N) * bytes / ring_bw(g);
 }
 
 double et_ring_reduce_scatter_time(const et_comm_group *g, double bytes)
 {
     int N = g->ranks;
     if (N <= 1 || bytes <= 0) return 0;
-    return (N - 1) * ring_alpha(g) + et_busbw_factor_gather(N) * bytes / ring_bw(g);
+    return (N - 1) * et_step_alpha(g) + et_busbw_factor_gather(N) * bytes / ring_bw(g);
 }
 
 double et_ring_allgather_time(const et_comm_group *g, double bytes)
@@ -135,7 +128,7 @@ double et_ring_allgather_time(const et_comm_group *g, double bytes)
 double et_ring_step_time(const et_comm_group *g, double bytes)
 {
     if (g->ranks <= 1 || bytes <= 0) return 0;
-    return ring_alpha(g) + bytes / ring_bw(g);
+    return et_step_alpha(g) + bytes / ring_bw(g);
 }
 
 double et_alltoall_time(const et_comm_group *g, double bytes)
@@ -144,7 +137,7 @@ double et_alltoall_time(const et_comm_group *g, double bytes)
     if (N <= 1 || bytes <= 0) return 0;
     double intra = k > 1 ? (double)(k - 1) / N * bytes / g->intra_bw : 0;
     double inter = g->nodes > 1 ? (double)k * (N - k) / N * bytes / inter_node_bw(g) : 0;
-    return (g->nodes > 1 ? g->alpha_inter : g->alpha_intra) + fmax(intra, inter);
+    return et_step_alpha(g) + fmax(intra, inter);
 }
 
 double et_hierarchical_allreduce_time(const et_comm_group *g, double bytes)

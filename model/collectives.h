@@ -52,6 +52,10 @@ et_comm_group et_cp_group(const et_scenario *s);
 /* One step of a ring: every rank sends `bytes` to its neighbour, alpha + bytes / B_ring. */
 double et_ring_step_time(const et_comm_group *g, double bytes);
 
+/* The latency of one step of a collective over the group: alpha_inter when it spans nodes, else
+ * alpha_intra (rings, all-to-alls; the simulator pays the same). */
+double et_step_alpha(const et_comm_group *g);
+
 double et_ring_allreduce_time(const et_comm_group *g, double bytes);
 double et_hierarchical_allreduce_time(const et_comm_group *g, double bytes);
 double et_tree_allreduce_time(const et_comm_group *g, double bytes);

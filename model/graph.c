@@ -267,6 +267,15 @@ static int tt_of(builder *b, et_layer_group group, double n_in, double n_out, et
     return et_tt_linear(tt, f->in, f->d_in, f->out, f->d_out, b->tt_rank, &err) == 0;
 }
 
+/* FP8 products: the activation input is cast per product (read in bf16, written in FP8: 3 bytes an
+ * element, one more kernel); the weight's FP8 copy is made once a step, with the optimizer. */
+static void fp8_cast(const builder *b, et_op *op, et_linear rows, double n_in)
+{
+    if (!b->fp8) return;
+    op->bytes = lin_add(op->bytes, lin_scale(rows, 3 * n_in));
+    op->kernels += 1;
+}
+
 /* One product of a weight W [n_out, n_in] with activations of `rows` rows: forward (m = rows, n = n_out,
  * k = n_in), data gradient (rows, n_in, n_out) or weight gradient (n_out, n_in, rows). FLOPs at the
  * weight density; bytes: the two activation operands plus the stored weight (values and indices). */
@@ -284,12 +293,7 @@ static et_op *weight_gemm(builder *b, et_phase phase, int layer, et_layer_group 
     op->flops = lin_scale(lin_mul(lin_mul(m, n), k), 2 * sp.density);
     op->weight_bytes = n_in * n_out * et_sparse_bytes_per_weight(&sp, b->e);
     op->bytes = lin_add(lin_scale(rows, b->e * (n_in + n_out)), FIX(op->weight_bytes));
-    if (b->fp8) {
-        /* FP8: the activation input is cast per product (read in bf16, written in FP8: 3 bytes an element,
-         * one more kernel); the weight's FP8 copy is made once a step, with the optimizer */
-        op->bytes = lin_add(op->bytes, lin_scale(rows, 3 * n_in));
-        op->kernels += 1;
-    }
+    fp8_cast(b, op, rows, n_in);
     return op;
 }
 
@@ -390,10 +394,7 @@ static et_op *expert_gemm(builder *b, et_phase phase, int layer, int dir, et_lin
     op->flops = lin_scale(rows, 2 * n_in * n_out);
     op->weight_bytes = experts * n_in * n_out * b->e;
     op->bytes = lin_add(lin_scale(rows, b->e * (n_in + n_out)), FIX(op->weight_bytes));
-    if (b->fp8) {
-        op->bytes = lin_add(op->bytes, lin_scale(rows, 3 * n_in));
-        op->kernels += 1;
-    }
+    fp8_cast(b, op, rows, n_in);
     return op;
 }
 
@@ -1040,9 +1041,7 @@ double et_model_active_param_count(const et_model_config *model)
     /* one expert: its two or three matrices, and biases when the model has them */
     const double matrices = model->mlp == ET_MLP_SWIGLU ? 3 : 2;
     const double bias = model->no_bias ? 0 : (model->mlp == ET_MLP_SWIGLU ? 2 * Fe : Fe) + H;
-    double moe_layers = 0;
-    for (int i = 0; i < model->layers; i++)
-        moe_layers += et_model_layer_is_moe(model, i);
+    const double moe_layers = et_model_moe_layers(model, 0, model->layers - 1);
     return total - moe_layers * (moe->experts - moe->top_k) * (matrices * H * Fe + bias);
 }
 

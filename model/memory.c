@@ -50,8 +50,7 @@ et_memory et_memory_estimate(const et_scenario *s, const et_graph *g, const et_b
     double moe_layers = 0, per_moe_layer = per_layer;
     const et_moe *moe = &s->model.moe;
     if (moe->experts > 0) {
-        for (int i = g->first_layer; i <= g->last_layer; i++)
-            moe_layers += et_model_layer_is_moe(&s->model, i);
+        moe_layers = et_model_moe_layers(&s->model, g->first_layer, g->last_layer);
         const double Fe = et_model_expert_ffn(&s->model), E = moe->experts;
         const double kc = moe->top_k * (moe->capacity_factor > 0 ? moe->capacity_factor : 1);
         const double Fc1 = s->model.mlp == ET_MLP_SWIGLU ? 2 * Fe : Fe;

@@ -156,6 +156,14 @@ bool et_model_layer_is_moe(const et_model_config *m, int layer)
     return m->moe.experts > 0 && layer % m->moe.every == m->moe.every - 1;
 }
 
+int et_model_moe_layers(const et_model_config *m, int first, int last)
+{
+    int n = 0;
+    for (int i = first; i <= last; i++)
+        n += et_model_layer_is_moe(m, i);
+    return n;
+}
+
 int et_model_expert_ffn(const et_model_config *m)
 {
     return m->moe.ffn > 0 ? m->moe.ffn : m->ffn;

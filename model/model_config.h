@@ -68,8 +68,10 @@ typedef struct et_model_config {
     double rope_base; /* rotary positions' base (theta): 10000 (Llama 2), 500000 (Llama 3); 0 = 10000 */
 } et_model_config;
 
-/* Whether layer i's MLP is a mixture of experts, and each expert's hidden width. */
+/* Whether layer i's MLP is a mixture of experts, how many of layers first..last (inclusive) are, and each
+ * expert's hidden width. */
 bool et_model_layer_is_moe(const et_model_config *m, int layer);
+int et_model_moe_layers(const et_model_config *m, int first, int last);
 int et_model_expert_ffn(const et_model_config *m);
 
 /* Fills *out with the named preset; returns -1 when the name is unknown. */

@@ -205,9 +205,7 @@ void report_print_header(FILE *out, const et_scenario *s, const et_estimate *e, 
             s->optimizer.galore.update_interval, e->memory.optimizer_states / 1073741824.0);
     const et_moe *moe = &m->moe;
     if (moe->experts > 0) {
-        int moe_layers = 0;
-        for (int i = 0; i < m->layers; i++)
-            moe_layers += et_model_layer_is_moe(m, i);
+        const int moe_layers = et_model_moe_layers(m, 0, m->layers - 1);
         char capacity[64];
         if (moe->capacity_factor > 0)
             snprintf(capacity, sizeof capacity, "capacity %g (%.2f%% of routed rows dropped)",

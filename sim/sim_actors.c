@@ -53,7 +53,7 @@ void sim_rank_plan(sim_world *w, int rank, int step, sim_plan *plan)
      * the bucket-ready points; the 1F1B bubble costs (p - 1) / v average micro-batches */
     double pre = 0, mean_micro = 0, tp_f = 0, tp_b = 0, F = 0, Bw = 0, send = 0;
     for (int i = 0; i < m; i++) {
-        const et_batch_shape *b = &w->shapes[((size_t)step * m + i) * et_scenario_grad_ranks(s) + r->index];
+        const et_batch_shape *b = sim_shape(w, rank, step, i);
         const double *t = st->op_time;
         et_op_classes_times(&st->classes, b, &s->cluster.device, s->precision, st->op_time);
         tp_f = tp_b = 0;

@@ -343,7 +343,7 @@ void sim_ring_gather(sim_group *g, double bytes, int factor_num, double start)
     const et_comm_group *c = group_comm(g);
     int N = c->ranks;
     if (N <= 1) return;
-    double alpha = c->nodes > 1 ? c->alpha_inter : c->alpha_intra;
+    double alpha = et_step_alpha(c);
     run_phase(g, SIM_RING, factor_num * (N - 1.0) / N * bytes, fmax(start, simgrid_get_clock()),
               factor_num * (N - 1) * alpha);
 }
@@ -352,7 +352,7 @@ static void ring_allreduce_detailed(sim_group *g, double bytes, double start)
 {
     const et_comm_group *c = group_comm(g);
     int N = c->ranks;
-    double alpha = c->nodes > 1 ? c->alpha_inter : c->alpha_intra;
+    double alpha = et_step_alpha(c);
     for (int step = 0; step < 2 * (N - 1); step++)
         run_phase(g, SIM_RING, bytes / N, fmax(start, simgrid_get_clock()), alpha);
 }

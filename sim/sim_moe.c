@@ -27,6 +27,7 @@ int sim_moe_build(sim_world *w)
     const int x = s->parallel.expert, t = s->parallel.tensor, dp = s->parallel.data;
     const int per_stage = w->n_ranks / s->parallel.pipeline;
     w->ep = et_ep_group(s);
+    w->moe_tokens = et_batch_expected(s).tokens;
     w->n_ep_groups = w->n_ranks / x;
     w->ep_groups = calloc((size_t)w->n_ep_groups, sizeof *w->ep_groups);
     w->a2a = calloc(3 * (size_t)w->n_ranks, sizeof *w->a2a);
@@ -50,14 +51,6 @@ int sim_moe_build(sim_world *w)
     return 0;
 }
 
-/* The batch of rank `rank` for micro-batch i of a step. */
-static const et_batch_shape *shape_of(const sim_world *w, int rank, int step, int i)
-{
-    const et_scenario *s = w->s;
-    return &w->shapes[((size_t)step * s->batch.grad_accum + i) * et_scenario_grad_ranks(s) +
-                      w->ranks[rank].index];
-}
-
 /* One all-to-all of op `op` for micro-batch i: `to_experts` (dispatch, and combine's gradient) sends each
  * peer its share of this rank's rows; otherwise (combine, dispatch's gradient) each peer gets back its own
  * rows that this rank's experts processed. */
@@ -69,16 +62,15 @@ static void alltoall(sim_world *w, sim_rank *r, int step, int i, const et_op *op
     const double arrive = simgrid_get_clock();
     sg_barrier_wait(grp->bar);
     const double start = simgrid_get_clock();
-    const double mine = et_linear_eval(&op->bytes, shape_of(w, r->rank, step, i));
-    const double alpha = w->ep.nodes > 1 ? w->ep.alpha_inter : w->ep.alpha_intra;
-    sg_actor_sleep_for(alpha);
+    const double mine = et_linear_eval(&op->bytes, sim_shape(w, r->rank, step, i));
+    sg_actor_sleep_for(et_step_alpha(&w->ep)); /* the closed form's latency term */
     int n = 0;
     for (int j = 0; j < x; j++) {
         if (j == r->ep_index) continue;
         const int peer = grp->members[j];
         double bytes = to_experts
                            ? mine * load[j] / x
-                           : et_linear_eval(&op->bytes, shape_of(w, peer, step, i)) * load[r->ep_index] / x;
+                           : et_linear_eval(&op->bytes, sim_shape(w, peer, step, i)) * load[r->ep_index] / x;
         if (bytes > 0) comms[n++] = et_sendto_async(r->host, w->ranks[peer].host, bytes);
     }
     if (n) sg_comm_wait_all(comms, (size_t)n);
@@ -112,7 +104,7 @@ static void play_phase(sim_world *w, sim_rank *r, int step, int i, et_phase phas
     double *load = sc->load;
     const et_scenario *s = w->s;
     sim_stage *st = &w->stages[r->stage];
-    const et_batch_shape *b = shape_of(w, r->rank, step, i);
+    const et_batch_shape *b = sim_shape(w, r->rank, step, i);
     et_op_classes_times(&st->classes, b, &s->cluster.device, s->precision, st->op_time);
     const int nb = st->n_buckets;
     const int n = et_phase_cuts(s, &st->graph, phase, with_buckets ? st->buckets : NULL, nb, b, st->op_time,
@@ -120,7 +112,7 @@ static void play_phase(sim_world *w, sim_rank *r, int step, int i, et_phase phas
     xbt_assert(n > 0, "etsim: more cuts than ops in a phase");
     const int clip = s->optimizer.clip == ET_CLIP_PER_BUCKET;
     const int overlap = s->parallel.overlap && !w->o->force_no_overlap;
-    const double tokens = et_batch_expected(s).tokens;
+    const double tokens = w->moe_tokens;
     int a2a = 0, layer = -2;
     for (int j = 0; j < n; j++) {
         const et_op *op = cut[j].op >= 0 ? &st->graph.ops[cut[j].op] : NULL;
@@ -173,7 +165,7 @@ double sim_moe_compute(sim_world *w, sim_rank *r, int step, const sim_plan *plan
     sim_exec(r, plan->bubble, "pipeline bubble", step);
     double bwd_end = 0;
     for (int i = 0; i < m; i++) {
-        const double send = et_pipeline_send_time(s, shape_of(w, r->rank, step, i)) * f;
+        const double send = et_pipeline_send_time(s, sim_shape(w, r->rank, step, i)) * f;
         play_phase(w, r, step, i, ET_PHASE_FORWARD, 0, f, ready, &sc);
         sim_exec(r, send, "send activations", step);
         if (i < m - 1) {

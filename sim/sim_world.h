@@ -175,6 +175,7 @@ typedef struct sim_world {
     int n_ep_groups;
     sim_ep_group *ep_groups;
     et_comm_group ep;
+    double moe_tokens; /* the expected tokens of a rank's micro-batch: what the routing draws are for */
     double *a2a;    /* [3 * rank]: seconds in all-to-alls, waiting for expert peers, and the closed forms */
     int *a2a_count; /* [rank] all-to-alls played */
 } sim_world;
@@ -195,6 +196,13 @@ typedef struct sim_plan {
 } sim_plan;
 
 void sim_rank_plan(sim_world *w, int rank, int step, sim_plan *plan);
+
+/* The batch of rank `rank` for micro-batch i of a step (its context-parallel share). */
+static inline const et_batch_shape *sim_shape(const sim_world *w, int rank, int step, int i)
+{
+    return &w->shapes[((size_t)step * w->s->batch.grad_accum + i) * et_scenario_grad_ranks(w->s) +
+                      w->ranks[rank].index];
+}
 
 /* Collectives over a data-parallel group, played by the group's communicator actor from simulated time
  * `start` (or now, if later); they return when the last flow of the last phase has ended. A phase's flows

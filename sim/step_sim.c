@@ -67,6 +67,22 @@ static int expand_context(const et_scenario *s, et_batch_shape *shapes, int repl
     return 0;
 }
 
+/* A group's buffers for planning and playing its phases' flows (at most 4 per member): -1 when out of
+ * memory. */
+static int flow_buffers(sim_group *g)
+{
+    const size_t n = 4 * (size_t)g->size + 8;
+    g->flows = malloc(n * sizeof *g->flows);
+    g->comms = malloc(n * sizeof *g->comms);
+    int ok = g->flows && g->comms;
+    for (int p = 0; p < SIM_PATTERNS; p++) {
+        g->plans[p].n = -1;
+        g->plans[p].launch = malloc(n * sizeof *g->plans[p].launch);
+        ok = ok && g->plans[p].launch;
+    }
+    return ok ? 0 : -1;
+}
+
 /* Each communicator's members as the x groups of ranks holding the same experts (every x-th member),
  * which reduce the expert buckets: the same actor plays them, as subgroups of one group (sim_world.h). */
 static int expert_groups(sim_world *w)
@@ -82,16 +98,10 @@ static int expert_groups(sim_world *w)
         e->size = g->size, e->stage = g->stage, e->subgroups = x, e->sub_size = g->size / x;
         e->comm = &w->edp;
         e->members = malloc(size * sizeof(int));
-        e->flows = malloc((4 * size + 8) * sizeof *e->flows);
-        e->comms = malloc((4 * size + 8) * sizeof *e->comms);
-        if (!e->members || !e->flows || !e->comms) return -1;
+        if (!e->members || flow_buffers(e)) return -1;
         for (int j = 0; j < x; j++)
             for (int q = 0; q < e->sub_size; q++)
                 e->members[j * e->sub_size + q] = g->members[q * x + j];
-        for (int p = 0; p < SIM_PATTERNS; p++) {
-            e->plans[p].n = -1;
-            if (!(e->plans[p].launch = malloc((4 * size + 8) * sizeof *e->plans[p].launch))) return -1;
-        }
     }
     return 0;
 }
@@ -163,16 +173,8 @@ static int build_world(sim_world *w, json_t **result)
         grp->announce_gate = sg_sem_init(0);
         grp->bucket_announced = calloc(records, sizeof(int));
         grp->bucket_gate = sg_sem_init(0);
-        grp->flows = malloc((4 * size + 8) * sizeof *grp->flows);
-        grp->comms = malloc((4 * size + 8) * sizeof *grp->comms);
-        int plans_ok = 1;
-        for (int p = 0; p < SIM_PATTERNS; p++) {
-            grp->plans[p].n = -1;
-            grp->plans[p].launch = malloc((4 * size + 8) * sizeof *grp->plans[p].launch);
-            plans_ok = plans_ok && grp->plans[p].launch;
-        }
         if (!grp->latest || !grp->coll_start || !grp->coll_end || !grp->announced || !grp->bucket_announced ||
-            !grp->flows || !grp->comms || !plans_ok)
+            flow_buffers(grp))
             return fail_as(result, ET_ERROR_MEMORY, "out of memory for %s", "collective schedules");
         for (size_t i = 0; i < records; i++)
             grp->latest[i] = -INFINITY;
