@@ -37,6 +37,9 @@ static et_comm_group group(const et_scenario *s, int ranks, int per_node, int gr
     g.pod_up_bw = c->tiers >= 3 && g.nodes > g.nodes_per_pod
                       ? et_fabric_min_pod_uplink(c) * c->bandwidth_factor / groups_per_node
                       : 0;
+    g.compute_capability = c->device.compute_capability;
+    g.channels = c->channels_per_nic * c->nics_per_node / groups_per_node;
+    if (g.channels < 1) g.channels = 1;
     return g;
 }
 
@@ -231,18 +234,33 @@ double et_tree_max_uplink_load(int n, int span)
     return worst;
 }
 
+/* The tree's bandwidth in bus-bandwidth terms (its two phases move 2 S at this rate): the slowest of the
+ * intra-node chain, the busiest node's NICs and the up-links it crosses. */
+static double tree_bw(const et_comm_group *g)
+{
+    const int n = g->nodes, k = g->ranks_per_node;
+    double per_byte = k > 1 ? 1 / g->intra_bw : 0;
+    if (n > 1) per_byte = fmax(per_byte, et_tree_max_nic_load(n) / g->inter_bw);
+    if (n > 1 && g->leaf_up_bw > 0)
+        per_byte = fmax(per_byte, et_tree_max_uplink_load(n, g->nodes_per_leaf) / g->leaf_up_bw);
+    if (n > 1 && g->pod_up_bw > 0)
+        per_byte = fmax(per_byte, et_tree_max_uplink_load(n, g->nodes_per_pod) / g->pod_up_bw);
+    return 1 / per_byte;
+}
+
 double et_tree_allreduce_time(const et_comm_group *g, double bytes)
 {
     int n = g->nodes, k = g->ranks_per_node;
     if (g->ranks <= 1 || bytes <= 0) return 0;
-    double t_intra = k > 1 ? bytes / g->intra_bw : 0;
-    double t_inter = n > 1 ? et_tree_max_nic_load(n) * bytes / g->inter_bw : 0;
-    if (n > 1 && g->leaf_up_bw > 0)
-        t_inter = fmax(t_inter, et_tree_max_uplink_load(n, g->nodes_per_leaf) * bytes / g->leaf_up_bw);
-    if (n > 1 && g->pod_up_bw > 0)
-        t_inter = fmax(t_inter, et_tree_max_uplink_load(n, g->nodes_per_pod) * bytes / g->pod_up_bw);
     double alpha = (k - 1) * g->alpha_intra + et_tree_depth(n) * g->alpha_inter;
-    return 2 * (alpha + fmax(t_intra, t_inter));
+    return 2 * (alpha + bytes / tree_bw(g));
+}
+
+et_nccl_choice et_nccl_allreduce_choice(const et_comm_group *g, double bytes)
+{
+    const et_nccl_comm c = {
+        g->ranks, g->nodes, ring_bw(g), g->ranks > 1 ? tree_bw(g) : 0, g->compute_capability, g->channels, 1};
+    return et_nccl_choose_allreduce(&c, bytes);
 }
 
 double et_allreduce_time(const et_comm_group *g, et_coll_algo algo, double bytes, et_coll_algo *chosen)
@@ -258,11 +276,17 @@ double et_allreduce_time(const et_comm_group *g, et_coll_algo algo, double bytes
     case ET_COLL_HIERARCHICAL:
         t = et_hierarchical_allreduce_time(g, bytes);
         break;
-    default: {
+    case ET_COLL_FASTEST: {
         double ring = et_ring_allreduce_time(g, bytes), tree = et_tree_allreduce_time(g, bytes);
         algo = tree < ring ? ET_COLL_TREE : ET_COLL_RING;
         t = fmin(ring, tree);
+        break;
     }
+    default:
+        algo = g->ranks > 1 && bytes > 0 && et_nccl_allreduce_choice(g, bytes).algorithm == ET_NCCL_TREE
+                   ? ET_COLL_TREE
+                   : ET_COLL_RING;
+        t = algo == ET_COLL_TREE ? et_tree_allreduce_time(g, bytes) : et_ring_allreduce_time(g, bytes);
     }
     if (chosen) *chosen = algo;
     return t;

@@ -15,6 +15,7 @@
 #ifndef ET_COLLECTIVES_H
 #define ET_COLLECTIVES_H
 
+#include "nccl_tuning.h"
 #include "scenario.h"
 
 typedef struct et_comm_group {
@@ -30,6 +31,10 @@ typedef struct et_comm_group {
      * way; 0 when the group sits under one leaf (pod). nodes_per_leaf, nodes_per_pod: the blocks. */
     double leaf_up_bw, pod_up_bw;
     int nodes_per_leaf, nodes_per_pod;
+    /* for NCCL's algorithm choice (nccl_tuning.h): the device's compute capability (0: unknown) and the
+     * communicator's channels, `channels_per_nic` x its share of the node's NICs */
+    double compute_capability;
+    int channels;
 } et_comm_group;
 
 /* The data-parallel communicator of a scenario (tensor-parallel ranks fill a node first). */
@@ -59,12 +64,15 @@ double et_step_alpha(const et_comm_group *g);
 double et_ring_allreduce_time(const et_comm_group *g, double bytes);
 double et_hierarchical_allreduce_time(const et_comm_group *g, double bytes);
 double et_tree_allreduce_time(const et_comm_group *g, double bytes);
+/* NCCL's view of the group (bus bandwidths of ET's ring and tree terms) and its choice for `bytes`. */
+et_nccl_choice et_nccl_allreduce_choice(const et_comm_group *g, double bytes);
 double et_ring_reduce_scatter_time(const et_comm_group *g, double bytes); /* bytes = full buffer */
 double et_ring_allgather_time(const et_comm_group *g, double bytes);      /* bytes = full buffer */
 double et_alltoall_time(const et_comm_group *g, double bytes); /* bytes = each rank's send buffer */
 
-/* Time of an all-reduce with `algo`; AUTO picks the fastest of ring and tree, as NCCL's tuner does, and
- * reports the pick in *chosen (may be NULL). */
+/* Time of an all-reduce with `algo`: AUTO runs the algorithm NCCL's tuning model picks (nccl_tuning.h),
+ * FASTEST the faster of ET's ring and tree closed forms (what calibrated bandwidths and latencies say);
+ * the pick goes to *chosen (may be NULL). */
 double et_allreduce_time(const et_comm_group *g, et_coll_algo algo, double bytes, et_coll_algo *chosen);
 
 /* Double binary tree over n nodes: parent of node i in tree t (0 or 1), -1 for the root. */

@@ -28,6 +28,7 @@ int et_device_profile_load(const char *path, et_device_profile *out, et_error *e
                                            "on_chip_MiB",
                                            "sparse",
                                            "multiprocessors",
+                                           "compute_capability",
                                            NULL};
     static const char *const sparse_keys[] = {"unstructured_efficiency", "block_half",
                                               "semi_structured_2_4_speedup", "masked_dense", NULL};
@@ -88,6 +89,8 @@ int et_device_profile_load(const char *path, et_device_profile *out, et_error *e
     long long sms;
     if (et_json_get_int(&r, root, "$", "multiprocessors", false, 0, 0, 1 << 20, &sms)) goto done;
     out->multiprocessors = (int)sms;
+    if (et_json_get_number(&r, root, "$", "compute_capability", false, 0, 1, 100, &out->compute_capability))
+        goto done;
     json_t *tile;
     if (et_json_get_array(&r, eff, "$.efficiency", "gemm_tile", false, &tile)) goto done;
     if (tile) {

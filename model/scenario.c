@@ -16,7 +16,7 @@
 #endif
 
 const char *const et_clip_mode_names[] = {"none", "after_allreduce", "per_bucket", NULL};
-const char *const et_coll_algo_names[] = {"auto", "ring", "tree", "hierarchical", NULL};
+const char *const et_coll_algo_names[] = {"auto", "ring", "tree", "hierarchical", "fastest", NULL};
 const char *const et_topology_names[] = {"fat_tree", "rail", NULL};
 
 #define BIG LLONG_MAX

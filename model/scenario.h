@@ -35,8 +35,8 @@
 typedef enum { ET_CLIP_NONE, ET_CLIP_AFTER_ALLREDUCE, ET_CLIP_PER_BUCKET } et_clip_mode;
 extern const char *const et_clip_mode_names[]; /* "none", "after_allreduce", "per_bucket", NULL */
 
-typedef enum { ET_COLL_AUTO, ET_COLL_RING, ET_COLL_TREE, ET_COLL_HIERARCHICAL } et_coll_algo;
-extern const char *const et_coll_algo_names[]; /* "auto", "ring", "tree", "hierarchical", NULL */
+typedef enum { ET_COLL_AUTO, ET_COLL_RING, ET_COLL_TREE, ET_COLL_HIERARCHICAL, ET_COLL_FASTEST } et_coll_algo;
+extern const char *const et_coll_algo_names[]; /* "auto", "ring", "tree", "hierarchical", "fastest", NULL */
 
 typedef enum { ET_TOPO_FAT_TREE, ET_TOPO_RAIL } et_topology;
 extern const char *const et_topology_names[]; /* "fat_tree", "rail", NULL */

@@ -423,10 +423,10 @@ static int parse_args(int argc, char **argv, options *o)
                     int found = -1;
                     for (int k = 0; et_coll_algo_names[k]; k++)
                         if (!strcmp(et_coll_algo_names[k], tok)) found = k;
-                    if (found < 0 || o->space.n_algos == 4) {
+                    if (found < 0 || o->space.n_algos == 5) {
                         fprintf(stderr,
-                                "etsim: --search-allreduce expects up to 4 of auto, ring, tree, "
-                                "hierarchical, got "
+                                "etsim: --search-allreduce expects up to 5 of auto, ring, tree, "
+                                "hierarchical, fastest, got "
                                 "\"%s\"\n",
                                 list);
                         return -1;
