@@ -12,10 +12,22 @@ et_memory et_memory_estimate(const et_scenario *s, const et_graph *g, const et_b
     /* ZeRO (Rajbhandari et al. 2020): model copy e, gradients e, Adam/LAMB states m and v in fp32 plus an
      * fp32 master copy when training in 16-bit: 2 + 2 + 12 = 16 bytes per parameter in mixed precision. */
     double states = mixed ? 12 : 8;
+    /* Experts' parameters are held by the d / x ranks with the same experts (x the expert-parallel degree):
+     * ZeRO and the distributed optimizer shard their share over those, the rest over all d. */
+    double P_expert = 0, grad_expert = 0, weight_expert = 0;
+    for (int i = 0; i < g->n_params; i++)
+        if (g->params[i].expert) {
+            P_expert += g->params[i].count;
+            grad_expert += g->params[i].grad_elems;
+            weight_expert += g->params[i].count * e + g->params[i].meta_bytes;
+        }
+    const int x = s->parallel.expert > 1 ? s->parallel.expert : 1, dp_expert = dp / x > 1 ? dp / x : 1;
+#define SHARDED(total, expert_part, on)                                                                      \
+    ((on) ? ((total) - (expert_part)) / dp + (expert_part) / dp_expert : (total))
     /* sparse: kept values plus indices; gradients at the kept size unless the method keeps them dense */
-    m.weights = g->weight_bytes / (z >= 3 ? dp : 1);
-    m.gradients = g->grad_elems * e / (z >= 2 ? dp : 1);
-    m.optimizer_states = P * states / (z >= 1 ? dp : 1);
+    m.weights = SHARDED(g->weight_bytes, weight_expert, z >= 3);
+    m.gradients = SHARDED(g->grad_elems, grad_expert, z >= 2) * e;
+    m.optimizer_states = SHARDED(P, P_expert, z >= 1) * states;
     /* GaLore: projected matrices keep Adam's m and v at r x n and the projector P (fp32), the fp32 master
      * copy whole */
     if (g->galore_projected > 0)
@@ -24,7 +36,8 @@ et_memory et_memory_estimate(const et_scenario *s, const et_graph *g, const et_b
     /* Megatron's distributed optimizer: 16-bit parameters and gradients whole, the fp32 master copy, Adam's
      * m and v and the fp32 main-gradient shard over the data ranks: 4 + 16/d bytes per parameter (its
      * documentation's table, "fp16 param, fp16 grads"); 8 + 8/d in fp32 */
-    if (s->parallel.distributed_optimizer) m.optimizer_states = P * (mixed ? 16 : 8) / dp;
+    if (s->parallel.distributed_optimizer) m.optimizer_states = SHARDED(P, P_expert, 1) * (mixed ? 16 : 8);
+#undef SHARDED
 
     /* Activations per layer (Korthikanti et al. 2022, eqs. 2-5, Table 2), written for 16-bit tensors and
      * scaled by e/2 for other precisions: T*H*(10 + 24/t) + 5*A*Q/t bytes with tensor parallelism t;

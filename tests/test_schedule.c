@@ -331,6 +331,37 @@ static void test_distributed_optimizer(void)
     et_scenario_free(&s);
 }
 
+/* Mixtral 8x7B on 64 H100 with expert parallelism 8: each rank holds one expert of each of 32 layers (3
+ * products of 4096 x 14336, no biases), held by the 64 / 8 ranks with the same expert; ZeRO and the
+ * distributed optimizer shard those over 8 ranks, the rest over 64. */
+static void test_expert_state_sharding(void)
+{
+    et_scenario s;
+    et_error err;
+    if (load_shipped("mixtral-8x7b-h100.json", &s)) return;
+    et_graph g;
+    et_graph_options o = et_scenario_graph_options(&s, 0);
+    if (et_graph_build(&s.model, &o, &g, &err)) return;
+    const et_batch_shape b = et_batch_expected(&s);
+    const double Pe = 32.0 * 3 * 4096 * 14336, Pn = g.param_count - Pe, d = 64, dx = 8;
+    CHECK(s.parallel.data == 64 && s.parallel.expert == 8 && s.parallel.distributed_optimizer,
+          "the shipped plan: data 64, expert 8, distributed optimizer");
+    et_memory m = et_memory_estimate(&s, &g, &b);
+    CHECK_REL(m.optimizer_states, 16 * (Pn / d + Pe / dx), 1e-12,
+              "distributed optimizer: experts' states over 8 ranks, the rest over 64");
+    s.parallel.distributed_optimizer = false;
+    s.parallel.zero_stage = 3;
+    m = et_memory_estimate(&s, &g, &b);
+    CHECK_REL(m.optimizer_states, 12 * (Pn / d + Pe / dx), 1e-12, "ZeRO 3: states");
+    CHECK_REL(m.gradients, 2 * (Pn / d + Pe / dx), 1e-12, "ZeRO 3: gradients");
+    CHECK_REL(m.weights, 2 * (Pn / d + Pe / dx), 1e-12, "ZeRO 3: weights");
+    s.parallel.zero_stage = 0;
+    m = et_memory_estimate(&s, &g, &b);
+    CHECK_REL(m.optimizer_states, 12 * (Pn + Pe), 1e-12, "no ZeRO: every state on every rank");
+    et_graph_free(&g);
+    et_scenario_free(&s);
+}
+
 static void test_tp_overlap(void)
 {
     et_scenario s;
@@ -430,6 +461,7 @@ int main(void)
     test_target_tokens();
     test_tp_overlap();
     test_distributed_optimizer();
+    test_expert_state_sharding();
     test_uneven_pipeline();
     test_memory_bound();
     test_flash_attention();
