@@ -170,7 +170,9 @@ int calib_micro_load(const char *path, calib_micro *m, et_error *err)
                               0,
                               json_number_value(json_object_get(g, "bytes")),
                               json_number_value(json_object_get(g, "seconds"))};
-            s.flops = s.bytes / 12; /* one add per value */
+            /* bandwidth alone: the add's arithmetic is not what the vector rate stands for (the element-wise
+             * kernels' own instruction mix, fitted from measured runs) */
+            s.flops = 0;
             if (!(s.seconds > 0) || !isfinite(s.seconds) || !(s.bytes > 0)) {
                 char where[48];
                 snprintf(where, sizeof where, "$.stream[%zu]", i);
@@ -234,7 +236,6 @@ int calib_micro_load_csv(const char *path, const char *gpu_filter, const char *p
                 calib_csv_number(fl[value]) <= 0)
                 continue;
             s = (calib_sample){0, 0, 0, 0, 0, 1073741824.0, 0};
-            s.flops = s.bytes / 12;
             s.seconds = s.bytes / (calib_csv_number(fl[value]) * 1e12);
         }
         if (m->n_samples == cap) {

@@ -6,9 +6,13 @@
 
 calib_terms calib_terms_of(const et_device_profile *d, et_precision p)
 {
-    return (calib_terms){et_gemm_peak(d, p) * d->gemm_max_efficiency, d->gemm_half_dim,
-                         d->memory_bandwidth * d->memory_efficiency, d->vector_flops * d->memory_efficiency,
-                         d->kernel_overhead_s};
+    return (calib_terms){et_gemm_peak(d, p) * d->gemm_max_efficiency,
+                         d->gemm_half_dim,
+                         d->memory_bandwidth * d->memory_efficiency,
+                         d->vector_flops * d->memory_efficiency,
+                         d->kernel_overhead_s,
+                         d->special_rate,
+                         d->cache_bandwidth};
 }
 
 void calib_terms_apply(const calib_terms *t, et_precision p, et_device_profile *d)
@@ -26,6 +30,8 @@ void calib_terms_apply(const calib_terms *t, et_precision p, et_device_profile *
         d->memory_bandwidth = t->bandwidth, d->memory_efficiency = 1;
     d->vector_flops = t->vector_rate / d->memory_efficiency;
     d->kernel_overhead_s = t->overhead;
+    d->special_rate = t->special_rate;
+    d->cache_bandwidth = t->cache_bandwidth;
 }
 
 double calib_sample_time(const calib_sample *s, const et_device_profile *d, et_precision p)
@@ -63,12 +69,15 @@ double calib_objective(const calib_data *data, const et_device_profile *d)
     return f / (data->n_runs + data->n_micro);
 }
 
-enum { NT = 5 };
+enum { NT = 7 };
 
 static void to_terms(const double *x, calib_terms *t)
 {
     t->gemm_rate = exp(x[0]), t->gemm_half = exp(x[1]), t->bandwidth = exp(x[2]), t->vector_rate = exp(x[3]);
     t->overhead = exp(x[4]);
+    /* a base without special functions or a cache level keeps none */
+    t->special_rate = x[5] > -700 ? exp(x[5]) : 0;
+    t->cache_bandwidth = x[6] > -700 ? exp(x[6]) : 0;
 }
 
 /* Every term stays within a factor of 1000 of the base profile's (a box in log space): a term the runs do
@@ -95,8 +104,13 @@ double calib_fit(const calib_data *data, const et_device_profile *base, et_devic
     if (t0.gemm_half <= 0) t0.gemm_half = 1;
     if (t0.overhead <= 0) t0.overhead = 1e-7;
     double simplex[NT + 1][NT], f[NT + 1];
-    double start[NT] = {log(t0.gemm_rate), log(t0.gemm_half), log(t0.bandwidth), log(t0.vector_rate),
-                        log(t0.overhead)};
+    double start[NT] = {log(t0.gemm_rate),
+                        log(t0.gemm_half),
+                        log(t0.bandwidth),
+                        log(t0.vector_rate),
+                        log(t0.overhead),
+                        t0.special_rate > 0 ? log(t0.special_rate) : -1000,
+                        t0.cache_bandwidth > 0 ? log(t0.cache_bandwidth) : -1000};
     double origin[NT];
     memcpy(origin, start, sizeof origin);
     int it = 0;

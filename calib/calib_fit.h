@@ -1,10 +1,14 @@
 /* calib_fit: a device profile fitted to measured runs. The cost model's time of an op on a device
- * (et_op_time, model/graph.c) has five terms a profile sets; the fit finds them:
+ * (et_op_time, model/graph.c) has seven terms a profile sets; the fit finds them:
  *   gemm rate    peak x gemm_max, FLOP/s reached by large matrix products
  *   gemm_half    the matrix dimension at which a product reaches half of it
  *   bandwidth    memory bandwidth x memory efficiency, bytes/s of streaming kernels
  *   vector rate  vector_flops x memory efficiency, FLOP/s of element-wise arithmetic
  *   overhead     seconds per kernel launch
+ *   special rate special functions (exp, tanh, sqrt, division) per second; fitted only when the base
+ *                profile costs them (special_tops), else left at 0
+ *   cache bandwidth  bytes/s of streaming kernels whose bytes fit in the profile's cache level; fitted
+ *                only when the base profile has one (its size stays the profile's)
  * minimising the time-weighted squared log error of every op's predicted time per step against its
  * measured one, plus the squared log error of every microbenchmark (etcalib bench: each GEMM shape and
  * streaming size counts alike, so small kernels pin the half dimension and the overhead), each run and
@@ -20,7 +24,7 @@
 #include "calib_run.h"
 
 typedef struct calib_terms {
-    double gemm_rate, gemm_half, bandwidth, vector_rate, overhead;
+    double gemm_rate, gemm_half, bandwidth, vector_rate, overhead, special_rate, cache_bandwidth;
 } calib_terms;
 
 calib_terms calib_terms_of(const et_device_profile *d, et_precision p);

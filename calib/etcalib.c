@@ -42,7 +42,8 @@ static const char usage[] =
     "          mpirun with 2 ranks or more, first the all-reduce's bus bandwidth over message sizes.\n"
     "  report: the cost model's prediction beside each measurement (the plan's profile, or P), the step\n"
     "          first, then per op class and the largest ops; --csv writes every op.\n"
-    "  fit:    fits the profile's GEMM rate and half dimension, bandwidth, vector rate and launch overhead\n"
+    "  fit:    fits the profile's GEMM rate and half dimension, bandwidth, vector rate, launch overhead and\n"
+    "          special-function rate and cache bandwidth (when the base profile has them)\n"
     "          to the runs and writes an ordinary profile file (Q must not be an input).";
 
 static void fail(const et_error *err)
@@ -276,6 +277,10 @@ static json_t *fitted_json(const char *base_path, const et_device_profile *fit, 
     for (int p = 0; p < ET_PRECISION_COUNT && peak; p++)
         json_object_set_new(peak, et_precision_names[p], json_real(fit->peak_flops[p] / 1e12));
     json_object_set_new(root, "vector_tflops", json_real(fit->vector_flops / 1e12));
+    if (fit->special_rate > 0) json_object_set_new(root, "special_tops", json_real(fit->special_rate / 1e12));
+    json_t *cache = json_object_get(root, "cache");
+    if (cache && fit->cache_bandwidth > 0)
+        json_object_set_new(cache, "bandwidth_GBps", json_real(fit->cache_bandwidth / 1e9));
     json_object_set_new(root, "memory_bandwidth_GBps", json_real(fit->memory_bandwidth / 1e9));
     json_t *eff = json_object_get(root, "efficiency");
     json_object_set_new(eff, "gemm_max", json_real(fit->gemm_max_efficiency));
@@ -410,6 +415,11 @@ static int cmd_fit(int argc, char **argv)
     printf("%-22s %14.2f %14.2f\n", "bandwidth [GB/s]", tb.bandwidth / 1e9, tf.bandwidth / 1e9);
     printf("%-22s %14.2f %14.2f\n", "vector rate [GFLOP/s]", tb.vector_rate / 1e9, tf.vector_rate / 1e9);
     printf("%-22s %14.2f %14.2f\n", "launch overhead [us]", tb.overhead * 1e6, tf.overhead * 1e6);
+    if (tb.special_rate > 0)
+        printf("%-22s %14.3f %14.3f\n", "special rate [G/s]", tb.special_rate / 1e9, tf.special_rate / 1e9);
+    if (tb.cache_bandwidth > 0)
+        printf("%-22s %14.2f %14.2f\n", "cache bandwidth [GB/s]", tb.cache_bandwidth / 1e9,
+               tf.cache_bandwidth / 1e9);
     printf("\n%-28s %-16s %12s %12s %12s %9s %9s\n", "run", "class", "measured[ms]", "base[ms]", "fitted[ms]",
            "base[%]", "fit[%]");
     for (int u = 0; u < n_micro; u++) { /* fit quality per microbenchmark kind */

@@ -29,10 +29,13 @@ int et_device_profile_load(const char *path, et_device_profile *out, et_error *e
                                            "sparse",
                                            "multiprocessors",
                                            "compute_capability",
+                                           "special_tops",
+                                           "cache",
                                            NULL};
     static const char *const sparse_keys[] = {"unstructured_efficiency", "block_half",
                                               "semi_structured_2_4_speedup", "masked_dense", NULL};
     static const char *const peak_keys[] = {"fp32", "tf32", "fp16", "bf16", "fp8", NULL};
+    static const char *const cache_keys[] = {"MiB", "bandwidth_GBps", NULL};
     static const char *const eff_keys[] = {"gemm_max", "gemm_half_dim",      "gemm_tile",
                                            "memory",   "kernel_overhead_us", "gemm_max_by_precision",
                                            NULL};
@@ -66,6 +69,19 @@ int et_device_profile_load(const char *path, et_device_profile *out, et_error *e
     if (et_json_get_positive(&r, root, "$", "vector_tflops", false, out->peak_flops[ET_FP32] / 1e12, &vec))
         goto done;
     out->vector_flops = vec * 1e12;
+    double special;
+    if (et_json_get_number(&r, root, "$", "special_tops", false, 0, 0, 1e6, &special)) goto done;
+    out->special_rate = special * 1e12;
+    json_t *cache;
+    if (et_json_get_object(&r, root, "$", "cache", false, cache_keys, &cache)) goto done;
+    if (cache) {
+        double mib, gbps;
+        if (et_json_get_positive(&r, cache, "$.cache", "MiB", true, 0, &mib) ||
+            et_json_get_positive(&r, cache, "$.cache", "bandwidth_GBps", true, 0, &gbps))
+            goto done;
+        out->cache_bytes = mib * 1048576.0;
+        out->cache_bandwidth = gbps * 1e9;
+    }
     if (et_json_get_positive(&r, root, "$", "memory_GiB", true, 0, &gib)) goto done;
     out->memory_bytes = gib * 1073741824.0;
     if (et_json_get_positive(&r, root, "$", "memory_bandwidth_GBps", true, 0, &bw)) goto done;
@@ -201,11 +217,19 @@ double et_gemm_efficiency(const et_device_profile *d, double m, double n, double
     return et_gemm_batched_efficiency(d, 1, m, n, k);
 }
 
-double et_roofline_time(const et_device_profile *d, double rate, double flops, double bytes, double kernels)
+double et_roofline_time(const et_device_profile *d, double rate, double flops, double special, double bytes,
+                        double kernels)
 {
     if (flops <= 0 && bytes <= 0) return 0;
     double t_compute = flops > 0 ? flops / rate : 0;
-    double t_memory = bytes / (d->memory_bandwidth * d->memory_efficiency);
+    if (special > 0 && d->special_rate > 0) {
+        const double t_special = special / d->special_rate;
+        t_compute = d->kind == ET_DEVICE_CPU ? t_compute + t_special : fmax(t_compute, t_special);
+    }
+    const double bw = d->cache_bytes > 0 && bytes <= d->cache_bytes
+                          ? d->cache_bandwidth
+                          : d->memory_bandwidth * d->memory_efficiency;
+    double t_memory = bytes / bw;
     return fmax(t_compute, t_memory) + d->kernel_overhead_s * kernels;
 }
 
@@ -221,5 +245,5 @@ double et_kernel_time(const et_device_profile *d, et_precision prec, int matrix,
 {
     double rate = matrix ? et_gemm_peak(d, prec) * et_gemm_efficiency(d, gemm_m, gemm_n, gemm_k)
                          : d->vector_flops * d->memory_efficiency;
-    return et_roofline_time(d, rate, flops, bytes, 1);
+    return et_roofline_time(d, rate, flops, 0, bytes, 1);
 }

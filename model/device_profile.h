@@ -27,18 +27,21 @@ typedef struct et_device_profile {
     char name[64];
     char file[512];
     et_device_kind kind;
-    double peak_flops[ET_PRECISION_COUNT];            /* dense matrix-unit peak, FLOP/s */
-    double vector_flops;                              /* non-matrix fp32 peak (elementwise ops), FLOP/s */
-    double memory_bytes;                              /* device memory capacity, bytes */
-    double memory_bandwidth;                          /* bytes/s */
-    double reserved_bytes;                            /* context, library workspaces, fragmentation: bytes */
-    double gemm_max_efficiency;                       /* fraction of peak a large GEMM reaches */
+    double peak_flops[ET_PRECISION_COUNT]; /* dense matrix-unit peak, FLOP/s */
+    double vector_flops;                   /* non-matrix fp32 peak (elementwise ops), FLOP/s */
+    double special_rate;        /* special functions (exp, tanh, sqrt, division) per second; 0: not costed */
+    double memory_bytes;        /* device memory capacity, bytes */
+    double memory_bandwidth;    /* bytes/s */
+    double reserved_bytes;      /* context, library workspaces, fragmentation: bytes */
+    double gemm_max_efficiency; /* fraction of peak a large GEMM reaches */
     double gemm_max_by_precision[ET_PRECISION_COUNT]; /* the same for one precision (0: gemm_max) */
     double gemm_half_dim;      /* GEMM dimension at which efficiency halves, elements */
     int multiprocessors;       /* SMs a GEMM's tiles are spread over (0: no wave model) */
     double compute_capability; /* CUDA compute capability (8.0 A100); 0: not given (NCCL's tuning, 8.0) */
     double gemm_tile[2];       /* output tile of a large GEMM, rows x columns (elements) */
     double memory_efficiency;  /* fraction of bandwidth a streaming kernel reaches */
+    double cache_bytes;        /* a cache level whose kernels' working sets stay in it (0: none modelled) */
+    double cache_bandwidth;    /* bytes/s a streaming kernel reaches there */
     double kernel_overhead_s;  /* launch + tail per kernel, seconds */
     double on_chip_bytes;      /* dataflow devices: on-chip memory holding fused intermediates */
     /* sparse kernels (profile "sparse"; calibration replaces them) */
@@ -68,10 +71,14 @@ double et_gemm_dimension_efficiency(const et_device_profile *d, double m, double
 /* Efficiency of `batch` independent M x N x K products launched as one batched kernel. */
 double et_gemm_batched_efficiency(const et_device_profile *d, double batch, double m, double n, double k);
 
-/* The one roofline of ET's costs: max(flops / rate, bytes / (bandwidth x memory efficiency)) plus the launch
- * overhead of `kernels` kernels (0 when nothing moves or computes). et_kernel_time and graph.h's et_op_time
- * choose the rate and call it. */
-double et_roofline_time(const et_device_profile *d, double rate, double flops, double bytes, double kernels);
+/* The one roofline of ET's costs: max(compute, bytes / bandwidth) plus the launch overhead of `kernels`
+ * kernels (0 when nothing moves or computes), compute = flops / rate with `special` special-function
+ * evaluations at special_rate: added on a CPU (its vector units evaluate the polynomials), max() on a GPU
+ * or dataflow device (separate units: a GPU's SFUs); bandwidth the cache level's when the profile has one
+ * and the op's bytes fit in it, else memory bandwidth x memory efficiency. et_kernel_time and graph.h's
+ * et_op_time choose the rate and call it. */
+double et_roofline_time(const et_device_profile *d, double rate, double flops, double special, double bytes,
+                        double kernels);
 
 /* Roofline time of a kernel; `matrix` selects the matrix-unit peak of `prec` (else vector_flops). */
 double et_kernel_time(const et_device_profile *d, et_precision prec, int matrix, double flops, double bytes,

@@ -247,6 +247,13 @@ static et_op *elementwise(builder *b, et_phase phase, int layer, et_linear flops
     return op;
 }
 
+/* Sets an op's special-function evaluations (exp, tanh, sigmoid, sqrt, division); returns the op. */
+static et_op *special(et_op *op, et_linear evaluations)
+{
+    if (op) op->special = evaluations;
+    return op;
+}
+
 /* The sparsity of a weight group under the method (dense unless the method is sparse). */
 static et_sparse_spec sparse_of(const builder *b, et_layer_group group)
 {
@@ -462,7 +469,8 @@ static void attention_core(builder *b, const dims *d, int i, et_phase phase, con
         if ((op = add_op(b, ET_OP_ATTENTION, phase, i, "%s", ID("attn.flash")))) {
             op->k = FIX(d->D);
             op->flops = SQ(4 * Ht * d->causal_share);
-            op->bytes = TOK(4 * e * Ht + 4 * At); /* q, k, v, context; fp32 log-sum-exp per row and head */
+            op->bytes = TOK(4 * e * Ht + 4 * At);   /* q, k, v, context; fp32 log-sum-exp per row and head */
+            op->special = SQ(At * d->causal_share); /* an exp per score */
         }
         return;
     }
@@ -472,7 +480,7 @@ static void attention_core(builder *b, const dims *d, int i, et_phase phase, con
         op->flops = SQ(2 * Ht);
         op->bytes = lin_add(TOK(2 * e * Ht), SQ(e * At));
     }
-    elementwise(b, phase, i, SQ(5 * At), SQ(2 * e * At), ID("attn.softmax"));
+    special(elementwise(b, phase, i, SQ(5 * At), SQ(2 * e * At), ID("attn.softmax")), SQ(At));
     dropout_op(b, d, phase, i, SQ(At), 1, ID("attn.dropout"));
     op = add_op(b, ET_OP_ATTENTION, phase, i, "%s", ID("attn.context"));
     if (op) {
@@ -507,14 +515,16 @@ static void moe_forward(builder *b, const dims *d, int i, et_phase phase, const 
 #define ID(name) (id_printf(id, sizeof id, "layer.%d.moe.%s%s", i, name, suffix), id)
     weight_forward(b, phase, i, ET_GROUP_MLP, TOK(1), H, E, 1, ID("router"));
     /* softmax over E logits and the top-k: logits read, probabilities written, k indices and weights */
-    elementwise(b, phase, i, TOK(6 * E), TOK(2 * e * E + 8 * d->k), ID("route"));
+    special(elementwise(b, phase, i, TOK(6 * E), TOK(2 * e * E + 8 * d->k), ID("route")), TOK(E));
     elementwise(b, phase, i, FIX(0), TOK(e * H * (1 + kc)), ID("permute"));
     alltoall(b, d, phase, i, ID("dispatch"));
     et_op *op = expert_gemm(b, phase, i, 0, TOK(kc), El, H, d->swiglu ? 2 * Fet : Fet, ID("experts.fc1"));
     if (d->swiglu)
-        op = elementwise(b, phase, i, TOK(6 * Fet * kc), TOK(3 * e * Fet * kc), ID("experts.swiglu"));
+        op = special(elementwise(b, phase, i, TOK(6 * Fet * kc), TOK(3 * e * Fet * kc), ID("experts.swiglu")),
+                     TOK(Fet * kc));
     else
-        op = elementwise(b, phase, i, TOK(8 * Fet * kc), TOK(2 * e * Fet * kc), ID("experts.gelu"));
+        op = special(elementwise(b, phase, i, TOK(8 * Fet * kc), TOK(2 * e * Fet * kc), ID("experts.gelu")),
+                     TOK(Fet * kc));
     if (op) op->expert = true;
     expert_gemm(b, phase, i, 0, TOK(kc), El, Fet, H, ID("experts.fc2"));
     alltoall(b, d, phase, i, ID("combine"));
@@ -555,6 +565,7 @@ static void moe_backward(builder *b, const dims *d, int i)
     else
         op = elementwise(b, ET_PHASE_BACKWARD, i, TOK(8 * Fet * kc), TOK(3 * e * Fet * kc),
                          ID("experts.gelu.bwd"));
+    special(op, TOK(Fet * kc));
     if (op) op->expert = true;
     expert_backward(b, d, i, H, Fc1, "fc1");
     alltoall(b, d, ET_PHASE_BACKWARD, i, ID("dispatch.bwd"));
@@ -598,9 +609,9 @@ static void layer_forward(builder *b, const dims *d, int i, int decoder, et_phas
     } else {
         weight_forward(b, phase, i, ET_GROUP_MLP, TOK(1), H, d->swiglu ? 2 * Ft : Ft, 1, ID("mlp.fc1"));
         if (d->swiglu) /* SiLU(gate) x up: reads both halves, writes one */
-            elementwise(b, phase, i, TOK(6 * Ft), TOK(3 * e * Ft), ID("mlp.swiglu"));
+            special(elementwise(b, phase, i, TOK(6 * Ft), TOK(3 * e * Ft), ID("mlp.swiglu")), TOK(Ft));
         else
-            elementwise(b, phase, i, TOK(8 * Ft), TOK(2 * e * Ft), ID("mlp.gelu"));
+            special(elementwise(b, phase, i, TOK(8 * Ft), TOK(2 * e * Ft), ID("mlp.gelu")), TOK(Ft));
         weight_forward(b, phase, i, ET_GROUP_MLP, TOK(1), Ft, H, 1, ID("mlp.fc2"));
     }
     tp_boundary(b, d, phase, i, 0, d->sp ? ID("mlp.tp_reduce_scatter") : ID("mlp.tp_allreduce"));
@@ -634,9 +645,12 @@ static void layer_backward(builder *b, const dims *d, int i, int decoder, et_rec
     } else {
         weight_backward(b, i, ET_GROUP_MLP, TOK(1), Ft, H, 1, NAME("mlp.fc2"), d->bias, 1);
         if (d->swiglu)
-            elementwise(b, ET_PHASE_BACKWARD, i, TOK(10 * Ft), TOK(5 * e * Ft), NAME("mlp.swiglu.bwd"));
+            special(
+                elementwise(b, ET_PHASE_BACKWARD, i, TOK(10 * Ft), TOK(5 * e * Ft), NAME("mlp.swiglu.bwd")),
+                TOK(Ft));
         else
-            elementwise(b, ET_PHASE_BACKWARD, i, TOK(8 * Ft), TOK(3 * e * Ft), NAME("mlp.gelu.bwd"));
+            special(elementwise(b, ET_PHASE_BACKWARD, i, TOK(8 * Ft), TOK(3 * e * Ft), NAME("mlp.gelu.bwd")),
+                    TOK(Ft));
         weight_backward(b, i, ET_GROUP_MLP, TOK(1), H, d->swiglu ? 2 * Ft : Ft, 1, NAME("mlp.fc1"), d->bias,
                         1);
     }
@@ -652,7 +666,8 @@ static void layer_backward(builder *b, const dims *d, int i, int decoder, et_rec
         if ((op = add_op(b, ET_OP_ATTENTION, ET_PHASE_BACKWARD, i, "%s", NAME("attn.flash.bwd")))) {
             op->k = FIX(d->D);
             op->flops = SQ(10 * Ht * d->causal_share);
-            op->bytes = TOK(8 * e * Ht + 4 * At); /* q, k, v, context, its gradient in; dq, dk, dv out */
+            op->bytes = TOK(8 * e * Ht + 4 * At);   /* q, k, v, context, its gradient in; dq, dk, dv out */
+            op->special = SQ(At * d->causal_share); /* the scores' exps again */
         }
         cp_ring(b, d, ET_PHASE_BACKWARD, i, 4, NAME("attn.cp_ring.bwd"));
     }
@@ -706,7 +721,7 @@ static void head_forward(builder *b, const dims *d, const et_model_config *m)
         }
         elementwise(b, ET_PHASE_FORWARD, -1, FIX(0), PRED(2 * e * H), "head.mlm.gather");
         weight_forward(b, ET_PHASE_FORWARD, -1, ET_GROUP_HEAD, PRED(1), H, H, 1, "head.mlm.transform");
-        elementwise(b, ET_PHASE_FORWARD, -1, PRED(8 * H), PRED(2 * e * H), "head.mlm.gelu");
+        special(elementwise(b, ET_PHASE_FORWARD, -1, PRED(8 * H), PRED(2 * e * H), "head.mlm.gelu"), PRED(H));
         elementwise(b, ET_PHASE_FORWARD, -1, PRED(8 * H), PRED(2 * e * H), "head.mlm.layernorm");
         weight_forward(b, ET_PHASE_FORWARD, -1, decoder_group, PRED(1), H, Vt, 1, "head.mlm.decoder");
     }
@@ -715,6 +730,7 @@ static void head_forward(builder *b, const dims *d, const et_model_config *m)
     if (op) {
         op->flops = PRED(6 * Vt);
         op->bytes = PRED(2 * e * Vt);
+        op->special = PRED(Vt); /* an exp per logit */
     }
 }
 
@@ -731,7 +747,8 @@ static void head_backward(builder *b, const dims *d, const et_model_config *m)
     }
     weight_backward(b, -1, decoder_group, PRED(1), H, Vt, 1, "head.mlm.decoder", 1, untied);
     layernorm_backward(b, d, -1, "head.mlm.layernorm", PRED(1));
-    elementwise(b, ET_PHASE_BACKWARD, -1, PRED(8 * H), PRED(3 * e * H), "head.mlm.gelu.bwd");
+    special(elementwise(b, ET_PHASE_BACKWARD, -1, PRED(8 * H), PRED(3 * e * H), "head.mlm.gelu.bwd"),
+            PRED(H));
     weight_backward(b, -1, ET_GROUP_HEAD, PRED(1), H, H, 1, "head.mlm.transform", 1, 1);
     elementwise(b, ET_PHASE_BACKWARD, -1, FIX(0), PRED(2 * e * H), "head.mlm.gather.bwd");
     if (m->head == ET_HEAD_MLM_NSP) {
@@ -891,6 +908,7 @@ static void optimizer_ops(builder *b, const et_graph_options *o, double params)
         if ((op = add_op(b, ET_OP_OPTIMIZER, ET_PHASE_OPTIMIZER, -1, "optimizer.update"))) {
             op->flops = FIX(12 * shard);
             op->bytes = FIX((ge + 12 + 12) * shard);
+            op->special = FIX(2 * shard); /* sqrt(v) and the division */
         }
         if ((op = add_op(b, ET_OP_OPTIMIZER, ET_PHASE_OPTIMIZER, -1, "optimizer.trust_ratio"))) {
             op->flops = FIX(4 * shard);
@@ -903,6 +921,7 @@ static void optimizer_ops(builder *b, const et_graph_options *o, double params)
     } else if ((op = add_op(b, ET_OP_OPTIMIZER, ET_PHASE_OPTIMIZER, -1, "optimizer.step"))) {
         op->flops = FIX(12 * shard);
         op->bytes = FIX((ge + 12 + 12 + ge) * shard);
+        op->special = FIX(2 * shard); /* sqrt(v) and the division */
     }
 }
 
@@ -1084,5 +1103,5 @@ double et_op_time(const et_op *op, const et_batch_shape *b, const et_device_prof
         rate = d->vector_flops * d->memory_efficiency;
         break;
     }
-    return et_roofline_time(d, rate, flops, bytes, kernels) * op->time_scale;
+    return et_roofline_time(d, rate, flops, et_linear_eval(&op->special, b), bytes, kernels) * op->time_scale;
 }

@@ -68,6 +68,7 @@ typedef struct et_op {
     et_linear m, n, k; /* GEMM dimensions; ATTENTION uses k = D (m, n = rms sequence length) */
     et_linear flops;
     et_linear bytes;       /* device-memory traffic, bytes */
+    et_linear special;     /* special-function evaluations (exp, tanh, sigmoid; sqrt and division) */
     double weight_bytes;   /* the part of `bytes` that is weights (what a dataflow device still streams) */
     int kernels;           /* kernel launches (TT: one per contraction step) */
     et_layer_group group;  /* weight group, ET_GROUP_COUNT for ops without weights */

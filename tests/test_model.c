@@ -311,8 +311,49 @@ static void test_galore(void)
     et_graph_free(&g);
 }
 
+/* The roofline's special-function and cache terms, by hand: added to the arithmetic on a CPU, beside it on
+ * a GPU; a kernel whose bytes fit in the cache level streams at its bandwidth. */
+static void test_roofline_terms(void)
+{
+    et_device_profile d = {.kind = ET_DEVICE_CPU,
+                           .memory_bandwidth = 20e9,
+                           .memory_efficiency = 0.5,
+                           .special_rate = 1e9,
+                           .cache_bytes = 1 << 20,
+                           .cache_bandwidth = 80e9};
+    const double rate = 10e9, flops = 4e6, special = 1e6;
+    /* 4e6 / 1e10 + 1e6 / 1e9 = 1.4 ms of compute against 2 MB / 10 GB/s = 0.2 ms from memory */
+    CHECK_REL(et_roofline_time(&d, rate, flops, special, 2e6, 0), 4e-4 + 1e-3, 1e-12, "CPU: exps add");
+    d.kind = ET_DEVICE_GPU;
+    CHECK_REL(et_roofline_time(&d, rate, flops, special, 2e6, 0), 1e-3, 1e-12, "GPU: the SFUs run beside");
+    CHECK_REL(et_roofline_time(&d, rate, 0, 0, 1 << 20, 0), (1 << 20) / 80e9, 1e-12, "in the cache level");
+    CHECK_REL(et_roofline_time(&d, rate, 0, 0, (1 << 20) + 1, 0), ((1 << 20) + 1) / 10e9, 1e-12,
+              "past the cache level: memory");
+    d.special_rate = 0;
+    CHECK_REL(et_roofline_time(&d, rate, flops, special, 0, 0), 4e-4, 1e-12, "no special rate: not costed");
+    /* the op graph counts an exp per score of the softmax and a tanh per GELU input */
+    et_model_config m;
+    et_graph g;
+    et_error err;
+    if (et_model_preset("bert-large", &m)) return;
+    et_graph_options o = {
+        .tensor = 1, .pipeline = 1, .precision = ET_FP16, .optimizer = ET_OPT_ADAM, .optimizer_shards = 1};
+    if (et_graph_build(&m, &o, &g, &err)) return;
+    const et_batch_shape b = {.sequences = 2, .tokens = 256, .tokens_sq = 2 * 128 * 128, .predictions = 40};
+    int softmax = 0, gelu = 0;
+    for (int i = 0; i < g.n_ops; i++) {
+        if (strcmp(g.ops[i].id, "layer.0.attn.softmax") == 0)
+            softmax = et_linear_eval(&g.ops[i].special, &b) == 16.0 * 2 * 128 * 128;
+        if (strcmp(g.ops[i].id, "layer.0.mlp.gelu") == 0)
+            gelu = et_linear_eval(&g.ops[i].special, &b) == 256.0 * 4096;
+    }
+    CHECK(softmax && gelu, "an exp per score (16 heads x 2 x 128^2), a tanh per GELU input (256 x 4096)");
+    et_graph_free(&g);
+}
+
 int main(void)
 {
+    test_roofline_terms();
     test_galore();
     test_moe();
     test_llama_presets();
