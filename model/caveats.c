@@ -24,8 +24,8 @@ int et_caveats(const et_scenario *s, const char **out, int max)
         ADD("attention materialises the scores per head (no fused flash-style kernel)");
     else
         ADD("flash attention at the GEMM efficiency of its l x l x D products (not fitted to the kernel)");
-    if (s->method.kind == ET_METHOD_TENSOR_TRAIN)
-        ADD("tensor-train reshapes between contractions not costed");
+    if (s->method.kind == ET_METHOD_TENSOR_TRAIN && !s->cluster.device.tensor_train_layout_copies)
+        ADD("tensor-train contractions on strided operands: no layout copies between them costed");
     if (s->method.kind == ET_METHOD_SPARSE) ADD("sparse kernel efficiency from the profile, not measured");
     if (s->model.moe.experts > 0) {
         ADD("no router load-balancing loss");

@@ -31,11 +31,13 @@ int et_device_profile_load(const char *path, et_device_profile *out, et_error *e
                                            "compute_capability",
                                            "special_tops",
                                            "cache",
+                                           "tensor_train",
                                            NULL};
     static const char *const sparse_keys[] = {"unstructured_efficiency", "block_half",
                                               "semi_structured_2_4_speedup", "masked_dense", NULL};
     static const char *const peak_keys[] = {"fp32", "tf32", "fp16", "bf16", "fp8", NULL};
     static const char *const cache_keys[] = {"MiB", "bandwidth_GBps", NULL};
+    static const char *const tt_keys[] = {"layout_copies", NULL};
     static const char *const eff_keys[] = {"gemm_max", "gemm_half_dim",      "gemm_tile",
                                            "memory",   "kernel_overhead_us", "gemm_max_by_precision",
                                            NULL};
@@ -82,6 +84,11 @@ int et_device_profile_load(const char *path, et_device_profile *out, et_error *e
         out->cache_bytes = mib * 1048576.0;
         out->cache_bandwidth = gbps * 1e9;
     }
+    json_t *tt;
+    if (et_json_get_object(&r, root, "$", "tensor_train", false, tt_keys, &tt)) goto done;
+    if (tt && et_json_get_bool(&r, tt, "$.tensor_train", "layout_copies", true, false,
+                               &out->tensor_train_layout_copies))
+        goto done;
     if (et_json_get_positive(&r, root, "$", "memory_GiB", true, 0, &gib)) goto done;
     out->memory_bytes = gib * 1073741824.0;
     if (et_json_get_positive(&r, root, "$", "memory_bandwidth_GBps", true, 0, &bw)) goto done;
@@ -217,6 +224,15 @@ double et_gemm_efficiency(const et_device_profile *d, double m, double n, double
     return et_gemm_batched_efficiency(d, 1, m, n, k);
 }
 
+double et_stream_time(const et_device_profile *d, double bytes)
+{
+    if (bytes <= 0) return 0;
+    const double bw = d->cache_bytes > 0 && bytes <= d->cache_bytes
+                          ? d->cache_bandwidth
+                          : d->memory_bandwidth * d->memory_efficiency;
+    return bytes / bw;
+}
+
 double et_roofline_time(const et_device_profile *d, double rate, double flops, double special, double bytes,
                         double kernels)
 {
@@ -226,11 +242,7 @@ double et_roofline_time(const et_device_profile *d, double rate, double flops, d
         const double t_special = special / d->special_rate;
         t_compute = d->kind == ET_DEVICE_CPU ? t_compute + t_special : fmax(t_compute, t_special);
     }
-    const double bw = d->cache_bytes > 0 && bytes <= d->cache_bytes
-                          ? d->cache_bandwidth
-                          : d->memory_bandwidth * d->memory_efficiency;
-    double t_memory = bytes / bw;
-    return fmax(t_compute, t_memory) + d->kernel_overhead_s * kernels;
+    return fmax(t_compute, et_stream_time(d, bytes)) + d->kernel_overhead_s * kernels;
 }
 
 double et_gemm_peak(const et_device_profile *d, et_precision p)

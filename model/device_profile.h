@@ -49,6 +49,7 @@ typedef struct et_device_profile {
     double sparse_block_half;              /* block edge at which block-sparse runs at half the dense rate */
     double sparse_2_4_speedup;             /* 2:4 semi-structured speedup over dense; 0 = no sparse units */
     bool sparse_masked_dense; /* sparse weights run as dense products with a mask (no sparse kernels) */
+    bool tensor_train_layout_copies; /* tensor-train contractions copy their operands into matrices first */
 } et_device_profile;
 
 int et_device_profile_load(const char *path, et_device_profile *out, et_error *err);
@@ -79,6 +80,8 @@ double et_gemm_batched_efficiency(const et_device_profile *d, double batch, doub
  * et_op_time choose the rate and call it. */
 double et_roofline_time(const et_device_profile *d, double rate, double flops, double special, double bytes,
                         double kernels);
+/* Time to stream `bytes` (a copy's reads and writes) at the bandwidth of the level they fit in. */
+double et_stream_time(const et_device_profile *d, double bytes);
 
 /* Roofline time of a kernel; `matrix` selects the matrix-unit peak of `prec` (else vector_flops). */
 double et_kernel_time(const et_device_profile *d, et_precision prec, int matrix, double flops, double bytes,

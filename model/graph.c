@@ -323,6 +323,16 @@ static et_op *tt_op(builder *b, et_phase phase, int layer, et_layer_group group,
     op->bytes = (et_linear){.fixed = op->weight_bytes,
                             .per_token =
                                 copies * b->e * (et_tt_in(tt) + et_tt_out(tt) + plan.intermediate_per_token)};
+    /* each step lays its two operands out as matrices (a read and a write of each), and the result is laid
+     * out as the output; backward repeats the operands' copies, lays out the output's gradient and adds
+     * both operands' gradients back (a read of each and of its destination, a write), half in each of
+     * its two ops */
+    const double e = b->e, out = et_tt_out(tt);
+    const int fwd = phase != ET_PHASE_BACKWARD;
+    op->copy_bytes = (et_linear){
+        .fixed = copies * e * (fwd ? 2 : 2.5) * plan.operands_fixed,
+        .per_token =
+            copies * e * (fwd ? 2 * (plan.operands_per_token + out) : out + 2.5 * plan.operands_per_token)};
     return op;
 }
 
@@ -1103,5 +1113,8 @@ double et_op_time(const et_op *op, const et_batch_shape *b, const et_device_prof
         rate = d->vector_flops * d->memory_efficiency;
         break;
     }
-    return et_roofline_time(d, rate, flops, et_linear_eval(&op->special, b), bytes, kernels) * op->time_scale;
+    const double t = et_roofline_time(d, rate, flops, et_linear_eval(&op->special, b), bytes, kernels);
+    const double copies =
+        d->tensor_train_layout_copies ? et_stream_time(d, et_linear_eval(&op->copy_bytes, b)) : 0;
+    return (t + copies) * op->time_scale;
 }

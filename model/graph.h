@@ -69,6 +69,8 @@ typedef struct et_op {
     et_linear flops;
     et_linear bytes;       /* device-memory traffic, bytes */
     et_linear special;     /* special-function evaluations (exp, tanh, sigmoid; sqrt and division) */
+    et_linear copy_bytes;  /* layout copies run as passes of their own (tensor-train permutations), bytes:
+                              charged where the profile's implementation makes them */
     double weight_bytes;   /* the part of `bytes` that is weights (what a dataflow device still streams) */
     int kernels;           /* kernel launches (TT: one per contraction step) */
     et_layer_group group;  /* weight group, ET_GROUP_COUNT for ops without weights */

@@ -177,6 +177,13 @@ static int emit(const network *net, const uint32_t *choice, uint32_t set, et_tt_
     uint32_t oa = open_index(net, a), ob = open_index(net, b), result = open_index(net, set);
     double cost = merge_cost(net, a, b);
     uint32_t all = oa | ob;
+    for (int side = 0; side < 2; side++) {
+        const uint32_t o = side ? ob : oa;
+        if (o & 1u)
+            p->operands_per_token += product(net, o, 1);
+        else
+            p->operands_fixed += product(net, o, 0);
+    }
     if (all & 1u)
         p->flops_per_token += cost / net->size[0];
     else

@@ -52,6 +52,9 @@ typedef struct et_tt_plan {
     double largest_m, largest_n, largest_k; /* GEMM view of the most expensive step (for efficiency) */
     double intermediate_per_token; /* elements per token of all token-carrying intermediates (kept for
                                       backward) */
+    /* elements of both operands over all steps (what an implementation that lays each pair out as two
+     * matrices before its product copies), without and with the tokens */
+    double operands_fixed, operands_per_token;
 } et_tt_plan;
 
 /* Cheapest order for `tokens` (exact); and the naive one: X times core 0, then core 1, ... left to right. */

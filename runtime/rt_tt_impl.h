@@ -12,14 +12,27 @@ static void FN(tt_permute)(const tt_net *net, const REAL *src, const tt_tensor *
         stride_of_label[from->label[i]] = s;
         s *= (size_t)net->size[from->label[i]];
     }
-    size_t n = tt_elems(net, to), stride[TT_MAXL], dim[TT_MAXL], idx[TT_MAXL] = {0}, off = 0;
+    size_t n = tt_elems(net, to), stride[TT_MAXL] = {0}, dim[TT_MAXL] = {0}, idx[TT_MAXL] = {0}, off = 0;
+    if (to->n < 1 || n == 0) return;
     for (int i = 0; i < to->n; i++) {
         stride[i] = stride_of_label[to->label[i]];
         dim[i] = (size_t)net->size[to->label[i]];
     }
-    for (size_t e = 0; e < n; e++) {
-        dst[e] = add ? dst[e] + src[off] : src[off];
-        for (int i = to->n - 1; i >= 0; i--) { /* odometer over dst's multi-index */
+    /* dst's last index in a tight loop (unit stride in src: a copy), an odometer over the others */
+    const int last = to->n - 1;
+    const size_t inner = dim[last], step = stride[last];
+    for (size_t e = 0; e < n; e += inner) {
+        const REAL *s = src + off;
+        REAL *o = dst + e;
+        if (add)
+            for (size_t j = 0; j < inner; j++)
+                o[j] += s[j * step];
+        else if (step == 1)
+            memcpy(o, s, inner * sizeof *o);
+        else
+            for (size_t j = 0; j < inner; j++)
+                o[j] = s[j * step];
+        for (int i = last - 1; i >= 0; i--) { /* odometer over dst's other indices */
             off += stride[i];
             if (++idx[i] < dim[i]) break;
             off -= stride[i] * dim[i];
