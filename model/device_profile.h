@@ -49,7 +49,9 @@ typedef struct et_device_profile {
     double sparse_block_half;              /* block edge at which block-sparse runs at half the dense rate */
     double sparse_2_4_speedup;             /* 2:4 semi-structured speedup over dense; 0 = no sparse units */
     bool sparse_masked_dense; /* sparse weights run as dense products with a mask (no sparse kernels) */
-    bool tensor_train_layout_copies; /* tensor-train contractions copy their operands into matrices first */
+    bool tensor_train_layout_copies;   /* tensor-train contractions copy their operands into matrices first */
+    double flash_attention_efficiency; /* fraction of the 16-bit peak a fused attention kernel reaches (0: the
+                                          GEMM model) */
 } et_device_profile;
 
 int et_device_profile_load(const char *path, et_device_profile *out, et_error *err);

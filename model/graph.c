@@ -481,6 +481,7 @@ static void attention_core(builder *b, const dims *d, int i, et_phase phase, con
             op->flops = SQ(4 * Ht * d->causal_share);
             op->bytes = TOK(4 * e * Ht + 4 * At);   /* q, k, v, context; fp32 log-sum-exp per row and head */
             op->special = SQ(At * d->causal_share); /* an exp per score */
+            op->fused = true;
         }
         return;
     }
@@ -678,6 +679,7 @@ static void layer_backward(builder *b, const dims *d, int i, int decoder, et_rec
             op->flops = SQ(10 * Ht * d->causal_share);
             op->bytes = TOK(8 * e * Ht + 4 * At);   /* q, k, v, context, its gradient in; dq, dk, dv out */
             op->special = SQ(At * d->causal_share); /* the scores' exps again */
+            op->fused = true;
         }
         cp_ring(b, d, ET_PHASE_BACKWARD, i, 4, NAME("attn.cp_ring.bwd"));
     }
@@ -1104,9 +1106,13 @@ double et_op_time(const et_op *op, const et_batch_shape *b, const et_device_prof
         if (l <= 0 || D <= 0) return 0;
         /* products of l x l x D per head and sequence: heads x sequences of them in one batched kernel */
         double products = flops / (2 * l * l * D);
-        /* attention's products stay in bf16 under FP8 training */
-        rate = et_gemm_peak(d, p == ET_FP8 ? ET_BF16 : p) *
-               et_gemm_batched_efficiency(d, floor(products + 0.5), l, l, D);
+        /* attention's products stay in bf16 under FP8 training; a fused kernel at the profile's measured
+         * efficiency where it has one (the sequence's small-dimension term only), else as batched GEMMs */
+        const et_precision q = p == ET_FP8 ? ET_BF16 : p;
+        if (op->fused && d->flash_attention_efficiency > 0)
+            rate = d->peak_flops[q] * d->flash_attention_efficiency * l / (l + d->gemm_half_dim);
+        else
+            rate = et_gemm_peak(d, q) * et_gemm_batched_efficiency(d, floor(products + 0.5), l, l, D);
         break;
     }
     default:

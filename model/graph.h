@@ -79,6 +79,7 @@ typedef struct et_op {
     int grad_count;
     double time_scale; /* measured / modelled time of this op on this device (etsim --op-times), else 1 */
     bool expert;       /* an expert's op (mixture of experts): its time follows the rank's routed tokens */
+    bool fused;        /* attention as one fused (flash-style) kernel */
 } et_op;
 
 typedef struct et_param {

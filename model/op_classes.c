@@ -18,7 +18,7 @@ static int same_cost(const et_op *a, const et_op *b)
            same_linear(&a->copy_bytes, &b->copy_bytes) && a->weight_bytes == b->weight_bytes &&
            a->kernels == b->kernels && a->sparse.density == b->sparse.density &&
            a->sparse.pattern == b->sparse.pattern && a->sparse.block == b->sparse.block &&
-           a->time_scale == b->time_scale;
+           a->time_scale == b->time_scale && a->fused == b->fused;
 }
 
 int et_op_classes_build(const et_graph *g, et_op_classes *c)

@@ -351,9 +351,39 @@ static void test_roofline_terms(void)
     et_graph_free(&g);
 }
 
+/* A fused attention op at the shape of the public FlashAttention 2 rows (head dimension 64 on the A100,
+ * 128 on the H100; 2 sequences of 8192 tokens, 2048 wide): the shipped profiles give the measured rates. */
+static void test_flash_attention_rows(void)
+{
+    static const struct {
+        const char *profile;
+        double D, tflops;
+    } rows[] = {{"a100-sxm4-80gb", 64, 179.5}, {"h100-sxm", 128, 327.9}, {"h200", 128, 329.3}};
+    for (int r = 0; r < 3; r++) {
+        char path[512];
+        snprintf(path, sizeof path, "%s/scenarios/profiles/%s.json", ET_SOURCE_DIR, rows[r].profile);
+        et_device_profile d;
+        et_error err;
+        if (et_device_profile_load(path, &d, &err)) {
+            CHECK(0, "profile loads: %s", err.text);
+            continue;
+        }
+        const double l = 8192, D = rows[r].D, heads = 2048 / D, flops = 4 * l * l * D * heads * 2;
+        et_op op = {.kind = ET_OP_ATTENTION, .fused = true, .kernels = 1, .time_scale = 1};
+        op.k.fixed = D;
+        op.flops.per_token_sq = 4 * D * heads;
+        op.bytes.per_token = 4 * 2 * 2048;
+        op.special.per_token_sq = heads;
+        const et_batch_shape b = {.sequences = 2, .tokens = 2 * l, .tokens_sq = 2 * l * l};
+        const double t = et_op_time(&op, &b, &d, ET_BF16) - d.kernel_overhead_s;
+        CHECK_REL(flops / t / 1e12, rows[r].tflops, 0.005, rows[r].profile);
+    }
+}
+
 int main(void)
 {
     test_roofline_terms();
+    test_flash_attention_rows();
     test_galore();
     test_moe();
     test_llama_presets();
