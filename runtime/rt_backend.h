@@ -37,7 +37,7 @@
 typedef enum {
     RT_FAMILY_BUFFERS,       /* alloc, free, upload, download, fill, copy, copy_2d */
     RT_FAMILY_LINEAR,        /* linear_fwd, linear_bwd */
-    RT_FAMILY_LAYERNORM,     /* layernorm_fwd, layernorm_bwd */
+    RT_FAMILY_LAYERNORM,     /* layernorm_fwd, add_layernorm_fwd, layernorm_bwd */
     RT_FAMILY_GELU,          /* gelu_fwd, gelu_bwd */
     RT_FAMILY_ATTENTION,     /* the six attention kernels, variable length, causal or not */
     RT_FAMILY_EMBEDDING,     /* embedding_fwd, embedding_bwd */
@@ -91,6 +91,8 @@ struct rt_backend {
                        float *db, int T, int n_in, int n_out);
     void (*layernorm_fwd)(rt_backend *be, const float *x, const float *g, const float *b, float *y,
                           float *mean, float *rstd, int T, int n);
+    void (*add_layernorm_fwd)(rt_backend *be, const float *x, const float *r, float *sum, const float *g,
+                              const float *b, float *y, float *mean, float *rstd, int T, int n);
     void (*layernorm_bwd)(rt_backend *be, const float *x, const float *g, const float *mean,
                           const float *rstd, const float *dy, float *dx, float *dg, float *db, int T, int n);
     void (*gelu_fwd)(rt_backend *be, const float *x, float *y, size_t n);

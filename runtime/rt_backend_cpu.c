@@ -110,6 +110,13 @@ static void cpu_layernorm_fwd(rt_backend *be, const float *x, const float *g, co
     rt_layernorm_fwd_f(x, g, b, y, mean, rstd, T, n);
 }
 
+static void cpu_add_layernorm_fwd(rt_backend *be, const float *x, const float *r, float *sum, const float *g,
+                                  const float *b, float *y, float *mean, float *rstd, int T, int n)
+{
+    (void)be;
+    rt_add_layernorm_fwd_f(x, r, sum, g, b, y, mean, rstd, T, n);
+}
+
 static void cpu_layernorm_bwd(rt_backend *be, const float *x, const float *g, const float *mean,
                               const float *rstd, const float *dy, float *dx, float *dg, float *db, int T,
                               int n)
@@ -476,6 +483,7 @@ rt_backend *rt_backend_cpu_create(et_error *err)
         .linear_fwd = cpu_linear_fwd,
         .linear_bwd = cpu_linear_bwd,
         .layernorm_fwd = cpu_layernorm_fwd,
+        .add_layernorm_fwd = cpu_add_layernorm_fwd,
         .layernorm_bwd = cpu_layernorm_bwd,
         .gelu_fwd = cpu_gelu_fwd,
         .gelu_bwd = cpu_gelu_bwd,

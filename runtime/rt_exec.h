@@ -192,6 +192,19 @@ static inline void rt_norm_fwd(const rt_model *m, const float *x, const float *g
         m->be->layernorm_fwd(m->be, x, g, bias, y, mean, rstd, T, n);
 }
 
+/* sum = x + r, then the model's norm of sum into y: one fused pass for a layer norm */
+static inline void rt_add_norm_fwd(const rt_model *m, const float *x, const float *r, float *sum,
+                                   const float *g, const float *bias, float *y, float *mean, float *rstd,
+                                   int T, int n)
+{
+    if (m->acts->rms) {
+        m->be->add(m->be, sum, x, r, (size_t)T * n);
+        m->be->rmsnorm_fwd(m->be, sum, g, y, rstd, T, n);
+    } else {
+        m->be->add_layernorm_fwd(m->be, x, r, sum, g, bias, y, mean, rstd, T, n);
+    }
+}
+
 static inline void rt_norm_bwd(const rt_model *m, const float *x, const float *g, const float *mean,
                                const float *rstd, const float *dy, float *dx, float *dg, float *db, int T,
                                int n)

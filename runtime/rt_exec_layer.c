@@ -42,14 +42,12 @@ RT_EXEC(rt_ex_attn_out)
 RT_EXEC(rt_ex_attn_ln)
 {
     rt_acts *a = m->acts;
-    rt_backend *be = m->be;
     const rt_layer_acts *l = LAYER(m, op);
     const float *x = rt_layer_input(a, op->layer);
     if (a->decoder) {
         rt_norm_fwd(m, x, op->W, op->bias, l->ln1, l->ln1_mean, l->ln1_rstd, b->T, a->H);
     } else {
-        be->add(be, l->res1, x, l->y, (size_t)b->T * a->H);
-        rt_norm_fwd(m, l->res1, op->W, op->bias, l->ln1, l->ln1_mean, l->ln1_rstd, b->T, a->H);
+        rt_add_norm_fwd(m, x, l->y, l->res1, op->W, op->bias, l->ln1, l->ln1_mean, l->ln1_rstd, b->T, a->H);
     }
 }
 
@@ -57,14 +55,13 @@ RT_EXEC(rt_ex_attn_ln)
 RT_EXEC(rt_ex_mlp_ln)
 {
     rt_acts *a = m->acts;
-    rt_backend *be = m->be;
     const rt_layer_acts *l = LAYER(m, op);
     if (a->decoder) {
-        be->add(be, l->res1, rt_layer_input(a, op->layer), l->y, (size_t)b->T * a->H);
-        rt_norm_fwd(m, l->res1, op->W, op->bias, l->ln2, l->ln2_mean, l->ln2_rstd, b->T, a->H);
+        rt_add_norm_fwd(m, rt_layer_input(a, op->layer), l->y, l->res1, op->W, op->bias, l->ln2, l->ln2_mean,
+                        l->ln2_rstd, b->T, a->H);
     } else {
-        be->add(be, l->res2, l->ln1, l->v, (size_t)b->T * a->H);
-        rt_norm_fwd(m, l->res2, op->W, op->bias, l->out, l->ln2_mean, l->ln2_rstd, b->T, a->H);
+        rt_add_norm_fwd(m, l->ln1, l->v, l->res2, op->W, op->bias, l->out, l->ln2_mean, l->ln2_rstd, b->T,
+                        a->H);
     }
 }
 

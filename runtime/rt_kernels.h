@@ -22,6 +22,10 @@
     /* y = LN(x) * g + b over rows of n; keeps mean and rstd per row */                                      \
     void rt_layernorm_fwd##S(const REAL *x, const REAL *g, const REAL *b, REAL *y, REAL *mean, REAL *rstd,   \
                              int T, int n);                                                                  \
+    /* sum = x + r and y = LN(sum) * g + b in one pass over each row (a residual add and the layer norm      \
+     * after it); keeps sum, mean and rstd for the backward */                                               \
+    void rt_add_layernorm_fwd##S(const REAL *x, const REAL *r, REAL *sum, const REAL *g, const REAL *b,      \
+                                 REAL *y, REAL *mean, REAL *rstd, int T, int n);                             \
     /* dx += d(LN)/dx^T dy; dg += ...; db += ... */                                                          \
     void rt_layernorm_bwd##S(const REAL *x, const REAL *g, const REAL *mean, const REAL *rstd,               \
                              const REAL *dy, REAL *dx, REAL *dg, REAL *db, int T, int n);                    \

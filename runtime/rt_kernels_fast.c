@@ -83,6 +83,32 @@ void rt_layernorm_fwd_f(const float *x, const float *g, const float *b, float *y
 }
 
 RT_VECTOR_CLONES
+void rt_add_layernorm_fwd_f(const float *x, const float *r, float *sum, const float *g, const float *b,
+                            float *y, float *mean, float *rstd, int T, int n)
+{
+    for (int t = 0; t < T; t++) {
+        const size_t o = (size_t)t * n;
+        float *sr = sum + o, *yr = y + o, s = 0;
+#pragma omp simd reduction(+ : s)
+        for (int i = 0; i < n; i++) {
+            sr[i] = x[o + i] + r[o + i];
+            s += sr[i];
+        }
+        const float m = s / (float)n;
+        float v = 0;
+#pragma omp simd reduction(+ : v)
+        for (int i = 0; i < n; i++)
+            v += (sr[i] - m) * (sr[i] - m);
+        const float rs = 1.0f / sqrtf(v / (float)n + 1e-5f);
+        mean[t] = m;
+        rstd[t] = rs;
+#pragma omp simd
+        for (int i = 0; i < n; i++)
+            yr[i] = (sr[i] - m) * rs * g[i] + b[i];
+    }
+}
+
+RT_VECTOR_CLONES
 void rt_layernorm_bwd_f(const float *x, const float *g, const float *mean, const float *rstd, const float *dy,
                         float *dx, float *dg, float *db, int T, int n)
 {
@@ -117,12 +143,27 @@ static float exp_shifted(const float *in, float *out, int n, float *max)
 #pragma omp simd reduction(max : mx)
     for (int j = 1; j < n; j++)
         mx = in[j] > mx ? in[j] : mx;
+    /* whole vectors first; the last n % 16 values through a padded block of 16, so that no exp runs
+     * scalar (a row's scalar tail cost 3x its vector part on rows of about 100) */
+    const int full = n - n % 16;
     float sum = 0;
 #pragma omp simd reduction(+ : sum)
-    for (int j = 0; j < n; j++) {
+    for (int j = 0; j < full; j++) {
         const float e = rt_expf(in[j] - mx);
         out[j] = e;
         sum += e;
+    }
+    if (full < n) {
+        float tail[16];
+        for (int k = 0; k < 16; k++)
+            tail[k] = full + k < n ? in[full + k] : mx;
+#pragma omp simd
+        for (int k = 0; k < 16; k++)
+            tail[k] = rt_expf(tail[k] - mx);
+        for (int k = 0; k < n - full; k++) {
+            out[full + k] = tail[k];
+            sum += tail[k];
+        }
     }
     *max = mx;
     return sum;

@@ -47,6 +47,14 @@ void FN(rt_layernorm_fwd)(const REAL *x, const REAL *g, const REAL *b, REAL *y, 
     }
 }
 
+void FN(rt_add_layernorm_fwd)(const REAL *x, const REAL *r, REAL *sum, const REAL *g, const REAL *b, REAL *y,
+                              REAL *mean, REAL *rstd, int T, int n)
+{
+    for (size_t i = 0; i < (size_t)T * n; i++)
+        sum[i] = x[i] + r[i];
+    FN(rt_layernorm_fwd)(sum, g, b, y, mean, rstd, T, n);
+}
+
 void FN(rt_layernorm_bwd)(const REAL *x, const REAL *g, const REAL *mean, const REAL *rstd, const REAL *dy,
                           REAL *dx, REAL *dg, REAL *db, int T, int n)
 {

@@ -93,6 +93,14 @@ static void check_layernorm(void)
     CLOSE(dx, 2e-5, "layernorm backward dx");
     CLOSE(dg, 1e-5, "layernorm backward dgamma");
     CLOSE(db, 1e-6, "layernorm backward dbeta");
+    /* the fused residual add: sum = x + r, then the same layer norm */
+    pair r = make((size_t)T * n, 1), sum = zeros((size_t)T * n);
+    rt_add_layernorm_fwd_f(x.f, r.f, sum.f, g.f, b.f, y.f, mean.f, rstd.f, T, n);
+    rt_add_layernorm_fwd_d(x.d, r.d, sum.d, g.d, b.d, y.d, mean.d, rstd.d, T, n);
+    CLOSE(sum, 1e-6, "add + layernorm: the sum");
+    CLOSE(y, 1e-5, "add + layernorm forward");
+    CLOSE(rstd, 1e-5, "add + layernorm: rstd");
+    drop(&r), drop(&sum);
     drop(&x), drop(&g), drop(&b), drop(&y), drop(&mean), drop(&rstd), drop(&dy), drop(&dx), drop(&dg),
         drop(&db);
 }
