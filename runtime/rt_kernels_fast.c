@@ -57,28 +57,35 @@ void rt_gelu_bwd_f(const float *x, const float *dy, float *dx, size_t n)
     }
 }
 
+/* y = (x - mean) rstd g + b over one row of n whose sum is s; keeps the row's mean and rstd */
+RT_VECTOR_INLINE
+static void normalize_row(const float *xr, float s, const float *g, const float *b, float *yr, int n,
+                          float *mean, float *rstd)
+{
+    const float m = s / (float)n;
+    float v = 0;
+#pragma omp simd reduction(+ : v)
+    for (int i = 0; i < n; i++)
+        v += (xr[i] - m) * (xr[i] - m);
+    const float rs = 1.0f / sqrtf(v / (float)n + 1e-5f);
+    *mean = m;
+    *rstd = rs;
+#pragma omp simd
+    for (int i = 0; i < n; i++)
+        yr[i] = (xr[i] - m) * rs * g[i] + b[i];
+}
+
 RT_VECTOR_CLONES
 void rt_layernorm_fwd_f(const float *x, const float *g, const float *b, float *y, float *mean, float *rstd,
                         int T, int n)
 {
     for (int t = 0; t < T; t++) {
         const float *xr = x + (size_t)t * n;
-        float *yr = y + (size_t)t * n;
         float s = 0;
 #pragma omp simd reduction(+ : s)
         for (int i = 0; i < n; i++)
             s += xr[i];
-        const float m = s / (float)n;
-        float v = 0;
-#pragma omp simd reduction(+ : v)
-        for (int i = 0; i < n; i++)
-            v += (xr[i] - m) * (xr[i] - m);
-        const float rs = 1.0f / sqrtf(v / (float)n + 1e-5f);
-        mean[t] = m;
-        rstd[t] = rs;
-#pragma omp simd
-        for (int i = 0; i < n; i++)
-            yr[i] = (xr[i] - m) * rs * g[i] + b[i];
+        normalize_row(xr, s, g, b, y + (size_t)t * n, n, &mean[t], &rstd[t]);
     }
 }
 
@@ -88,23 +95,13 @@ void rt_add_layernorm_fwd_f(const float *x, const float *r, float *sum, const fl
 {
     for (int t = 0; t < T; t++) {
         const size_t o = (size_t)t * n;
-        float *sr = sum + o, *yr = y + o, s = 0;
+        float *sr = sum + o, s = 0;
 #pragma omp simd reduction(+ : s)
         for (int i = 0; i < n; i++) {
             sr[i] = x[o + i] + r[o + i];
             s += sr[i];
         }
-        const float m = s / (float)n;
-        float v = 0;
-#pragma omp simd reduction(+ : v)
-        for (int i = 0; i < n; i++)
-            v += (sr[i] - m) * (sr[i] - m);
-        const float rs = 1.0f / sqrtf(v / (float)n + 1e-5f);
-        mean[t] = m;
-        rstd[t] = rs;
-#pragma omp simd
-        for (int i = 0; i < n; i++)
-            yr[i] = (sr[i] - m) * rs * g[i] + b[i];
+        normalize_row(sr, s, g, b, y + o, n, &mean[t], &rstd[t]);
     }
 }
 
