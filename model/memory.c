@@ -2,6 +2,8 @@
 
 #include <math.h>
 
+#include "collectives.h"
+
 et_memory et_memory_estimate(const et_scenario *s, const et_graph *g, const et_batch_shape *micro)
 {
     et_memory m = {0};
@@ -21,7 +23,7 @@ et_memory et_memory_estimate(const et_scenario *s, const et_graph *g, const et_b
             grad_expert += g->params[i].grad_elems;
             weight_expert += g->params[i].count * e + g->params[i].meta_bytes;
         }
-    const int x = s->parallel.expert > 1 ? s->parallel.expert : 1, dp_expert = dp / x > 1 ? dp / x : 1;
+    const int dp_expert = et_ep_data_group(s).ranks; /* dp itself without expert parallelism */
 #define SHARDED(total, expert_part, on)                                                                      \
     ((on) ? ((total) - (expert_part)) / dp + (expert_part) / dp_expert : (total))
     /* sparse: kept values plus indices; gradients at the kept size unless the method keeps them dense */

@@ -75,7 +75,7 @@ double et_nccl_allreduce_time(const et_nccl_comm *c, et_nccl_algorithm a, et_ncc
     const int log_size = log2i(bytes / 64);
     if (a == ET_NCCL_TREE && log_size < 23) algbw *= tree_correction[p][log_size];
     if (a == ET_NCCL_RING && p == ET_NCCL_SIMPLE && n > 1 && bytes / ((double)ch * N) >= 64)
-        lat *= c->compute_capability > 0 && c->compute_capability < 8 ? 1.9 : 1.4;
+        lat *= row == 0 ? 1.9 : 1.4; /* below compute capability 8.0 */
     return lat * 1e-6 + bytes / (algbw * 1e9);
 }
 
