@@ -14,6 +14,14 @@ variant() {
   cat "$work/variant.json"
 }
 steps() { variant "$1" ".run.steps = $2"; }
+# two_ranks_match PLAN STEPS TOL NAME: PLAN cut to STEPS steps ($work/NAME.json) run on 1 and on 2 ranks
+# ($work/NAME-1.json and NAME-2.json, checkpoints in $work/NAME-1/ and NAME-2/): parameters within TOL
+two_ranks_match() {
+  steps "$1" "$2" > "$work/$4.json"
+  "$etrun" --quiet --save "$work/$4-1" --out "$work/$4-1.json" "$work/$4.json"
+  mpi 2 "$etrun" --quiet --save "$work/$4-2" --out "$work/$4-2.json" "$work/$4.json"
+  "$check" checkpoints "$work/$4-1/checkpoint.bin" "$work/$4-2/checkpoint.bin" "$3"
+}
 source "$src/tests/expect_error.sh"
 case $mode in
   train-bert) # 600 steps: a model that only learns token frequencies stays at 0.99 of the start
@@ -26,10 +34,7 @@ case $mode in
     # grouped-query attention) learn, and 2 ranks give 1 rank's parameters within fp32 rounding
     "$etrun" --quiet --out "$work/m.json" "$src/tests/data/tiny-llama-plan.json"
     "$check" loss "$work/m.json" 0.25
-    steps "$src/tests/data/tiny-llama-plan.json" 20 > "$work/p.json"
-    "$etrun" --quiet --save "$work/one" --out "$work/m1.json" "$work/p.json"
-    mpi 2 "$etrun" --quiet --save "$work/two" --out "$work/m2.json" "$work/p.json"
-    "$check" checkpoints "$work/one/checkpoint.bin" "$work/two/checkpoint.bin" 1e-5
+    two_ranks_match "$src/tests/data/tiny-llama-plan.json" 20 1e-5 p
     # grouped-query attention: 4 query heads on 2 key/value heads
     "$etrun" --quiet --out "$work/g.json" "$src/tests/data/tiny-llama-gqa-plan.json"
     "$check" loss "$work/g.json" 0.25
@@ -38,16 +43,13 @@ case $mode in
     # measured)
     "$etrun" --quiet --out "$work/e.json" "$src/tests/data/tiny-moe-plan.json"
     "$check" loss "$work/e.json" 0.25
-    steps "$src/tests/data/tiny-moe-plan.json" 20 > "$work/pe.json"
-    "$etrun" --quiet --save "$work/e1" --out "$work/e1.json" "$work/pe.json"
-    mpi 2 "$etrun" --quiet --save "$work/e2" --out "$work/e2.json" "$work/pe.json"
-    "$check" checkpoints "$work/e1/checkpoint.bin" "$work/e2/checkpoint.bin" 5e-5
+    two_ranks_match "$src/tests/data/tiny-moe-plan.json" 20 5e-5 pe
     # expert parallelism 2 over the 2 ranks (each holds half the experts; the rows' all-to-all over MPI,
     # expert gradients reduced over the ranks holding the same experts): the losses of every expert on
     # every rank
     variant "$work/pe.json" '.parallelism.expert = 2' > "$work/pe2.json"
     mpi 2 "$etrun" --quiet --out "$work/x2.json" "$work/pe2.json"
-    "$check" close-loss "$work/e2.json" "$work/x2.json" 1e-6
+    "$check" close-loss "$work/pe-2.json" "$work/x2.json" 1e-6
     # and on 4 ranks, two expert groups of 2 (the expert gradients summed over the groups)
     mpi 4 "$etrun" --quiet --out "$work/x4e1.json" "$work/pe.json"
     mpi 4 "$etrun" --quiet --out "$work/x4e2.json" "$work/pe2.json"
@@ -63,11 +65,8 @@ case $mode in
     "$check" zeros "$work/s/checkpoint.bin" 0.3 0.6
     "$check" zeros "$work/d/checkpoint.bin" 0 0.1 ;;
   mpi-equal) # a fixed global batch over 1 or 2 ranks gives the same parameters within fp32 rounding
-    steps "$bert" 20 > "$work/p.json"
-    "$etrun" --quiet --save "$work/one" --out "$work/m1.json" "$work/p.json"
-    mpi 2 "$etrun" --quiet --save "$work/two" --out "$work/m2.json" "$work/p.json"
-    "$check" checkpoints "$work/one/checkpoint.bin" "$work/two/checkpoint.bin" 1e-5
-    "$check" ops "$work/m2.json" 2 ;;
+    two_ranks_match "$bert" 20 1e-5 p
+    "$check" ops "$work/p-2.json" 2 ;;
   resume) # 20 steps straight, or 10 then resume to 20: the same losses and parameters, bit for bit
     steps "$gpt" 20 > "$work/p20.json"; steps "$gpt" 10 > "$work/p10.json"
     "$etrun" --quiet --save "$work/a" --out "$work/a.json" "$work/p20.json"
