@@ -14,12 +14,18 @@ static void FN(tt_permute)(const tt_net *net, const REAL *src, const tt_tensor *
     }
     size_t n = tt_elems(net, to), stride[TT_MAXL] = {0}, dim[TT_MAXL] = {0}, idx[TT_MAXL] = {0}, off = 0;
     if (to->n < 1 || n == 0) return;
+    /* dst's indices, neighbours that are also neighbours in src merged into one (a row-major run) */
+    int nd = 0;
     for (int i = 0; i < to->n; i++) {
-        stride[i] = stride_of_label[to->label[i]];
-        dim[i] = (size_t)net->size[to->label[i]];
+        size_t st = stride_of_label[to->label[i]], dm = (size_t)net->size[to->label[i]];
+        if (nd > 0 && stride[nd - 1] == st * dm) {
+            stride[nd - 1] = st, dim[nd - 1] *= dm;
+            continue;
+        }
+        stride[nd] = st, dim[nd] = dm, nd++;
     }
     /* dst's last index in a tight loop (unit stride in src: a copy), an odometer over the others */
-    const int last = to->n - 1;
+    const int last = nd - 1;
     const size_t inner = dim[last], step = stride[last];
     for (size_t e = 0; e < n; e += inner) {
         const REAL *s = src + off;
@@ -27,9 +33,15 @@ static void FN(tt_permute)(const tt_net *net, const REAL *src, const tt_tensor *
         if (add)
             for (size_t j = 0; j < inner; j++)
                 o[j] += s[j * step];
-        else if (step == 1)
+        else if (step == 1 && inner >= 64)
             memcpy(o, s, inner * sizeof *o);
-        else
+        else if (step == 1) { /* short runs: fixed-size copies the compiler inlines, not a call each */
+            size_t j = 0;
+            for (; j + 8 <= inner; j += 8)
+                memcpy(o + j, s + j, 8 * sizeof *o);
+            for (; j < inner; j++)
+                o[j] = s[j];
+        } else
             for (size_t j = 0; j < inner; j++)
                 o[j] = s[j * step];
         for (int i = last - 1; i >= 0; i--) { /* odometer over dst's other indices */
