@@ -22,6 +22,9 @@ int et_caveats(const et_scenario *s, const char **out, int max)
     if (s->model.dropout <= 0) ADD("no dropout kernels (model.dropout 0)");
     if (s->parallel.attention == ET_ATTENTION_STANDARD)
         ADD("attention materialises the scores per head (no fused flash-style kernel)");
+    else if (s->cluster.device.flash_attention_efficiency > 0)
+        ADD("fused attention at the profile's one measured rate (efficiency.flash_attention), whatever the "
+            "head dimension, sequence length or masking");
     else
         ADD("flash attention at the GEMM efficiency of its l x l x D products (not fitted to the kernel)");
     if (s->method.kind == ET_METHOD_TENSOR_TRAIN && !s->cluster.device.tensor_train_layout_copies)
