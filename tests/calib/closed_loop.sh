@@ -5,8 +5,8 @@
 # run them. Prints every step's error before and after calibration; asserts loose bounds (a shared machine
 # is noisy): the encoder and the sparse plan within 60% after calibration and closer than before on the
 # whole (two attempts, each from scratch, as timings on a shared machine drift); the tensor-train plan
-# within a factor of 10 (its contractions' skinny products, k and n of 4 to 8, run far below what the fit's
-# dimension terms say of OpenBLAS: docs/calibration.md).
+# within a factor of 10 (its contractions are many small products and permutations, whose per-call costs
+# the fit learns from no sample of its own: docs/calibration.md).
 # Usage: closed_loop.sh BUILD_DIR SOURCE_DIR
 set -euo pipefail
 build=$1 src=$2
