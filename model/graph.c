@@ -304,7 +304,9 @@ static et_op *weight_gemm(builder *b, et_phase phase, int layer, et_layer_group 
     return op;
 }
 
-/* A tensor-train product over `copies` independent layers (q, k, v share one op). */
+/* A tensor-train product over `copies` independent layers (q, k, v share one op): the forward
+ * contractions, or (phase backward) the reverse pass that yields the input and the core gradients
+ * together, two contractions of the same cost for each forward one. */
 static et_op *tt_op(builder *b, et_phase phase, int layer, et_layer_group group, const et_tt_shape *tt,
                     int copies, const char *id)
 {
@@ -314,25 +316,25 @@ static et_op *tt_op(builder *b, et_phase phase, int layer, et_layer_group group,
     if (!op) return NULL;
     op->group = group;
     op->sparse.density = 1;
-    op->kernels = copies * plan.steps;
-    op->flops = (et_linear){.fixed = copies * plan.flops_fixed, .per_token = copies * plan.flops_per_token};
+    const int fwd = phase != ET_PHASE_BACKWARD, passes = fwd ? 1 : 2;
+    op->kernels = passes * copies * plan.steps;
+    op->flops = (et_linear){.fixed = passes * copies * plan.flops_fixed,
+                            .per_token = passes * copies * plan.flops_per_token};
     op->m = FIX(plan.largest_m);
     op->n = FIX(plan.largest_n);
     op->k = FIX(plan.largest_k);
     op->weight_bytes = copies * et_tt_params(tt) * b->e;
-    op->bytes = (et_linear){.fixed = op->weight_bytes,
-                            .per_token =
-                                copies * b->e * (et_tt_in(tt) + et_tt_out(tt) + plan.intermediate_per_token)};
+    op->bytes = (et_linear){.fixed = passes * op->weight_bytes,
+                            .per_token = passes * copies * b->e *
+                                         (et_tt_in(tt) + et_tt_out(tt) + plan.intermediate_per_token)};
     /* each step lays its two operands out as matrices (a read and a write of each), and the result is laid
      * out as the output; backward repeats the operands' copies, lays out the output's gradient and adds
-     * both operands' gradients back (a read of each and of its destination, a write), half in each of
-     * its two ops */
+     * both operands' gradients back (a read of each and of its destination, a write) */
     const double e = b->e, out = et_tt_out(tt);
-    const int fwd = phase != ET_PHASE_BACKWARD;
     op->copy_bytes = (et_linear){
-        .fixed = copies * e * (fwd ? 2 : 2.5) * plan.operands_fixed,
+        .fixed = copies * e * (fwd ? 2 : 5) * plan.operands_fixed,
         .per_token =
-            copies * e * (fwd ? 2 * (plan.operands_per_token + out) : out + 2.5 * plan.operands_per_token)};
+            copies * e * (fwd ? 2 * (plan.operands_per_token + out) : 2 * out + 5 * plan.operands_per_token)};
     return op;
 }
 
@@ -356,11 +358,18 @@ static void weight_backward(builder *b, int layer, et_layer_group group, et_line
     char id[96], pname[96];
     et_tt_shape tt;
     if (tt_of(b, group, n_in, n_out, &tt)) {
-        /* each forward contraction has two backward ones of the same cost (input and core gradients) */
+        /* one reverse pass yields the input and the core gradients (they share its intermediates' gradients,
+         * and etrun runs it so); the weight-gradient op is left the bias gradient's column sums */
         id_printf(id, sizeof id, "%s.bwd_data", name);
         tt_op(b, ET_PHASE_BACKWARD, layer, group, &tt, copies, id);
         id_printf(id, sizeof id, "%s.bwd_weight", name);
-        tt_op(b, ET_PHASE_BACKWARD, layer, group, &tt, copies, id);
+        et_op *bias_op = add_op(b, ET_OP_TT, ET_PHASE_BACKWARD, layer, "%s", id);
+        if (bias_op) {
+            bias_op->group = group;
+            bias_op->sparse.density = 1;
+            bias_op->kernels = bias ? 1 : 0;
+            bias_op->bytes = bias ? lin_scale(rows, b->e * copies * n_out) : FIX(0);
+        }
         for (int c = 0; c < copies; c++)
             for (int k = tt.d_in + tt.d_out - 1; k >= 0; k--) {
                 if (copies > 1)
@@ -1093,7 +1102,11 @@ double et_op_time(const et_op *op, const et_batch_shape *b, const et_device_prof
     case ET_OP_GEMM:
     case ET_OP_TT: {
         double m = et_linear_eval(&op->m, b), n = et_linear_eval(&op->n, b), k = et_linear_eval(&op->k, b);
-        if (m <= 0 || n <= 0 || k <= 0) return 0;
+        if (m <= 0 || n <= 0 || k <= 0) {
+            if (flops > 0) return 0;
+            rate = d->vector_flops; /* no product, only bytes: a tensor-train layer's bias gradient */
+            break;
+        }
         double factor = et_sparse_rate_factor(d, &op->sparse);
         /* a tensor-train op is a sequence of contractions of other shapes than its largest: no one grid */
         double eff =
