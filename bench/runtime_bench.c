@@ -18,13 +18,20 @@
 #include "rt_model.h"
 #include "wall_clock.h"
 
+/* n floats written with small values (not calloc'd: untouched pages all map the kernel's one zero page,
+ * which stays in cache and makes a product over them faster than over real operands) */
+static float *filled(size_t n)
+{
+    float *p = malloc(n * sizeof *p);
+    for (size_t i = 0; i < n; i++)
+        p[i] = 0.001f * (float)(i % 97);
+    return p;
+}
+
 /* OpenBLAS's rate on a large square product, best of a few runs. */
 static double large_gemm_gflops(int n)
 {
-    float *a = malloc(sizeof(float) * n * n), *b = malloc(sizeof(float) * n * n),
-          *c = malloc(sizeof(float) * n * n);
-    for (long i = 0; i < (long)n * n; i++)
-        a[i] = b[i] = 0.001f * (float)(i % 97);
+    float *a = filled((size_t)n * n), *b = filled((size_t)n * n), *c = filled((size_t)n * n);
     double best = 0;
     for (int rep = 0; rep < 4; rep++) {
         double t0 = et_wall_seconds();
@@ -100,14 +107,7 @@ static double bare_gemm_seconds(const rt_model *m, const et_batch_shape *shape)
         const int M = (int)et_linear_eval(&op->m, shape), N = (int)et_linear_eval(&op->n, shape),
                   K = (int)et_linear_eval(&op->k, shape);
         if (M <= 0 || N <= 0 || K <= 0) continue;
-        float *a = malloc((size_t)M * K * 4), *b = malloc((size_t)K * N * 4), *c = malloc((size_t)M * N * 4);
-        /* written, not calloc'd: untouched pages all map the kernel's one zero page, which stays in cache
-         * and makes the bare products faster than any product over real operands */
-        for (size_t e = 0; e < (size_t)M * K; e++)
-            a[e] = 0.001f * (float)(e % 97);
-        for (size_t e = 0; e < (size_t)K * N; e++)
-            b[e] = 0.001f * (float)(e % 89);
-        memset(c, 0, (size_t)M * N * 4);
+        float *a = filled((size_t)M * K), *b = filled((size_t)K * N), *c = filled((size_t)M * N);
         const size_t len = strlen(op->id);
         const int weight = len > 11 && strcmp(op->id + len - 11, ".bwd_weight") == 0,
                   data = len > 9 && strcmp(op->id + len - 9, ".bwd_data") == 0;
