@@ -132,6 +132,21 @@ void rt_layernorm_bwd_f(const float *x, const float *g, const float *mean, const
     }
 }
 
+/* t[k] = exp(in[k] - mx) for the first `live` of 16 values, 0 after: one padded block of fixed length
+ * (no scalar tail, no variable-length loop set-up); returns the sum of t. */
+RT_VECTOR_INLINE
+static float exp_block(const float *in, int live, float mx, float t[16])
+{
+    float sum = 0;
+#pragma omp simd reduction(+ : sum)
+    for (int k = 0; k < 16; k++) {
+        const float e = k < live ? rt_expf(in[k] - mx) : 0.0f;
+        t[k] = e;
+        sum += e;
+    }
+    return sum;
+}
+
 /* out[0, n) = exp(in - max(in)) (in and out may be the same row); returns their sum, *max the maximum. */
 RT_VECTOR_INLINE
 static float exp_shifted(const float *in, float *out, int n, float *max)
@@ -152,15 +167,9 @@ static float exp_shifted(const float *in, float *out, int n, float *max)
     }
     if (full < n) {
         float tail[16];
-        for (int k = 0; k < 16; k++)
-            tail[k] = full + k < n ? in[full + k] : mx;
-#pragma omp simd
-        for (int k = 0; k < 16; k++)
-            tail[k] = rt_expf(tail[k] - mx);
-        for (int k = 0; k < n - full; k++) {
+        sum += exp_block(in + full, n - full, mx, tail);
+        for (int k = 0; k < n - full; k++)
             out[full + k] = tail[k];
-            sum += tail[k];
-        }
     }
     *max = mx;
     return sum;
@@ -179,22 +188,14 @@ static void scale_row(float *row, float factor, int n)
 RT_VECTOR_INLINE
 static void softmax_short_row(float *row, int n, int l)
 {
-    float t[16];
-#pragma omp simd
-    for (int k = 0; k < 16; k++)
-        t[k] = k < n ? row[k] : -1e30f;
     float mx = -1e30f;
 #pragma omp simd reduction(max : mx)
-    for (int k = 0; k < 16; k++)
-        mx = t[k] > mx ? t[k] : mx;
-    float sum = 0;
-#pragma omp simd reduction(+ : sum)
     for (int k = 0; k < 16; k++) {
-        const float e = k < n ? rt_expf(t[k] - mx) : 0.0f;
-        t[k] = e;
-        sum += e;
+        const float v = k < n ? row[k] : -1e30f;
+        mx = v > mx ? v : mx;
     }
-    const float inv = 1.0f / sum;
+    float t[16];
+    const float inv = 1.0f / exp_block(row, n, mx, t);
     const int head = l < 16 ? l : 16;
     for (int k = 0; k < head; k++)
         row[k] = t[k] * inv;
