@@ -320,6 +320,11 @@ static et_op *tt_op(builder *b, et_phase phase, int layer, et_layer_group group,
     op->kernels = passes * copies * plan.steps;
     op->flops = (et_linear){.fixed = passes * copies * plan.flops_fixed,
                             .per_token = passes * copies * plan.flops_per_token};
+    _Static_assert(ET_OP_MAX_STEPS == ET_TT_MAX_CORES, "a TT op holds every contraction of its plan");
+    op->n_steps = plan.steps;
+    op->step_repeats = passes * copies;
+    for (int s = 0; s < plan.steps; s++)
+        op->steps[s] = (et_op_step){plan.step_m[s], plan.step_n[s], plan.step_k[s], plan.step_tokens[s]};
     op->m = FIX(plan.largest_m);
     op->n = FIX(plan.largest_n);
     op->k = FIX(plan.largest_k);
@@ -327,14 +332,14 @@ static et_op *tt_op(builder *b, et_phase phase, int layer, et_layer_group group,
     op->bytes = (et_linear){.fixed = passes * op->weight_bytes,
                             .per_token = passes * copies * b->e *
                                          (et_tt_in(tt) + et_tt_out(tt) + plan.intermediate_per_token)};
-    /* each step lays its two operands out as matrices (a read and a write of each), and the result is laid
-     * out as the output; backward repeats the operands' copies, lays out the output's gradient and adds
-     * both operands' gradients back (a read of each and of its destination, a write) */
-    const double e = b->e, out = et_tt_out(tt);
-    op->copy_bytes = (et_linear){
-        .fixed = copies * e * (fwd ? 2 : 5) * plan.operands_fixed,
-        .per_token =
-            copies * e * (fwd ? 2 * (plan.operands_per_token + out) : 2 * out + 5 * plan.operands_per_token)};
+    /* the layout copies of tt_network.h's storage orders; layers sharing one op (q, k, v) also copy their
+     * output out of, and their output's gradient into, the shared rows (a read and a write each) */
+    et_tt_copies c;
+    et_tt_plan_copies(tt, &plan, &c);
+    const double e = b->e, shared = copies > 1 ? 2 * et_tt_out(tt) : 0;
+    op->copy_bytes =
+        (et_linear){.fixed = copies * e * (fwd ? c.fwd_fixed : c.bwd_fixed),
+                    .per_token = copies * e * ((fwd ? c.fwd_per_token : c.bwd_per_token) + shared)};
     return op;
 }
 
@@ -1085,6 +1090,20 @@ double et_model_active_param_count(const et_model_config *model)
     return total - moe_layers * (moe->experts - moe->top_k) * (matrices * H * Fe + bias);
 }
 
+static double op_steps_time(const et_op *op, const et_batch_shape *b, const et_device_profile *d,
+                            et_precision p)
+{
+    const double e = et_precision_bytes(p), T = b->tokens;
+    double t = 0;
+    for (int s = 0; s < op->n_steps; s++) {
+        const et_op_step *st = &op->steps[s];
+        const double m = st->m * (st->tokens == 0 ? T : 1), n = st->n * (st->tokens == 1 ? T : 1), k = st->k;
+        const double rate = et_gemm_peak(d, p) * et_gemm_dimension_efficiency(d, m, n, k);
+        t += et_roofline_time(d, rate, 2 * m * n * k, 0, e * (m * k + k * n + m * n), 1);
+    }
+    return t;
+}
+
 double et_op_time(const et_op *op, const et_batch_shape *b, const et_device_profile *d, et_precision p)
 {
     double flops = et_linear_eval(&op->flops, b), bytes = et_linear_eval(&op->bytes, b);
@@ -1106,6 +1125,10 @@ double et_op_time(const et_op *op, const et_batch_shape *b, const et_device_prof
             if (flops > 0) return 0;
             rate = d->vector_flops; /* no product, only bytes: a tensor-train layer's bias gradient */
             break;
+        }
+        if (op->n_steps > 0 && d->kind != ET_DEVICE_DATAFLOW) {
+            rate = 0;
+            break; /* costed step by step below */
         }
         double factor = et_sparse_rate_factor(d, &op->sparse);
         /* a tensor-train op is a sequence of contractions of other shapes than its largest: no one grid */
@@ -1132,7 +1155,11 @@ double et_op_time(const et_op *op, const et_batch_shape *b, const et_device_prof
         rate = d->vector_flops * d->memory_efficiency;
         break;
     }
-    const double t = et_roofline_time(d, rate, flops, et_linear_eval(&op->special, b), bytes, kernels);
+    double t = 0;
+    if (rate > 0)
+        t = et_roofline_time(d, rate, flops, et_linear_eval(&op->special, b), bytes, kernels);
+    else /* each contraction a product of its own shape, at the dimension terms (no one grid: see above) */
+        t = op->step_repeats * op_steps_time(op, b, d, p);
     const double copies =
         d->tensor_train_layout_copies ? et_stream_time(d, et_linear_eval(&op->copy_bytes, b)) : 0;
     return (t + copies) * op->time_scale;

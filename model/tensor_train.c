@@ -1,4 +1,5 @@
 #include "tensor_train.h"
+#include "tt_network.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -177,18 +178,19 @@ static int emit(const network *net, const uint32_t *choice, uint32_t set, et_tt_
     uint32_t oa = open_index(net, a), ob = open_index(net, b), result = open_index(net, set);
     double cost = merge_cost(net, a, b);
     uint32_t all = oa | ob;
-    for (int side = 0; side < 2; side++) {
-        const uint32_t o = side ? ob : oa;
-        if (o & 1u)
-            p->operands_per_token += product(net, o, 1);
-        else
-            p->operands_fixed += product(net, o, 0);
-    }
     if (all & 1u)
         p->flops_per_token += cost / net->size[0];
     else
         p->flops_fixed += cost;
     if (result & 1u) p->intermediate_per_token += product(net, result, 1);
+    {
+        const uint32_t shared = oa & ob, contracted = shared & ~result,
+                       left = (oa & ~shared) | (shared & result);
+        p->step_m[s] = product(net, left, 1);
+        p->step_n[s] = product(net, ob & ~shared, 1);
+        p->step_k[s] = product(net, contracted, 1);
+        p->step_tokens[s] = left & 1u ? 0 : (ob & ~shared) & 1u ? 1 : -1;
+    }
     if (cost > 2 * p->largest_m * p->largest_n * p->largest_k) {
         uint32_t shared = oa & ob, contracted = shared & ~result;
         p->largest_m = product(net, oa & ~shared, 0) * product(net, shared & result, 0);
@@ -279,4 +281,32 @@ void et_tt_plan_describe(const et_tt_plan *p, const et_tt_shape *tt, char *buf, 
         memcpy(names[id], joined, sizeof joined);
     }
     snprintf(buf, size, "%s", p->steps ? names[id - 1] : "X");
+}
+
+void et_tt_plan_copies(const et_tt_shape *tt, const et_tt_plan *p, et_tt_copies *c)
+{
+    tt_net net;
+    tt_build(tt, p, 1, &net); /* sizes at one token: label 0 (the tokens) marks the per-token tensors */
+    memset(c, 0, sizeof *c);
+    const int d = net.d;
+    for (int st = 0; st < p->steps; st++) {
+        const int id[2] = {p->left[st], p->right[st]};
+        const tt_tensor *a = &net.t[id[0]], *b = &net.t[id[1]];
+        tt_tensor af, sh, bf;
+        tt_split(a, b, &af, &sh, &bf);
+        for (int side = 0; side < 2; side++) {
+            const tt_tensor *x = side ? b : a;
+            if (side ? tt_view_direct(b, &sh, &bf) : tt_view_direct(a, &af, &sh)) continue;
+            const double n = (double)tt_elems(&net, x);
+            /* forward: a read and a write; backward: the same, then the gradient written back (the input and
+             * the cores added to: a read more) */
+            const double fwd = 2 * n, bwd = 2 * n + (id[side] <= d ? 3 : 2) * n;
+            const int per_token = tt_has_label(x, 0);
+            *(per_token ? &c->fwd_per_token : &c->fwd_fixed) += fwd;
+            *(per_token ? &c->bwd_per_token : &c->bwd_fixed) += bwd;
+        }
+    }
+    const double out = et_tt_out(tt);
+    c->fwd_per_token += 2 * out; /* the last result laid out as the output */
+    c->bwd_per_token += 2 * out; /* the output's gradient laid out as the last result's */
 }

@@ -50,12 +50,22 @@ typedef struct et_tt_plan {
     double flops_fixed;                     /* FLOPs of steps that do not involve the tokens */
     double flops_per_token;                 /* FLOPs per token of the other steps */
     double largest_m, largest_n, largest_k; /* GEMM view of the most expensive step (for efficiency) */
+    /* each step as a product (m x k) (k x n), its sizes at one token: step_tokens[s] says which side also
+     * carries the tokens (0: m, 1: n, -1: neither, a step of cores alone) */
+    double step_m[ET_TT_MAX_CORES], step_n[ET_TT_MAX_CORES], step_k[ET_TT_MAX_CORES];
+    int step_tokens[ET_TT_MAX_CORES];
     double intermediate_per_token; /* elements per token of all token-carrying intermediates (kept for
                                       backward) */
-    /* elements of both operands over all steps (what an implementation that lays each pair out as two
-     * matrices before its product copies), without and with the tokens */
-    double operands_fixed, operands_per_token;
 } et_tt_plan;
+
+/* Elements etrun's layout copies read and write in one application of a linear TT layer (tt_network.h's
+ * storage orders): each step permutes the operands it cannot read as matrices (and, backward, adds or
+ * writes their gradients back), the last result is laid out as the output and, backward, the output's
+ * gradient as the last result's; fixed and per-token parts. */
+typedef struct et_tt_copies {
+    double fwd_fixed, fwd_per_token, bwd_fixed, bwd_per_token;
+} et_tt_copies;
+void et_tt_plan_copies(const et_tt_shape *tt, const et_tt_plan *p, et_tt_copies *c);
 
 /* Cheapest order for `tokens` (exact); and the naive one: X times core 0, then core 1, ... left to right. */
 int et_tt_plan_best(const et_tt_shape *tt, double tokens, et_tt_plan *best);

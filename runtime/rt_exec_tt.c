@@ -50,8 +50,9 @@ RT_EXEC(rt_ex_tt_fwd)
     const int T = b->T, n_out = r->n_out, ld = n_out * r->copies;
     float *y = tt_output(a, op);
     for (int c = 0; c < r->copies; c++) {
-        be->tt_fwd(be, &r->tt, tt_input(a, op), r->cores[c], r->tmp, r->work[c], T);
-        be->copy_2d(be, y + c * n_out, ld, r->tmp, n_out, T, n_out);
+        /* layers sharing the op (q, k, v) write their columns of the shared rows through a copy */
+        be->tt_fwd(be, &r->tt, tt_input(a, op), r->cores[c], r->copies > 1 ? r->tmp : y, r->work[c], T);
+        if (r->copies > 1) be->copy_2d(be, y + c * n_out, ld, r->tmp, n_out, T, n_out);
         if (op->bias) be->add_bias(be, y + c * n_out, ld, op->bias + c * n_out, T, n_out);
     }
     if (op->role == RT_ROLE_FC2 && a->decoder)
@@ -83,12 +84,11 @@ RT_EXEC(rt_ex_tt_bwd_data)
     }
     if (fresh) be->fill(be, dx, 0, (size_t)T * n_in);
     const float *dy = tt_dy(a, op);
-    float *dy_c = r->tmp, *dx_c = r->tmp + (size_t)m->T_cap * n_out;
+    const float *dy_c = r->copies > 1 ? r->tmp : dy;
     for (int c = 0; c < r->copies; c++) {
-        be->copy_2d(be, dy_c, n_out, dy + c * n_out, ld, T, n_out);
-        /* each copy's workspace still holds its forward intermediates */
-        be->tt_bwd(be, &r->tt, tt_input(a, op), r->cores[c], dy_c, dx_c, r->dcores[c], r->work[c], T);
-        be->axpy(be, dx, dx_c, 1.0f, (size_t)T * n_in);
+        if (r->copies > 1) be->copy_2d(be, r->tmp, n_out, dy + c * n_out, ld, T, n_out);
+        /* each copy's workspace still holds its forward intermediates; the input gradient adds up */
+        be->tt_bwd(be, &r->tt, tt_input(a, op), r->cores[c], dy_c, dx, r->dcores[c], r->work[c], T);
     }
 }
 

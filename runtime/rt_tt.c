@@ -1,5 +1,5 @@
 #include "rt_tt.h"
-#include "rt_tt_net.h"
+#include "tt_network.h"
 
 #include <string.h>
 
@@ -20,7 +20,7 @@ size_t rt_tt_workspace_size(const rt_tt_layer *l, int T)
 {
     /* every intermediate and its gradient, plus four scratch matrices as large as any step's operands */
     tt_net net;
-    tt_build(l, T, &net);
+    tt_build(&l->shape, &l->plan, T, &net);
     size_t total = 0, largest = 0;
     for (int st = 0; st < l->plan.steps; st++) {
         size_t a = tt_elems(&net, &net.t[l->plan.left[st]]), b = tt_elems(&net, &net.t[l->plan.right[st]]);

@@ -25,7 +25,7 @@ size_t rt_tt_workspace_size(const rt_tt_layer *l, int T);
 #define RT_TT_DECLARE(REAL, S)                                                                               \
     /* Y[T, n_out] = X (x) cores, in the plan's order; the workspace keeps every intermediate */             \
     void rt_tt_fwd##S(const rt_tt_layer *l, const REAL *X, const REAL *cores, REAL *Y, REAL *work, int T);   \
-    /* dX[T, n_in] (overwritten, may be NULL) and dcores (accumulated) from dY, using the forward workspace  \
+    /* dX[T, n_in] and dcores from dY, both accumulated (dX may be NULL), using the forward workspace        \
      */                                                                                                      \
     void rt_tt_bwd##S(const rt_tt_layer *l, const REAL *X, const REAL *cores, const REAL *dY, REAL *dX,      \
                       REAL *dcores, REAL *work, int T);                                                      \

@@ -1,7 +1,7 @@
 /* Body of the tensor-train kernels; included by rt_kernels_f.c / rt_kernels_d.c after rt_kernels_impl.h. */
 #include <stdlib.h>
 
-#include "rt_tt_net.h"
+#include "tt_network.h"
 
 /* dst (labels `to`) = src (labels `from`, same set) permuted; accumulate when add. */
 static void FN(tt_permute)(const tt_net *net, const REAL *src, const tt_tensor *from, REAL *dst,
@@ -71,23 +71,61 @@ static const REAL *FN(tt_tensor_data)(const rt_tt_layer *l, const tt_net *net, c
     return FN(tt_result)(net, work, id - net->d - 1, 0);
 }
 
+/* An operand of a step as a matrix: its own storage when its labels are already (rows ++ cols), read as is,
+ * or (cols ++ rows), read transposed; else a permuted copy in scratch. */
+typedef struct FN(tt_view) {
+    const REAL *p;
+    int t, ld, direct;
+} FN(tt_view);
+
+/* The rows x cols view of tensor x (labels `rl` then `cl`), permuting into `scratch` when neither order
+ * is its storage order. */
+static FN(tt_view) FN(tt_view_of)(const tt_net *net, const REAL *data, const tt_tensor *x,
+                                  const tt_tensor *rl, const tt_tensor *cl, REAL *scratch)
+{
+    const int rows = (int)tt_elems(net, rl), cols = (int)tt_elems(net, cl);
+    if (tt_labels_are(x, rl, cl)) return (FN(tt_view)){data, 0, cols, 1};
+    if (tt_labels_are(x, cl, rl)) return (FN(tt_view)){data, 1, rows, 1};
+    tt_tensor m = tt_concat(rl, cl);
+    FN(tt_permute)(net, data, x, scratch, &m, 0);
+    return (FN(tt_view)){scratch, 0, cols, 0};
+}
+
+/* C (m x n; stored transposed, n x m, when ct) = beta C + P (m x k) Q (k x n). */
+static void FN(tt_product)(REAL *C, int ct, REAL beta, FN(tt_view) P, FN(tt_view) Q, int m, int n, int k)
+{
+    if (!ct)
+        GEMM(CblasRowMajor, P.t ? CblasTrans : CblasNoTrans, Q.t ? CblasTrans : CblasNoTrans, m, n, k, 1, P.p,
+             P.ld, Q.p, Q.ld, beta, C, n);
+    else /* C^T = Q^T P^T */
+        GEMM(CblasRowMajor, Q.t ? CblasNoTrans : CblasTrans, P.t ? CblasNoTrans : CblasTrans, n, m, k, 1, Q.p,
+             Q.ld, P.p, P.ld, beta, C, m);
+}
+
+static FN(tt_view) FN(tt_transposed)(FN(tt_view) v)
+{
+    v.t = !v.t;
+    return v;
+}
+
 void FN(rt_tt_fwd)(const rt_tt_layer *l, const REAL *X, const REAL *cores, REAL *Y, REAL *work, int T)
 {
     tt_net net;
-    tt_build(l, T, &net);
+    tt_build(&l->shape, &l->plan, T, &net);
     const int d = net.d, steps = l->plan.steps;
     REAL *scratch = FN(tt_result)(&net, work, steps, 0);
     for (int st = 0; st < steps; st++) {
         const tt_tensor *a = &net.t[l->plan.left[st]], *b = &net.t[l->plan.right[st]];
         tt_tensor af, sh, bf;
         tt_split(a, b, &af, &sh, &bf);
-        tt_tensor am = tt_concat(&af, &sh), bm = tt_concat(&sh, &bf);
         size_t m = tt_elems(&net, &af), k = tt_elems(&net, &sh), n = tt_elems(&net, &bf);
-        REAL *A = scratch, *B = scratch + m * k;
-        FN(tt_permute)(&net, FN(tt_tensor_data)(l, &net, X, cores, work, l->plan.left[st]), a, A, &am, 0);
-        FN(tt_permute)(&net, FN(tt_tensor_data)(l, &net, X, cores, work, l->plan.right[st]), b, B, &bm, 0);
-        GEMM(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)n, (int)k, 1, A, (int)k, B, (int)n, 0,
-             FN(tt_result)(&net, work, st, 0), (int)n);
+        FN(tt_view)
+        A = FN(tt_view_of)(&net, FN(tt_tensor_data)(l, &net, X, cores, work, l->plan.left[st]), a, &af, &sh,
+                           scratch);
+        FN(tt_view)
+        B = FN(tt_view_of)(&net, FN(tt_tensor_data)(l, &net, X, cores, work, l->plan.right[st]), b, &sh, &bf,
+                           scratch + m * k);
+        FN(tt_product)(FN(tt_result)(&net, work, st, 0), 0, 0, A, B, (int)m, (int)n, (int)k);
     }
     tt_tensor out = {0};
     out.label[out.n++] = 0;
@@ -96,45 +134,55 @@ void FN(rt_tt_fwd)(const rt_tt_layer *l, const REAL *X, const REAL *cores, REAL 
     FN(tt_permute)(&net, FN(tt_result)(&net, work, steps - 1, 0), &net.t[d + steps], Y, &out, 0);
 }
 
+/* Every tensor of the tree is an operand of exactly one step: the intermediates' gradients are written
+ * once (no zeroing), the input's and the cores' added to what their buffers hold. */
 void FN(rt_tt_bwd)(const rt_tt_layer *l, const REAL *X, const REAL *cores, const REAL *dY, REAL *dX,
                    REAL *dcores, REAL *work, int T)
 {
     tt_net net;
-    tt_build(l, T, &net);
+    tt_build(&l->shape, &l->plan, T, &net);
     const int d = net.d, steps = l->plan.steps;
     REAL *scratch = FN(tt_result)(&net, work, steps, 0);
-    for (int st = 0; st < steps; st++)
-        memset(FN(tt_result)(&net, work, st, 1), 0, sizeof(REAL) * tt_elems(&net, &net.t[d + 1 + st]));
     tt_tensor out = {0};
     out.label[out.n++] = 0;
     for (int k = l->shape.d_in; k < d; k++)
         out.label[out.n++] = 1 + k;
     FN(tt_permute)(&net, dY, &out, FN(tt_result)(&net, work, steps - 1, 1), &net.t[d + steps], 0);
-    if (dX) memset(dX, 0, sizeof(REAL) * (size_t)T * (size_t)et_tt_in(&l->shape));
     for (int st = steps - 1; st >= 0; st--) {
         int ia = l->plan.left[st], ib = l->plan.right[st];
         const tt_tensor *a = &net.t[ia], *b = &net.t[ib];
         tt_tensor af, sh, bf;
         tt_split(a, b, &af, &sh, &bf);
-        tt_tensor am = tt_concat(&af, &sh), bm = tt_concat(&sh, &bf);
         size_t m = tt_elems(&net, &af), k = tt_elems(&net, &sh), n = tt_elems(&net, &bf);
-        REAL *A = scratch, *B = A + m * k, *dA = B + k * n, *dB = dA + m * k;
-        FN(tt_permute)(&net, FN(tt_tensor_data)(l, &net, X, cores, work, ia), a, A, &am, 0);
-        FN(tt_permute)(&net, FN(tt_tensor_data)(l, &net, X, cores, work, ib), b, B, &bm, 0);
-        const REAL *dC = FN(tt_result)(&net, work, st, 1); /* labels af ++ bf: already m x n */
-        GEMM(CblasRowMajor, CblasNoTrans, CblasTrans, (int)m, (int)k, (int)n, 1, dC, (int)n, B, (int)n, 0, dA,
-             (int)k);
-        GEMM(CblasRowMajor, CblasTrans, CblasNoTrans, (int)k, (int)n, (int)m, 1, A, (int)k, dC, (int)n, 0, dB,
-             (int)n);
-        /* scatter back into each operand's own layout */
+        REAL *sA = scratch, *sB = sA + m * k, *dA = sB + k * n, *dB = dA + m * k;
+        FN(tt_view)
+        A = FN(tt_view_of)(&net, FN(tt_tensor_data)(l, &net, X, cores, work, ia), a, &af, &sh, sA);
+        FN(tt_view)
+        B = FN(tt_view_of)(&net, FN(tt_tensor_data)(l, &net, X, cores, work, ib), b, &sh, &bf, sB);
+        const FN(tt_view) dC = {FN(tt_result)(&net, work, st, 1), 0, (int)n, 1}; /* labels af ++ bf */
         REAL *ga = ia == 0   ? dX
                    : ia <= d ? dcores + l->core_offset[ia - 1]
                              : FN(tt_result)(&net, work, ia - d - 1, 1);
         REAL *gb = ib == 0   ? dX
                    : ib <= d ? dcores + l->core_offset[ib - 1]
                              : FN(tt_result)(&net, work, ib - d - 1, 1);
-        if (ga) FN(tt_permute)(&net, dA, &am, ga, a, 1);
-        if (gb) FN(tt_permute)(&net, dB, &bm, gb, b, 1);
+        const int add_a = ia <= d, add_b = ib <= d; /* the input and the cores accumulate */
+        /* dA = dC B^T and dB = A^T dC, straight into the operands' own layouts where their views are direct
+         */
+        if (ga && A.direct)
+            FN(tt_product)(ga, A.t, add_a, dC, FN(tt_transposed)(B), (int)m, (int)k, (int)n);
+        else if (ga) {
+            FN(tt_product)(dA, 0, 0, dC, FN(tt_transposed)(B), (int)m, (int)k, (int)n);
+            tt_tensor am = tt_concat(&af, &sh);
+            FN(tt_permute)(&net, dA, &am, ga, a, add_a);
+        }
+        if (gb && B.direct)
+            FN(tt_product)(gb, B.t, add_b, FN(tt_transposed)(A), dC, (int)k, (int)n, (int)m);
+        else if (gb) {
+            FN(tt_product)(dB, 0, 0, FN(tt_transposed)(A), dC, (int)k, (int)n, (int)m);
+            tt_tensor bm = tt_concat(&sh, &bf);
+            FN(tt_permute)(&net, dB, &bm, gb, b, add_b);
+        }
     }
 }
 

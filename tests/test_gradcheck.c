@@ -282,7 +282,7 @@ static void check_tensor_train(void)
         et_tt_plan_describe(&t.layer.plan, &shape, order, sizeof order);
         CHECK(worst < 1e-12, "TT forward equals x W^T with the reconstructed W (order %s, error %.2g)", order,
               worst);
-        double *dx = malloc(60 * sizeof(double)), *dc = calloc(nc, sizeof(double));
+        double *dx = calloc(60, sizeof(double)), *dc = calloc(nc, sizeof(double));
         rt_tt_bwd_d(&t.layer, t.x, t.cores, t.r, dx, dc, t.work, t.T);
         CHECK(max_rel_error(t.x, dx, 60, tt_loss, &t) < 1e-6, "TT input gradient (order %s)", order);
         CHECK(max_rel_error(t.cores, dc, nc, tt_loss, &t) < 1e-6, "TT gradient of every core (order %s)",

@@ -1,10 +1,14 @@
-/* rt_tt_net: the tensor network of a tensor-train layer as the runtime contracts it: labels of every tensor
- * (input, cores, then one intermediate per contraction step of the plan) and the size of every label.
- * Shared by the kernels (rt_tt_impl.h) and the workspace sizing (rt_tt.c); header-only. */
-#ifndef ET_RT_TT_NET_H
-#define ET_RT_TT_NET_H
+/* tt_network: the tensor network of a tensor-train layer with every tensor's storage order, as etrun
+ * contracts it: labels (index ids, see tensor_train.c) of the input, the cores, then one intermediate per
+ * contraction step of the plan, and the size of every label. Which operands a step must permute before its
+ * product follows from these orders: etrun's kernels (runtime/rt_tt_impl.h) and the cost model's layout
+ * copies (et_tt_plan_copies) both ask tt_view_direct. Header-only; no ownership, no errors. */
+#ifndef ET_TT_NETWORK_H
+#define ET_TT_NETWORK_H
 
-#include "rt_tt.h"
+#include <stddef.h>
+
+#include "tensor_train.h"
 
 #define TT_MAXL (2 * ET_TT_MAX_CORES)
 
@@ -50,9 +54,8 @@ static inline tt_tensor tt_concat(const tt_tensor *x, const tt_tensor *y)
     return r;
 }
 
-static inline void tt_build(const rt_tt_layer *l, int T, tt_net *net)
+static inline void tt_build(const et_tt_shape *s, const et_tt_plan *plan, double T, tt_net *net)
 {
-    const et_tt_shape *s = &l->shape;
     int d = s->d_in + s->d_out;
     net->d = d;
     net->size[0] = T;
@@ -73,12 +76,37 @@ static inline void tt_build(const rt_tt_layer *l, int T, tt_net *net)
         if (k < d - 1) c->label[c->n++] = d + k + 1;
     }
     net->tensors = d + 1;
-    for (int st = 0; st < l->plan.steps; st++) {
-        const tt_tensor *a = &net->t[l->plan.left[st]], *b = &net->t[l->plan.right[st]];
+    for (int st = 0; st < plan->steps; st++) {
+        const tt_tensor *a = &net->t[plan->left[st]], *b = &net->t[plan->right[st]];
         tt_tensor af, sh, bf; /* the result keeps both sides' free labels; the shared ones are contracted */
         tt_split(a, b, &af, &sh, &bf);
         net->t[net->tensors++] = tt_concat(&af, &bf);
     }
+}
+
+static inline int tt_has_label(const tt_tensor *x, int label)
+{
+    for (int i = 0; i < x->n; i++)
+        if (x->label[i] == label) return 1;
+    return 0;
+}
+
+/* 1 when x's storage order is `first` then `second` */
+static inline int tt_labels_are(const tt_tensor *x, const tt_tensor *first, const tt_tensor *second)
+{
+    if (x->n != first->n + second->n) return 0;
+    for (int i = 0; i < first->n; i++)
+        if (x->label[i] != first->label[i]) return 0;
+    for (int i = 0; i < second->n; i++)
+        if (x->label[first->n + i] != second->label[i]) return 0;
+    return 1;
+}
+
+/* 1 when tensor x can be read as the rows x cols matrix of a product without a copy: stored as rows ++ cols
+ * (read as is) or cols ++ rows (read transposed) */
+static inline int tt_view_direct(const tt_tensor *x, const tt_tensor *rows, const tt_tensor *cols)
+{
+    return tt_labels_are(x, rows, cols) || tt_labels_are(x, cols, rows);
 }
 
 static inline size_t tt_elems(const tt_net *net, const tt_tensor *t)
