@@ -12,7 +12,8 @@ calib_terms calib_terms_of(const et_device_profile *d, et_precision p)
                          d->vector_flops * d->memory_efficiency,
                          d->kernel_overhead_s,
                          d->special_rate,
-                         d->cache_bandwidth};
+                         d->cache_bandwidth,
+                         d->attention_products_efficiency};
 }
 
 void calib_terms_apply(const calib_terms *t, et_precision p, et_device_profile *d)
@@ -32,6 +33,7 @@ void calib_terms_apply(const calib_terms *t, et_precision p, et_device_profile *
     d->kernel_overhead_s = t->overhead;
     d->special_rate = t->special_rate;
     d->cache_bandwidth = t->cache_bandwidth;
+    d->attention_products_efficiency = fmin(t->attention, 1);
 }
 
 double calib_sample_time(const calib_sample *s, const et_device_profile *d, et_precision p)
@@ -69,7 +71,7 @@ double calib_objective(const calib_data *data, const et_device_profile *d)
     return f / (data->n_runs + data->n_micro);
 }
 
-enum { NT = 7 };
+enum { NT = 8 };
 
 static void to_terms(const double *x, calib_terms *t)
 {
@@ -78,6 +80,7 @@ static void to_terms(const double *x, calib_terms *t)
     /* a base without special functions or a cache level keeps none */
     t->special_rate = x[5] > -700 ? exp(x[5]) : 0;
     t->cache_bandwidth = x[6] > -700 ? exp(x[6]) : 0;
+    t->attention = exp(x[7]);
 }
 
 /* Every term stays within a factor of 1000 of the base profile's (a box in log space): a term the runs do
@@ -110,7 +113,8 @@ double calib_fit(const calib_data *data, const et_device_profile *base, et_devic
                         log(t0.vector_rate),
                         log(t0.overhead),
                         t0.special_rate > 0 ? log(t0.special_rate) : -1000,
-                        t0.cache_bandwidth > 0 ? log(t0.cache_bandwidth) : -1000};
+                        t0.cache_bandwidth > 0 ? log(t0.cache_bandwidth) : -1000,
+                        log(t0.attention)};
     double origin[NT];
     memcpy(origin, start, sizeof origin);
     int it = 0;

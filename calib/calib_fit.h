@@ -1,5 +1,5 @@
 /* calib_fit: a device profile fitted to measured runs. The cost model's time of an op on a device
- * (et_op_time, model/graph.c) has seven terms a profile sets; the fit finds them:
+ * (et_op_time, model/graph.c) has eight terms a profile sets; the fit finds them:
  *   gemm rate    peak x gemm_max, FLOP/s reached by large matrix products
  *   gemm_half    the matrix dimension at which a product reaches half of it
  *   bandwidth    memory bandwidth x memory efficiency, bytes/s of streaming kernels
@@ -9,6 +9,8 @@
  *                profile costs them (special_tops), else left at 0
  *   cache bandwidth  bytes/s of streaming kernels whose bytes fit in the profile's cache level; fitted
  *                only when the base profile has one (its size stays the profile's)
+ *   attention    unfused attention's per-head products against a matrix product of the same shape (at
+ *                most 1); fitted from the measured runs' attention ops, else the base profile's
  * minimising the time-weighted squared log error of every op's predicted time per step against its
  * measured one, plus the squared log error of every microbenchmark (etcalib bench: each GEMM shape and
  * streaming size counts alike, so small kernels pin the half dimension and the overhead), each run and
@@ -24,7 +26,7 @@
 #include "calib_run.h"
 
 typedef struct calib_terms {
-    double gemm_rate, gemm_half, bandwidth, vector_rate, overhead, special_rate, cache_bandwidth;
+    double gemm_rate, gemm_half, bandwidth, vector_rate, overhead, special_rate, cache_bandwidth, attention;
 } calib_terms;
 
 calib_terms calib_terms_of(const et_device_profile *d, et_precision p);

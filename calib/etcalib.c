@@ -295,6 +295,8 @@ static json_t *fitted_json(const char *base_path, const et_device_profile *fit, 
     json_object_set_new(eff, "gemm_half_dim", json_real(fit->gemm_half_dim));
     json_object_set_new(eff, "memory", json_real(fit->memory_efficiency));
     json_object_set_new(eff, "kernel_overhead_us", json_real(fit->kernel_overhead_s * 1e6));
+    if (fit->attention_products_efficiency != 1)
+        json_object_set_new(eff, "attention_products", json_real(fit->attention_products_efficiency));
     return root;
 }
 
@@ -420,6 +422,7 @@ static int cmd_fit(int argc, char **argv)
     if (tb.cache_bandwidth > 0)
         printf("%-22s %14.2f %14.2f\n", "cache bandwidth [GB/s]", tb.cache_bandwidth / 1e9,
                tf.cache_bandwidth / 1e9);
+    printf("%-22s %14.3f %14.3f\n", "attention products", tb.attention, tf.attention);
     printf("\n%-28s %-16s %12s %12s %12s %9s %9s\n", "run", "class", "measured[ms]", "base[ms]", "fitted[ms]",
            "base[%]", "fit[%]");
     for (int u = 0; u < n_micro; u++) { /* fit quality per microbenchmark kind */

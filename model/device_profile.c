@@ -38,9 +38,9 @@ int et_device_profile_load(const char *path, et_device_profile *out, et_error *e
     static const char *const peak_keys[] = {"fp32", "tf32", "fp16", "bf16", "fp8", NULL};
     static const char *const cache_keys[] = {"MiB", "bandwidth_GBps", NULL};
     static const char *const tt_keys[] = {"layout_copies", NULL};
-    static const char *const eff_keys[] = {
-        "gemm_max",           "gemm_half_dim",         "gemm_tile",       "memory",
-        "kernel_overhead_us", "gemm_max_by_precision", "flash_attention", NULL};
+    static const char *const eff_keys[] = {"gemm_max",        "gemm_half_dim",      "gemm_tile",
+                                           "memory",          "kernel_overhead_us", "gemm_max_by_precision",
+                                           "flash_attention", "attention_products", NULL};
     json_t *root;
     if (et_json_load_file(path, &root, err)) return -1;
     et_json_reader r = {path, err};
@@ -137,6 +137,9 @@ int et_device_profile_load(const char *path, et_device_profile *out, et_error *e
     out->kernel_overhead_s = v * 1e-6;
     if (et_json_get_number(&r, eff, "$.efficiency", "flash_attention", false, 0, 0.01, 1,
                            &out->flash_attention_efficiency))
+        goto done;
+    if (et_json_get_number(&r, eff, "$.efficiency", "attention_products", false, 1, 0.01, 1,
+                           &out->attention_products_efficiency))
         goto done;
     json_t *sparse;
     if (et_json_get_object(&r, root, "$", "sparse", false, sparse_keys, &sparse)) goto done;

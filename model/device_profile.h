@@ -52,6 +52,8 @@ typedef struct et_device_profile {
     bool tensor_train_layout_copies;   /* tensor-train contractions copy their operands into matrices first */
     double flash_attention_efficiency; /* fraction of the 16-bit peak a fused attention kernel reaches (0: the
                                           GEMM model) */
+    double attention_products_efficiency; /* unfused attention's per-head products against a matrix product
+                                             of the same shape (1: as fast; etcalib fit sets it) */
 } et_device_profile;
 
 int et_device_profile_load(const char *path, et_device_profile *out, et_error *err);

@@ -73,7 +73,7 @@ static void check_fit(void)
     truth = base;
     calib_terms t = calib_terms_of(&base, ET_FP32);
     t.gemm_rate *= 0.62, t.gemm_half *= 2.5, t.bandwidth *= 1.8, t.vector_rate *= 0.4, t.overhead *= 3;
-    t.special_rate *= 1.5, t.cache_bandwidth *= 0.7;
+    t.special_rate *= 1.5, t.cache_bandwidth *= 0.7, t.attention *= 0.6;
     calib_terms_apply(&t, ET_FP32, &truth);
     const char *plans[] = {ET_SOURCE_DIR "/tests/data/tiny-gpt-plan.json",
                            ET_SOURCE_DIR "/tests/data/tiny-bert-plan.json"};
@@ -116,6 +116,7 @@ static void check_fit(void)
     CHECK_REL(f.bandwidth, want.bandwidth, 0.01, "bandwidth recovered");
     CHECK_REL(f.cache_bandwidth, want.cache_bandwidth, 0.01, "cache bandwidth recovered");
     CHECK_REL(f.special_rate, want.special_rate, 0.01, "special-function rate recovered");
+    CHECK_REL(f.attention, want.attention, 0.01, "attention products' efficiency recovered");
     for (int r = 0; r < 2; r++)
         calib_run_free(&runs[r]);
 

@@ -2,11 +2,10 @@
 # The calibration loop on this machine's CPU: fit the host-cpu profile to etcalib bench's microbenchmarks and
 # one measured tiny-gpt-cpu run, then
 # predict three plans the fit never saw (a wider masked-LM encoder, tensor-train layers, a sparse MLP) and
-# run them. Prints every step's error before and after calibration; asserts loose bounds (a shared machine
-# is noisy): the encoder and the sparse plan within 60% after calibration and closer than before on the
-# whole (two attempts, each from scratch, as timings on a shared machine drift); the tensor-train plan
-# within a factor of 10 (its contractions are many small products and permutations, whose per-call costs
-# the fit learns from no sample of its own: docs/calibration.md).
+# run them. Prints every step's and op class's error before and after calibration; asserts loose bounds (a
+# shared machine is noisy: the same plan's step moves 13-28% between runs here): each plan's step within
+# 60% after calibration and the three closer than before on the whole (two attempts, each from scratch, as
+# timings drift). bench/closed_loop.sh repeats it and prints the medians.
 # Usage: closed_loop.sh BUILD_DIR SOURCE_DIR
 set -euo pipefail
 build=$1 src=$2
@@ -29,19 +28,22 @@ attempt() {
   printf "%-16s %14s %16s %16s\n" "unseen plan" "measured [ms]" "uncalibrated [%]" "calibrated [%]"
   for p in encoder tt sparse; do
     "$etrun" --quiet --out "$work/$p-m.json" "$work/$p.json"
-    before=$("$etcalib" report "$work/$p-m.json" | awk '/^step \(sum of ops\)/ {print $(NF)}')
-    after=$("$etcalib" report "$work/$p-m.json" --profile "$work/host-cpu-fitted.json" | awk '/^step \(sum of ops\)/ {print $(NF)}')
-    measured=$("$etcalib" report "$work/$p-m.json" | awk '/^step \(sum of ops\)/ {print $(NF-2)}')
+    "$etcalib" report "$work/$p-m.json" > "$work/before.txt"
+    "$etcalib" report "$work/$p-m.json" --profile "$work/host-cpu-fitted.json" > "$work/after.txt"
+    before=$(awk '/^step \(sum of ops\)/ {print $(NF)}' "$work/before.txt")
+    after=$(awk '/^step \(sum of ops\)/ {print $(NF)}' "$work/after.txt")
+    measured=$(awk '/^step \(sum of ops\)/ {print $(NF-2)}' "$work/before.txt")
     printf "%-16s %14s %16s %16s\n" "$p" "$measured" "$before" "$after"
-    if [ "$p" = tt ]; then
-      awk -v a="$after" 'BEGIN {exit !(a < 400 && a > -90)}' || { echo "FAIL: $p off by $after% after calibration"; status=1; }
-      continue
-    fi
+    for class in "matrix products" attention element-wise optimizer; do # each class, as the same report lines
+      awk -v c="$class" 'index($0, c "  ") != 1 {next} FILENAME ~ /before/ && !b {b = $NF; m = $(NF-2)}
+        FILENAME ~ /after/ && !a {a = $NF; printf "  %-14s %14s %16s %16s\n", c, m, b, a}' \
+        "$work/before.txt" "$work/after.txt"
+    done
     awk -v a="$after" 'BEGIN {exit !(a < 60 && a > -60)}' || { echo "FAIL: $p off by $after% after calibration"; status=1; }
     echo "$before $after" >> "$work/errors"
   done
   awk '{b += ($1 < 0 ? -$1 : $1); a += ($2 < 0 ? -$2 : $2)} END {
-    printf "mean |error| of the encoder and sparse plans: %.1f%% uncalibrated, %.1f%% calibrated\n", b / NR, a / NR; exit !(a < b)}' "$work/errors" ||
+    printf "mean |error| of the three plans: %.1f%% uncalibrated, %.1f%% calibrated\n", b / NR, a / NR; exit !(a < b)}' "$work/errors" ||
     { echo "FAIL: calibration did not bring the predictions closer"; status=1; }
   return $status
 }
