@@ -10,8 +10,7 @@ src=$(cd "$(dirname "$0")/.." && pwd)
 rounds=${1:-5} build=${2:-$src/build}
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
-hint=$("$build/runtime/etrun" --info | grep -o 'OPENBLAS_CORETYPE=[A-Za-z0-9]*' || true)
-[ -n "$hint" ] && export "${hint?}" && echo "# OpenBLAS chose old kernels here; every run uses $hint (etrun's advice)"
+echo "# OpenBLAS kernels: $("$build/runtime/etrun" --info | sed -n 's/^blas_core: //p') (etrun and etcalib select the CPU's own)"
 for r in $(seq "$rounds"); do
   echo "# round $r of $rounds"
   # the test's own rounds; a round that misses the test's loose bounds still counts here

@@ -154,6 +154,7 @@ static int kind_class(et_op_kind k)
 
 int main(int argc, char **argv)
 {
+    rt_cpu_blas_select(argv); /* the kernels etrun runs with */
     const char *path = argc > 1 ? argv[1] : ET_SOURCE_DIR "/bench/bert-base-cpu.json";
     const int steps = argc > 2 ? atoi(argv[2]) : 3;
     et_scenario s;

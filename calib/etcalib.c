@@ -21,13 +21,12 @@
 #include "calib_run.h"
 #include "plan.h"
 #include "quantile.h"
+#include "rt_backend.h"
 
 #define EXIT_INPUT 2
 #define MAX_RUNS 16
 
-#ifndef ET_GIT_COMMIT
-#define ET_GIT_COMMIT "unknown"
-#endif
+#include "et_git_commit.h" /* generated at build time: ET_GIT_COMMIT */
 
 static const char usage[] =
     "usage: etcalib bench [--backend cpu] [--scenario s.json] --out micro.json\n"
@@ -655,6 +654,7 @@ static int cmd_bench(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
+    rt_cpu_blas_select(argv); /* as etrun: OpenBLAS's kernels for this CPU where it chose older ones */
     if (argc < 2 || strcmp(argv[1], "--help") == 0) {
         puts(usage);
         return argc < 2 ? EXIT_INPUT : 0;

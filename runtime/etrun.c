@@ -133,6 +133,7 @@ static void print_summary(const options *o, const et_plan *p, const rt_model *m,
 
 int main(int argc, char **argv)
 {
+    rt_cpu_blas_select(argv); /* OpenBLAS's kernels for this CPU where it chose older ones: a restart */
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     options o;
@@ -140,9 +141,13 @@ int main(int argc, char **argv)
     if (a == 2) { /* --info */
         char hint[512];
         rt_cpu_blas_hint(hint, sizeof hint);
-        if (!rank)
-            printf("backends: cpu\nblas_core: %s\nblas_threads: %d\n%s%s%s", rt_cpu_blas_core(),
-                   rt_cpu_blas_threads(), hint[0] ? "warning: " : "", hint, hint[0] ? "\n" : "");
+        const char *from = rt_cpu_blas_selected_from();
+        if (!rank) {
+            printf("backends: cpu\nblas_core: %s\nblas_threads: %d\n", rt_cpu_blas_core(),
+                   rt_cpu_blas_threads());
+            if (from) printf("blas_core_detected: %s (OPENBLAS_CORETYPE set by etrun)\n", from);
+            if (hint[0]) printf("warning: %s\n", hint);
+        }
         MPI_Finalize();
         return 0;
     }
@@ -193,6 +198,13 @@ int main(int argc, char **argv)
         char hint[512];
         rt_cpu_blas_hint(hint, sizeof hint);
         if (hint[0]) fprintf(stderr, "etrun: warning: %s\n", hint);
+        const char *from = rt_cpu_blas_selected_from();
+        if (from && !o.quiet)
+            fprintf(
+                stderr,
+                "etrun: OpenBLAS chose its %s kernels on this CPU (it does not know the model); running with "
+                "OPENBLAS_CORETYPE=%s (ET_BLAS_AS_DETECTED=1 keeps OpenBLAS's choice)\n",
+                from, rt_cpu_blas_core());
     }
     if (rt_model_init_comm(&model, &plan.s, be, plan.seed, comm, &err)) goto fail;
     long long start = 0;

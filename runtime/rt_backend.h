@@ -187,6 +187,14 @@ rt_backend *rt_backend_cpu_create(et_error *err);
 const char *rt_cpu_blas_core(void);
 int rt_cpu_blas_threads(void);
 void rt_cpu_blas_hint(char *hint, size_t size);
+/* Where rt_cpu_blas_hint would advise a setting and neither OPENBLAS_CORETYPE nor ET_BLAS_AS_DETECTED is set,
+ * restarts the program with it: OpenBLAS reads OPENBLAS_CORETYPE only when it loads, so the process
+ * executes itself again (/proc/self/exe, the same argv), with ET_BLAS_SELECTED naming the kernels OpenBLAS
+ * had chosen. Call first in main, before MPI_Init. Returns when there is nothing to do or the restart
+ * failed (the hint then still applies). */
+void rt_cpu_blas_select(char **argv);
+/* After rt_cpu_blas_select restarted the program: the kernels OpenBLAS had chosen ("Prescott"), else NULL. */
+const char *rt_cpu_blas_selected_from(void);
 
 /* The backend named `name` ("cpu"; "cuda" where etrun was built with CUDA), or NULL with *err naming the
  * backends this build has. */

@@ -1,11 +1,13 @@
 /* The CPU backend (rt_backend.h): rt_kernels.h's float kernels (OpenBLAS GEMMs, rt_kernels_fast.c's
  * element-wise loops), host memory, vectorised glue and a fused optimizer pass, wall-clock op timers. */
+#define _POSIX_C_SOURCE 200809L
 #include <cblas.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include "rt_backend.h"
 #include "rt_kernels.h"
@@ -539,10 +541,11 @@ int rt_cpu_blas_threads(void)
     return openblas_get_num_threads();
 }
 
-void rt_cpu_blas_hint(char *hint, size_t size)
+/* The kernels of this CPU's vector units when OpenBLAS chose older ones (and OPENBLAS_CORETYPE is unset),
+ * else NULL. */
+static const char *better_core(void)
 {
-    hint[0] = 0;
-    if (getenv("OPENBLAS_CORETYPE")) return;
+    if (getenv("OPENBLAS_CORETYPE")) return NULL;
     const char *core = rt_cpu_blas_core(), *better = NULL;
 #if defined(__GNUC__) && defined(__x86_64__)
     static const char *const old[] = {"Prescott", "Core2",      "Penryn",    "Dunnington", "Nehalem", "Atom",
@@ -556,11 +559,34 @@ void rt_cpu_blas_hint(char *hint, size_t size)
     else if (is_old && __builtin_cpu_supports("avx2"))
         better = "Haswell";
 #endif
+    (void)core;
+    return better;
+}
+
+void rt_cpu_blas_hint(char *hint, size_t size)
+{
+    hint[0] = 0;
+    const char *core = rt_cpu_blas_core(), *better = better_core();
     if (better)
         snprintf(hint, size,
                  "OpenBLAS chose its %s kernels on a CPU with %s (it does not know this CPU model); matrix "
                  "products run several times slower than they can. Set OPENBLAS_CORETYPE=%s to use them.",
                  core, strcmp(better, "SkylakeX") == 0 ? "AVX-512" : "AVX2", better);
+}
+
+void rt_cpu_blas_select(char **argv)
+{
+    const char *better = better_core();
+    if (!better || getenv("ET_BLAS_AS_DETECTED") || getenv("ET_BLAS_SELECTED")) return;
+    if (setenv("ET_BLAS_SELECTED", rt_cpu_blas_core(), 1) || setenv("OPENBLAS_CORETYPE", better, 1)) return;
+    execv("/proc/self/exe", argv);
+    unsetenv("OPENBLAS_CORETYPE"); /* the restart failed: this process keeps OpenBLAS's choice, and says so */
+    unsetenv("ET_BLAS_SELECTED");
+}
+
+const char *rt_cpu_blas_selected_from(void)
+{
+    return getenv("ET_BLAS_SELECTED");
 }
 
 rt_backend *rt_backend_create(const char *name, et_error *err)

@@ -40,8 +40,8 @@
     void rt_attn_softmax_fwd##S(REAL *probs, const int *offsets, int B, int A, int causal);                  \
     void rt_attn_context_fwd##S(const REAL *qkv, const REAL *probs, REAL *ctx, const int *offsets, int B,    \
                                 int H, int A, int KV);                                                       \
-    /* backward: context.bwd writes dV into dqkv (zeroing it first) and dprobs; softmax.bwd turns dprobs     \
-     * into dscores in place (scaled by 1/sqrt(D)); scores.bwd writes dQ and dK into dqkv */                 \
+    /* backward: context.bwd writes dV into dqkv and dprobs; softmax.bwd turns dprobs into dscores in place  \
+     * (scaled by 1/sqrt(D)); scores.bwd writes dQ and dK into dqkv (every row of the batch written) */      \
     void rt_attn_context_bwd##S(const REAL *qkv, const REAL *probs, const REAL *dctx, REAL *dqkv,            \
                                 REAL *dprobs, const int *offsets, int B, int H, int A, int KV);              \
     void rt_attn_softmax_bwd##S(const REAL *probs, REAL *dprobs, const int *offsets, int B, int H, int A);   \

@@ -162,7 +162,6 @@ void FN(rt_attn_context_bwd)(const REAL *qkv, const REAL *probs, const REAL *dct
 {
     const int D = H / A, ld = H + 2 * KV * D, group = A / KV;
     size_t p0 = 0;
-    memset(dqkv, 0, sizeof(REAL) * (size_t)offsets[B] * ld);
     for (int s = 0; s < B; s++) {
         const int o = offsets[s], l = offsets[s + 1] - o;
         for (int h = 0; h < A; h++) {
@@ -170,8 +169,8 @@ void FN(rt_attn_context_bwd)(const REAL *qkv, const REAL *probs, const REAL *dct
             const REAL *P = probs + p0 + (size_t)h * l * l, *Vv = qkv + v;
             const REAL *dC = dctx + (size_t)o * H + h * D;
             REAL *dV = dqkv + v, *dP = dprobs + p0 + (size_t)h * l * l;
-            /* the query heads of a key/value group add their gradients into its V */
-            GEMM(CblasRowMajor, CblasTrans, CblasNoTrans, l, D, l, 1, P, l, dC, H, 1, dV, ld);
+            /* the query heads of a key/value group add their gradients into its V: the first writes it */
+            GEMM(CblasRowMajor, CblasTrans, CblasNoTrans, l, D, l, 1, P, l, dC, H, h % group ? 1 : 0, dV, ld);
             GEMM(CblasRowMajor, CblasNoTrans, CblasTrans, l, l, D, 1, dC, H, Vv, ld, 0, dP, l);
         }
         p0 += (size_t)A * l * l;
@@ -213,8 +212,9 @@ void FN(rt_attn_scores_bwd)(const REAL *qkv, const REAL *dscores, REAL *dqkv, co
             const REAL *Q = qkv + (size_t)o * ld + h * D, *K = qkv + k;
             REAL *dQ = dqkv + (size_t)o * ld + h * D, *dK = dqkv + k;
             GEMM(CblasRowMajor, CblasNoTrans, CblasNoTrans, l, D, l, 1, dS, l, K, ld, 0, dQ, ld);
-            /* accumulated over the query heads of the group (context.bwd zeroed dqkv) */
-            GEMM(CblasRowMajor, CblasTrans, CblasNoTrans, l, D, l, 1, dS, l, Q, ld, 1, dK, ld);
+            /* accumulated over the query heads of the group, the first writing it */
+            GEMM(CblasRowMajor, CblasTrans, CblasNoTrans, l, D, l, 1, dS, l, Q, ld, h % group ? 1 : 0, dK,
+                 ld);
         }
         p0 += (size_t)A * l * l;
     }

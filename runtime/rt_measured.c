@@ -14,9 +14,7 @@
 #include "atomic_file.h"
 #include "quantile.h"
 
-#ifndef ET_GIT_COMMIT
-#define ET_GIT_COMMIT "unknown"
-#endif
+#include "et_git_commit.h" /* generated at build time: ET_GIT_COMMIT */
 
 int rt_run_log_init(rt_run_log *log, const rt_model *m, int steps, int micro, long long first_step,
                     et_error *err)

@@ -7,8 +7,9 @@
 #
 # Usage: bench/pytorch/compare_cpu.sh [--install] [--pairs N] [--sizes "tiny bert"] [--no-compile]
 #                                     [--blas-as-detected] [BUILD_DIR]
-# If OpenBLAS falls back to old kernels on this CPU (etrun warns), the etrun runs set OPENBLAS_CORETYPE as
-# the warning says (unless --blas-as-detected), and the table says which core ran; PyTorch uses its own GEMM libraries either way.
+# If OpenBLAS falls back to old kernels on this CPU, etrun selects the CPU's own (it sets OPENBLAS_CORETYPE
+# and restarts; --blas-as-detected keeps OpenBLAS's choice, ET_BLAS_AS_DETECTED=1), and the table says which
+# core ran; PyTorch uses its own GEMM libraries either way.
 set -euo pipefail
 src=$(cd "$(dirname "$0")/../.." && pwd)
 install=0 pairs=5 sizes="tiny bert" compile=1 blas_fix=1 build=$src/build
@@ -40,16 +41,12 @@ done
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
-core=$("$build/runtime/etrun" --info | sed -n 's/^blas_core: //p')
-hint=$("$build/runtime/etrun" --info | grep -o 'OPENBLAS_CORETYPE=[A-Za-z0-9]*' || true)
 et_env=(env)
-if [ -n "$hint" ] && [ $blas_fix -eq 0 ]; then
-  echo "# OpenBLAS chose $core kernels here; etrun runs with them as detected (--blas-as-detected)"
-elif [ -n "$hint" ]; then
-  et_env=(env "$hint")
-  echo "# OpenBLAS chose $core kernels here; etrun runs with $hint (its own warning's advice)"
-  core=${hint#OPENBLAS_CORETYPE=}
-fi
+[ $blas_fix -eq 0 ] && et_env=(env ET_BLAS_AS_DETECTED=1)
+core=$("${et_env[@]}" "$build/runtime/etrun" --info | sed -n 's/^blas_core: //p')
+detected=$("${et_env[@]}" "$build/runtime/etrun" --info | sed -n 's/^blas_core_detected: \([A-Za-z0-9]*\).*/\1/p')
+[ -n "$detected" ] && echo "# OpenBLAS chose $detected kernels here; etrun runs with $core (it sets OPENBLAS_CORETYPE itself)"
+[ $blas_fix -eq 0 ] && echo "# etrun runs with OpenBLAS's kernels as detected: $core (--blas-as-detected)"
 pin=(taskset -c 0)
 torch_version=$("$venv/bin/python" -c 'import torch; print(torch.__version__)')
 echo "# etrun (ET CPU backend, OpenBLAS $core) against PyTorch $torch_version, one core, one thread, $pairs interleaved pairs"
