@@ -78,7 +78,8 @@ static void optimizer_vs_stream(rt_backend *be, size_t n, double *fused_s, doubl
                       .weight_decay = 0.01f,
                       .c1 = 0.1f,
                       .c2 = 0.001f,
-                      .decoupled_decay = true};
+                      .decoupled_decay = true,
+                      .grad_scale = 1};
     *fused_s = *stream_s = 1e30;
     for (int round = 0; round < 5; round++) {
         double t0 = et_wall_seconds();

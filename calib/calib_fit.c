@@ -13,7 +13,8 @@ calib_terms calib_terms_of(const et_device_profile *d, et_precision p)
                          d->kernel_overhead_s,
                          d->special_rate,
                          d->cache_bandwidth,
-                         d->attention_products_efficiency};
+                         d->attention_products_efficiency,
+                         d->optimizer_flops * d->memory_efficiency};
 }
 
 void calib_terms_apply(const calib_terms *t, et_precision p, et_device_profile *d)
@@ -30,6 +31,7 @@ void calib_terms_apply(const calib_terms *t, et_precision p, et_device_profile *
     else
         d->memory_bandwidth = t->bandwidth, d->memory_efficiency = 1;
     d->vector_flops = t->vector_rate / d->memory_efficiency;
+    d->optimizer_flops = t->optimizer_rate / d->memory_efficiency;
     d->kernel_overhead_s = t->overhead;
     d->special_rate = t->special_rate;
     d->cache_bandwidth = t->cache_bandwidth;
@@ -71,7 +73,7 @@ double calib_objective(const calib_data *data, const et_device_profile *d)
     return f / (data->n_runs + data->n_micro);
 }
 
-enum { NT = 8 };
+enum { NT = 9 };
 
 static void to_terms(const double *x, calib_terms *t)
 {
@@ -81,6 +83,7 @@ static void to_terms(const double *x, calib_terms *t)
     t->special_rate = x[5] > -700 ? exp(x[5]) : 0;
     t->cache_bandwidth = x[6] > -700 ? exp(x[6]) : 0;
     t->attention = exp(x[7]);
+    t->optimizer_rate = exp(x[8]);
 }
 
 /* Every term stays within a factor of 1000 of the base profile's (a box in log space): a term the runs do
@@ -114,7 +117,8 @@ double calib_fit(const calib_data *data, const et_device_profile *base, et_devic
                         log(t0.overhead),
                         t0.special_rate > 0 ? log(t0.special_rate) : -1000,
                         t0.cache_bandwidth > 0 ? log(t0.cache_bandwidth) : -1000,
-                        log(t0.attention)};
+                        log(t0.attention),
+                        log(t0.optimizer_rate)};
     double origin[NT];
     memcpy(origin, start, sizeof origin);
     int it = 0;

@@ -1,5 +1,5 @@
 /* calib_fit: a device profile fitted to measured runs. The cost model's time of an op on a device
- * (et_op_time, model/graph.c) has eight terms a profile sets; the fit finds them:
+ * (et_op_time, model/graph.c) has nine terms a profile sets; the fit finds them:
  *   gemm rate    peak x gemm_max, FLOP/s reached by large matrix products
  *   gemm_half    the matrix dimension at which a product reaches half of it
  *   bandwidth    memory bandwidth x memory efficiency, bytes/s of streaming kernels
@@ -9,6 +9,9 @@
  *                profile costs them (special_tops), else left at 0
  *   cache bandwidth  bytes/s of streaming kernels whose bytes fit in the profile's cache level; fitted
  *                only when the base profile has one (its size stays the profile's)
+ *   optimizer rate  optimizer_flops x memory efficiency, FLOP/s of the optimizer's fused passes (which
+ *                the element-wise kernels' instruction mix does not describe); fitted from the measured
+ *                runs' optimizer ops where they are not memory-bound, else the base profile's
  *   attention    unfused attention's per-head products against a matrix product of the same shape (at
  *                most 1); fitted from the measured runs' attention ops, else the base profile's
  * minimising the time-weighted squared log error of every op's predicted time per step against its
@@ -26,7 +29,8 @@
 #include "calib_run.h"
 
 typedef struct calib_terms {
-    double gemm_rate, gemm_half, bandwidth, vector_rate, overhead, special_rate, cache_bandwidth, attention;
+    double gemm_rate, gemm_half, bandwidth, vector_rate, overhead, special_rate, cache_bandwidth, attention,
+        optimizer_rate;
 } calib_terms;
 
 calib_terms calib_terms_of(const et_device_profile *d, et_precision p);

@@ -276,6 +276,8 @@ static json_t *fitted_json(const char *base_path, const et_device_profile *fit, 
     for (int p = 0; p < ET_PRECISION_COUNT && peak; p++)
         json_object_set_new(peak, et_precision_names[p], json_real(fit->peak_flops[p] / 1e12));
     json_object_set_new(root, "vector_tflops", json_real(fit->vector_flops / 1e12));
+    if (fit->optimizer_flops != fit->vector_flops)
+        json_object_set_new(root, "optimizer_tflops", json_real(fit->optimizer_flops / 1e12));
     if (fit->special_rate > 0) json_object_set_new(root, "special_tops", json_real(fit->special_rate / 1e12));
     json_t *cache = json_object_get(root, "cache");
     if (cache && fit->cache_bandwidth > 0)
@@ -422,6 +424,7 @@ static int cmd_fit(int argc, char **argv)
         printf("%-22s %14.2f %14.2f\n", "cache bandwidth [GB/s]", tb.cache_bandwidth / 1e9,
                tf.cache_bandwidth / 1e9);
     printf("%-22s %14.3f %14.3f\n", "attention products", tb.attention, tf.attention);
+    printf("%-22s %14.2f %14.2f\n", "optimizer [GFLOP/s]", tb.optimizer_rate / 1e9, tf.optimizer_rate / 1e9);
     printf("\n%-28s %-16s %12s %12s %12s %9s %9s\n", "run", "class", "measured[ms]", "base[ms]", "fitted[ms]",
            "base[%]", "fit[%]");
     for (int u = 0; u < n_micro; u++) { /* fit quality per microbenchmark kind */

@@ -21,6 +21,7 @@ int et_device_profile_load(const char *path, et_device_profile *out, et_error *e
                                            "source",
                                            "peak_tflops",
                                            "vector_tflops",
+                                           "optimizer_tflops",
                                            "memory_GiB",
                                            "memory_bandwidth_GBps",
                                            "reserved_GiB",
@@ -71,6 +72,8 @@ int et_device_profile_load(const char *path, et_device_profile *out, et_error *e
     if (et_json_get_positive(&r, root, "$", "vector_tflops", false, out->peak_flops[ET_FP32] / 1e12, &vec))
         goto done;
     out->vector_flops = vec * 1e12;
+    if (et_json_get_positive(&r, root, "$", "optimizer_tflops", false, vec, &vec)) goto done;
+    out->optimizer_flops = vec * 1e12;
     double special;
     if (et_json_get_number(&r, root, "$", "special_tops", false, 0, 0, 1e6, &special)) goto done;
     out->special_rate = special * 1e12;

@@ -29,6 +29,8 @@ typedef struct et_device_profile {
     et_device_kind kind;
     double peak_flops[ET_PRECISION_COUNT]; /* dense matrix-unit peak, FLOP/s */
     double vector_flops;                   /* non-matrix fp32 peak (elementwise ops), FLOP/s */
+    double optimizer_flops;     /* the optimizer kernels' arithmetic rate, FLOP/s (default vector_flops: one
+                                   fused pass of multiply-adds, without the element-wise kernels' mix) */
     double special_rate;        /* special functions (exp, tanh, sqrt, division) per second; 0: not costed */
     double memory_bytes;        /* device memory capacity, bytes */
     double memory_bandwidth;    /* bytes/s */

@@ -920,6 +920,13 @@ static void optimizer_ops(builder *b, const et_graph_options *o, double params)
     if (o->galore.rank > 0) params -= galore_ops(b, o);
     double shard = params / o->optimizer_shards;
     double ge = b->e; /* gradient element size */
+    /* sparse weights kept dense with a mask (etrun's CPU backend): the update runs over every element */
+    double dense = 0, kept = 0;
+    for (int i = 0; i < b->g->n_params; i++)
+        if (b->g->params[i].dense > b->g->params[i].count)
+            dense += b->g->params[i].dense, kept += b->g->params[i].count;
+    const double masked_scale = dense > 0 && params > 0 ? (params - kept + dense) / params : 0,
+                 mask_bytes = 4 * dense / o->optimizer_shards; /* fp32 masks */
     et_op *op;
     if (o->precision == ET_FP16 &&
         (op = add_op(b, ET_OP_OPTIMIZER, ET_PHASE_OPTIMIZER, -1, "optimizer.unscale"))) {
@@ -935,6 +942,7 @@ static void optimizer_ops(builder *b, const et_graph_options *o, double params)
             op->flops = FIX(12 * shard);
             op->bytes = FIX((ge + 12 + 12) * shard);
             op->special = FIX(2 * shard); /* sqrt(v) and the division */
+            op->masked_scale = masked_scale, op->mask_bytes = mask_bytes;
         }
         if ((op = add_op(b, ET_OP_OPTIMIZER, ET_PHASE_OPTIMIZER, -1, "optimizer.trust_ratio"))) {
             op->flops = FIX(4 * shard);
@@ -948,6 +956,7 @@ static void optimizer_ops(builder *b, const et_graph_options *o, double params)
         op->flops = FIX(12 * shard);
         op->bytes = FIX((ge + 12 + 12 + ge) * shard);
         op->special = FIX(2 * shard); /* sqrt(v) and the division */
+        op->masked_scale = masked_scale, op->mask_bytes = mask_bytes;
     }
 }
 
@@ -1106,8 +1115,12 @@ static double op_steps_time(const et_op *op, const et_batch_shape *b, const et_d
 
 double et_op_time(const et_op *op, const et_batch_shape *b, const et_device_profile *d, et_precision p)
 {
-    double flops = et_linear_eval(&op->flops, b), bytes = et_linear_eval(&op->bytes, b);
+    double flops = et_linear_eval(&op->flops, b), bytes = et_linear_eval(&op->bytes, b),
+           special = et_linear_eval(&op->special, b);
     if (et_op_is_comm(op->kind) || (flops <= 0 && bytes <= 0)) return 0;
+    if (op->masked_scale > 0 && d->sparse_masked_dense)
+        flops *= op->masked_scale, special *= op->masked_scale,
+            bytes = bytes * op->masked_scale + op->mask_bytes;
     double kernels = op->kernels;
     if (d->kind == ET_DEVICE_DATAFLOW) {
         /* fused, pipelined execution: no launches, and intermediates stay on chip as long as the op's
@@ -1152,13 +1165,16 @@ double et_op_time(const et_op *op, const et_batch_shape *b, const et_device_prof
                    d->attention_products_efficiency;
         break;
     }
+    case ET_OP_OPTIMIZER:
+        rate = d->optimizer_flops * d->memory_efficiency;
+        break;
     default:
         rate = d->vector_flops * d->memory_efficiency;
         break;
     }
     double t = 0;
     if (rate > 0)
-        t = et_roofline_time(d, rate, flops, et_linear_eval(&op->special, b), bytes, kernels);
+        t = et_roofline_time(d, rate, flops, special, bytes, kernels);
     else /* each contraction a product of its own shape, at the dimension terms (no one grid: see above) */
         t = op->step_repeats * op_steps_time(op, b, d, p);
     const double copies =

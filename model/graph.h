@@ -88,6 +88,10 @@ typedef struct et_op {
     double time_scale; /* measured / modelled time of this op on this device (etsim --op-times), else 1 */
     bool expert;       /* an expert's op (mixture of experts): its time follows the rank's routed tokens */
     bool fused;        /* attention as one fused (flash-style) kernel */
+    /* optimizer over sparse weights on a device that keeps them dense with a mask (sparse.masked_dense):
+     * its work times masked_scale (dense elements over kept ones; 0: no sparse weights), plus the masks read
+     */
+    double masked_scale, mask_bytes;
     /* TT: its contractions, each run `step_repeats` times (layers sharing the op, and backward's two
      * products per forward one); costed one by one at their own shapes */
     int n_steps, step_repeats;

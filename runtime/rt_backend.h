@@ -65,6 +65,7 @@ typedef struct rt_adam_args {
     float lr, beta1, beta2, eps, weight_decay;
     float c1, c2;
     bool decoupled_decay; /* AdamW: u += weight_decay * w; Adam: no decay */
+    float grad_scale;     /* every gradient times this before use (global clipping, fused): 1 for none */
 } rt_adam_args;
 
 typedef struct rt_backend rt_backend;

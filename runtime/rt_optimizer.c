@@ -20,12 +20,13 @@ void rt_model_update(rt_model *m, const et_hyper *h)
     rt_backend *be = m->be;
     const et_scenario *s = m->s;
     const int op_norm = et_graph_find(&m->graph, "optimizer.grad_norm");
+    float clip = 1;
     if (s->optimizer.clip == ET_CLIP_AFTER_ALLREDUCE) {
         /* every rank holds the same reduced gradient: the global norm needs no further communication */
         begin(m, op_norm);
         double total = sqrt(be->sum_sq(be, m->grads, m->n_params)), max = s->optimizer.max_grad_norm;
         m->last_grad_norm = total;
-        if (total > max) be->scale(be, m->grads, (float)(max / (total + 1e-6)), m->n_params);
+        if (total > max) clip = (float)(max / (total + 1e-6)); /* applied inside the update: one pass less */
         end(m, op_norm);
     }
     m->adam_t++;
@@ -40,6 +41,7 @@ void rt_model_update(rt_model *m, const et_hyper *h)
         .c1 = (float)(1 - pow(h->beta1, (double)m->adam_t)),
         .c2 = (float)(1 - pow(h->beta2, (double)m->adam_t)),
         .decoupled_decay = s->optimizer.name != ET_OPT_ADAM,
+        .grad_scale = clip,
     };
     if (s->optimizer.name != ET_OPT_LAMB) {
         const int op = et_graph_find(&m->graph, "optimizer.step");

@@ -191,7 +191,8 @@ static void check_optimizer(rt_backend *be)
                             .weight_decay = 0.01f,
                             .c1 = 1 - 0.9f * 0.9f,
                             .c2 = 1 - 0.999f * 0.999f,
-                            .decoupled_decay = true};
+                            .decoupled_decay = true,
+                            .grad_scale = 1};
     pair w = make(n, 1), g = make(n, 0.1), m = make(n, 0.01), v = make(n, 0.001), mask = make(n, 1);
     for (size_t i = 0; i < n; i++) {
         v.f[i] = fabsf(v.f[i]), v.d[i] = v.f[i];
@@ -203,6 +204,7 @@ static void check_optimizer(rt_backend *be)
             memcpy(g2.f, g.f, n * 4);
         rt_adam_args args = a;
         args.decoupled_decay = variant != 1;
+        args.grad_scale = variant == 1 ? 1.0f : 0.5f; /* clipping fused into the update */
         const float *mk = variant == 1 ? NULL : mask.f;
         double wsq = 0, usq = 0, ref_wsq = 0, ref_usq = 0;
         if (variant < 2)
@@ -210,8 +212,9 @@ static void check_optimizer(rt_backend *be)
         else
             be->lamb_update(be, w2.f, g2.f, m2.f, v2.f, mk, n, &args, &wsq, &usq);
         for (size_t i = 0; i < n; i++) {
-            double mi = a.beta1 * m.d[i] + (1 - (double)a.beta1) * g.d[i];
-            double vi = a.beta2 * v.d[i] + (1 - (double)a.beta2) * g.d[i] * g.d[i];
+            const double gi = args.grad_scale * g.d[i];
+            double mi = a.beta1 * m.d[i] + (1 - (double)a.beta1) * gi;
+            double vi = a.beta2 * v.d[i] + (1 - (double)a.beta2) * gi * gi;
             double u = (mi / a.c1) / (sqrt(vi / a.c2) + a.eps) +
                        (args.decoupled_decay ? a.weight_decay * w.d[i] : 0);
             if (mk) u *= mask.d[i];

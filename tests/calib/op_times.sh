@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # etsim --op-times: a tiny-gpt-cpu step measured by etrun on 2 ranks, fed back to etsim by op id, predicts
-# that step (analytic and simulated) within 50% and closer than the uncalibrated profile, which is several
-# times off (it runs 0-30% low: etrun's time outside ops, batches and waits for the slower rank, is in no
-# op; 0.71-1.05 of the measured step in eight runs here); a run
+# that step (analytic and simulated) within 50%, and closer than the uncalibrated profile or within 25% (it
+# runs 0-30% low: etrun's time outside ops, batches and waits for the slower rank, is in no op; 0.71-1.05
+# of the measured step in eight runs here; the uncalibrated profile was several times off with OpenBLAS's
+# Prescott kernels, and is within a few percent with the CPU's own, which etrun now selects); a run
 # on another device than the scenario's is refused (exit 2, nothing written).
 # Usage: op_times.sh BUILD_DIR SOURCE_DIR
 set -euo pipefail
@@ -28,7 +29,7 @@ awk -v m="$measured" -v c="$model" -v a="$scaled" -v s="$simulated" 'BEGIN {
 status=0
 for p in "$scaled" "$simulated"; do
   awk -v p="$p" -v m="$measured" -v c="$model" 'BEGIN {r = p / m; e = (p > m ? p - m : m - p);
-    ec = (c > m ? c - m : m - c); exit !(r > 0.5 && r < 1.5 && e < ec)}' ||
+    ec = (c > m ? c - m : m - c); exit !(r > 0.5 && r < 1.5 && (e < ec || e < 0.25 * m))}' ||
     { echo "FAIL: --op-times prediction $p s against $measured s measured (cost model $model s)"; status=1; }
 done
 awk -v p="$model" -v m="$measured" 'BEGIN {r = p / m; exit !(r < 0.75 || r > 1.25)}' ||
