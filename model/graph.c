@@ -1129,7 +1129,8 @@ double et_op_time(const et_op *op, const et_batch_shape *b, const et_device_prof
         if (activations <= d->on_chip_bytes) bytes = op->weight_bytes;
         kernels = 0;
     }
-    double rate; /* FLOP/s */
+    double rate;           /* FLOP/s */
+    bool stepwise = false; /* a tensor-train op's contractions, each at its own shape */
     switch (op->kind) {
     case ET_OP_GEMM:
     case ET_OP_TT: {
@@ -1140,7 +1141,7 @@ double et_op_time(const et_op *op, const et_batch_shape *b, const et_device_prof
             break;
         }
         if (op->n_steps > 0 && d->kind != ET_DEVICE_DATAFLOW) {
-            rate = 0;
+            stepwise = true, rate = 0;
             break; /* costed step by step below */
         }
         double factor = et_sparse_rate_factor(d, &op->sparse);
@@ -1172,11 +1173,9 @@ double et_op_time(const et_op *op, const et_batch_shape *b, const et_device_prof
         rate = d->vector_flops * d->memory_efficiency;
         break;
     }
-    double t = 0;
-    if (rate > 0)
-        t = et_roofline_time(d, rate, flops, special, bytes, kernels);
-    else /* each contraction a product of its own shape, at the dimension terms (no one grid: see above) */
-        t = op->step_repeats * op_steps_time(op, b, d, p);
+    /* a tensor-train op: each contraction a product of its own shape, at the dimension terms (no one grid) */
+    const double t = stepwise ? op->step_repeats * op_steps_time(op, b, d, p)
+                              : et_roofline_time(d, rate, flops, special, bytes, kernels);
     const double copies =
         d->tensor_train_layout_copies ? et_stream_time(d, et_linear_eval(&op->copy_bytes, b)) : 0;
     return (t + copies) * op->time_scale;

@@ -322,23 +322,13 @@ static void cpu_scale(rt_backend *be, float *x, float factor, size_t n)
 }
 
 RT_VECTOR_CLONES
-/* 32 partial sums in double: four vectors of independent additions in flight (one accumulator is bound by
- * the add's latency, a quarter of the memory rate) */
-RT_VECTOR_CLONES
 static double cpu_sum_sq(rt_backend *be, const float *x, size_t n)
 {
     (void)be;
-    enum { W = 32 };
-    double acc[W] = {0}, s = 0;
-    size_t i = 0;
-    for (; i + W <= n; i += W)
-#pragma omp simd
-        for (int j = 0; j < W; j++)
-            acc[j] += (double)x[i + j] * x[i + j];
-    for (; i < n; i++)
+    double s = 0;
+#pragma omp simd reduction(+ : s)
+    for (size_t i = 0; i < n; i++)
         s += (double)x[i] * x[i];
-    for (int j = 0; j < W; j++)
-        s += acc[j];
     return s;
 }
 
