@@ -320,11 +320,9 @@ static et_op *tt_op(builder *b, et_phase phase, int layer, et_layer_group group,
     op->kernels = passes * copies * plan.steps;
     op->flops = (et_linear){.fixed = passes * copies * plan.flops_fixed,
                             .per_token = passes * copies * plan.flops_per_token};
-    _Static_assert(ET_OP_MAX_STEPS == ET_TT_MAX_CORES, "a TT op holds every contraction of its plan");
     op->n_steps = plan.steps;
     op->step_repeats = passes * copies;
-    for (int s = 0; s < plan.steps; s++)
-        op->steps[s] = (et_op_step){plan.step_m[s], plan.step_n[s], plan.step_k[s], plan.step_tokens[s]};
+    memcpy(op->steps, plan.step, sizeof op->steps);
     op->m = FIX(plan.largest_m);
     op->n = FIX(plan.largest_n);
     op->k = FIX(plan.largest_k);
@@ -1105,7 +1103,7 @@ static double op_steps_time(const et_op *op, const et_batch_shape *b, const et_d
     const double e = et_precision_bytes(p), T = b->tokens;
     double t = 0;
     for (int s = 0; s < op->n_steps; s++) {
-        const et_op_step *st = &op->steps[s];
+        const et_tt_step *st = &op->steps[s];
         const double m = st->m * (st->tokens == 0 ? T : 1), n = st->n * (st->tokens == 1 ? T : 1), k = st->k;
         const double rate = et_gemm_peak(d, p) * et_gemm_dimension_efficiency(d, m, n, k);
         t += et_roofline_time(d, rate, 2 * m * n * k, 0, e * (m * k + k * n + m * n), 1);

@@ -60,14 +60,6 @@ typedef struct et_linear {
     double fixed, per_sequence, per_token, per_token_sq, per_prediction;
 } et_linear;
 
-/* One product of an op made of several (a tensor-train layer's contractions): (m x k) (k x n), its sizes at
- * one token; `tokens` says which side also carries the micro-batch's tokens (0: m, 1: n, -1: neither). */
-typedef struct et_op_step {
-    double m, n, k;
-    int tokens;
-} et_op_step;
-#define ET_OP_MAX_STEPS 10 /* ET_TT_MAX_CORES: a d-core train contracts in d steps */
-
 typedef struct et_op {
     char id[80];
     et_op_kind kind;
@@ -95,7 +87,7 @@ typedef struct et_op {
     /* TT: its contractions, each run `step_repeats` times (layers sharing the op, and backward's two
      * products per forward one); costed one by one at their own shapes */
     int n_steps, step_repeats;
-    et_op_step steps[ET_OP_MAX_STEPS];
+    et_tt_step steps[ET_TT_MAX_CORES]; /* a d-core train contracts in d steps */
 } et_op;
 
 typedef struct et_param {

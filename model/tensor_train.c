@@ -183,18 +183,16 @@ static int emit(const network *net, const uint32_t *choice, uint32_t set, et_tt_
     else
         p->flops_fixed += cost;
     if (result & 1u) p->intermediate_per_token += product(net, result, 1);
-    {
-        const uint32_t shared = oa & ob, contracted = shared & ~result,
-                       left = (oa & ~shared) | (shared & result);
-        p->step_m[s] = product(net, left, 1);
-        p->step_n[s] = product(net, ob & ~shared, 1);
-        p->step_k[s] = product(net, contracted, 1);
-        p->step_tokens[s] = left & 1u ? 0 : (ob & ~shared) & 1u ? 1 : -1;
-    }
+    /* the step as a product: rows A's free indices (and shared ones kept), columns B's, K the contracted */
+    const uint32_t shared = oa & ob, contracted = shared & ~result, rows = (oa & ~shared) | (shared & result),
+                   cols = ob & ~shared;
+    p->step[s] = (et_tt_step){product(net, rows, 1), product(net, cols, 1), product(net, contracted, 1),
+                              rows & 1u   ? 0
+                              : cols & 1u ? 1
+                                          : -1};
     if (cost > 2 * p->largest_m * p->largest_n * p->largest_k) {
-        uint32_t shared = oa & ob, contracted = shared & ~result;
-        p->largest_m = product(net, oa & ~shared, 0) * product(net, shared & result, 0);
-        p->largest_n = product(net, ob & ~shared, 0);
+        p->largest_m = product(net, rows, 0);
+        p->largest_n = product(net, cols, 0);
         p->largest_k = product(net, contracted, 0);
     }
     return (*next_id)++;

@@ -42,6 +42,13 @@ double et_tt_core_params(const et_tt_shape *tt, int k);
 double et_tt_in(const et_tt_shape *tt);
 double et_tt_out(const et_tt_shape *tt);
 
+/* One contraction step as a product (m x k) (k x n), its sizes at one token; `tokens` says which side also
+ * carries the tokens (0: m, 1: n, -1: neither, a step of cores alone). */
+typedef struct et_tt_step {
+    double m, n, k;
+    int tokens;
+} et_tt_step;
+
 /* A pairwise contraction order for a linear TT applied to T tokens. Tensor 0 is the input X, tensor
  * k + 1 is core k; step s contracts left[s] with right[s] (tensor ids; merged tensors get ids d+1, d+2..). */
 typedef struct et_tt_plan {
@@ -50,10 +57,7 @@ typedef struct et_tt_plan {
     double flops_fixed;                     /* FLOPs of steps that do not involve the tokens */
     double flops_per_token;                 /* FLOPs per token of the other steps */
     double largest_m, largest_n, largest_k; /* GEMM view of the most expensive step (for efficiency) */
-    /* each step as a product (m x k) (k x n), its sizes at one token: step_tokens[s] says which side also
-     * carries the tokens (0: m, 1: n, -1: neither, a step of cores alone) */
-    double step_m[ET_TT_MAX_CORES], step_n[ET_TT_MAX_CORES], step_k[ET_TT_MAX_CORES];
-    int step_tokens[ET_TT_MAX_CORES];
+    et_tt_step step[ET_TT_MAX_CORES];       /* every step as a product */
     double intermediate_per_token; /* elements per token of all token-carrying intermediates (kept for
                                       backward) */
 } et_tt_plan;

@@ -24,26 +24,34 @@ typedef struct tt_net {
     tt_tensor t[3 * ET_TT_MAX_CORES];
 } tt_net;
 
+static inline int tt_has_label(const tt_tensor *x, int label)
+{
+    for (int i = 0; i < x->n; i++)
+        if (x->label[i] == label) return 1;
+    return 0;
+}
+
 /* Splits a step into A's free labels, the shared labels (A's order) and B's free labels. */
 static inline void tt_split(const tt_tensor *a, const tt_tensor *b, tt_tensor *af, tt_tensor *sh,
                             tt_tensor *bf)
 {
     af->n = sh->n = bf->n = 0;
     for (int i = 0; i < a->n; i++) {
-        int s = 0;
-        for (int j = 0; j < b->n; j++)
-            s |= a->label[i] == b->label[j];
-        if (s)
-            sh->label[sh->n++] = a->label[i];
-        else
-            af->label[af->n++] = a->label[i];
+        tt_tensor *to = tt_has_label(b, a->label[i]) ? sh : af;
+        to->label[to->n++] = a->label[i];
     }
-    for (int j = 0; j < b->n; j++) {
-        int s = 0;
-        for (int i = 0; i < sh->n; i++)
-            s |= sh->label[i] == b->label[j];
-        if (!s) bf->label[bf->n++] = b->label[j];
-    }
+    for (int j = 0; j < b->n; j++)
+        if (!tt_has_label(sh, b->label[j])) bf->label[bf->n++] = b->label[j];
+}
+
+/* The output Y [T, n_out]'s labels: the tokens, then the output factors. */
+static inline tt_tensor tt_output(const et_tt_shape *s)
+{
+    tt_tensor out = {0};
+    out.label[out.n++] = 0;
+    for (int k = s->d_in; k < s->d_in + s->d_out; k++)
+        out.label[out.n++] = 1 + k;
+    return out;
 }
 
 static inline tt_tensor tt_concat(const tt_tensor *x, const tt_tensor *y)
@@ -82,13 +90,6 @@ static inline void tt_build(const et_tt_shape *s, const et_tt_plan *plan, double
         tt_split(a, b, &af, &sh, &bf);
         net->t[net->tensors++] = tt_concat(&af, &bf);
     }
-}
-
-static inline int tt_has_label(const tt_tensor *x, int label)
-{
-    for (int i = 0; i < x->n; i++)
-        if (x->label[i] == label) return 1;
-    return 0;
 }
 
 /* 1 when x's storage order is `first` then `second` */

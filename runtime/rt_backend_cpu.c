@@ -546,8 +546,9 @@ int rt_cpu_blas_threads(void)
 static const char *better_core(void)
 {
     if (getenv("OPENBLAS_CORETYPE")) return NULL;
-    const char *core = rt_cpu_blas_core(), *better = NULL;
+    const char *better = NULL;
 #if defined(__GNUC__) && defined(__x86_64__)
+    const char *core = rt_cpu_blas_core();
     static const char *const old[] = {"Prescott", "Core2",      "Penryn",    "Dunnington", "Nehalem", "Atom",
                                       "Katmai",   "Coppermine", "Northwood", "Banias",     NULL};
     int is_old = 0;
@@ -559,7 +560,6 @@ static const char *better_core(void)
     else if (is_old && __builtin_cpu_supports("avx2"))
         better = "Haswell";
 #endif
-    (void)core;
     return better;
 }
 

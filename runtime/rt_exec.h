@@ -77,7 +77,8 @@ typedef enum { RT_ROLE_QKV, RT_ROLE_OUT, RT_ROLE_FC1, RT_ROLE_FC2 } rt_tt_role;
 typedef struct rt_tt_record {
     rt_tt_layer tt;
     int copies, n_in, n_out, ready;
-    float *cores[3], *dcores[3], *work[3], *tmp; /* cores: slices of the parameters; work, tmp: device */
+    float *cores[3], *dcores[3], *work[3], *tmp; /* cores: slices of the parameters; work, tmp: device (tmp
+                                                    only for shared ops, T x n_out) */
 } rt_tt_record;
 
 /* One graph op bound to its executor: the layer it belongs to and the parameters it touches. */

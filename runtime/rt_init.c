@@ -110,8 +110,9 @@ int rt_init_tt_cores(rt_model *m, rt_tt_record *rec, int layer, int role, et_err
     rec->n_out = n_out;
     const int d = shape.d_in + shape.d_out;
     const size_t ws = rt_tt_workspace_size(&rec->tt, m->T_cap);
-    rec->tmp = be->alloc(be, sizeof(float) * (size_t)m->T_cap * (n_in + n_out));
-    if (!rec->tmp)
+    /* layers sharing the op pass their outputs and output gradients through T x n_out rows of their own */
+    rec->tmp = rec->copies > 1 ? be->alloc(be, sizeof(float) * (size_t)m->T_cap * n_out) : NULL;
+    if (rec->copies > 1 && !rec->tmp)
         return et_error_set_code(err, ET_ERROR_MEMORY, NULL, 0, 0, NULL, "out of memory for TT workspaces");
     double paths = 1;
     for (int k = 1; k < d; k++)

@@ -71,6 +71,15 @@ static const REAL *FN(tt_tensor_data)(const rt_tt_layer *l, const tt_net *net, c
     return FN(tt_result)(net, work, id - net->d - 1, 0);
 }
 
+/* The gradient buffer of tensor `id` (the input's, a core's or an intermediate's), beside tt_tensor_data. */
+static REAL *FN(tt_tensor_grad)(const rt_tt_layer *l, const tt_net *net, REAL *dX, REAL *dcores, REAL *work,
+                                int id)
+{
+    if (id == 0) return dX;
+    if (id <= net->d) return dcores + l->core_offset[id - 1];
+    return FN(tt_result)(net, work, id - net->d - 1, 1);
+}
+
 /* An operand of a step as a matrix: its own storage when its labels are already (rows ++ cols), read as is,
  * or (cols ++ rows), read transposed; else a permuted copy in scratch. */
 typedef struct FN(tt_view) {
@@ -108,6 +117,24 @@ static FN(tt_view) FN(tt_transposed)(FN(tt_view) v)
     return v;
 }
 
+/* G, the gradient of operand x (viewed as V, rows `rl` x cols `cl`) in x's own layout, gets P Q (inner
+ * dimension k), added when `add`: straight from the product where V is direct, else through `scratch` and a
+ * permutation back. G NULL: not wanted. */
+static void FN(tt_grad_into)(const tt_net *net, REAL *G, int add, const tt_tensor *x, FN(tt_view) V,
+                             const tt_tensor *rl, const tt_tensor *cl, FN(tt_view) P, FN(tt_view) Q, int k,
+                             REAL *scratch)
+{
+    if (!G) return;
+    const int rows = (int)tt_elems(net, rl), cols = (int)tt_elems(net, cl);
+    if (V.direct) {
+        FN(tt_product)(G, V.t, add, P, Q, rows, cols, k);
+        return;
+    }
+    FN(tt_product)(scratch, 0, 0, P, Q, rows, cols, k);
+    tt_tensor xm = tt_concat(rl, cl);
+    FN(tt_permute)(net, scratch, &xm, G, x, add);
+}
+
 void FN(rt_tt_fwd)(const rt_tt_layer *l, const REAL *X, const REAL *cores, REAL *Y, REAL *work, int T)
 {
     tt_net net;
@@ -127,10 +154,7 @@ void FN(rt_tt_fwd)(const rt_tt_layer *l, const REAL *X, const REAL *cores, REAL 
                            scratch + m * k);
         FN(tt_product)(FN(tt_result)(&net, work, st, 0), 0, 0, A, B, (int)m, (int)n, (int)k);
     }
-    tt_tensor out = {0};
-    out.label[out.n++] = 0;
-    for (int k = l->shape.d_in; k < d; k++)
-        out.label[out.n++] = 1 + k;
+    const tt_tensor out = tt_output(&l->shape);
     FN(tt_permute)(&net, FN(tt_result)(&net, work, steps - 1, 0), &net.t[d + steps], Y, &out, 0);
 }
 
@@ -143,10 +167,7 @@ void FN(rt_tt_bwd)(const rt_tt_layer *l, const REAL *X, const REAL *cores, const
     tt_build(&l->shape, &l->plan, T, &net);
     const int d = net.d, steps = l->plan.steps;
     REAL *scratch = FN(tt_result)(&net, work, steps, 0);
-    tt_tensor out = {0};
-    out.label[out.n++] = 0;
-    for (int k = l->shape.d_in; k < d; k++)
-        out.label[out.n++] = 1 + k;
+    const tt_tensor out = tt_output(&l->shape);
     FN(tt_permute)(&net, dY, &out, FN(tt_result)(&net, work, steps - 1, 1), &net.t[d + steps], 0);
     for (int st = steps - 1; st >= 0; st--) {
         int ia = l->plan.left[st], ib = l->plan.right[st];
@@ -160,29 +181,13 @@ void FN(rt_tt_bwd)(const rt_tt_layer *l, const REAL *X, const REAL *cores, const
         FN(tt_view)
         B = FN(tt_view_of)(&net, FN(tt_tensor_data)(l, &net, X, cores, work, ib), b, &sh, &bf, sB);
         const FN(tt_view) dC = {FN(tt_result)(&net, work, st, 1), 0, (int)n, 1}; /* labels af ++ bf */
-        REAL *ga = ia == 0   ? dX
-                   : ia <= d ? dcores + l->core_offset[ia - 1]
-                             : FN(tt_result)(&net, work, ia - d - 1, 1);
-        REAL *gb = ib == 0   ? dX
-                   : ib <= d ? dcores + l->core_offset[ib - 1]
-                             : FN(tt_result)(&net, work, ib - d - 1, 1);
-        const int add_a = ia <= d, add_b = ib <= d; /* the input and the cores accumulate */
-        /* dA = dC B^T and dB = A^T dC, straight into the operands' own layouts where their views are direct
-         */
-        if (ga && A.direct)
-            FN(tt_product)(ga, A.t, add_a, dC, FN(tt_transposed)(B), (int)m, (int)k, (int)n);
-        else if (ga) {
-            FN(tt_product)(dA, 0, 0, dC, FN(tt_transposed)(B), (int)m, (int)k, (int)n);
-            tt_tensor am = tt_concat(&af, &sh);
-            FN(tt_permute)(&net, dA, &am, ga, a, add_a);
-        }
-        if (gb && B.direct)
-            FN(tt_product)(gb, B.t, add_b, FN(tt_transposed)(A), dC, (int)k, (int)n, (int)m);
-        else if (gb) {
-            FN(tt_product)(dB, 0, 0, FN(tt_transposed)(A), dC, (int)k, (int)n, (int)m);
-            tt_tensor bm = tt_concat(&sh, &bf);
-            FN(tt_permute)(&net, dB, &bm, gb, b, add_b);
-        }
+        /* dA = dC B^T and dB = A^T dC; the input and the cores accumulate */
+        FN(tt_grad_into)
+        (&net, FN(tt_tensor_grad)(l, &net, dX, dcores, work, ia), ia <= d, a, A, &af, &sh, dC,
+         FN(tt_transposed)(B), (int)n, dA);
+        FN(tt_grad_into)
+        (&net, FN(tt_tensor_grad)(l, &net, dX, dcores, work, ib), ib <= d, b, B, &sh, &bf,
+         FN(tt_transposed)(A), dC, (int)m, dB);
     }
 }
 

@@ -43,8 +43,9 @@ trap 'rm -rf "$work"' EXIT
 export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
 et_env=(env)
 [ $blas_fix -eq 0 ] && et_env=(env ET_BLAS_AS_DETECTED=1)
-core=$("${et_env[@]}" "$build/runtime/etrun" --info | sed -n 's/^blas_core: //p')
-detected=$("${et_env[@]}" "$build/runtime/etrun" --info | sed -n 's/^blas_core_detected: \([A-Za-z0-9]*\).*/\1/p')
+info=$("${et_env[@]}" "$build/runtime/etrun" --info)
+core=$(sed -n 's/^blas_core: //p' <<< "$info")
+detected=$(sed -n 's/^blas_core_detected: \([A-Za-z0-9]*\).*/\1/p' <<< "$info")
 [ -n "$detected" ] && echo "# OpenBLAS chose $detected kernels here; etrun runs with $core (it sets OPENBLAS_CORETYPE itself)"
 [ $blas_fix -eq 0 ] && echo "# etrun runs with OpenBLAS's kernels as detected: $core (--blas-as-detected)"
 pin=(taskset -c 0)
