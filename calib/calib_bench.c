@@ -109,6 +109,34 @@ json_t *calib_bench_run(const char *backend, const et_scenario *scenario, FILE *
                                                 best, "GBps", n * 12 / best / 1e9));
     }
     if (progress) fprintf(progress, "etcalib bench: %zu streaming sizes\n", json_array_size(stream));
+    /* the fused Adam update over w, g, m, v (y, x, w and the upper half of y's buffer), over working sets of
+     * 32 KiB to 2 MiB (a core's L2): there its arithmetic shows; larger ones stream at the bandwidth the
+     * streaming kernels measure (and a repeated update would time a warm L3, not a step's cold states) */
+    json_t *optimizer = json_array();
+    const rt_adam_args adam = {.lr = 1e-6f,
+                               .beta1 = 0.9f,
+                               .beta2 = 0.999f,
+                               .eps = 1e-8f,
+                               .weight_decay = 0.01f,
+                               .c1 = 0.1f,
+                               .c2 = 0.001f,
+                               .decoupled_decay = true,
+                               .grad_scale = 1};
+    be->fill(be, y, 0.001f, big); /* weights and second moments >= 0 */
+    for (size_t n = 1024; n <= 65536; n *= 2) {
+        const int reps = n < (1u << 16) ? 200 : 10;
+        double best = 1e30;
+        for (int r = 0; r < reps; r++) {
+            double t0 = et_wall_seconds();
+            be->adam_update(be, y, x, w, y + big / 2, NULL, n, &adam);
+            be->sync(be);
+            double t = et_wall_seconds() - t0;
+            if (t < best) best = t;
+        }
+        json_array_append_new(optimizer,
+                              json_pack("{s:I, s:f}", "parameters", (json_int_t)n, "seconds", best));
+    }
+    if (progress) fprintf(progress, "etcalib bench: %zu optimizer sizes\n", json_array_size(optimizer));
     double overhead = 1e30;
     for (int r = 0; r < 1000; r++) {
         double t0 = et_wall_seconds();
@@ -118,10 +146,10 @@ json_t *calib_bench_run(const char *backend, const et_scenario *scenario, FILE *
         double t = et_wall_seconds() - t0;
         if (t < overhead) overhead = t;
     }
-    json_t *out = json_pack("{s:s, s:s, s:s, s:i, s:o, s:o, s:f}", "tool", "etcalib bench", "backend",
+    json_t *out = json_pack("{s:s, s:s, s:s, s:i, s:o, s:o, s:o, s:f}", "tool", "etcalib bench", "backend",
                             be->name, "blas_core", strcmp(be->name, "cpu") == 0 ? rt_cpu_blas_core() : "",
                             "blas_threads", strcmp(be->name, "cpu") == 0 ? rt_cpu_blas_threads() : 0, "gemm",
-                            gemm, "stream", stream, "op_overhead_s", overhead);
+                            gemm, "stream", stream, "optimizer", optimizer, "op_overhead_s", overhead);
     be->free(be, x), be->free(be, w), be->free(be, y);
     be->destroy(be);
     return out;
@@ -142,17 +170,19 @@ int calib_micro_load(const char *path, calib_micro *m, et_error *err)
                           "not an etcalib bench file (tool, backend, gemm, stream expected)");
     } else {
         snprintf(m->backend, sizeof m->backend, "%s", json_string_value(backend));
-        m->samples = calloc(json_array_size(gemm) + json_array_size(stream) + 1, sizeof *m->samples);
+        json_t *optimizer = json_object_get(root, "optimizer"); /* absent in files of earlier versions */
+        if (optimizer && !json_is_array(optimizer))
+            rc = et_error_set(err, path, 0, 0, "$.optimizer", "an array of {parameters, seconds} expected");
+        m->samples = calloc(json_array_size(gemm) + json_array_size(stream) + json_array_size(optimizer) + 1,
+                            sizeof *m->samples);
         if (!m->samples) rc = et_error_set_code(err, ET_ERROR_MEMORY, path, 0, 0, NULL, "out of memory");
         for (size_t i = 0; !rc && i < json_array_size(gemm); i++) {
             json_t *g = json_array_get(gemm, i);
-            calib_sample s = {1,
-                              json_number_value(json_object_get(g, "m")),
-                              json_number_value(json_object_get(g, "n")),
-                              json_number_value(json_object_get(g, "k")),
-                              0,
-                              0,
-                              json_number_value(json_object_get(g, "seconds"))};
+            calib_sample s = {.kind = CALIB_SAMPLE_MATRIX,
+                              .m = json_number_value(json_object_get(g, "m")),
+                              .n = json_number_value(json_object_get(g, "n")),
+                              .k = json_number_value(json_object_get(g, "k")),
+                              .seconds = json_number_value(json_object_get(g, "seconds"))};
             s.flops = 2 * s.m * s.n * s.k, s.bytes = 4 * (s.m * s.k + s.k * s.n + s.m * s.n);
             if (!(s.seconds > 0) || !isfinite(s.seconds) || s.m < 1 || s.n < 1 || s.k < 1) {
                 char where[48];
@@ -163,13 +193,9 @@ int calib_micro_load(const char *path, calib_micro *m, et_error *err)
         }
         for (size_t i = 0; !rc && i < json_array_size(stream); i++) {
             json_t *g = json_array_get(stream, i);
-            calib_sample s = {0,
-                              0,
-                              0,
-                              0,
-                              0,
-                              json_number_value(json_object_get(g, "bytes")),
-                              json_number_value(json_object_get(g, "seconds"))};
+            calib_sample s = {.kind = CALIB_SAMPLE_STREAM,
+                              .bytes = json_number_value(json_object_get(g, "bytes")),
+                              .seconds = json_number_value(json_object_get(g, "seconds"))};
             /* bandwidth alone: the add's arithmetic is not what the vector rate stands for (the element-wise
              * kernels' own instruction mix, fitted from measured runs) */
             s.flops = 0;
@@ -177,6 +203,18 @@ int calib_micro_load(const char *path, calib_micro *m, et_error *err)
                 char where[48];
                 snprintf(where, sizeof where, "$.stream[%zu]", i);
                 rc = et_error_set(err, path, 0, 0, where, "bytes > 0 and seconds > 0 expected");
+            }
+            m->samples[m->n_samples++] = s;
+        }
+        for (size_t i = 0; !rc && i < json_array_size(optimizer); i++) {
+            json_t *g = json_array_get(optimizer, i);
+            calib_sample s = {.kind = CALIB_SAMPLE_OPTIMIZER,
+                              .values = json_number_value(json_object_get(g, "parameters")),
+                              .seconds = json_number_value(json_object_get(g, "seconds"))};
+            if (!(s.seconds > 0) || !isfinite(s.seconds) || !(s.values >= 1)) {
+                char where[48];
+                snprintf(where, sizeof where, "$.optimizer[%zu]", i);
+                rc = et_error_set(err, path, 0, 0, where, "parameters >= 1 and seconds > 0 expected");
             }
             m->samples[m->n_samples++] = s;
         }
@@ -224,8 +262,10 @@ int calib_micro_load_csv(const char *path, const char *gpu_filter, const char *p
         if (is_gemm) {
             if (strcmp(fl[unit], "TFLOP/s") != 0 || !calib_csv_contains(fl[dtype], precision)) continue;
             const double b = batch >= 0 && calib_csv_number(fl[batch]) > 0 ? calib_csv_number(fl[batch]) : 1;
-            s = (calib_sample){
-                1, calib_csv_number(fl[M]) * b, calib_csv_number(fl[N]), calib_csv_number(fl[K]), 0, 0, 0};
+            s = (calib_sample){.kind = CALIB_SAMPLE_MATRIX,
+                               .m = calib_csv_number(fl[M]) * b,
+                               .n = calib_csv_number(fl[N]),
+                               .k = calib_csv_number(fl[K])};
             const double rate = calib_csv_number(fl[value]) * 1e12;
             if (s.m <= 0 || s.n <= 0 || s.k <= 0 || rate <= 0) continue;
             s.flops = 2 * s.m * s.n * s.k;
@@ -235,7 +275,7 @@ int calib_micro_load_csv(const char *path, const char *gpu_filter, const char *p
             if (strcmp(fl[category], "HBM") != 0 || strcmp(fl[unit], "TB/s") != 0 ||
                 calib_csv_number(fl[value]) <= 0)
                 continue;
-            s = (calib_sample){0, 0, 0, 0, 0, 1073741824.0, 0};
+            s = (calib_sample){.kind = CALIB_SAMPLE_STREAM, .bytes = 1073741824.0};
             s.seconds = s.bytes / (calib_csv_number(fl[value]) * 1e12);
         }
         if (m->n_samples == cap) {

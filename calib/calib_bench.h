@@ -2,6 +2,9 @@
  *   gemm    the backend's linear forward (y = x W^T) over a grid of (M, N, K) and over every distinct GEMM
  *           shape of a scenario's graph (its expected batch), seconds per product (best of a few)
  *   stream  the backend's add (out = x + y, 12 bytes a value) over sizes from 4 KiB to 16 MiB
+ *   optimizer  the backend's fused Adam update (AdamW, fp32 gradients) over 1 Ki to 64 Ki parameters
+ *           (working sets of 32 KiB to 2 MiB, where its arithmetic shows; larger updates stream like the
+ *           streaming kernels)
  *   op overhead  one empty op as etrun brackets it (timer begin and end around a zero-length add)
  * The result is JSON ({"tool": "etcalib bench", ...}; docs/calibration.md). Progress goes to `progress`
  * (may be NULL). Errors: out of memory or an unknown backend fill *err. */
@@ -17,11 +20,19 @@
 json_t *calib_bench_run(const char *backend, const et_scenario *scenario, FILE *progress, et_error *err);
 
 /* A loaded microbenchmark file: samples the fit compares with the profile's et_kernel_time. */
+typedef enum calib_sample_kind {
+    CALIB_SAMPLE_STREAM,    /* a streaming kernel of `bytes` */
+    CALIB_SAMPLE_MATRIX,    /* a GEMM of m x n x k */
+    CALIB_SAMPLE_OPTIMIZER, /* an Adam update of `values` parameters (the graph's optimizer.step costs) */
+    CALIB_SAMPLE_KINDS
+} calib_sample_kind;
+
 typedef struct calib_sample {
-    int matrix;          /* 1: a GEMM of m x n x k; 0: a streaming kernel */
+    calib_sample_kind kind;
     double m, n, k;      /* GEMM shape */
-    double flops, bytes; /* what the profile's kernel time reads */
+    double flops, bytes; /* what the profile's kernel time reads (matrix and stream) */
     double seconds;      /* measured */
+    double values;       /* optimizer: parameters updated */
 } calib_sample;
 
 typedef struct calib_micro {

@@ -40,7 +40,12 @@ void calib_terms_apply(const calib_terms *t, et_precision p, et_device_profile *
 
 double calib_sample_time(const calib_sample *s, const et_device_profile *d, et_precision p)
 {
-    return et_kernel_time(d, p, s->matrix, s->flops, s->bytes, s->m, s->n, s->k);
+    if (s->kind == CALIB_SAMPLE_OPTIMIZER) { /* costed as the graph's update op */
+        et_op op = {.kind = ET_OP_OPTIMIZER, .kernels = 1, .time_scale = 1};
+        et_adam_step_costs(&op, s->values, 4);
+        return et_op_time(&op, &(et_batch_shape){0}, d, p);
+    }
+    return et_kernel_time(d, p, s->kind == CALIB_SAMPLE_MATRIX, s->flops, s->bytes, s->m, s->n, s->k);
 }
 
 double calib_objective(const calib_data *data, const et_device_profile *d)

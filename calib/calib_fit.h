@@ -5,13 +5,14 @@
  *   bandwidth    memory bandwidth x memory efficiency, bytes/s of streaming kernels
  *   vector rate  vector_flops x memory efficiency, FLOP/s of element-wise arithmetic
  *   overhead     seconds per kernel launch
- *   special rate special functions (exp, tanh, sqrt, division) per second; fitted only when the base
+ *   special rate special functions (exp, tanh, sigmoid) per second; fitted only when the base
  *                profile costs them (special_tops), else left at 0
  *   cache bandwidth  bytes/s of streaming kernels whose bytes fit in the profile's cache level; fitted
  *                only when the base profile has one (its size stays the profile's)
  *   optimizer rate  optimizer_flops x memory efficiency, FLOP/s of the optimizer's fused passes (which
- *                the element-wise kernels' instruction mix does not describe); fitted from the measured
- *                runs' optimizer ops where they are not memory-bound, else the base profile's
+ *                the element-wise kernels' instruction mix does not describe); fitted from the optimizer
+ *                microbenchmarks and the measured runs' optimizer ops where they are not memory-bound,
+ *                else the base profile's
  *   attention    unfused attention's per-head products against a matrix product of the same shape (at
  *                most 1); fitted from the measured runs' attention ops, else the base profile's
  * minimising the time-weighted squared log error of every op's predicted time per step against its

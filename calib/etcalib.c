@@ -36,8 +36,9 @@ static const char usage[] =
     "                   [--gpu NAME[|NAME...] --precision P]   (for calibset .csv tables)\n"
     "       etcalib fit-network nccl.csv --gpu NAME[|NAME...] --scenario s.json --out s-calibrated.json\n"
     "       etcalib fit-network micro.json --scenario s.json --out s-calibrated.json   (all-reduce rows)\n"
-    "  bench:  matrix products over a grid of shapes and the scenario's shapes, streaming kernels over\n"
-    "          sizes, the per-op overhead, on this machine (pin it and set OPENBLAS_NUM_THREADS); under\n"
+    "  bench:  matrix products over a grid of shapes and the scenario's shapes, streaming kernels and the\n"
+    "          fused Adam update over sizes, the per-op overhead, on this machine (pin it and set "
+    "OPENBLAS_NUM_THREADS); under\n"
     "          mpirun with 2 ranks or more, first the all-reduce's bus bandwidth over message sizes.\n"
     "  report: the cost model's prediction beside each measurement (the plan's profile, or P), the step\n"
     "          first, then per op class and the largest ops; --csv writes every op.\n"
@@ -428,23 +429,27 @@ static int cmd_fit(int argc, char **argv)
     printf("\n%-28s %-16s %12s %12s %12s %9s %9s\n", "run", "class", "measured[ms]", "base[ms]", "fitted[ms]",
            "base[%]", "fit[%]");
     for (int u = 0; u < n_micro; u++) { /* fit quality per microbenchmark kind */
-        for (int matrix = 1; matrix >= 0; matrix--) {
+        static const char *const kind_names[CALIB_SAMPLE_KINDS] = {"streaming", "matrix products",
+                                                                   "optimizer"};
+        static const calib_sample_kind order[] = {CALIB_SAMPLE_MATRIX, CALIB_SAMPLE_STREAM,
+                                                  CALIB_SAMPLE_OPTIMIZER};
+        for (size_t o = 0; o < sizeof order / sizeof *order; o++) {
+            const calib_sample_kind kind = order[o];
             double mean = 0, ss_tot = 0, ss_res = 0, worst = 0;
             int k = 0;
             for (int i = 0; i < micro[u].n_samples; i++)
-                if (micro[u].samples[i].matrix == matrix) mean += log(micro[u].samples[i].seconds), k++;
+                if (micro[u].samples[i].kind == kind) mean += log(micro[u].samples[i].seconds), k++;
             if (!k) continue;
             mean /= k;
             for (int i = 0; i < micro[u].n_samples; i++) {
                 const calib_sample *sm = &micro[u].samples[i];
-                if (sm->matrix != matrix) continue;
+                if (sm->kind != kind) continue;
                 const double y = log(sm->seconds), e = y - log(calib_sample_time(sm, &fit, p));
                 ss_tot += (y - mean) * (y - mean), ss_res += e * e;
                 worst = fmax(worst, fabs(exp(-e) - 1));
             }
             printf("%-28.28s %-16s %d samples, R^2 (log times) %.3f, largest error %.0f%%\n", micro[u].file,
-                   matrix ? "matrix products" : "streaming", k, ss_tot > 0 ? 1 - ss_res / ss_tot : 0,
-                   100 * worst);
+                   kind_names[kind], k, ss_tot > 0 ? 1 - ss_res / ss_tot : 0, 100 * worst);
         }
     }
     for (int r = 0; r < n_runs; r++) {

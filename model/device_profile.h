@@ -31,7 +31,7 @@ typedef struct et_device_profile {
     double vector_flops;                   /* non-matrix fp32 peak (elementwise ops), FLOP/s */
     double optimizer_flops;     /* the optimizer kernels' arithmetic rate, FLOP/s (default vector_flops: one
                                    fused pass of multiply-adds, without the element-wise kernels' mix) */
-    double special_rate;        /* special functions (exp, tanh, sqrt, division) per second; 0: not costed */
+    double special_rate;        /* special functions (exp, tanh, sigmoid) per second; 0: not costed */
     double memory_bytes;        /* device memory capacity, bytes */
     double memory_bandwidth;    /* bytes/s */
     double reserved_bytes;      /* context, library workspaces, fragmentation: bytes */

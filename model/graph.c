@@ -939,7 +939,6 @@ static void optimizer_ops(builder *b, const et_graph_options *o, double params)
         if ((op = add_op(b, ET_OP_OPTIMIZER, ET_PHASE_OPTIMIZER, -1, "optimizer.update"))) {
             op->flops = FIX(12 * shard);
             op->bytes = FIX((ge + 12 + 12) * shard);
-            op->special = FIX(2 * shard); /* sqrt(v) and the division */
             op->masked_scale = masked_scale, op->mask_bytes = mask_bytes;
         }
         if ((op = add_op(b, ET_OP_OPTIMIZER, ET_PHASE_OPTIMIZER, -1, "optimizer.trust_ratio"))) {
@@ -951,11 +950,15 @@ static void optimizer_ops(builder *b, const et_graph_options *o, double params)
             op->bytes = FIX((12 + ge) * shard);
         }
     } else if ((op = add_op(b, ET_OP_OPTIMIZER, ET_PHASE_OPTIMIZER, -1, "optimizer.step"))) {
-        op->flops = FIX(12 * shard);
-        op->bytes = FIX((ge + 12 + 12 + ge) * shard);
-        op->special = FIX(2 * shard); /* sqrt(v) and the division */
+        et_adam_step_costs(op, shard, ge);
         op->masked_scale = masked_scale, op->mask_bytes = mask_bytes;
     }
+}
+
+void et_adam_step_costs(et_op *op, double values, double grad_bytes)
+{
+    op->flops = FIX(12 * values);
+    op->bytes = FIX((grad_bytes + 12 + 12 + grad_bytes) * values);
 }
 
 int et_graph_build(const et_model_config *m, const et_graph_options *o, et_graph *g, et_error *err)
@@ -1165,6 +1168,8 @@ double et_op_time(const et_op *op, const et_batch_shape *b, const et_device_prof
         break;
     }
     case ET_OP_OPTIMIZER:
+        /* one fused pass whose square roots and divisions are instructions of that pass (counted in its
+         * FLOPs), not the polynomials the special-function rate stands for */
         rate = d->optimizer_flops * d->memory_efficiency;
         break;
     default:

@@ -169,5 +169,9 @@ double et_model_active_param_count(const et_model_config *model);
 /* Cost of one op for a batch on a device: FLOPs, bytes and roofline seconds, times the op's time_scale
  * (TP all-reduce: 0 s, it is communication and is costed by the collectives model). */
 double et_op_time(const et_op *op, const et_batch_shape *b, const et_device_profile *d, et_precision p);
+/* The costs of one fused Adam/AdamW update (op "optimizer.step") of `values` fp32 parameters whose gradients
+ * are grad_bytes each: its flops, bytes and special functions set on *op (the graph's update, and etcalib's
+ * optimizer microbenchmarks costed through et_op_time). */
+void et_adam_step_costs(et_op *op, double values, double grad_bytes);
 
 #endif

@@ -21,8 +21,8 @@ attempt() {
   "$etrun" --quiet --out "$work/fit-m.json" "$work/fit.json"
   "$etcalib" bench --scenario "$src/scenarios/tiny-gpt-cpu.json" --out "$work/micro.json" 2> /dev/null
   "$etcalib" fit "$work/micro.json" "$work/fit-m.json" --base "$src/scenarios/profiles/host-cpu.json" --out "$work/host-cpu-fitted.json"
-  jq '.run.steps = 12' "$src/tests/data/tiny-gpt-tt-plan.json" > "$work/tt.json"
-  jq '.run.steps = 12 | .method = {"kind": "sparse", "sparsity": {"mlp": {"density": 0.25, "pattern": "unstructured"}}}' \
+  jq '.run.steps = 40' "$src/tests/data/tiny-gpt-tt-plan.json" > "$work/tt.json"
+  jq '.run.steps = 40 | .method = {"kind": "sparse", "sparsity": {"mlp": {"density": 0.25, "pattern": "unstructured"}}}' \
     "$src/tests/data/tiny-gpt-plan.json" > "$work/sparse.json"
   cp "$src/tests/data/calib-encoder-plan.json" "$work/encoder.json"
   printf "%-16s %14s %16s %16s\n" "unseen plan" "measured [ms]" "uncalibrated [%]" "calibrated [%]"

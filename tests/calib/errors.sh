@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # etcalib on bad input: a truncated measured.json, one with a negative time, one from another plan, an
-# output that names an input, an unknown command: exit 2, a message naming the file, nothing written; and
+# output that names an input, an unknown command, micro.json optimizer samples with a zero time or not an array: exit 2, a message naming the file, nothing written; and
 # --plot without gnuplot: the report, a note, exit 0.
 # Usage: errors.sh BUILD_DIR SOURCE_DIR
 set -euo pipefail
@@ -23,6 +23,17 @@ expect "describes a gpu device" "$etcalib" report "$work/m.json" --profile "$src
 cp "$src/scenarios/profiles/host-cpu.json" "$work/base.json"
 expect "is the input" "$etcalib" fit "$work/m.json" --base "$work/base.json" --out "$work/base.json"
 expect "unknown command" "$etcalib" frobnicate
+# a microbenchmark file with a bad optimizer sample, or optimizer samples that are not an array
+micro='{"tool": "etcalib bench", "backend": "cpu", "gemm": [{"m": 64, "n": 64, "k": 64, "seconds": 1e-5}],
+  "stream": [{"bytes": 4096, "seconds": 1e-7}], "optimizer": [{"parameters": 1024, "seconds": 5e-7}]}'
+echo "$micro" | jq '.optimizer += [{"parameters": 2048, "seconds": 0}]' > "$work/micro-zero.json"
+expect '$.optimizer[1]: parameters >= 1 and seconds > 0 expected' "$etcalib" fit "$work/micro-zero.json" --base "$src/scenarios/profiles/host-cpu.json" --out "$work/fitted.json"
+echo "$micro" | jq '.optimizer = {"parameters": 1024}' > "$work/micro-object.json"
+expect '$.optimizer: an array of {parameters, seconds} expected' "$etcalib" fit "$work/micro-object.json" --base "$src/scenarios/profiles/host-cpu.json" --out "$work/fitted.json"
+echo "$micro" > "$work/micro-good.json"
+"$etcalib" fit "$work/micro-good.json" --base "$src/scenarios/profiles/host-cpu.json" --out "$work/fitted.json" > /dev/null ||
+  { echo "FAIL: a well-formed microbenchmark file was refused"; exit 1; }
+rm -f "$work/fitted.json"
 # without gnuplot the report says so, stays complete and exits 0
 PATH=/nonexistent "$etcalib" report "$work/m.json" --plot "$work/p.png" > "$work/out" 2> "$work/err"
 grep -q "no gnuplot on the PATH" "$work/err" && grep -q "^step (sum of ops)" "$work/out" && [ ! -e "$work/p.png" ] ||
