@@ -947,7 +947,7 @@ static void optimizer_ops(builder *b, const et_graph_options *o, double params)
         }
         if ((op = add_op(b, ET_OP_OPTIMIZER, ET_PHASE_OPTIMIZER, -1, "optimizer.apply"))) {
             op->flops = FIX(3 * shard);
-            op->bytes = FIX((12 + ge) * shard);
+            op->bytes = FIX((12 + (ge < 4 ? ge : 0)) * shard); /* the 16-bit copy under mixed precision */
         }
     } else if ((op = add_op(b, ET_OP_OPTIMIZER, ET_PHASE_OPTIMIZER, -1, "optimizer.step"))) {
         et_adam_step_costs(op, shard, ge);
@@ -958,7 +958,9 @@ static void optimizer_ops(builder *b, const et_graph_options *o, double params)
 void et_adam_step_costs(et_op *op, double values, double grad_bytes)
 {
     op->flops = FIX(12 * values);
-    op->bytes = FIX((grad_bytes + 12 + 12 + grad_bytes) * values);
+    /* gradient read, master weight, m and v read and written, and under mixed precision (16-bit gradients)
+     * the 16-bit weight copy written; fp32 training updates its one copy of the weights */
+    op->bytes = FIX((grad_bytes + 12 + 12 + (grad_bytes < 4 ? grad_bytes : 0)) * values);
 }
 
 int et_graph_build(const et_model_config *m, const et_graph_options *o, et_graph *g, et_error *err)
