@@ -113,22 +113,13 @@ json_t *calib_bench_run(const char *backend, const et_scenario *scenario, FILE *
      * 32 KiB to 2 MiB (a core's L2): there its arithmetic shows; larger ones stream at the bandwidth the
      * streaming kernels measure (and a repeated update would time a warm L3, not a step's cold states) */
     json_t *optimizer = json_array();
-    const rt_adam_args adam = {.lr = 1e-6f,
-                               .beta1 = 0.9f,
-                               .beta2 = 0.999f,
-                               .eps = 1e-8f,
-                               .weight_decay = 0.01f,
-                               .c1 = 0.1f,
-                               .c2 = 0.001f,
-                               .decoupled_decay = true,
-                               .grad_scale = 1};
     be->fill(be, y, 0.001f, big); /* weights and second moments >= 0 */
     for (size_t n = 1024; n <= 65536; n *= 2) {
         const int reps = n < (1u << 16) ? 200 : 10;
         double best = 1e30;
         for (int r = 0; r < reps; r++) {
             double t0 = et_wall_seconds();
-            be->adam_update(be, y, x, w, y + big / 2, NULL, n, &adam);
+            be->adam_update(be, y, x, w, y + big / 2, NULL, n, &rt_adam_bench_args);
             be->sync(be);
             double t = et_wall_seconds() - t0;
             if (t < best) best = t;

@@ -67,6 +67,9 @@ typedef struct rt_adam_args {
     bool decoupled_decay; /* AdamW: u += weight_decay * w; Adam: no decay */
     float grad_scale;     /* every gradient times this before use (global clipping, fused): 1 for none */
 } rt_adam_args;
+/* A typical AdamW step's arguments (decay 0.01, bias corrections of an early step), for benchmarks of
+ * adam_update (etcalib bench, bench/runtime_bench) */
+extern const rt_adam_args rt_adam_bench_args;
 
 typedef struct rt_backend rt_backend;
 struct rt_backend {

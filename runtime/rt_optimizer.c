@@ -5,6 +5,16 @@
 
 #include "rt_exec.h"
 
+const rt_adam_args rt_adam_bench_args = {.lr = 1e-4f,
+                                         .beta1 = 0.9f,
+                                         .beta2 = 0.999f,
+                                         .eps = 1e-8f,
+                                         .weight_decay = 0.01f,
+                                         .c1 = 0.1f,
+                                         .c2 = 0.001f,
+                                         .decoupled_decay = true,
+                                         .grad_scale = 1};
+
 static void begin(rt_model *m, int op)
 {
     if (op >= 0) m->be->op_timer_begin(m->be, op);

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # etcalib bench under mpirun measures the all-reduce's bus bandwidth over message sizes (nccl-tests
 # style), and etcalib fit-network fits the scenario cluster's bandwidth factor and step latency to those
-# rows: the fitted closed form predicts the measured 1 MiB all-reduce within a factor of 2, where the
-# uncalibrated one (NVLink figures) is more than 5x too fast. Skipped without mpirun.
+# rows: the fitted closed form predicts the measured bandwidth-bound all-reduces (256 KiB and more) within a
+# factor of 2 in the median, where the uncalibrated one (NVLink figures) is more than 5x too fast at each of
+# them. Skipped without mpirun.
 # Usage: allreduce.sh BUILD_DIR SOURCE_DIR
 set -euo pipefail
 build=$1 src=$(cd "$2" && pwd)
@@ -18,9 +19,15 @@ jq -e '(.allreduce | length) == 8 and all(.allreduce[]; .ranks == 2 and .seconds
 "$build/calib/etcalib" fit-network "$work/micro.json" --scenario "$src/scenarios/tiny-gpt-cpu.json" \
   --out "$work/net.json" > "$work/fit.txt"
 cat "$work/fit.txt"
-read -r measured base fitted < <(awk '$3 == 1048576 {print $4, $5, $6}' "$work/fit.txt")
-awk -v m="$measured" -v b="$base" -v f="$fitted" 'BEGIN {r = f / m; exit !(r > 0.5 && r < 2 && b > 5 * m)}' ||
-  { echo "FAIL: 1 MiB busbw measured $measured, uncalibrated $base, fitted $fitted GB/s"; exit 1; }
+# over the bandwidth-bound rows (256 KiB and more): the median of fitted / measured within a factor of 2 (a
+# shared machine's MPI measurement can dip at one size: 0.37 GB/s at 1 MiB between 1.05 and 1.77 once), and
+# the uncalibrated form more than 5x too fast at every one of them
+awk '$1 ~ /^[0-9]+$/ && $3 >= 262144 {print $6 / $4, $5 / $4}' "$work/fit.txt" | sort -g |
+  awk '{r[NR] = $1; if ($2 <= 5) slow++} END {
+    median = NR % 2 ? r[(NR + 1) / 2] : (r[NR / 2] + r[NR / 2 + 1]) / 2
+    printf "fitted / measured busbw over %d rows >= 256 KiB: median %.2f\n", NR, median
+    exit !(NR >= 3 && median > 0.5 && median < 2 && !slow)}' ||
+  { echo "FAIL: the fitted all-reduce (median ratio above) or the uncalibrated one not 5x too fast"; exit 1; }
 jq -e '.cluster.bandwidth_factor < 1 and .cluster.collective_latency_us > 0' "$work/net.json" > /dev/null ||
   { echo "FAIL: the calibrated scenario"; exit 1; }
 echo "allreduce: 1 passed, 0 failed"
