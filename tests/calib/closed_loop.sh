@@ -13,18 +13,15 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 export OPENBLAS_NUM_THREADS=1
 etsim=$build/sim/etsim etrun=$build/runtime/etrun etcalib=$build/calib/etcalib
+source "$src/tests/calib/closed_loop_plans.sh"
 # One attempt: fit on this machine now, then predict and run the unseen plans; 0 when within the bounds.
 attempt() {
   local status=0
   : > "$work/errors"
-  "$etsim" --analytic --quiet --plan-steps 20 --plan-out "$work/fit.json" "$src/scenarios/tiny-gpt-cpu.json" > /dev/null
+  closed_loop_plans "$src" "$work" "$etsim"
   "$etrun" --quiet --out "$work/fit-m.json" "$work/fit.json"
   "$etcalib" bench --scenario "$src/scenarios/tiny-gpt-cpu.json" --out "$work/micro.json" 2> /dev/null
   "$etcalib" fit "$work/micro.json" "$work/fit-m.json" --base "$src/scenarios/profiles/host-cpu.json" --out "$work/host-cpu-fitted.json"
-  jq '.run.steps = 40' "$src/tests/data/tiny-gpt-tt-plan.json" > "$work/tt.json"
-  jq '.run.steps = 40 | .method = {"kind": "sparse", "sparsity": {"mlp": {"density": 0.25, "pattern": "unstructured"}}}' \
-    "$src/tests/data/tiny-gpt-plan.json" > "$work/sparse.json"
-  cp "$src/tests/data/calib-encoder-plan.json" "$work/encoder.json"
   printf "%-16s %14s %16s %16s\n" "unseen plan" "measured [ms]" "uncalibrated [%]" "calibrated [%]"
   for p in encoder tt sparse; do
     "$etrun" --quiet --out "$work/$p-m.json" "$work/$p.json"
