@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "rt_backend.h"
@@ -45,9 +46,25 @@ static bool cpu_supports(const rt_backend *be, rt_kernel_family family)
 
 /* ---- buffers ---- */
 
+/* Buffers of 2 MiB and more on 2 MiB boundaries, asked for as transparent huge pages (where the kernel's
+ * THP mode is `madvise`, as on Debian): a model's weights, gradients, moments and activations then fault
+ * in 512 times fewer pages (a BERT-base run faulted 886k 4 KiB pages, 8 s of system time at start-up), and
+ * the step's streaming kernels miss the TLB less. Smaller ones, and systems without THP, as calloc. */
+#define CPU_HUGE_PAGE ((size_t)2 << 20)
+
 static void *cpu_alloc(rt_backend *be, size_t bytes)
 {
     (void)be;
+#ifdef MADV_HUGEPAGE
+    if (bytes >= CPU_HUGE_PAGE) {
+        const size_t rounded = (bytes + CPU_HUGE_PAGE - 1) / CPU_HUGE_PAGE * CPU_HUGE_PAGE;
+        void *p = NULL;
+        if (posix_memalign(&p, CPU_HUGE_PAGE, rounded) != 0) return NULL;
+        madvise(p, rounded, MADV_HUGEPAGE); /* advice only: without THP the pages stay small */
+        memset(p, 0, bytes);
+        return p;
+    }
+#endif
     return calloc(1, bytes ? bytes : 1);
 }
 
