@@ -243,15 +243,18 @@ double et_stream_time(const et_device_profile *d, double bytes)
 }
 
 double et_roofline_time(const et_device_profile *d, double rate, double flops, double special, double bytes,
-                        double kernels)
+                        double cold_bytes, double kernels)
 {
     if (flops <= 0 && bytes <= 0) return 0;
+    cold_bytes = fmin(fmax(cold_bytes, 0), bytes);
     double t_compute = flops > 0 ? flops / rate : 0;
     if (special > 0 && d->special_rate > 0) {
         const double t_special = special / d->special_rate;
         t_compute = d->kind == ET_DEVICE_CPU ? t_compute + t_special : fmax(t_compute, t_special);
     }
-    return fmax(t_compute, et_stream_time(d, bytes)) + d->kernel_overhead_s * kernels;
+    const double t_memory =
+        et_stream_time(d, bytes - cold_bytes) + cold_bytes / (d->memory_bandwidth * d->memory_efficiency);
+    return fmax(t_compute, t_memory) + d->kernel_overhead_s * kernels;
 }
 
 double et_gemm_peak(const et_device_profile *d, et_precision p)
@@ -266,5 +269,5 @@ double et_kernel_time(const et_device_profile *d, et_precision prec, int matrix,
 {
     double rate = matrix ? et_gemm_peak(d, prec) * et_gemm_efficiency(d, gemm_m, gemm_n, gemm_k)
                          : d->vector_flops * d->memory_efficiency;
-    return et_roofline_time(d, rate, flops, 0, bytes, 1);
+    return et_roofline_time(d, rate, flops, 0, bytes, 0, 1);
 }

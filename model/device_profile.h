@@ -78,14 +78,16 @@ double et_gemm_dimension_efficiency(const et_device_profile *d, double m, double
 /* Efficiency of `batch` independent M x N x K products launched as one batched kernel. */
 double et_gemm_batched_efficiency(const et_device_profile *d, double batch, double m, double n, double k);
 
-/* The one roofline of ET's costs: max(compute, bytes / bandwidth) plus the launch overhead of `kernels`
+/* The one roofline of ET's costs: max(compute, memory time) plus the launch overhead of `kernels`
  * kernels (0 when nothing moves or computes), compute = flops / rate with `special` special-function
  * evaluations at special_rate: added on a CPU (its vector units evaluate the polynomials), max() on a GPU
- * or dataflow device (separate units: a GPU's SFUs); bandwidth the cache level's when the profile has one
- * and the op's bytes fit in it, else memory bandwidth x memory efficiency. et_kernel_time and graph.h's
- * et_op_time choose the rate and call it. */
+ * or dataflow device (separate units: a GPU's SFUs); memory time = the bytes other than cold_bytes at the
+ * cache level's bandwidth when the profile has one and they fit in it (else memory bandwidth x memory
+ * efficiency), plus cold_bytes (data nothing else touches between two runs of the op, such as the
+ * optimizer's moments: evicted whatever their size) at memory bandwidth x memory efficiency.
+ * et_kernel_time and graph.h's et_op_time choose the rate and call it. */
 double et_roofline_time(const et_device_profile *d, double rate, double flops, double special, double bytes,
-                        double kernels);
+                        double cold_bytes, double kernels);
 /* Time to stream `bytes` (a copy's reads and writes) at the bandwidth of the level they fit in. */
 double et_stream_time(const et_device_profile *d, double bytes);
 

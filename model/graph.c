@@ -939,6 +939,7 @@ static void optimizer_ops(builder *b, const et_graph_options *o, double params)
         if ((op = add_op(b, ET_OP_OPTIMIZER, ET_PHASE_OPTIMIZER, -1, "optimizer.update"))) {
             op->flops = FIX(12 * shard);
             op->bytes = FIX((ge + 12 + 12) * shard);
+            op->cold_bytes = FIX(ET_ADAM_MOMENT_BYTES * shard);
             op->masked_scale = masked_scale, op->mask_bytes = mask_bytes;
         }
         if ((op = add_op(b, ET_OP_OPTIMIZER, ET_PHASE_OPTIMIZER, -1, "optimizer.trust_ratio"))) {
@@ -951,6 +952,7 @@ static void optimizer_ops(builder *b, const et_graph_options *o, double params)
         }
     } else if ((op = add_op(b, ET_OP_OPTIMIZER, ET_PHASE_OPTIMIZER, -1, "optimizer.step"))) {
         et_adam_step_costs(op, shard, ge);
+        op->cold_bytes = FIX(ET_ADAM_MOMENT_BYTES * shard);
         op->masked_scale = masked_scale, op->mask_bytes = mask_bytes;
     }
 }
@@ -1111,7 +1113,7 @@ static double op_steps_time(const et_op *op, const et_batch_shape *b, const et_d
         const et_tt_step *st = &op->steps[s];
         const double m = st->m * (st->tokens == 0 ? T : 1), n = st->n * (st->tokens == 1 ? T : 1), k = st->k;
         const double rate = et_gemm_peak(d, p) * et_gemm_dimension_efficiency(d, m, n, k);
-        t += et_roofline_time(d, rate, 2 * m * n * k, 0, e * (m * k + k * n + m * n), 1);
+        t += et_roofline_time(d, rate, 2 * m * n * k, 0, e * (m * k + k * n + m * n), 0, 1);
     }
     return t;
 }
@@ -1119,17 +1121,17 @@ static double op_steps_time(const et_op *op, const et_batch_shape *b, const et_d
 double et_op_time(const et_op *op, const et_batch_shape *b, const et_device_profile *d, et_precision p)
 {
     double flops = et_linear_eval(&op->flops, b), bytes = et_linear_eval(&op->bytes, b),
-           special = et_linear_eval(&op->special, b);
+           special = et_linear_eval(&op->special, b), cold = et_linear_eval(&op->cold_bytes, b);
     if (et_op_is_comm(op->kind) || (flops <= 0 && bytes <= 0)) return 0;
     if (op->masked_scale > 0 && d->sparse_masked_dense)
-        flops *= op->masked_scale, special *= op->masked_scale,
+        flops *= op->masked_scale, special *= op->masked_scale, cold *= op->masked_scale,
             bytes = bytes * op->masked_scale + op->mask_bytes;
     double kernels = op->kernels;
     if (d->kind == ET_DEVICE_DATAFLOW) {
         /* fused, pipelined execution: no launches, and intermediates stay on chip as long as the op's
          * activations fit; weights still stream from device memory */
         double activations = bytes - op->weight_bytes;
-        if (activations <= d->on_chip_bytes) bytes = op->weight_bytes;
+        if (activations <= d->on_chip_bytes) bytes = op->weight_bytes, cold = 0;
         kernels = 0;
     }
     double rate;           /* FLOP/s */
@@ -1180,7 +1182,7 @@ double et_op_time(const et_op *op, const et_batch_shape *b, const et_device_prof
     }
     /* a tensor-train op: each contraction a product of its own shape, at the dimension terms (no one grid) */
     const double t = stepwise ? op->step_repeats * op_steps_time(op, b, d, p)
-                              : et_roofline_time(d, rate, flops, special, bytes, kernels);
+                              : et_roofline_time(d, rate, flops, special, bytes, cold, kernels);
     const double copies =
         d->tensor_train_layout_copies ? et_stream_time(d, et_linear_eval(&op->copy_bytes, b)) : 0;
     return (t + copies) * op->time_scale;

@@ -69,6 +69,8 @@ typedef struct et_op {
     et_linear flops;
     et_linear bytes;       /* device-memory traffic, bytes */
     et_linear special;     /* special-function evaluations (exp, tanh, sigmoid; sqrt and division) */
+    et_linear cold_bytes;  /* the part of `bytes` that nothing else touches between two runs of the op (the
+                              optimizer's moments, once a step): streamed from memory whatever the op's size */
     et_linear copy_bytes;  /* layout copies run as passes of their own (tensor-train permutations), bytes:
                               charged where the profile's implementation makes them */
     double weight_bytes;   /* the part of `bytes` that is weights (what a dataflow device still streams) */
@@ -173,5 +175,8 @@ double et_op_time(const et_op *op, const et_batch_shape *b, const et_device_prof
  * are grad_bytes each: its flops, bytes and special functions set on *op (the graph's update, and etcalib's
  * optimizer microbenchmarks costed through et_op_time). */
 void et_adam_step_costs(et_op *op, double values, double grad_bytes);
+/* Adam's and LAMB's moments, m and v in fp32, read and written once a step: bytes a parameter. The graph's
+ * update ops mark them cold (et_op.cold_bytes): between two steps the step's other traffic evicts them. */
+#define ET_ADAM_MOMENT_BYTES 16
 
 #endif

@@ -323,14 +323,18 @@ static void test_roofline_terms(void)
                            .cache_bandwidth = 80e9};
     const double rate = 10e9, flops = 4e6, special = 1e6;
     /* 4e6 / 1e10 + 1e6 / 1e9 = 1.4 ms of compute against 2 MB / 10 GB/s = 0.2 ms from memory */
-    CHECK_REL(et_roofline_time(&d, rate, flops, special, 2e6, 0), 4e-4 + 1e-3, 1e-12, "CPU: exps add");
+    CHECK_REL(et_roofline_time(&d, rate, flops, special, 2e6, 0, 0), 4e-4 + 1e-3, 1e-12, "CPU: exps add");
     d.kind = ET_DEVICE_GPU;
-    CHECK_REL(et_roofline_time(&d, rate, flops, special, 2e6, 0), 1e-3, 1e-12, "GPU: the SFUs run beside");
-    CHECK_REL(et_roofline_time(&d, rate, 0, 0, 1 << 20, 0), (1 << 20) / 80e9, 1e-12, "in the cache level");
-    CHECK_REL(et_roofline_time(&d, rate, 0, 0, (1 << 20) + 1, 0), ((1 << 20) + 1) / 10e9, 1e-12,
+    CHECK_REL(et_roofline_time(&d, rate, flops, special, 2e6, 0, 0), 1e-3, 1e-12, "GPU: the SFUs run beside");
+    CHECK_REL(et_roofline_time(&d, rate, 0, 0, 1 << 20, 0, 0), (1 << 20) / 80e9, 1e-12, "in the cache level");
+    CHECK_REL(et_roofline_time(&d, rate, 0, 0, (1 << 20) + 1, 0, 0), ((1 << 20) + 1) / 10e9, 1e-12,
               "past the cache level: memory");
+    /* cold bytes (an optimizer's moments) stream from memory although the op would fit in the cache level */
+    CHECK_REL(et_roofline_time(&d, rate, 0, 0, 1 << 20, 1 << 19, 0), (1 << 19) / 80e9 + (1 << 19) / 10e9,
+              1e-12, "cold bytes from memory, the rest from the cache level");
     d.special_rate = 0;
-    CHECK_REL(et_roofline_time(&d, rate, flops, special, 0, 0), 4e-4, 1e-12, "no special rate: not costed");
+    CHECK_REL(et_roofline_time(&d, rate, flops, special, 0, 0, 0), 4e-4, 1e-12,
+              "no special rate: not costed");
     /* the op graph counts an exp per score of the softmax and a tanh per GELU input */
     et_model_config m;
     et_graph g;
