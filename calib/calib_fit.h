@@ -18,7 +18,8 @@
  * minimising the time-weighted squared log error of every op's predicted time per step against its
  * measured one, plus the squared log error of every microbenchmark (etcalib bench: each GEMM shape and
  * streaming size counts alike, so small kernels pin the half dimension and the overhead), each run and
- * each microbenchmark file weighing one (Nelder-Mead in log space from the base profile, restarted).
+ * each microbenchmark file weighing one (Nelder-Mead in log space from the base profile and from three
+ * fixed points around it, each restarted; the best kept).
  * Efficiencies stay at most 1: a rate above the datasheet's moves into the peak or the bandwidth (the
  * datasheet was too low for this machine).
  *
