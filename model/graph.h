@@ -68,7 +68,7 @@ typedef struct et_op {
     et_linear m, n, k; /* GEMM dimensions; ATTENTION uses k = D (m, n = rms sequence length) */
     et_linear flops;
     et_linear bytes;       /* device-memory traffic, bytes */
-    et_linear special;     /* special-function evaluations (exp, tanh, sigmoid; sqrt and division) */
+    et_linear special;     /* special-function evaluations (exp, tanh, sigmoid) */
     et_linear cold_bytes;  /* the part of `bytes` that nothing else touches between two runs of the op (the
                               optimizer's moments, once a step): streamed from memory whatever the op's size */
     et_linear copy_bytes;  /* layout copies run as passes of their own (tensor-train permutations), bytes:
