@@ -36,6 +36,47 @@ static double graph_flops(const et_graph *g, const et_batch_shape *b)
     return f;
 }
 
+/* The optimizer's update: 28 bytes a parameter in fp32 (gradient, weight, m and v read; weight, m and v
+ * written) and under fp16 (2-byte gradient, the fp32 master, m and v, and the 2-byte weight copy written);
+ * its moments (16 bytes) cold, so that on a profile with a cache level a small update still reads them
+ * from memory; GPU profiles (no cache level) cost it as before. */
+static void test_optimizer_bytes(void)
+{
+    et_model_config m;
+    et_model_preset("bert-base", &m);
+    for (int fp32 = 0; fp32 <= 1; fp32++) {
+        et_graph_options o = {.tensor = 1,
+                              .pipeline = 1,
+                              .precision = fp32 ? ET_FP32 : ET_FP16,
+                              .optimizer = ET_OPT_ADAMW,
+                              .optimizer_shards = 1};
+        et_graph g;
+        et_error err = {0};
+        CHECK(et_graph_build(&m, &o, &g, &err) == 0, "graph builds: %s", err.text);
+        const int i = et_graph_find(&g, "optimizer.step");
+        CHECK(i >= 0, "an optimizer.step op");
+        if (i < 0) continue;
+        double params = 0;
+        for (int p = 0; p < g.n_params; p++)
+            params += g.params[p].count;
+        const et_op *op = &g.ops[i];
+        CHECK_REL(op->bytes.fixed, 28 * params, 1e-12,
+                  fp32 ? "fp32 update: 28 bytes a parameter" : "fp16 update: 28 bytes a parameter");
+        CHECK_REL(op->cold_bytes.fixed, 16 * params, 1e-12, "its moments, 16 bytes a parameter, are cold");
+        /* a cache level that would hold the whole update: only the non-cold 12 bytes a parameter use it */
+        et_device_profile d = {.kind = ET_DEVICE_CPU,
+                               .memory_bandwidth = 20e9,
+                               .memory_efficiency = 1,
+                               .optimizer_flops = 1e15,
+                               .cache_bytes = 1e12,
+                               .cache_bandwidth = 100e9};
+        const et_batch_shape b = {0};
+        CHECK_REL(et_op_time(op, &b, &d, o.precision), 12 * params / 100e9 + 16 * params / 20e9, 1e-9,
+                  "cold moments from memory, the rest from the cache level");
+        et_graph_free(&g);
+    }
+}
+
 static void test_param_counts(void)
 {
     et_model_config m;
@@ -387,6 +428,7 @@ static void test_flash_attention_rows(void)
 int main(void)
 {
     test_roofline_terms();
+    test_optimizer_bytes();
     test_flash_attention_rows();
     test_galore();
     test_moe();
