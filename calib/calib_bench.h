@@ -19,14 +19,16 @@
 
 json_t *calib_bench_run(const char *backend, const et_scenario *scenario, FILE *progress, et_error *err);
 
-/* A loaded microbenchmark file: samples the fit compares with the profile's et_kernel_time. */
+/* What a microbenchmark sample timed; etcalib fit prints the fit's quality per kind in this order. */
 typedef enum calib_sample_kind {
-    CALIB_SAMPLE_STREAM,    /* a streaming kernel of `bytes` */
     CALIB_SAMPLE_MATRIX,    /* a GEMM of m x n x k */
+    CALIB_SAMPLE_STREAM,    /* a streaming kernel of `bytes` */
     CALIB_SAMPLE_OPTIMIZER, /* an Adam update of `values` parameters (the graph's optimizer.step costs) */
     CALIB_SAMPLE_KINDS
 } calib_sample_kind;
 
+/* A loaded microbenchmark file: samples the fit compares with the profile's times (calib_sample_time:
+ * et_kernel_time for products and streaming kernels, et_op_time for the optimizer). */
 typedef struct calib_sample {
     calib_sample_kind kind;
     double m, n, k;      /* GEMM shape */

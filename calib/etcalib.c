@@ -37,9 +37,9 @@ static const char usage[] =
     "       etcalib fit-network nccl.csv --gpu NAME[|NAME...] --scenario s.json --out s-calibrated.json\n"
     "       etcalib fit-network micro.json --scenario s.json --out s-calibrated.json   (all-reduce rows)\n"
     "  bench:  matrix products over a grid of shapes and the scenario's shapes, streaming kernels and the\n"
-    "          fused Adam update over sizes, the per-op overhead, on this machine (pin it and set "
-    "OPENBLAS_NUM_THREADS); under\n"
-    "          mpirun with 2 ranks or more, first the all-reduce's bus bandwidth over message sizes.\n"
+    "          fused Adam update over sizes, the per-op overhead, on this machine (pin it and set\n"
+    "          OPENBLAS_NUM_THREADS); under mpirun with 2 ranks or more, first the all-reduce's bus\n"
+    "          bandwidth over message sizes.\n"
     "  report: the cost model's prediction beside each measurement (the plan's profile, or P), the step\n"
     "          first, then per op class and the largest ops; --csv writes every op.\n"
     "  fit:    fits the profile's GEMM rate and half dimension, bandwidth, vector rate, launch overhead and\n"
@@ -429,12 +429,9 @@ static int cmd_fit(int argc, char **argv)
     printf("\n%-28s %-16s %12s %12s %12s %9s %9s\n", "run", "class", "measured[ms]", "base[ms]", "fitted[ms]",
            "base[%]", "fit[%]");
     for (int u = 0; u < n_micro; u++) { /* fit quality per microbenchmark kind */
-        static const char *const kind_names[CALIB_SAMPLE_KINDS] = {"streaming", "matrix products",
+        static const char *const kind_names[CALIB_SAMPLE_KINDS] = {"matrix products", "streaming",
                                                                    "optimizer"};
-        static const calib_sample_kind order[] = {CALIB_SAMPLE_MATRIX, CALIB_SAMPLE_STREAM,
-                                                  CALIB_SAMPLE_OPTIMIZER};
-        for (size_t o = 0; o < sizeof order / sizeof *order; o++) {
-            const calib_sample_kind kind = order[o];
+        for (calib_sample_kind kind = 0; kind < CALIB_SAMPLE_KINDS; kind++) {
             double mean = 0, ss_tot = 0, ss_res = 0, worst = 0;
             int k = 0;
             for (int i = 0; i < micro[u].n_samples; i++)

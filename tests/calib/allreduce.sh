@@ -2,8 +2,8 @@
 # etcalib bench under mpirun measures the all-reduce's bus bandwidth over message sizes (nccl-tests
 # style), and etcalib fit-network fits the scenario cluster's bandwidth factor and step latency to those
 # rows: the fitted closed form predicts the measured bandwidth-bound all-reduces (256 KiB and more) within a
-# factor of 2 in the median, where the uncalibrated one (NVLink figures) is more than 5x too fast at each of
-# them. Skipped without mpirun.
+# factor of 2 in the median, where the uncalibrated one (NVLink figures) is more than 5x too fast in the
+# median. Skipped without mpirun.
 # Usage: allreduce.sh BUILD_DIR SOURCE_DIR
 set -euo pipefail
 build=$1 src=$(cd "$2" && pwd)

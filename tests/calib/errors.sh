@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # etcalib on bad input: a truncated measured.json, one with a negative time, one from another plan, an
-# output that names an input, an unknown command, micro.json optimizer samples with a zero time or not an array: exit 2, a message naming the file, nothing written; and
-# --plot without gnuplot: the report, a note, exit 0.
+# output that names an input, an unknown command, micro.json optimizer samples with a zero time or not an
+# array: exit 2, a message naming the file, nothing written; and --plot without gnuplot: the report, a
+# note, exit 0.
 # Usage: errors.sh BUILD_DIR SOURCE_DIR
 set -euo pipefail
 build=$1 src=$2
