@@ -6,15 +6,17 @@
 
 calib_terms calib_terms_of(const et_device_profile *d, et_precision p)
 {
-    return (calib_terms){et_gemm_peak(d, p) * d->gemm_max_efficiency,
-                         d->gemm_half_dim,
-                         d->memory_bandwidth * d->memory_efficiency,
-                         d->vector_flops * d->memory_efficiency,
-                         d->kernel_overhead_s,
-                         d->special_rate,
-                         d->cache_bandwidth,
-                         d->attention_products_efficiency,
-                         d->optimizer_flops * d->memory_efficiency};
+    calib_terms t = {.gemm_rate = et_gemm_peak(d, p) * d->gemm_max_efficiency,
+                     .gemm_half = d->gemm_half_dim,
+                     .bandwidth = d->memory_bandwidth * d->memory_efficiency,
+                     .vector_rate = d->vector_flops * d->memory_efficiency,
+                     .overhead = d->kernel_overhead_s,
+                     .special_rate = d->special_rate,
+                     .attention = d->attention_products_efficiency,
+                     .optimizer_rate = d->optimizer_flops * d->memory_efficiency};
+    for (int l = 0; l < d->cache_levels; l++)
+        t.cache_bandwidth[l] = d->cache_bandwidth[l];
+    return t;
 }
 
 void calib_terms_apply(const calib_terms *t, et_precision p, et_device_profile *d)
@@ -34,7 +36,8 @@ void calib_terms_apply(const calib_terms *t, et_precision p, et_device_profile *
     d->optimizer_flops = t->optimizer_rate / d->memory_efficiency;
     d->kernel_overhead_s = t->overhead;
     d->special_rate = t->special_rate;
-    d->cache_bandwidth = t->cache_bandwidth;
+    for (int l = 0; l < d->cache_levels; l++)
+        d->cache_bandwidth[l] = t->cache_bandwidth[l];
     d->attention_products_efficiency = fmin(t->attention, 1);
 }
 
@@ -78,7 +81,8 @@ double calib_objective(const calib_data *data, const et_device_profile *d)
     return f / (data->n_runs + data->n_micro);
 }
 
-enum { NT = 9 };
+/* the terms in the fit's vector, in log space: the first nine, then one a cache level after the first */
+enum { NT = 8 + ET_CACHE_LEVELS };
 
 static void to_terms(const double *x, calib_terms *t)
 {
@@ -86,9 +90,12 @@ static void to_terms(const double *x, calib_terms *t)
     t->overhead = exp(x[4]);
     /* a base without special functions or a cache level keeps none */
     t->special_rate = x[5] > -700 ? exp(x[5]) : 0;
-    t->cache_bandwidth = x[6] > -700 ? exp(x[6]) : 0;
     t->attention = exp(x[7]);
     t->optimizer_rate = exp(x[8]);
+    for (int l = 0; l < ET_CACHE_LEVELS; l++) {
+        const double v = x[l == 0 ? 6 : 8 + l];
+        t->cache_bandwidth[l] = v > -700 ? exp(v) : 0;
+    }
 }
 
 /* Every term stays within a factor of 1000 of the base profile's (a box in log space): a term the runs do
@@ -174,9 +181,9 @@ static double minimise(double *start, const double *origin, const calib_data *da
  * is reproducible), a factor of about 2.7 either way; a local optimum that explains the data with one term
  * at its box limit (the optimizer's time by its special functions, say) is left for a better one. */
 static const double start_offsets[][NT] = {
-    {-1, 1, -1, 1, -1, 1, -1, 0, 1},
-    {1, -1, 1, -1, 1, -1, 1, 0, -1},
-    {-1, -1, 1, 1, 0, -1, 1, 0, 0},
+    {-1, 1, -1, 1, -1, 1, -1, 0, 1, 1},
+    {1, -1, 1, -1, 1, -1, 1, 0, -1, -1},
+    {-1, -1, 1, 1, 0, -1, 1, 0, 0, -1},
 };
 
 double calib_fit(const calib_data *data, const et_device_profile *base, et_device_profile *out,
@@ -186,15 +193,17 @@ double calib_fit(const calib_data *data, const et_device_profile *base, et_devic
     calib_terms t0 = calib_terms_of(base, p);
     if (t0.gemm_half <= 0) t0.gemm_half = 1;
     if (t0.overhead <= 0) t0.overhead = 1e-7;
-    const double origin[NT] = {log(t0.gemm_rate),
-                               log(t0.gemm_half),
-                               log(t0.bandwidth),
-                               log(t0.vector_rate),
-                               log(t0.overhead),
-                               t0.special_rate > 0 ? log(t0.special_rate) : -1000,
-                               t0.cache_bandwidth > 0 ? log(t0.cache_bandwidth) : -1000,
-                               log(t0.attention),
-                               log(t0.optimizer_rate)};
+    double origin[NT] = {log(t0.gemm_rate),
+                         log(t0.gemm_half),
+                         log(t0.bandwidth),
+                         log(t0.vector_rate),
+                         log(t0.overhead),
+                         t0.special_rate > 0 ? log(t0.special_rate) : -1000,
+                         t0.cache_bandwidth[0] > 0 ? log(t0.cache_bandwidth[0]) : -1000,
+                         log(t0.attention),
+                         log(t0.optimizer_rate)};
+    for (int l = 1; l < ET_CACHE_LEVELS; l++)
+        origin[8 + l] = t0.cache_bandwidth[l] > 0 ? log(t0.cache_bandwidth[l]) : -1000;
     int it = 0;
     double best[NT];
     memcpy(best, origin, sizeof best);

@@ -1,5 +1,5 @@
 /* calib_fit: a device profile fitted to measured runs. The cost model's time of an op on a device
- * (et_op_time, model/graph.c) has nine terms a profile sets; the fit finds them:
+ * (et_op_time, model/graph.c) has up to ten terms a profile sets; the fit finds them:
  *   gemm rate    peak x gemm_max, FLOP/s reached by large matrix products
  *   gemm_half    the matrix dimension at which a product reaches half of it
  *   bandwidth    memory bandwidth x memory efficiency, bytes/s of streaming kernels
@@ -7,8 +7,9 @@
  *   overhead     seconds per kernel launch
  *   special rate special functions (exp, tanh, sigmoid) per second; fitted only when the base
  *                profile costs them (special_tops), else left at 0
- *   cache bandwidth  bytes/s of streaming kernels whose bytes fit in the profile's cache level; fitted
- *                only when the base profile has one (its size stays the profile's)
+ *   cache bandwidth  bytes/s of streaming kernels whose bytes fit in a cache level of the profile's, one
+ *                term a level (up to ET_CACHE_LEVELS); fitted only for the levels the base profile has
+ *                (their sizes stay the profile's)
  *   optimizer rate  optimizer_flops x memory efficiency, FLOP/s of the optimizer's fused passes (which
  *                the element-wise kernels' instruction mix does not describe); fitted from the optimizer
  *                microbenchmarks and the measured runs' optimizer ops where they are not memory-bound,
@@ -31,8 +32,8 @@
 #include "calib_run.h"
 
 typedef struct calib_terms {
-    double gemm_rate, gemm_half, bandwidth, vector_rate, overhead, special_rate, cache_bandwidth, attention,
-        optimizer_rate;
+    double gemm_rate, gemm_half, bandwidth, vector_rate, overhead, special_rate, attention, optimizer_rate;
+    double cache_bandwidth[ET_CACHE_LEVELS]; /* one a cache level of the profile's, smallest first */
 } calib_terms;
 
 calib_terms calib_terms_of(const et_device_profile *d, et_precision p);

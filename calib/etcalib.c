@@ -280,9 +280,12 @@ static json_t *fitted_json(const char *base_path, const et_device_profile *fit, 
     if (fit->optimizer_flops != fit->vector_flops)
         json_object_set_new(root, "optimizer_tflops", json_real(fit->optimizer_flops / 1e12));
     if (fit->special_rate > 0) json_object_set_new(root, "special_tops", json_real(fit->special_rate / 1e12));
-    json_t *cache = json_object_get(root, "cache");
-    if (cache && fit->cache_bandwidth > 0)
-        json_object_set_new(cache, "bandwidth_GBps", json_real(fit->cache_bandwidth / 1e9));
+    json_t *cache = json_object_get(root, "cache"); /* one level (an object) or an array of them */
+    for (int l = 0; cache && l < fit->cache_levels; l++) {
+        json_t *level = json_is_array(cache) ? json_array_get(cache, (size_t)l) : cache;
+        if (level && fit->cache_bandwidth[l] > 0)
+            json_object_set_new(level, "bandwidth_GBps", json_real(fit->cache_bandwidth[l] / 1e9));
+    }
     json_object_set_new(root, "memory_bandwidth_GBps", json_real(fit->memory_bandwidth / 1e9));
     json_t *eff = json_object_get(root, "efficiency");
     json_object_set_new(eff, "gemm_max", json_real(fit->gemm_max_efficiency));
@@ -421,9 +424,11 @@ static int cmd_fit(int argc, char **argv)
     printf("%-22s %14.2f %14.2f\n", "launch overhead [us]", tb.overhead * 1e6, tf.overhead * 1e6);
     if (tb.special_rate > 0)
         printf("%-22s %14.3f %14.3f\n", "special rate [G/s]", tb.special_rate / 1e9, tf.special_rate / 1e9);
-    if (tb.cache_bandwidth > 0)
-        printf("%-22s %14.2f %14.2f\n", "cache bandwidth [GB/s]", tb.cache_bandwidth / 1e9,
-               tf.cache_bandwidth / 1e9);
+    for (int l = 0; l < base.cache_levels; l++) {
+        char what[40];
+        snprintf(what, sizeof what, "cache %.0f MiB [GB/s]", base.cache_bytes[l] / 1048576.0);
+        printf("%-22s %14.2f %14.2f\n", what, tb.cache_bandwidth[l] / 1e9, tf.cache_bandwidth[l] / 1e9);
+    }
     printf("%-22s %14.3f %14.3f\n", "attention products", tb.attention, tf.attention);
     printf("%-22s %14.2f %14.2f\n", "optimizer [GFLOP/s]", tb.optimizer_rate / 1e9, tf.optimizer_rate / 1e9);
     printf("\n%-28s %-16s %12s %12s %12s %9s %9s\n", "run", "class", "measured[ms]", "base[ms]", "fitted[ms]",

@@ -14,6 +14,45 @@ double et_precision_bytes(et_precision p)
                                                          : 4.0; /* fp8 stores bf16; casts are transient */
 }
 
+/* "cache": one level ({"MiB", "bandwidth_GBps"}) or an array of up to ET_CACHE_LEVELS, smallest first */
+static int read_cache_levels(const et_json_reader *r, json_t *root, et_device_profile *out)
+{
+    static const char *const cache_keys[] = {"MiB", "bandwidth_GBps", NULL};
+    json_t *cache = json_object_get(root, "cache");
+    if (!cache) return 0;
+    const bool many = json_is_array(cache);
+    const size_t n = many ? json_array_size(cache) : 1;
+    if (!many && !json_is_object(cache))
+        return et_error_set(r->err, r->source, 0, 0, "$.cache",
+                            "expected an object (one cache level) or an array of them");
+    if (many && (n < 1 || n > ET_CACHE_LEVELS))
+        return et_error_set(r->err, r->source, 0, 0, "$.cache", "expected 1 to %d cache levels, got %zu",
+                            ET_CACHE_LEVELS, n);
+    for (size_t l = 0; l < n; l++) {
+        char p[ET_JSON_PATH_MAX], pm[ET_JSON_PATH_MAX + 8];
+        json_t *level = many ? json_array_get(cache, l) : cache;
+        if (many)
+            et_json_path_index(p, "$.cache", l);
+        else
+            snprintf(p, sizeof p, "$.cache");
+        double mib, gbps;
+        if (et_json_expect_object(r, level, p, cache_keys) ||
+            et_json_get_positive(r, level, p, "MiB", true, 0, &mib) ||
+            et_json_get_positive(r, level, p, "bandwidth_GBps", true, 0, &gbps))
+            return -1;
+        if (l > 0 && mib * 1048576.0 <= out->cache_bytes[l - 1]) {
+            snprintf(pm, sizeof pm, "%s.MiB", p);
+            return et_error_set(r->err, r->source, 0, 0, pm,
+                                "expected more than the level before's %g MiB (levels go smallest first)",
+                                out->cache_bytes[l - 1] / 1048576.0);
+        }
+        out->cache_bytes[l] = mib * 1048576.0;
+        out->cache_bandwidth[l] = gbps * 1e9;
+        out->cache_levels = (int)l + 1;
+    }
+    return 0;
+}
+
 int et_device_profile_load(const char *path, et_device_profile *out, et_error *err)
 {
     static const char *const top_keys[] = {"name",
@@ -37,7 +76,6 @@ int et_device_profile_load(const char *path, et_device_profile *out, et_error *e
     static const char *const sparse_keys[] = {"unstructured_efficiency", "block_half",
                                               "semi_structured_2_4_speedup", "masked_dense", NULL};
     static const char *const peak_keys[] = {"fp32", "tf32", "fp16", "bf16", "fp8", NULL};
-    static const char *const cache_keys[] = {"MiB", "bandwidth_GBps", NULL};
     static const char *const tt_keys[] = {"layout_copies", NULL};
     static const char *const eff_keys[] = {"gemm_max",        "gemm_half_dim",      "gemm_tile",
                                            "memory",          "kernel_overhead_us", "gemm_max_by_precision",
@@ -77,16 +115,7 @@ int et_device_profile_load(const char *path, et_device_profile *out, et_error *e
     double special;
     if (et_json_get_number(&r, root, "$", "special_tops", false, 0, 0, 1e6, &special)) goto done;
     out->special_rate = special * 1e12;
-    json_t *cache;
-    if (et_json_get_object(&r, root, "$", "cache", false, cache_keys, &cache)) goto done;
-    if (cache) {
-        double mib, gbps;
-        if (et_json_get_positive(&r, cache, "$.cache", "MiB", true, 0, &mib) ||
-            et_json_get_positive(&r, cache, "$.cache", "bandwidth_GBps", true, 0, &gbps))
-            goto done;
-        out->cache_bytes = mib * 1048576.0;
-        out->cache_bandwidth = gbps * 1e9;
-    }
+    if (read_cache_levels(&r, root, out)) goto done;
     json_t *tt;
     if (et_json_get_object(&r, root, "$", "tensor_train", false, tt_keys, &tt)) goto done;
     if (tt && et_json_get_bool(&r, tt, "$.tensor_train", "layout_copies", true, false,
@@ -233,17 +262,20 @@ double et_gemm_efficiency(const et_device_profile *d, double m, double n, double
     return et_gemm_batched_efficiency(d, 1, m, n, k);
 }
 
+double et_stream_bandwidth(const et_device_profile *d, double bytes)
+{
+    for (int l = 0; l < d->cache_levels; l++)
+        if (bytes <= d->cache_bytes[l]) return d->cache_bandwidth[l];
+    return d->memory_bandwidth * d->memory_efficiency;
+}
+
 double et_stream_time(const et_device_profile *d, double bytes)
 {
-    if (bytes <= 0) return 0;
-    const double bw = d->cache_bytes > 0 && bytes <= d->cache_bytes
-                          ? d->cache_bandwidth
-                          : d->memory_bandwidth * d->memory_efficiency;
-    return bytes / bw;
+    return bytes > 0 ? bytes / et_stream_bandwidth(d, bytes) : 0;
 }
 
 double et_roofline_time(const et_device_profile *d, double rate, double flops, double special, double bytes,
-                        double cold_bytes, double kernels)
+                        double cold_bytes, double footprint, double kernels)
 {
     if (flops <= 0 && bytes <= 0) return 0;
     cold_bytes = fmin(fmax(cold_bytes, 0), bytes);
@@ -252,8 +284,9 @@ double et_roofline_time(const et_device_profile *d, double rate, double flops, d
         const double t_special = special / d->special_rate;
         t_compute = d->kind == ET_DEVICE_CPU ? t_compute + t_special : fmax(t_compute, t_special);
     }
-    const double t_memory =
-        et_stream_time(d, bytes - cold_bytes) + cold_bytes / (d->memory_bandwidth * d->memory_efficiency);
+    const double cold_bandwidth =
+        footprint > 0 ? et_stream_bandwidth(d, footprint) : d->memory_bandwidth * d->memory_efficiency;
+    const double t_memory = et_stream_time(d, bytes - cold_bytes) + cold_bytes / cold_bandwidth;
     return fmax(t_compute, t_memory) + d->kernel_overhead_s * kernels;
 }
 
@@ -269,5 +302,5 @@ double et_kernel_time(const et_device_profile *d, et_precision prec, int matrix,
 {
     double rate = matrix ? et_gemm_peak(d, prec) * et_gemm_efficiency(d, gemm_m, gemm_n, gemm_k)
                          : d->vector_flops * d->memory_efficiency;
-    return et_roofline_time(d, rate, flops, 0, bytes, 0, 1);
+    return et_roofline_time(d, rate, flops, 0, bytes, 0, 0, 1);
 }

@@ -23,6 +23,8 @@ extern const char *const et_precision_names[]; /* "fp32", "tf32", "fp16", "bf16"
 typedef enum { ET_DEVICE_GPU, ET_DEVICE_CPU, ET_DEVICE_DATAFLOW } et_device_kind;
 extern const char *const et_device_kind_names[]; /* "gpu", "cpu", "dataflow", NULL */
 
+#define ET_CACHE_LEVELS 2 /* cache levels a profile can describe (a core's L2 and its share of L3) */
+
 typedef struct et_device_profile {
     char name[64];
     char file[512];
@@ -42,10 +44,13 @@ typedef struct et_device_profile {
     double compute_capability; /* CUDA compute capability (8.0 A100); 0: not given (NCCL's tuning, 8.0) */
     double gemm_tile[2];       /* output tile of a large GEMM, rows x columns (elements) */
     double memory_efficiency;  /* fraction of bandwidth a streaming kernel reaches */
-    double cache_bytes;        /* a cache level whose kernels' working sets stay in it (0: none modelled) */
-    double cache_bandwidth;    /* bytes/s a streaming kernel reaches there */
-    double kernel_overhead_s;  /* launch + tail per kernel, seconds */
-    double on_chip_bytes;      /* dataflow devices: on-chip memory holding fused intermediates */
+    /* cache levels, smallest first (profile "cache": one object or an array of up to ET_CACHE_LEVELS):
+     * a kernel whose working set fits a level streams at that level's bandwidth; 0 levels: none modelled */
+    int cache_levels;
+    double cache_bytes[ET_CACHE_LEVELS];     /* capacity, bytes, strictly ascending */
+    double cache_bandwidth[ET_CACHE_LEVELS]; /* bytes/s a streaming kernel reaches there */
+    double kernel_overhead_s;                /* launch + tail per kernel, seconds */
+    double on_chip_bytes; /* dataflow devices: on-chip memory holding fused intermediates */
     /* sparse kernels (profile "sparse"; calibration replaces them) */
     double sparse_unstructured_efficiency; /* fraction of the dense rate on kept FLOPs, unstructured (CSR) */
     double sparse_block_half;              /* block edge at which block-sparse runs at half the dense rate */
@@ -82,12 +87,16 @@ double et_gemm_batched_efficiency(const et_device_profile *d, double batch, doub
  * kernels (0 when nothing moves or computes), compute = flops / rate with `special` special-function
  * evaluations at special_rate: added on a CPU (its vector units evaluate the polynomials), max() on a GPU
  * or dataflow device (separate units: a GPU's SFUs); memory time = the bytes other than cold_bytes at the
- * cache level's bandwidth when the profile has one and they fit in it (else memory bandwidth x memory
- * efficiency), plus cold_bytes (data nothing else touches between two runs of the op, such as the
- * optimizer's moments: evicted whatever their size) at memory bandwidth x memory efficiency.
+ * bandwidth of the smallest cache level they fit in (else memory bandwidth x memory efficiency), plus
+ * cold_bytes (data nothing else touches between two runs of the op, such as the optimizer's moments) at
+ * the bandwidth of the level that holds `footprint`, the bytes the device touches between two runs of the
+ * op (its step's working set: 0 when unknown, then from memory).
  * et_kernel_time and graph.h's et_op_time choose the rate and call it. */
 double et_roofline_time(const et_device_profile *d, double rate, double flops, double special, double bytes,
-                        double cold_bytes, double kernels);
+                        double cold_bytes, double footprint, double kernels);
+/* Bytes/s of streaming a working set of `bytes`: the smallest cache level that holds it, else memory
+ * bandwidth x memory efficiency. */
+double et_stream_bandwidth(const et_device_profile *d, double bytes);
 /* Time to stream `bytes` (a copy's reads and writes) at the bandwidth of the level they fit in. */
 double et_stream_time(const et_device_profile *d, double bytes);
 

@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "memory.h"
+
 const char *const et_op_kind_names[] = {"gemm",
                                         "attention",
                                         "elementwise",
@@ -940,6 +942,7 @@ static void optimizer_ops(builder *b, const et_graph_options *o, double params)
             op->flops = FIX(12 * shard);
             op->bytes = FIX((ge + 12 + 12) * shard);
             op->cold_bytes = FIX(ET_ADAM_MOMENT_BYTES * shard);
+            op->footprint = FIX((ge + 12) * shard); /* gradients, fp32 weights, m and v */
             op->masked_scale = masked_scale, op->mask_bytes = mask_bytes;
         }
         if ((op = add_op(b, ET_OP_OPTIMIZER, ET_PHASE_OPTIMIZER, -1, "optimizer.trust_ratio"))) {
@@ -952,7 +955,6 @@ static void optimizer_ops(builder *b, const et_graph_options *o, double params)
         }
     } else if ((op = add_op(b, ET_OP_OPTIMIZER, ET_PHASE_OPTIMIZER, -1, "optimizer.step"))) {
         et_adam_step_costs(op, shard, ge);
-        op->cold_bytes = FIX(ET_ADAM_MOMENT_BYTES * shard);
         op->masked_scale = masked_scale, op->mask_bytes = mask_bytes;
     }
 }
@@ -963,6 +965,8 @@ void et_adam_step_costs(et_op *op, double values, double grad_bytes)
     /* gradient read, master weight, m and v read and written, and under mixed precision (16-bit gradients)
      * the 16-bit weight copy written; fp32 training updates its one copy of the weights */
     op->bytes = FIX((grad_bytes + 12 + 12 + (grad_bytes < 4 ? grad_bytes : 0)) * values);
+    op->cold_bytes = FIX(ET_ADAM_MOMENT_BYTES * values);
+    op->footprint = FIX((grad_bytes + 12 + (grad_bytes < 4 ? grad_bytes : 0)) * values);
 }
 
 int et_graph_build(const et_model_config *m, const et_graph_options *o, et_graph *g, et_error *err)
@@ -1040,6 +1044,16 @@ int et_graph_build(const et_model_config *m, const et_graph_options *o, et_graph
         add_grad(&b, -1, d.V / d.t * d.H, "head.tied_embedding");
     }
     optimizer_ops(&b, o, g->param_count);
+    /* what a step holds besides an update's own state: one micro-batch's activations (in flight, once) */
+    et_linear acts, once;
+    et_memory_activation_terms(g, &acts, &once);
+    for (int i = 0; !b.failed && i < g->n_ops; i++) {
+        et_linear *f = &g->ops[i].footprint;
+        if (f->fixed <= 0) continue;
+        f->per_token += acts.per_token + once.per_token,
+            f->per_token_sq += acts.per_token_sq + once.per_token_sq;
+        f->per_prediction += acts.per_prediction + once.per_prediction;
+    }
     if (b.failed) {
         et_graph_free(g);
         return -1;
@@ -1113,7 +1127,7 @@ static double op_steps_time(const et_op *op, const et_batch_shape *b, const et_d
         const et_tt_step *st = &op->steps[s];
         const double m = st->m * (st->tokens == 0 ? T : 1), n = st->n * (st->tokens == 1 ? T : 1), k = st->k;
         const double rate = et_gemm_peak(d, p) * et_gemm_dimension_efficiency(d, m, n, k);
-        t += et_roofline_time(d, rate, 2 * m * n * k, 0, e * (m * k + k * n + m * n), 0, 1);
+        t += et_roofline_time(d, rate, 2 * m * n * k, 0, e * (m * k + k * n + m * n), 0, 0, 1);
     }
     return t;
 }
@@ -1121,11 +1135,14 @@ static double op_steps_time(const et_op *op, const et_batch_shape *b, const et_d
 double et_op_time(const et_op *op, const et_batch_shape *b, const et_device_profile *d, et_precision p)
 {
     double flops = et_linear_eval(&op->flops, b), bytes = et_linear_eval(&op->bytes, b),
-           special = et_linear_eval(&op->special, b), cold = et_linear_eval(&op->cold_bytes, b);
+           special = et_linear_eval(&op->special, b), cold = et_linear_eval(&op->cold_bytes, b),
+           footprint = et_linear_eval(&op->footprint, b);
     if (et_op_is_comm(op->kind) || (flops <= 0 && bytes <= 0)) return 0;
     if (op->masked_scale > 0 && d->sparse_masked_dense)
         flops *= op->masked_scale, special *= op->masked_scale, cold *= op->masked_scale,
-            bytes = bytes * op->masked_scale + op->mask_bytes;
+            bytes = bytes * op->masked_scale + op->mask_bytes,
+            /* the update's own state dense too, and the masks */
+            footprint += op->footprint.fixed * (op->masked_scale - 1) + op->mask_bytes;
     double kernels = op->kernels;
     if (d->kind == ET_DEVICE_DATAFLOW) {
         /* fused, pipelined execution: no launches, and intermediates stay on chip as long as the op's
@@ -1182,7 +1199,7 @@ double et_op_time(const et_op *op, const et_batch_shape *b, const et_device_prof
     }
     /* a tensor-train op: each contraction a product of its own shape, at the dimension terms (no one grid) */
     const double t = stepwise ? op->step_repeats * op_steps_time(op, b, d, p)
-                              : et_roofline_time(d, rate, flops, special, bytes, cold, kernels);
+                              : et_roofline_time(d, rate, flops, special, bytes, cold, footprint, kernels);
     const double copies =
         d->tensor_train_layout_copies ? et_stream_time(d, et_linear_eval(&op->copy_bytes, b)) : 0;
     return (t + copies) * op->time_scale;

@@ -70,7 +70,10 @@ typedef struct et_op {
     et_linear bytes;       /* device-memory traffic, bytes */
     et_linear special;     /* special-function evaluations (exp, tanh, sigmoid) */
     et_linear cold_bytes;  /* the part of `bytes` that nothing else touches between two runs of the op (the
-                              optimizer's moments, once a step): streamed from memory whatever the op's size */
+                              optimizer's moments, once a step): streamed from the level holding `footprint` */
+    et_linear footprint;   /* bytes the device holds between two runs of an op with cold bytes: the update's
+                              own state (et_adam_step_costs) plus, in a graph, one micro-batch's activations
+                              (et_memory_activation_terms); 0: unknown, cold bytes come from memory */
     et_linear copy_bytes;  /* layout copies run as passes of their own (tensor-train permutations), bytes:
                               charged where the profile's implementation makes them */
     double weight_bytes;   /* the part of `bytes` that is weights (what a dataflow device still streams) */
@@ -172,11 +175,13 @@ double et_model_active_param_count(const et_model_config *model);
  * (TP all-reduce: 0 s, it is communication and is costed by the collectives model). */
 double et_op_time(const et_op *op, const et_batch_shape *b, const et_device_profile *d, et_precision p);
 /* The costs of one fused Adam/AdamW update (op "optimizer.step") of `values` fp32 parameters whose gradients
- * are grad_bytes each: its flops, bytes and special functions set on *op (the graph's update, and etcalib's
- * optimizer microbenchmarks costed through et_op_time). */
+ * are grad_bytes each: its flops, bytes, cold bytes (the moments) and footprint (its own state: gradients,
+ * fp32 weights, moments and a 16-bit copy) set on *op (the graph's update, and etcalib's optimizer
+ * microbenchmarks costed through et_op_time, whose footprint is exactly that state). */
 void et_adam_step_costs(et_op *op, double values, double grad_bytes);
 /* Adam's and LAMB's moments, m and v in fp32, read and written once a step: bytes a parameter. The graph's
- * update ops mark them cold (et_op.cold_bytes): between two steps the step's other traffic evicts them. */
+ * update ops mark them cold (et_op.cold_bytes): between two steps the step's other traffic touches the
+ * step's whole working set (et_op.footprint), so they come back from the level that holds it. */
 #define ET_ADAM_MOMENT_BYTES 16
 
 #endif

@@ -15,10 +15,11 @@ static int same_cost(const et_op *a, const et_op *b)
     return a->kind == b->kind && same_linear(&a->m, &b->m) && same_linear(&a->n, &b->n) &&
            same_linear(&a->k, &b->k) && same_linear(&a->flops, &b->flops) &&
            same_linear(&a->bytes, &b->bytes) && same_linear(&a->special, &b->special) &&
-           same_linear(&a->copy_bytes, &b->copy_bytes) && a->weight_bytes == b->weight_bytes &&
-           a->kernels == b->kernels && a->sparse.density == b->sparse.density &&
-           a->sparse.pattern == b->sparse.pattern && a->sparse.block == b->sparse.block &&
-           a->time_scale == b->time_scale && a->fused == b->fused;
+           same_linear(&a->copy_bytes, &b->copy_bytes) && same_linear(&a->cold_bytes, &b->cold_bytes) &&
+           same_linear(&a->footprint, &b->footprint) && a->masked_scale == b->masked_scale &&
+           a->mask_bytes == b->mask_bytes && a->weight_bytes == b->weight_bytes && a->kernels == b->kernels &&
+           a->sparse.density == b->sparse.density && a->sparse.pattern == b->sparse.pattern &&
+           a->sparse.block == b->sparse.block && a->time_scale == b->time_scale && a->fused == b->fused;
 }
 
 int et_op_classes_build(const et_graph *g, et_op_classes *c)

@@ -68,12 +68,14 @@ static void check_fit(void)
         CHECK(0, "profile loads: %s", err.text);
         return;
     }
-    /* a cache level of 64 KiB, so that the tiny plans' ops stream from both levels */
-    base.cache_bytes = 65536;
+    /* cache levels of 16 and 64 KiB, so that the tiny plans' ops stream from every level and memory */
+    base.cache_levels = 2;
+    base.cache_bytes[0] = 16384, base.cache_bytes[1] = 65536;
+    base.cache_bandwidth[1] = 0.4 * base.cache_bandwidth[0];
     truth = base;
     calib_terms t = calib_terms_of(&base, ET_FP32);
     t.gemm_rate *= 0.62, t.gemm_half *= 2.5, t.bandwidth *= 1.8, t.vector_rate *= 0.4, t.overhead *= 3;
-    t.special_rate *= 1.5, t.cache_bandwidth *= 0.7, t.attention *= 0.6;
+    t.special_rate *= 1.5, t.cache_bandwidth[0] *= 0.7, t.cache_bandwidth[1] *= 1.3, t.attention *= 0.6;
     calib_terms_apply(&t, ET_FP32, &truth);
     const char *plans[] = {ET_SOURCE_DIR "/tests/data/tiny-gpt-plan.json",
                            ET_SOURCE_DIR "/tests/data/tiny-bert-plan.json"};
@@ -114,7 +116,9 @@ static void check_fit(void)
     CHECK_REL(f.gemm_rate, want.gemm_rate, 0.01, "GEMM rate recovered");
     CHECK_REL(f.gemm_half, want.gemm_half, 0.01, "GEMM half dimension recovered");
     CHECK_REL(f.bandwidth, want.bandwidth, 0.01, "bandwidth recovered");
-    CHECK_REL(f.cache_bandwidth, want.cache_bandwidth, 0.01, "cache bandwidth recovered");
+    CHECK_REL(f.cache_bandwidth[0], want.cache_bandwidth[0], 0.01, "first cache level's bandwidth recovered");
+    CHECK_REL(f.cache_bandwidth[1], want.cache_bandwidth[1], 0.01,
+              "second cache level's bandwidth recovered");
     CHECK_REL(f.special_rate, want.special_rate, 0.01, "special-function rate recovered");
     CHECK_REL(f.attention, want.attention, 0.01, "attention products' efficiency recovered");
     for (int r = 0; r < 2; r++)

@@ -63,16 +63,30 @@ static void test_optimizer_bytes(void)
         CHECK_REL(op->bytes.fixed, 28 * params, 1e-12,
                   fp32 ? "fp32 update: 28 bytes a parameter" : "fp16 update: 28 bytes a parameter");
         CHECK_REL(op->cold_bytes.fixed, 16 * params, 1e-12, "its moments, 16 bytes a parameter, are cold");
-        /* a cache level that would hold the whole update: only the non-cold 12 bytes a parameter use it */
+        /* its footprint: its own state (gradients, fp32 weights, m and v: 16 bytes a parameter in fp32, and
+         * in fp16 too, 2-byte gradients and the 16-bit copy) and one micro-batch's activations */
+        CHECK_REL(op->footprint.fixed, 16 * params, 1e-12, "the update's own state");
+        et_linear acts, once;
+        et_memory_activation_terms(&g, &acts, &once);
+        CHECK(op->footprint.per_token == acts.per_token + once.per_token && op->footprint.per_token > 0 &&
+                  op->footprint.per_prediction == once.per_prediction,
+              "and the step's activations");
+        /* two cache levels: the update's non-cold 12 bytes a parameter fit the second; its moments come
+         * back from the level that holds the step's footprint */
         et_device_profile d = {.kind = ET_DEVICE_CPU,
                                .memory_bandwidth = 20e9,
                                .memory_efficiency = 1,
                                .optimizer_flops = 1e15,
-                               .cache_bytes = 1e12,
-                               .cache_bandwidth = 100e9};
-        const et_batch_shape b = {0};
+                               .cache_levels = 2,
+                               .cache_bytes = {1e3, 1e13},
+                               .cache_bandwidth = {500e9, 100e9}};
+        const et_batch_shape b = {
+            .sequences = 8, .tokens = 1024, .tokens_sq = 8 * 128 * 128, .predictions = 150};
+        CHECK_REL(et_op_time(op, &b, &d, o.precision), 12 * params / 100e9 + 16 * params / 100e9, 1e-9,
+                  "a footprint the second level holds: cold moments from there too");
+        d.cache_bytes[1] = 0.99 * et_linear_eval(&op->footprint, &b);
         CHECK_REL(et_op_time(op, &b, &d, o.precision), 12 * params / 100e9 + 16 * params / 20e9, 1e-9,
-                  "cold moments from memory, the rest from the cache level");
+                  "a footprint past the last level: cold moments from memory, the rest from the cache");
         et_graph_free(&g);
     }
 }
@@ -360,21 +374,30 @@ static void test_roofline_terms(void)
                            .memory_bandwidth = 20e9,
                            .memory_efficiency = 0.5,
                            .special_rate = 1e9,
-                           .cache_bytes = 1 << 20,
-                           .cache_bandwidth = 80e9};
+                           .cache_levels = 2,
+                           .cache_bytes = {1 << 16, 1 << 20},
+                           .cache_bandwidth = {200e9, 80e9}};
     const double rate = 10e9, flops = 4e6, special = 1e6;
     /* 4e6 / 1e10 + 1e6 / 1e9 = 1.4 ms of compute against 2 MB / 10 GB/s = 0.2 ms from memory */
-    CHECK_REL(et_roofline_time(&d, rate, flops, special, 2e6, 0, 0), 4e-4 + 1e-3, 1e-12, "CPU: exps add");
+    CHECK_REL(et_roofline_time(&d, rate, flops, special, 2e6, 0, 0, 0), 4e-4 + 1e-3, 1e-12, "CPU: exps add");
     d.kind = ET_DEVICE_GPU;
-    CHECK_REL(et_roofline_time(&d, rate, flops, special, 2e6, 0, 0), 1e-3, 1e-12, "GPU: the SFUs run beside");
-    CHECK_REL(et_roofline_time(&d, rate, 0, 0, 1 << 20, 0, 0), (1 << 20) / 80e9, 1e-12, "in the cache level");
-    CHECK_REL(et_roofline_time(&d, rate, 0, 0, (1 << 20) + 1, 0, 0), ((1 << 20) + 1) / 10e9, 1e-12,
-              "past the cache level: memory");
-    /* cold bytes (an optimizer's moments) stream from memory although the op would fit in the cache level */
-    CHECK_REL(et_roofline_time(&d, rate, 0, 0, 1 << 20, 1 << 19, 0), (1 << 19) / 80e9 + (1 << 19) / 10e9,
-              1e-12, "cold bytes from memory, the rest from the cache level");
+    CHECK_REL(et_roofline_time(&d, rate, flops, special, 2e6, 0, 0, 0), 1e-3, 1e-12,
+              "GPU: the SFUs run beside");
+    CHECK_REL(et_roofline_time(&d, rate, 0, 0, 1 << 16, 0, 0, 0), (1 << 16) / 200e9, 1e-12,
+              "in the first cache level");
+    CHECK_REL(et_roofline_time(&d, rate, 0, 0, (1 << 16) + 1, 0, 0, 0), ((1 << 16) + 1) / 80e9, 1e-12,
+              "past the first: the second");
+    CHECK_REL(et_roofline_time(&d, rate, 0, 0, (1 << 20) + 1, 0, 0, 0), ((1 << 20) + 1) / 10e9, 1e-12,
+              "past the last cache level: memory");
+    /* cold bytes (an optimizer's moments) come from the level holding the footprint, not the op's bytes */
+    CHECK_REL(et_roofline_time(&d, rate, 0, 0, 1 << 16, 1 << 15, 0, 0), (1 << 15) / 200e9 + (1 << 15) / 10e9,
+              1e-12, "cold bytes of an unknown footprint from memory, the rest from the first level");
+    CHECK_REL(et_roofline_time(&d, rate, 0, 0, 1 << 16, 1 << 15, 1 << 19, 0),
+              (1 << 15) / 200e9 + (1 << 15) / 80e9, 1e-12, "a footprint the second level holds: from there");
+    CHECK_REL(et_roofline_time(&d, rate, 0, 0, 1 << 16, 1 << 15, 1 << 21, 0),
+              (1 << 15) / 200e9 + (1 << 15) / 10e9, 1e-12, "a footprint past the last level: from memory");
     d.special_rate = 0;
-    CHECK_REL(et_roofline_time(&d, rate, flops, special, 0, 0, 0), 4e-4, 1e-12,
+    CHECK_REL(et_roofline_time(&d, rate, flops, special, 0, 0, 0, 0), 4e-4, 1e-12,
               "no special rate: not costed");
     /* the op graph counts an exp per score of the softmax and a tanh per GELU input */
     et_model_config m;
