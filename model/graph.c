@@ -440,6 +440,7 @@ typedef struct dims {
     double
         causal_share; /* of the l x l products a fused causal kernel computes: 1/2 (decoder, flash), else 1 */
     double St;        /* token share of the sequence-parallel region (layer norms, dropouts): 1/t or 1 */
+    int causal;       /* a decoder's causal attention: row i of a sequence's scores has i + 1 live values */
     /* mixture of experts: E experts, k per token, rows per token after routing k x c (c the capacity factor,
      * 1 dropless), experts on this rank El = E / x, each expert's hidden width per tensor rank Fet */
     double E, k, kc, El, Fet;
@@ -505,7 +506,11 @@ static void attention_core(builder *b, const dims *d, int i, et_phase phase, con
         op->flops = SQ(2 * Ht);
         op->bytes = lin_add(TOK(2 * e * Ht), SQ(e * At));
     }
-    special(elementwise(b, phase, i, SQ(5 * At), SQ(2 * e * At), ID("attn.softmax")), SQ(At));
+    /* an exp per live score: all l^2 of a sequence, or under a causal mask l (l + 1) / 2 (sum over its rows,
+     * Q / 2 + T / 2: the masked ones are set to zero, not exponentiated, as etrun's and Megatron's fused
+     * upper-triangular softmax do); every score is read and written */
+    special(elementwise(b, phase, i, SQ(5 * At), SQ(2 * e * At), ID("attn.softmax")),
+            d->causal ? lin_add(SQ(At / 2), TOK(At / 2)) : SQ(At));
     dropout_op(b, d, phase, i, SQ(At), 1, ID("attn.dropout"));
     op = add_op(b, ET_OP_ATTENTION, phase, i, "%s", ID("attn.context"));
     if (op) {
@@ -1006,6 +1011,7 @@ int et_graph_build(const et_model_config *m, const et_graph_options *o, et_graph
     d.rope = m->position == ET_POSITION_ROPE;
     /* a fused causal kernel skips the blocks above the diagonal; materialised scores are computed whole */
     d.causal_share = m->arch == ET_ARCH_DECODER && o->attention == ET_ATTENTION_FLASH ? 0.5 : 1;
+    d.causal = m->arch == ET_ARCH_DECODER;
     d.flash = o->attention == ET_ATTENTION_FLASH;
     if (m->moe.experts > 0) {
         d.E = m->moe.experts;

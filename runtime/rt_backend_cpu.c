@@ -115,11 +115,15 @@ static void cpu_linear_fwd(rt_backend *be, const float *x, const float *W, const
     rt_linear_fwd_f(x, W, b, y, T, n_in, n_out);
 }
 
+static void cpu_bias_grad(rt_backend *be, float *db, const float *dy, int ld, int rows, int cols);
+
+/* the products from the reference's float instantiation, the bias gradient from the vectorised glue (the
+ * reference's loop runs 4 wide at most: no AVX clones there) */
 static void cpu_linear_bwd(rt_backend *be, const float *x, const float *W, const float *dy, float *dx,
                            float *dW, float *db, int T, int n_in, int n_out)
 {
-    (void)be;
-    rt_linear_bwd_f(x, W, dy, dx, dW, db, T, n_in, n_out);
+    rt_linear_bwd_f(x, W, dy, dx, dW, NULL, T, n_in, n_out);
+    if (db) cpu_bias_grad(be, db, dy, n_out, T, n_out);
 }
 
 static void cpu_layernorm_fwd(rt_backend *be, const float *x, const float *g, const float *b, float *y,

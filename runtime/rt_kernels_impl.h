@@ -21,9 +21,13 @@ void FN(rt_linear_bwd)(const REAL *x, const REAL *W, const REAL *dy, REAL *dx, R
         GEMM(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, n_in, n_out, 1, dy, n_out, W, n_in, 1, dx, n_in);
     if (dW) GEMM(CblasRowMajor, CblasTrans, CblasNoTrans, n_out, n_in, T, 1, dy, n_out, x, n_in, 1, dW, n_in);
     if (db)
-        for (int t = 0; t < T; t++)
+        for (int t = 0; t < T; t++) {
+            const REAL *dyt = dy + (size_t)t * n_out;
+            /* db and dy never overlap: without the pragma the compiler kept this loop scalar */
+#pragma omp simd
             for (int j = 0; j < n_out; j++)
-                db[j] += dy[(size_t)t * n_out + j];
+                db[j] += dyt[j];
+        }
 }
 
 #ifndef RT_FAST_ELEMENTWISE /* the float build has its own (rt_kernels_fast.c) */
