@@ -84,6 +84,12 @@ double calib_objective(const calib_data *data, const et_device_profile *d)
 /* the terms in the fit's vector, in log space: the first nine, then one a cache level after the first */
 enum { NT = 8 + ET_CACHE_LEVELS };
 
+/* where cache level l's bandwidth sits in that vector */
+static int cache_term(int l)
+{
+    return l == 0 ? 6 : 8 + l;
+}
+
 static void to_terms(const double *x, calib_terms *t)
 {
     t->gemm_rate = exp(x[0]), t->gemm_half = exp(x[1]), t->bandwidth = exp(x[2]), t->vector_rate = exp(x[3]);
@@ -92,10 +98,8 @@ static void to_terms(const double *x, calib_terms *t)
     t->special_rate = x[5] > -700 ? exp(x[5]) : 0;
     t->attention = exp(x[7]);
     t->optimizer_rate = exp(x[8]);
-    for (int l = 0; l < ET_CACHE_LEVELS; l++) {
-        const double v = x[l == 0 ? 6 : 8 + l];
-        t->cache_bandwidth[l] = v > -700 ? exp(v) : 0;
-    }
+    for (int l = 0; l < ET_CACHE_LEVELS; l++)
+        t->cache_bandwidth[l] = x[cache_term(l)] > -700 ? exp(x[cache_term(l)]) : 0;
 }
 
 /* Every term stays within a factor of 1000 of the base profile's (a box in log space): a term the runs do
@@ -199,11 +203,11 @@ double calib_fit(const calib_data *data, const et_device_profile *base, et_devic
                          log(t0.vector_rate),
                          log(t0.overhead),
                          t0.special_rate > 0 ? log(t0.special_rate) : -1000,
-                         t0.cache_bandwidth[0] > 0 ? log(t0.cache_bandwidth[0]) : -1000,
+                         0, /* cache level 0, set below */
                          log(t0.attention),
                          log(t0.optimizer_rate)};
-    for (int l = 1; l < ET_CACHE_LEVELS; l++)
-        origin[8 + l] = t0.cache_bandwidth[l] > 0 ? log(t0.cache_bandwidth[l]) : -1000;
+    for (int l = 0; l < ET_CACHE_LEVELS; l++)
+        origin[cache_term(l)] = t0.cache_bandwidth[l] > 0 ? log(t0.cache_bandwidth[l]) : -1000;
     int it = 0;
     double best[NT];
     memcpy(best, origin, sizeof best);

@@ -1053,13 +1053,9 @@ int et_graph_build(const et_model_config *m, const et_graph_options *o, et_graph
     /* what a step holds besides an update's own state: one micro-batch's activations (in flight, once) */
     et_linear acts, once;
     et_memory_activation_terms(g, &acts, &once);
-    for (int i = 0; !b.failed && i < g->n_ops; i++) {
-        et_linear *f = &g->ops[i].footprint;
-        if (f->fixed <= 0) continue;
-        f->per_token += acts.per_token + once.per_token,
-            f->per_token_sq += acts.per_token_sq + once.per_token_sq;
-        f->per_prediction += acts.per_prediction + once.per_prediction;
-    }
+    const et_linear step = lin_add(acts, once);
+    for (int i = 0; !b.failed && i < g->n_ops; i++)
+        if (g->ops[i].footprint.fixed > 0) g->ops[i].footprint = lin_add(g->ops[i].footprint, step);
     if (b.failed) {
         et_graph_free(g);
         return -1;
