@@ -6,6 +6,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include "input_files.h"
+
 /* One CSV record (RFC 4180 quoting) into fields; returns the count, -1 at end of file. */
 int calib_csv_record(FILE *f, char *buf, size_t size, char **field, int max_fields)
 {
@@ -83,6 +85,7 @@ calib_csv *calib_csv_open(const char *path, et_error *err)
         et_error_set_code(err, ET_ERROR_MEMORY, path, 0, 0, NULL, "out of memory");
         return NULL;
     }
+    et_input_note(path);
     if (!(t->f = fopen(path, "r"))) {
         free(t);
         et_error_set(err, path, 0, 0, NULL, "cannot open the table");

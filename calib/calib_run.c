@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "input_files.h"
 #include "quantile.h"
 #include "scenario_graph.h"
 
@@ -36,6 +37,7 @@ static int positive_time(double t)
 json_t *calib_load_json(const char *path, et_error *err)
 {
     json_error_t je;
+    et_input_note(path);
     json_t *root = json_load_file(path, 0, &je);
     if (!root)
         et_error_set(err, path, je.line, je.column, NULL, "not readable JSON: %s (truncated?)", je.text);

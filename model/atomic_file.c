@@ -1,6 +1,8 @@
 #define _POSIX_C_SOURCE 200809L
 #include "atomic_file.h"
 
+#include "input_files.h"
+
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -137,15 +139,17 @@ int et_atomic_write_json(const char *path, const json_t *value, et_error *err)
 
 int et_output_check(const char *path, const char *what, const char *const *inputs, int n, et_error *err)
 {
-    struct stat out, in;
+    struct stat out;
     if (stat(path, &out) == 0) {
         if (!S_ISREG(out.st_mode))
             return et_error_set(err, path, 0, 0, NULL, "%s names a folder or a device, not a file to write",
                                 what);
         for (int i = 0; i < n; i++)
-            if (inputs[i] && stat(inputs[i], &in) == 0 && in.st_dev == out.st_dev && in.st_ino == out.st_ino)
-                return et_error_set(err, path, 0, 0, NULL,
-                                    "%s is the input %s itself: refusing to overwrite it", what, inputs[i]);
+            et_input_note(inputs[i]);
+        const char *input = et_input_match(path);
+        if (input)
+            return et_error_set(err, path, 0, 0, NULL, "%s is the input %s itself: refusing to overwrite it",
+                                what, input);
     }
     /* can a file be created beside it? (the same test the atomic write will make, made now) */
     char *target = resolve(path);

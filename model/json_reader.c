@@ -1,5 +1,7 @@
 #include "json_reader.h"
 
+#include "input_files.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -10,6 +12,7 @@ int et_json_load_file(const char *path, json_t **out, et_error *err)
     json_error_t jerr;
     struct stat st;
     *out = NULL;
+    et_input_note(path);
     if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
         return et_error_set(err, path, 0, 0, NULL, "a folder, not a file: expected a JSON file");
     *out = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);

@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "input_files.h"
+
 const char *const et_length_kind_names[] = {"fixed", "uniform", "histogram", NULL};
 
 static int alloc_pmf(et_length_dist *d, int max_len, et_error *err)
@@ -77,6 +79,7 @@ static ssize_t read_line(FILE *f, char **buf, size_t *cap)
 
 int et_length_dist_load_histogram(const char *path, int max_len, et_length_dist *out, et_error *err)
 {
+    et_input_note(path);
     FILE *f = fopen(path, "r");
     if (!f) return et_error_set(err, path, 0, 0, NULL, "cannot open length histogram: %s", strerror(errno));
     if (alloc_pmf(out, max_len, err)) {

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "input_files.h"
 #include "json_reader.h"
 
 #ifndef ET_DEFAULT_PROFILE_DIR
@@ -426,6 +427,7 @@ static int read_cluster(const et_json_reader *r, json_t *root, et_scenario *s)
     if (et_json_get_string(r, o, "$.cluster", "platform_file", false, NULL, &platform)) return -1;
     if (platform) {
         resolve(c->platform_file, sizeof c->platform_file, s->dir, platform);
+        et_input_note(c->platform_file);
         FILE *pf = fopen(c->platform_file, "r");
         if (!pf)
             FAIL("$.cluster.platform_file", "cannot open platform file %s: %s", c->platform_file,

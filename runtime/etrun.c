@@ -179,11 +179,11 @@ int main(int argc, char **argv)
     if (!(comm = rt_comm_mpi_create(&err))) goto fail;
     {
         /* outputs checked before any work: none is an input, each can be written */
-        char resumed[4096] = "";
-        if (o.resume) snprintf(resumed, sizeof resumed, "%s/checkpoint.bin", o.resume);
+        char resumed[4400] = "";
         const char *inputs[] = {o.plan, plan.data_from_file ? plan.data_file : NULL,
                                 o.resume ? resumed : NULL};
-        int bad = rank == 0 && (et_output_check(o.out, "--out", inputs, 3, &err) ||
+        int bad = rank == 0 && ((o.resume && rt_checkpoint_find(o.resume, resumed, sizeof resumed, &err)) ||
+                                et_output_check(o.out, "--out", inputs, 3, &err) ||
                                 (o.save && rt_checkpoint_prepare(o.save, &err)));
         comm->broadcast_int(comm, &bad);
         if (bad) goto fail;

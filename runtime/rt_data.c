@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "atomic_file.h"
+#include "input_files.h"
 #include "rng.h"
 
 static const char magic[8] = {'E', 'T', 'T', 'O', 'K', 'E', 'N', 'S'};
@@ -33,6 +34,7 @@ int rt_token_file_load(const char *path, int vocab, int seq_len, rt_token_file *
 {
     (void)seq_len; /* longer sequences are truncated to the drawn length */
     memset(out, 0, sizeof *out);
+    et_input_note(path);
     FILE *f = fopen(path, "rb");
     if (!f) return et_error_set(err, path, 0, 0, NULL, "cannot open the token file: %s", strerror(errno));
     char m[8];
@@ -158,6 +160,16 @@ int rt_data_init(rt_data *d, const et_scenario *s, int world, int rank, unsigned
     d->seed = seed;
     d->file = file;
     d->causal = s->model.head == ET_HEAD_CAUSAL_LM;
+    if (s->model.vocab <= RT_FIRST_TOKEN)
+        return et_error_set(err, s->source, 0, 0, "$.model.vocab",
+                            "etrun needs a vocabulary of at least %d (id %d is [PAD], %d is [MASK], tokens from %d); "
+                            "got %d",
+                            RT_FIRST_TOKEN + 1, RT_TOKEN_PAD, RT_TOKEN_MASK, RT_FIRST_TOKEN, s->model.vocab);
+    if (d->causal && s->data.lengths.max_len < 2)
+        return et_error_set(err, s->source, 0, 0, "$.data.seq_len",
+                            "a causal language model predicts each next token, so its sequences need at least 2 "
+                            "tokens; the longest here has %d",
+                            s->data.lengths.max_len);
     if (d->chunks % world != 0)
         return et_error_set(
             err, s->source, 0, 0, "$.batch",

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what ET needs to build and test on Debian/Ubuntu (run as root or with sudo available).
 set -euo pipefail
-packages=(build-essential cmake pkg-config libjansson-dev libsimgrid-dev libjemalloc-dev libopenblas-dev libopenmpi-dev
+packages=(build-essential cmake pkg-config libjansson-dev libsimgrid-dev libjemalloc-dev libopenblas-dev libxxhash-dev libopenmpi-dev
   openmpi-bin jq clang-format gnuplot-nox)
 missing=()
 for p in "${packages[@]}"; do

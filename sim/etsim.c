@@ -9,6 +9,7 @@
 #include "analytic.h"
 #include "atomic_file.h"
 #include "calib_run.h"
+#include "input_files.h"
 #include "collective_bench.h"
 #include "compare.h"
 #include "fabric.h"
@@ -1249,7 +1250,14 @@ int main(int argc, char **argv)
         et_scenario first;
         int bad = load(&o, o.scenario, &first);
         if (bad) return bad;
-        bad = check_outputs(&o, &first);
+        for (int i = 1; i < o.n_compare && !bad; i++) { /* each one's files noted as inputs (input_files.h) */
+            et_scenario other;
+            if (load_with(&o, o.compare[i], NULL, &other))
+                bad = EXIT_INPUT;
+            else
+                et_scenario_free(&other);
+        }
+        if (!bad) bad = check_outputs(&o, &first);
         et_scenario_free(&first);
         if (bad) return bad;
         return compare_main(&o);

@@ -34,9 +34,10 @@ static float *read_params(const char *path, uint64_t *n)
     if (!f) return NULL;
     char magic[8];
     uint64_t step, t;
+    uint32_t len; /* ETCKPT02: the fingerprint's length, then its text (runtime/rt_checkpoint.h) */
     float *p = NULL;
     if (fread(magic, 1, 8, f) == 8 && fread(&step, 8, 1, f) == 1 && fread(n, 8, 1, f) == 1 &&
-        fread(&t, 8, 1, f) == 1) {
+        fread(&t, 8, 1, f) == 1 && fread(&len, 4, 1, f) == 1 && fseek(f, len, SEEK_CUR) == 0) {
         p = malloc(*n * sizeof *p);
         if (p && fread(p, 4, *n, f) != *n) {
             free(p);

@@ -1,12 +1,16 @@
 /* The assembled runtime model: its gradients (all ops chained through the graph) against finite differences
  * of the loss, in fp32 with a loose tolerance, for a masked-LM encoder, a causal decoder, its tensor-train
  * form, its Llama forms (RMSNorm, SwiGLU, rotary positions, no biases, untied output; multi-head and
- * grouped-query attention) and a mixture of experts (top-2 of 4, dropless). */
+ * grouped-query attention) and a mixture of experts (top-2 of 4, dropless); checkpoints that are well formed
+ * but wrong inside. */
+#define _POSIX_C_SOURCE 200809L
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "check.h"
 #include "plan.h"
+#include "rt_checkpoint.h"
 #include "rt_data.h"
 #include "rt_model.h"
 /* a mixture of experts' router: a step of 1e-2 flips some tokens' top-k choice (the loss jumps), 1e-3 does
@@ -107,8 +111,84 @@ static void check_refused(void)
     et_plan_free(&plan);
 }
 
+/* Checkpoints whose checksum is right but whose content is not: a negative second moment, an optimizer step
+ * that is not the step's, NaN weights; and a round trip that restores the state exactly. */
+static void check_checkpoints(void)
+{
+    et_plan plan;
+    et_error err;
+    if (et_plan_load(ET_SOURCE_DIR "/tests/data/tiny-gpt-plan.json", &plan, &err)) {
+        CHECK(0, "plan loads: %s", err.text);
+        return;
+    }
+    rt_backend *be = rt_backend_cpu_create(&err);
+    rt_model m;
+    if (!be || rt_model_init(&m, &plan.s, be, plan.seed, &err)) {
+        CHECK(0, "init: %s", err.text);
+        return;
+    }
+    char dir[] = "/tmp/et-ckpt-XXXXXX";
+    if (!mkdtemp(dir)) {
+        CHECK(0, "mkdtemp");
+        return;
+    }
+    const size_t n = m.n_params;
+    float *w = malloc(n * sizeof *w), *m1 = malloc(n * sizeof *m1), *v = malloc(n * sizeof *v);
+    rt_model_get_state(&m, w, m1, v, NULL);
+    for (size_t i = 0; i < n; i++)
+        m1[i] = 1e-3f * (float)(i % 7), v[i] = 1e-6f * (float)(i % 5);
+    long long next = 0;
+    struct {
+        const char *what, *want;
+        long long step, t;
+        size_t at;
+        float value; /* written into v[at] (at < n) or w[at - n] */
+    } cases[] = {
+        {"a round trip", NULL, 5, 5, 0, 2e-6f},
+        {"a negative second moment", "second moment 17 is -0.001: Adam's second moment is a mean of squares", 5,
+         5, 17, -1e-3f},
+        {"an optimizer step unlike the step's", "next step 5, optimizer step 3", 5, 3, 0, 0},
+        {"a NaN weight", "parameter 3 is nan", 5, 5, n + 3, NAN},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        float *wc = malloc(n * sizeof *wc), *vc = malloc(n * sizeof *vc);
+        memcpy(wc, w, n * sizeof *wc), memcpy(vc, v, n * sizeof *vc);
+        if (cases[c].at < n)
+            vc[cases[c].at] = cases[c].value;
+        else
+            wc[cases[c].at - n] = cases[c].value;
+        rt_model_set_state(&m, wc, m1, vc);
+        m.adam_t = cases[c].t;
+        CHECK(rt_checkpoint_save(dir, &m, cases[c].step, &err) == 0, "%s: saved: %s", cases[c].what, err.text);
+        rt_model_set_state(&m, w, m1, v);
+        m.adam_t = 0;
+        int rc = rt_checkpoint_load(dir, &m, &next, &err);
+        if (!cases[c].want) {
+            float *back = malloc(n * sizeof *back), *vb = malloc(n * sizeof *vb);
+            rt_model_get_state(&m, back, NULL, vb, NULL);
+            CHECK(rc == 0 && next == 5 && m.adam_t == 5 && memcmp(back, wc, n * sizeof *back) == 0 &&
+                      memcmp(vb, vc, n * sizeof *vb) == 0,
+                  "%s restores the state exactly (%s)", cases[c].what, rc ? err.text : "loaded");
+            free(back), free(vb);
+        } else {
+            CHECK(rc != 0 && err.code == ET_ERROR_INPUT && strstr(err.text, cases[c].want), "%s: refused with \"%s\": %s",
+                  cases[c].what, cases[c].want, rc ? err.text : "(loaded)");
+        }
+        free(wc), free(vc);
+    }
+    char path[64];
+    snprintf(path, sizeof path, "%s/checkpoint.bin", dir);
+    unlink(path);
+    rmdir(dir);
+    free(w), free(m1), free(v);
+    rt_model_free(&m);
+    be->destroy(be);
+    et_plan_free(&plan);
+}
+
 int main(void)
 {
+    check_checkpoints();
     check_refused();
     check_plan(ET_SOURCE_DIR "/tests/data/tiny-bert-plan.json");
     check_plan(ET_SOURCE_DIR "/tests/data/tiny-gpt-plan.json");

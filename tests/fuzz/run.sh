@@ -27,7 +27,7 @@ for t in $targets; do
     plan) extra=(); seeds=("$src"/tests/data/*plan*.json) ;;
     histogram) extra=(); seeds=("$src"/scenarios/data/*.csv "$src"/tests/invalid/*/*.csv) ;;
     tokens) extra=("${runtime[@]}"); seeds=() ;;
-    checkpoint) extra=("${checkpoint[@]}" -lopenblas); seeds=() ;;
+    checkpoint) extra=("${checkpoint[@]}" -lopenblas -lxxhash); seeds=() ;;
     *) echo "fuzz: unknown target $t"; exit 2 ;;
   esac
   # shellcheck disable=SC2086

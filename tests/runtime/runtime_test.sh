@@ -135,13 +135,40 @@ case $mode in
     grep -q "training diverged at step" err || { echo "FAIL: no divergence message"; exit 1; }
     [ "$(jq '.steps == (.loss | length) and .steps < 6 and (.stopped | test("diverged"))' d.json)" = true ] ||
       { echo "FAIL: measured.json of a diverged run"; jq -c '[.steps, .loss, .stopped]' d.json; exit 1; }
-    # checkpoints: a next step out of range, NaN weights, a step past the plan
+    # vocabularies without a token id (1: negative losses; 2: a division by zero), a causal plan whose
+    # sequences hold 1 token (nothing to predict)
+    for v in 1 2; do
+      variant "$gpt" ".model.vocab = $v" > vocab$v.json
+      expect_error "$work/r.json" '$.model.vocab: etrun needs a vocabulary of at least 3' "$etrun" --out "$work/r.json" vocab$v.json
+    done
+    variant "$gpt" '.data.seq_len = 1 | .data.lengths = {"distribution": "fixed"}' > one.json
+    expect_error "$work/r.json" '$.data.seq_len: a causal language model predicts each next token' "$etrun" --out "$work/r.json" one.json
+    # checkpoints: an altered step, a flipped bit in a weight (the checksum), another model with the same
+    # parameter count (other heads; other vocabulary and positions), the older format, a step past the plan
     steps "$gpt" 4 > four.json
     "$etrun" --quiet --save "$work/ck" --out "$work/m4.json" four.json
+    size=$(stat -c %s ck/checkpoint.bin)
     cp -r ck bad-step && printf '\xff\xff\xff\xff\xff\xff\xff\xff' | dd of=bad-step/checkpoint.bin bs=1 seek=8 conv=notrunc 2> /dev/null
-    expect_error "$work/r.json" "next step 18446744073709551615" "$etrun" --resume "$work/bad-step" --out "$work/r.json" four.json
-    cp -r ck nan && printf '\x00\x00\xc0\x7f' | dd of=nan/checkpoint.bin bs=1 seek=40 conv=notrunc 2> /dev/null
-    expect_error "$work/r.json" "non-finite values" "$etrun" --resume "$work/nan" --out "$work/r.json" four.json
+    expect_error "$work/r.json" "checksum mismatch" "$etrun" --resume "$work/bad-step" --out "$work/r.json" four.json
+    cp -r ck flip && printf '\x01' | dd of=flip/checkpoint.bin bs=1 seek=$((size - 5000)) conv=notrunc 2> /dev/null
+    expect_error "$work/r.json" "checksum mismatch" "$etrun" --resume "$work/flip" --out "$work/r.json" four.json
+    variant four.json '.model.heads = 8' > heads.json
+    expect_error "$work/r.json" "model.heads is 4 in the checkpoint, 8 in the plan" "$etrun" --resume "$work/ck" --out "$work/r.json" heads.json
+    variant four.json '.model.vocab = 96 | .model.max_positions = 32' > vocab.json # the same 108,288 parameters
+    expect_error "$work/r.json" "model.vocab is 64 in the checkpoint, 96 in the plan" "$etrun" --resume "$work/ck" --out "$work/r.json" vocab.json
+    cp -r ck v1 && printf 'ETCKPT01' | dd of=v1/checkpoint.bin bs=1 seek=0 conv=notrunc 2> /dev/null
+    expect_error "$work/r.json" "ETCKPT01 checkpoint (an older etrun)" "$etrun" --resume "$work/v1" --out "$work/r.json" four.json
+    truncate -s $((size - 1)) flip/checkpoint.bin
+    expect_error "$work/r.json" "does not match its header" "$etrun" --resume "$work/flip" --out "$work/r.json" four.json
+    # a killed run's leftovers: an empty step folder and a stray temporary are skipped by --resume (the newest
+    # complete checkpoint is taken) and removed by the next --save
+    mkdir -p kill/step-2 kill/step-9 && cp ck/checkpoint.bin kill/step-2/ && : > kill/step-9/checkpoint.bin.tmp.Ab12Cd
+    variant four.json '.run.steps = 6' > six.json
+    "$etrun" --quiet --resume "$work/kill" --save "$work/kill" --out "$work/k.json" six.json
+    [ "$(jq '.steps' k.json)" = 2 ] && [ ! -e kill/step-9 ] && [ -f kill/checkpoint.bin ] ||
+      { echo "FAIL: resuming over a killed run's folder"; ls -R kill; exit 1; }
+    mkdir -p empty/step-3
+    expect_error "$work/r.json" "no checkpoint here" "$etrun" --resume "$work/empty" --out "$work/r.json" four.json
     variant "$gpt" '.run.steps = 2 | .run.warmup_steps = 0' > two.json
     expect_error "$work/r.json" "past the plan's 2 steps" "$etrun" --resume "$work/ck" --out "$work/r.json" two.json
     # an output that is the input is refused before anything runs; the plan is left as it was
