@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "checksum.h"
 #include "input_files.h"
 #include "quantile.h"
 #include "scenario_graph.h"
@@ -29,9 +30,47 @@ calib_class calib_class_of(et_op_kind kind)
 
 #define FAIL(path_, ...) (et_error_set(err, r->file, 0, 0, path_, __VA_ARGS__), calib_run_free(r), -1)
 
+/* The longest op or step a measurement may report: 10^6 s (11.6 days); beyond it the products of the
+ * reports (days to train, costs) leave what a double prints meaningfully. */
+#define MAX_SECONDS 1e6
+/* The measured.json format this ET reads (runtime/rt_measured.h's RT_MEASURED_FORMAT_VERSION). */
+#define RT_MEASURED_READS 2
+
 static int positive_time(double t)
 {
-    return isfinite(t) && t > 0;
+    return t > 0 && t <= MAX_SECONDS;
+}
+
+/* Every op's per-rank timings name a rank of the run: 0 <= rank < ranks. */
+static int check_ranks(json_t *list, long long ranks, const char *where, calib_run *r, et_error *err)
+{
+    size_t i;
+    json_t *e;
+    json_array_foreach(list, i, e)
+    {
+        json_t *rank = json_object_get(e, "rank");
+        if (!json_is_integer(rank) || json_integer_value(rank) < 0 || json_integer_value(rank) >= ranks) {
+            char at[128];
+            snprintf(at, sizeof at, "%s.ranks[%zu].rank", where, i);
+            return FAIL(at, "a rank of the run expected (0 to %lld: the run had %lld)", ranks - 1, ranks);
+        }
+    }
+    return 0;
+}
+
+/* The plan file is the one the run ran: its checksum is the one measured.json recorded. */
+static int check_plan_sum(const char *plan, const char *want, calib_run *r, et_error *err)
+{
+    unsigned long long h;
+    char hex[17];
+    if (et_file_xxh64(plan, &h, err)) return -1;
+    et_xxh64_hex(h, hex);
+    if (strcmp(hex, want) != 0)
+        return FAIL("$.plan_xxh64",
+                    "the plan %s is not the one this run ran (xxh64 %s now, %s recorded): measured.json is "
+                    "from another plan, or the plan changed since",
+                    plan, hex, want);
+    return 0;
 }
 
 json_t *calib_load_json(const char *path, et_error *err)
@@ -55,13 +94,28 @@ int calib_run_load(const char *path, const et_device_profile *profile, calib_run
     json_t *ops = json_object_get(root, "ops"), *shapes = json_object_get(root, "batch_shapes");
     json_t *backend = json_object_get(root, "backend");
     json_t *step = json_object_get(json_object_get(root, "step_time_s"), "median");
+    json_t *version = json_object_get(root, "format_version"), *plan_sum = json_object_get(root, "plan_xxh64");
+    json_t *ranks = json_object_get(root, "ranks");
     if (!json_is_string(tool) || strcmp(json_string_value(tool), "etrun") != 0) {
         rc = FAIL("$.tool", "not an etrun measured.json (\"tool\": \"etrun\" expected)");
+    } else if (version && !json_is_integer(version)) {
+        rc = FAIL("$.format_version", "expected an integer");
+    } else if (version && json_integer_value(version) > RT_MEASURED_READS) {
+        rc = FAIL("$.format_version", "measured.json format %lld is newer than this ET reads (%d): update ET",
+                  (long long)json_integer_value(version), RT_MEASURED_READS);
+    } else if (!version || json_integer_value(version) < RT_MEASURED_READS || !json_is_string(plan_sum)) {
+        rc = FAIL("$.plan_xxh64",
+                  "measured.json names no checksum of its plan (format %lld, written by an older etrun): run "
+                  "etrun again",
+                  version ? (long long)json_integer_value(version) : 1LL);
     } else if (!json_is_string(plan_file) || !json_is_array(ops) || !json_is_array(shapes) ||
-               !json_is_string(backend) || !json_is_number(step)) {
+               !json_is_string(backend) || !json_is_number(step) || !json_is_integer(ranks) ||
+               json_integer_value(ranks) < 1) {
         rc = FAIL("$",
-                  "measured.json lacks plan_file, ops, batch_shapes, backend or step_time_s.median (written "
-                  "by an older etrun?)");
+                  "measured.json lacks plan_file, ops, batch_shapes, backend, ranks or step_time_s.median "
+                  "(written by an older etrun?)");
+    } else if (check_plan_sum(json_string_value(plan_file), json_string_value(plan_sum), r, err)) {
+        /* err names the plan file */
     } else if (et_plan_load(json_string_value(plan_file), &r->plan, err)) {
         calib_run_free(r); /* err names the plan file */
     } else {
@@ -74,7 +128,7 @@ int calib_run_load(const char *path, const et_device_profile *profile, calib_run
             rc = FAIL("$.backend", "measured on the %s backend, but the profile \"%s\" describes a %s device",
                       r->backend, d->name, et_device_kind_names[d->kind]);
         } else if (!positive_time(r->step_measured)) {
-            rc = FAIL("$.step_time_s.median", "step time must be a positive number of seconds");
+            rc = FAIL("$.step_time_s.median", "step time must be a positive number of seconds up to 10^6");
         } else if (et_graph_build(&r->plan.s.model, &o, &r->graph, err)) {
             calib_run_free(r);
         } else if ((int)json_array_size(ops) != r->graph.n_ops) {
@@ -102,20 +156,28 @@ int calib_run_load(const char *path, const et_device_profile *profile, calib_run
                     break;
                 }
                 json_t *t = json_object_get(rank0, "median_s");
-                if (!json_is_number(t) || json_number_value(t) < 0 || !isfinite(json_number_value(t))) {
-                    rc = FAIL(where, "ranks[0].median_s must be a number of seconds >= 0");
+                if (!json_is_number(t) || json_number_value(t) < 0 || !(json_number_value(t) <= MAX_SECONDS)) {
+                    rc = FAIL(where, "ranks[0].median_s must be a number of seconds >= 0 and at most 10^6");
                     break;
                 }
+                if ((rc = check_ranks(json_object_get(op, "ranks"), json_integer_value(ranks), where, r, err)))
+                    break;
                 r->measured[i] = json_number_value(t);
             }
             for (int s = 0; !rc && s < r->steps; s++) {
                 json_t *micro = json_array_get(shapes, (size_t)s);
                 for (int k = 0; !rc && k < r->micro; k++) {
                     json_t *b = json_array_get(micro, (size_t)k);
-                    if (json_array_size(b) != 4) {
+                    int ok = json_array_size(b) == 4;
+                    for (size_t d = 0; ok && d < 4; d++) {
+                        const double v = json_number_value(json_array_get(b, d));
+                        ok = json_is_number(json_array_get(b, d)) && v >= (d == 0) && v <= 1e15;
+                    }
+                    if (!ok) {
                         char where[64];
                         snprintf(where, sizeof where, "$.batch_shapes[%d][%d]", s, k);
-                        rc = FAIL(where, "a batch shape is [B, T, Q, P]");
+                        rc = FAIL(where, "a batch shape is [B, T, Q, P]: B >= 1 sequences, T, Q and P >= 0 "
+                                         "(at most 10^15)");
                         break;
                     }
                     r->shapes[s * r->micro + k] = (et_batch_shape){

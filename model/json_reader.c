@@ -172,6 +172,9 @@ int et_json_get_number(const et_json_reader *r, json_t *obj, const char *path, c
     }
     if (!json_is_number(v)) return fail(r, p, "expected a number, got %s%s", type_name(v), "");
     double x = json_number_value(v);
+    if (isinf(max) && x >= min && x > ET_JSON_NUMBER_MAX)
+        return et_error_set(r->err, r->source, 0, 0, p, "expected a number >= %g and at most %g, got %g", min,
+                            ET_JSON_NUMBER_MAX, x);
     if (!(x >= min && x <= max)) {
         if (isinf(max))
             return et_error_set(r->err, r->source, 0, 0, p, "expected a number >= %g, got %g", min, x);
@@ -195,6 +198,9 @@ int et_json_get_positive(const et_json_reader *r, json_t *obj, const char *path,
     double x = json_number_value(v);
     if (!(x > 0) || isinf(x))
         return et_error_set(r->err, r->source, 0, 0, p, "expected a positive number, got %g", x);
+    if (x > ET_JSON_NUMBER_MAX)
+        return et_error_set(r->err, r->source, 0, 0, p, "expected a positive number of at most %g, got %g",
+                            ET_JSON_NUMBER_MAX, x);
     *out = x;
     return 0;
 }

@@ -31,6 +31,12 @@ const char *et_json_path_index(char *buf, const char *parent, size_t index);
 int et_json_expect_object(const et_json_reader *r, json_t *value, const char *path,
                           const char *const *allowed);
 
+/* The largest number a getter accepts where its range is open above (et_json_get_positive, a max of
+ * INFINITY): no device, link, memory or run reaches 10^15 of the units ET reads (GB/s, GiB, samples,
+ * tokens), and below it every product the simulator and the reports form (bytes, flops, seconds, costs)
+ * stays finite, so 1e308 GB/s cannot reach SimGrid as infinity. */
+#define ET_JSON_NUMBER_MAX 1e15
+
 /* Member getters. `required` false means a missing key yields the default. Ranges are inclusive. */
 int et_json_get_int(const et_json_reader *r, json_t *obj, const char *path, const char *key, bool required,
                     long long def, long long min, long long max, long long *out);

@@ -63,10 +63,22 @@ static int read_run(const char *path, json_t *root, et_plan *p, et_error *err)
 
 int et_plan_load(const char *path, et_plan *out, et_error *err)
 {
-    static const char *const extra[] = {"run", NULL};
+    static const char *const extra[] = {"run", "format_version", NULL};
     memset(out, 0, sizeof *out);
     json_t *root;
     if (et_json_load_file(path, &root, err)) return -1;
+    et_json_reader r = {path, err};
+    long long version;
+    if (et_json_get_int(&r, root, "$", "format_version", false, 1, 1, LLONG_MAX, &version)) {
+        json_decref(root);
+        return -1;
+    }
+    if (version > ET_PLAN_FORMAT_VERSION) {
+        json_decref(root);
+        return et_error_set(err, path, 0, 0, "$.format_version",
+                            "plan format %lld is newer than this ET reads (%d): update ET", version,
+                            ET_PLAN_FORMAT_VERSION);
+    }
     int rc = et_scenario_parse(root, path, extra, &out->s, err);
     if (!rc && read_run(path, root, out, err)) {
         et_scenario_free(&out->s);
@@ -114,6 +126,7 @@ int et_plan_write_for_document(const json_t *doc, const char *source, const char
         return -1;
     }
     et_scenario_json_absolute(root, s.dir);
+    json_object_set_new(root, "format_version", json_integer(ET_PLAN_FORMAT_VERSION));
     json_object_set_new(root, "run",
                         json_pack("{s:i, s:i, s:f, s:I, s:{s:s}}", "steps", steps, "warmup_steps",
                                   steps > 2 ? 2 : 0, "learning_rate", 1e-3, "seed",

@@ -13,6 +13,10 @@
 #include "et_error.h"
 #include "scenario.h"
 
+/* The plan format etsim --plan-out writes and this ET reads: a plan's "format_version" above it is refused
+ * (a plan without one is format 1, as written before the key existed). */
+#define ET_PLAN_FORMAT_VERSION 1
+
 typedef struct et_hyper {
     double lr, beta1, beta2, eps, weight_decay;
     int warmup_steps; /* linear learning-rate warm-up over this many updates (0: none) */

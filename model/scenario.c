@@ -908,6 +908,9 @@ static int read_target(const et_json_reader *r, json_t *root, et_scenario *s)
     }
     if (et_json_get_int(r, o, "$.target", "steps", false, 0, 1, 1000000000000000LL, &s->target.steps))
         return -1;
+    if (has_samples && s->target.samples < 1) /* 5e-324 samples were 0 steps */
+        FAIL(has_tokens ? "$.target.tokens" : "$.target.samples",
+             "%.3g samples: a run trains on at least one sequence", s->target.samples);
     if (has_samples) {
         const double steps = ceil(s->target.samples / (double)s->batch.global);
         if (!(steps <= 1e15))

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "atomic_file.h"
+#include "checksum.h"
 #include "quantile.h"
 
 #include "et_git_commit.h" /* generated at build time: ET_GIT_COMMIT */
@@ -227,6 +228,13 @@ int rt_measured_write(const char *path, const char *plan_path, const et_plan *p,
         if (j) {
             json_object_set_new(j, "format_version", json_integer(RT_MEASURED_FORMAT_VERSION));
             json_object_set_new(j, "plan_file", json_string(real ? real : plan_path));
+            unsigned long long h;
+            char hex[17];
+            et_error herr;
+            if (et_file_xxh64(plan_path, &h, &herr) == 0) {
+                et_xxh64_hex(h, hex);
+                json_object_set_new(j, "plan_xxh64", json_string(hex));
+            }
             json_object_set_new(j, "device_profile", json_string(p->s.cluster.device.name));
             json_object_set_new(j, "batch_shapes", batch_shapes(log));
             if (log->stopped[0]) json_object_set_new(j, "stopped", json_string(log->stopped));

@@ -39,7 +39,7 @@ typedef struct rt_step_stats {
 rt_step_stats rt_run_log_step_stats(const rt_run_log *log);
 
 /* Version of measured.json's layout (docs/report-format.md); raised when a key changes meaning. */
-#define RT_MEASURED_FORMAT_VERSION 1
+#define RT_MEASURED_FORMAT_VERSION 2 /* 2: plan_xxh64, the plan file's checksum (model/checksum.h) */
 
 int rt_measured_write(const char *path, const char *plan_path, const et_plan *p, const rt_model *m,
                       rt_comm *comm, const rt_run_log *log, et_error *err);

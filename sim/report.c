@@ -13,14 +13,18 @@
 
 void report_format_duration(char *buf, size_t size, double s)
 {
-    if (s < 120)
+    if (!(s >= 0) || isinf(s)) /* never from validated input; said rather than printed as "-nan days" */
+        snprintf(buf, size, "n/a");
+    else if (s < 120)
         snprintf(buf, size, "%.1f s", s);
     else if (s < 7200)
         snprintf(buf, size, "%.1f min", s / 60);
     else if (s < 172800)
         snprintf(buf, size, "%.2f h", s / 3600);
-    else
+    else if (s < 3.15576e8) /* up to 10 years: at most "3652.50 days" */
         snprintf(buf, size, "%.2f days", s / 86400);
+    else /* "1.23e+45 years" at most 15 characters: no buffer cuts the unit */
+        snprintf(buf, size, "%.3g years", s / 3.15576e7);
 }
 
 json_t *report_json_scenario(const et_scenario *s)

@@ -13,6 +13,7 @@
 #include "batch.h"
 #include "calib_fit.h"
 #include "check.h"
+#include "checksum.h"
 #include "scenario_graph.h"
 
 /* Writes a measured.json for `plan_path` whose op times are `truth`'s predictions. */
@@ -50,9 +51,13 @@ static int write_synthetic(const char *plan_path, const et_device_profile *truth
             ops, json_pack("{s:s, s:[{s:i, s:f}]}", "id", g.ops[i].id, "ranks", "rank", 0, "median_s", med));
     }
     free(per_step);
-    json_t *j =
-        json_pack("{s:s, s:s, s:s, s:{s:f}, s:o, s:o}", "tool", "etrun", "plan_file", plan_path, "backend",
-                  "cpu", "step_time_s", "median", step, "ops", ops, "batch_shapes", shapes);
+    unsigned long long h = 0;
+    char hex[17];
+    et_file_xxh64(plan_path, &h, &err);
+    et_xxh64_hex(h, hex);
+    json_t *j = json_pack("{s:s, s:i, s:s, s:s, s:s, s:i, s:{s:f}, s:o, s:o}", "tool", "etrun", "format_version", 2,
+                          "plan_file", plan_path, "plan_xxh64", hex, "backend", "cpu", "ranks", 1, "step_time_s",
+                          "median", step, "ops", ops, "batch_shapes", shapes);
     int rc = json_dump_file(j, out, 0);
     json_decref(j);
     et_graph_free(&g);

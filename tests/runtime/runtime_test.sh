@@ -128,13 +128,16 @@ case $mode in
   faults) # hostile and careless input: a diverged run, hand-edited checkpoints, outputs that are inputs
     cd "$work"
     # a NaN loss stops the run (exit 4) and measured.json keeps the steps before, with the reason
-    variant "$gpt" '.run.learning_rate = 1e38 | .run.steps = 6 | .run.warmup_steps = 0' > diverge.json
+    variant "$gpt" '.run.learning_rate = 1e12 | .run.steps = 6 | .run.warmup_steps = 0' > diverge.json
     set +e; "$etrun" --quiet --out "$work/d.json" diverge.json 2> err; rc=$?; set -e
     cat err
     [ $rc -eq 4 ] || { echo "FAIL: a diverged run exits $rc, expected 4"; exit 1; }
     grep -q "training diverged at step" err || { echo "FAIL: no divergence message"; exit 1; }
     [ "$(jq '.steps == (.loss | length) and .steps < 6 and (.stopped | test("diverged"))' d.json)" = true ] ||
       { echo "FAIL: measured.json of a diverged run"; jq -c '[.steps, .loss, .stopped]' d.json; exit 1; }
+    # a plan from a newer ET
+    variant "$gpt" '.format_version = 2' > newer.json
+    expect_error "$work/r.json" '$.format_version: plan format 2 is newer than this ET reads (1)' "$etrun" --out "$work/r.json" newer.json
     # vocabularies without a token id (1: negative losses; 2: a division by zero), a causal plan whose
     # sequences hold 1 token (nothing to predict)
     for v in 1 2; do
