@@ -8,26 +8,37 @@ set -euo pipefail
 src=$(cd "$(dirname "$0")/../.." && pwd)
 seconds=$1 build=${2:-$src/build}
 shift $(( $# >= 2 ? 2 : 1 ))
-targets=${*:-scenario plan histogram tokens checkpoint}
+targets=${*:-scenario plan histogram tokens checkpoint profile measured}
 command -v clang > /dev/null || { echo "fuzz: skipped: no clang on this machine (apt-get install clang)"; exit 0; }
 out=$build/fuzz
 mkdir -p "$out/artifacts"
 flags=(-g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -std=c11 -D_GNU_SOURCE
-       -DET_DEFAULT_PROFILE_DIR="\"$src/scenarios/profiles\"" -I"$src/model" -I"$src/runtime" -I"$src/tests/fuzz")
+       -DET_DEFAULT_PROFILE_DIR="\"$src/scenarios/profiles\"" -I"$src/model" -I"$src/runtime" -I"$src/calib" -I"$src/tests/fuzz")
 model=$(ls "$src"/model/*.c)
 runtime=("$src"/runtime/rt_data.c)
 checkpoint=("$src"/runtime/rt_{checkpoint,model,acts,bind,init,exec_embed,exec_layer,exec_moe,exec_tt,exec_head,optimizer,backend_cpu,kernels_f,kernels_d,kernels_fast,tt}.c)
-libs=(-ljansson -lm)
-export ET_FUZZ_DIR=$out ET_FUZZ_PLAN=$src/tests/data/tiny-gpt-plan.json ET_PROFILE_DIR=$src/scenarios/profiles
-export ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1
+libs=(-ljansson -lm -lxxhash)
+export ET_FUZZ_DIR=$out ET_FUZZ_PLAN=$src/tests/fuzz/fuzz-plan.json ET_PROFILE_DIR=$src/scenarios/profiles
+export ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 OPENBLAS_NUM_THREADS=1
 status=0
+# Seeds that pass the headers: a real checkpoint of $ET_FUZZ_PLAN's model and a real measured.json (naming
+# a copy of the plan kept beside the corpus), from a 3-step etrun run when etrun is built.
+seeds_run=$out/seed-run
+rm -rf "$seeds_run" && mkdir -p "$seeds_run"
+if [ -x "$build/runtime/etrun" ] && command -v jq > /dev/null; then
+  jq '.run.steps = 3 | .run.warmup_steps = 1' "$ET_FUZZ_PLAN" > "$seeds_run/plan.json"
+  "$build/runtime/etrun" --quiet --save "$seeds_run/ck" --out "$seeds_run/measured.json" "$seeds_run/plan.json" \
+    > /dev/null 2>&1 || echo "fuzz: no etrun seeds (etrun failed)"
+fi
 for t in $targets; do
   case $t in
     scenario) extra=(); seeds=("$src"/scenarios/*.json "$src"/scenarios/validation/*.json "$src"/tests/invalid/*/scenario.json) ;;
-    plan) extra=(); seeds=("$src"/tests/data/*plan*.json) ;;
+    plan) extra=("${checkpoint[@]}" "${runtime[@]}" -lopenblas); seeds=("$src"/tests/data/*plan*.json "$ET_FUZZ_PLAN") ;;
     histogram) extra=(); seeds=("$src"/scenarios/data/*.csv "$src"/tests/invalid/*/*.csv) ;;
     tokens) extra=("${runtime[@]}"); seeds=() ;;
-    checkpoint) extra=("${checkpoint[@]}" -lopenblas -lxxhash); seeds=() ;;
+    checkpoint) extra=("${checkpoint[@]}" -lopenblas); seeds=("$seeds_run/ck/checkpoint.bin") ;;
+    profile) extra=(); seeds=("$src"/scenarios/profiles/*.json "$src"/tests/invalid/profile-*/*.json) ;;
+    measured) extra=("$src"/calib/calib_run.c); seeds=("$seeds_run/measured.json") ;;
     *) echo "fuzz: unknown target $t"; exit 2 ;;
   esac
   # shellcheck disable=SC2086
