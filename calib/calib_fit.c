@@ -190,8 +190,13 @@ static const double start_offsets[][NT] = {
     {-1, -1, 1, 1, 0, -1, 1, 0, 0, -1},
 };
 
+const char *const calib_term_names[] = {
+    "GEMM rate",   "GEMM half dimension", "bandwidth",          "vector rate",       "launch overhead",
+    "special rate", "cache level 1",      "attention products", "optimizer rate",    "cache level 2",
+    NULL};
+
 double calib_fit(const calib_data *data, const et_device_profile *base, et_device_profile *out,
-                 int *iterations)
+                 int *iterations, unsigned *pinned)
 {
     const et_precision p = data->precision;
     calib_terms t0 = calib_terms_of(base, p);
@@ -228,6 +233,11 @@ double calib_fit(const calib_data *data, const et_device_profile *base, et_devic
         if (fabs(eval(x, origin, data, base, p) - f_best) <= 1e-9 * (f_best + 1e-30)) best[k] = origin[k];
     }
     f_best = eval(best, origin, data, base, p);
+    if (pinned) {
+        *pinned = 0;
+        for (int k = 0; k < NT; k++) /* within 0.1% of the box's edge: the limit, not the data, set it */
+            if (origin[k] > -700 && fabs(best[k] - origin[k]) > CALIB_FIT_LOG_RANGE - 1e-3) *pinned |= 1u << k;
+    }
     *out = *base;
     calib_terms t;
     to_terms(best, &t);

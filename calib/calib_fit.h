@@ -48,8 +48,13 @@ typedef struct calib_data {
     et_precision precision;
 } calib_data;
 
+/* Bit k of *pinned (when not NULL): term k ended at its box limit (a factor of 1000 from the base profile's):
+ * these runs do not determine it, and the fitted value is no measurement. Bits in the order of
+ * calib_term_names. */
 double calib_fit(const calib_data *data, const et_device_profile *base, et_device_profile *out,
-                 int *iterations);
+                 int *iterations, unsigned *pinned);
+/* The fit's terms by bit of *pinned: "GEMM rate", ..., as etcalib fit's table names them. */
+extern const char *const calib_term_names[];
 
 /* The objective for a profile: sum over ops of w (log predicted - log measured)^2, w = measured share. */
 double calib_objective(const calib_data *data, const et_device_profile *d);

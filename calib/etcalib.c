@@ -247,7 +247,7 @@ static int cmd_report(int argc, char **argv)
 
 /* The base profile's JSON with the fitted terms and a source saying where they came from. */
 static json_t *fitted_json(const char *base_path, const et_device_profile *fit, const char *const *inputs,
-                           int n, double objective, et_error *err)
+                           int n, double objective, unsigned pinned, et_error *err)
 {
     json_error_t je;
     json_t *root = json_load_file(base_path, 0, &je);
@@ -267,9 +267,14 @@ static json_t *fitted_json(const char *base_path, const et_device_profile *fit, 
                  date, ET_GIT_COMMIT, base_path);
     for (int i = 0; i < n && at < (int)sizeof source - 8; i++)
         at += snprintf(source + at, sizeof source - (size_t)at, " %s", inputs[i]);
-    snprintf(source + (at < (int)sizeof source ? at : 0),
-             sizeof source - (size_t)(at < (int)sizeof source ? at : 0),
-             " (time-weighted squared log error %.4g).", objective);
+    at += snprintf(source + (at < (int)sizeof source ? at : 0),
+                   sizeof source - (size_t)(at < (int)sizeof source ? at : 0),
+                   " (time-weighted squared log error %.4g).", objective);
+    for (int k = 0; calib_term_names[k] && at < (int)sizeof source - 8; k++)
+        if (pinned & (1u << k))
+            at += snprintf(source + at, sizeof source - (size_t)at,
+                           " Not determined by these inputs (at the fit's limit, 1000x from the base): %s.",
+                           calib_term_names[k]);
     snprintf(name, sizeof name, "%.80s-calibrated", fit->name);
     json_object_set_new(root, "name", json_string(name));
     json_object_set_new(root, "source", json_string(source));
@@ -410,7 +415,20 @@ static int cmd_fit(int argc, char **argv)
     calib_data data = {runs, n_runs, micro, n_micro, p};
     int iterations;
     const double before = calib_objective(&data, &base);
-    const double after = calib_fit(&data, &base, &fit, &iterations);
+    unsigned pinned = 0;
+    const double after = calib_fit(&data, &base, &fit, &iterations, &pinned);
+    if (!isfinite(before) || !isfinite(after)) { /* nothing is written from a fit that has no value */
+        et_error_set(&err, inputs[0], 0, 0, NULL,
+                     "the fit's objective is %g (before: %g): an op or sample with no time the model can "
+                     "compare; no profile written",
+                     after, before);
+        fail(&err);
+        for (int i = 0; i < n_runs; i++)
+            calib_run_free(&runs[i]);
+        for (int i = 0; i < n_micro; i++)
+            calib_micro_free(&micro[i]);
+        return EXIT_INPUT;
+    }
     printf(
         "# etcalib fit: %d run(s), %d microbenchmark file(s), base %s, %d Nelder-Mead iterations, objective "
         "%.4g -> %.4g\n",
@@ -431,6 +449,10 @@ static int cmd_fit(int argc, char **argv)
     }
     printf("%-22s %14.3f %14.3f\n", "attention products", tb.attention, tf.attention);
     printf("%-22s %14.2f %14.2f\n", "optimizer [GFLOP/s]", tb.optimizer_rate / 1e9, tf.optimizer_rate / 1e9);
+    for (int k = 0; calib_term_names[k]; k++) /* a value the box, not the data, chose is no fitted term */
+        if (pinned & (1u << k))
+            printf("# %s: at the fit's limit (1000x from the base): not determined by these inputs\n",
+                   calib_term_names[k]);
     printf("\n%-28s %-16s %12s %12s %12s %9s %9s\n", "run", "class", "measured[ms]", "base[ms]", "fitted[ms]",
            "base[%]", "fit[%]");
     for (int u = 0; u < n_micro; u++) { /* fit quality per microbenchmark kind */
@@ -485,7 +507,7 @@ static int cmd_fit(int argc, char **argv)
                ss_tot > 0 ? 1 - ss_res / ss_tot : 0);
         free(pb), free(pf);
     }
-    json_t *j = fitted_json(base_path, &fit, inputs, n, after, &err);
+    json_t *j = fitted_json(base_path, &fit, inputs, n, after, pinned, &err);
     int rc = j ? et_atomic_write_json(out_path, j, &err) : -1;
     json_decref(j);
     for (int r = 0; r < n_runs; r++)

@@ -6,6 +6,7 @@
 #include <simgrid/s4u/Comm.hpp>
 #include <simgrid/s4u/Engine.hpp>
 #include <simgrid/s4u/Host.hpp>
+#include <simgrid/s4u/Link.hpp>
 #include <string>
 #include <vector>
 #include <xbt/config.hpp>
@@ -27,6 +28,18 @@ extern "C" int et_load_platform(const char *path, char *err, size_t size)
 {
     try {
         simgrid::s4u::Engine::get_instance()->load_platform(path);
+        // what SimGrid accepts but cannot simulate: a link that never delivers (0 B/s), or one whose rate or
+        // latency is not a finite number of the range ET's own inputs allow (10^15 GB/s at most)
+        for (const simgrid::s4u::Link *link : simgrid::s4u::Engine::get_instance()->get_all_links()) {
+            const double bw = link->get_bandwidth(), lat = link->get_latency();
+            if (!(bw > 0) || !(bw <= 1e24) || !(lat >= 0) || !(lat <= 1e6)) {
+                std::snprintf(err, size,
+                              "link \"%s\": bandwidth %g B/s and latency %g s; a link needs a bandwidth above 0 "
+                              "and at most 1e24 B/s, a latency of 0 to 1e6 s",
+                              link->get_cname(), bw, lat);
+                return -1;
+            }
+        }
     } catch (const std::exception &e) {
         first_line(e, err, size);
         return -1;

@@ -98,7 +98,7 @@ static void check_fit(void)
     if (loaded < 2) return;
     int it;
     const calib_data data = {runs, 2, NULL, 0, ET_FP32};
-    const double before = calib_objective(&data, &base), after = calib_fit(&data, &base, &fit, &it);
+    const double before = calib_objective(&data, &base), after = calib_fit(&data, &base, &fit, &it, NULL);
     printf("fit: objective %.3g -> %.3g in %d iterations\n", before, after, it);
     CHECK(after < 1e-6 * before, "the fit reaches the known profile (objective %.3g from %.3g)", after,
           before);

@@ -51,6 +51,15 @@ echo "$micro" > "$work/micro-good.json"
 "$etcalib" fit "$work/micro-good.json" --base "$src/scenarios/profiles/host-cpu.json" --out "$work/fitted.json" > /dev/null ||
   { echo "FAIL: a well-formed microbenchmark file was refused"; exit 1; }
 rm -f "$work/fitted.json"
+# a GEMM sample no rate within 1000x of the base explains: the terms the box, not the data, set are said to be
+# so, in the table and in the profile's source, not reported as fitted
+echo "$micro" | jq '.gemm[0].seconds = 1e-300' > "$work/micro-pinned.json"
+"$etcalib" fit "$work/micro-pinned.json" --base "$src/scenarios/profiles/host-cpu.json" --out "$work/fitted.json" > "$work/pinned.txt"
+grep -q "^# GEMM rate: at the fit's limit (1000x from the base): not determined by these inputs" "$work/pinned.txt" &&
+  jq -e '.source | test("Not determined by these inputs .*: GEMM rate")' "$work/fitted.json" > /dev/null ||
+  { echo "FAIL: a term at the fit's limit reported as fitted"; cat "$work/pinned.txt"; exit 1; }
+echo "ok: terms at the fit's limit named"
+rm -f "$work/fitted.json"
 # without gnuplot the report says so, stays complete and exits 0
 PATH=/nonexistent "$etcalib" report "$work/m.json" --plot "$work/p.png" > "$work/out" 2> "$work/err"
 grep -q "no gnuplot on the PATH" "$work/err" && grep -q "^step (sum of ops)" "$work/out" && [ ! -e "$work/p.png" ] ||
