@@ -428,6 +428,10 @@ static int read_cluster(const et_json_reader *r, json_t *root, et_scenario *s)
     if (platform) {
         resolve(c->platform_file, sizeof c->platform_file, s->dir, platform);
         et_input_note(c->platform_file);
+        struct stat pst;
+        if (stat(c->platform_file, &pst) == 0 && !S_ISREG(pst.st_mode))
+            FAIL("$.cluster.platform_file", "%s is a folder or a device, not a SimGrid platform file",
+                 c->platform_file);
         FILE *pf = fopen(c->platform_file, "r");
         if (!pf)
             FAIL("$.cluster.platform_file", "cannot open platform file %s: %s", c->platform_file,

@@ -93,7 +93,7 @@ static int parse_args(int argc, char **argv, options *o)
         }
     }
     if (!o->plan) {
-        if (!rank) fprintf(stderr, "usage: etrun [options] plan.json (--help for more)\n");
+        if (!rank) fprintf(stderr, "etrun: no plan given (usage: etrun [options] plan.json; --help for more)\n");
         return -1;
     }
     return 0;

@@ -217,18 +217,22 @@ static int read_prices(const char *path, search_space *space, et_error *err)
     if (!json_is_object(root)) rc = et_error_set(err, path, 0, 0, "$", "expected an object of device: price");
     const char *key;
     json_t *v;
+    et_json_reader r = {path, err};
     json_object_foreach(root, key, v)
     {
         char at[ET_JSON_PATH_MAX];
         et_json_path(at, "$", key);
+        double price;
         if (rc) break;
         if (!json_is_number(v) || !(json_number_value(v) > 0))
             rc = et_error_set(err, path, 0, 0, at, "expected a positive price per GPU-hour");
+        else if (et_json_get_positive(&r, root, "$", key, true, 0, &price)) /* at most ET_JSON_NUMBER_MAX */
+            rc = -1;
         else if (space->n_prices == SEARCH_MAX_PRICES || strlen(key) >= 64)
             rc = et_error_set(err, path, 0, 0, at, "at most %d devices of 63 characters", SEARCH_MAX_PRICES);
         else {
             snprintf(space->price_device[space->n_prices], sizeof space->price_device[0], "%s", key);
-            space->device_price[space->n_prices++] = json_number_value(v);
+            space->device_price[space->n_prices++] = price;
         }
     }
     json_decref(root);
