@@ -48,7 +48,8 @@ json_t *calib_bench_run(const char *backend, const et_scenario *scenario, FILE *
     const size_t big = (size_t)MAXD * MAXD;
     float *x = be->alloc(be, big * 4), *w = be->alloc(be, big * 4), *y = be->alloc(be, big * 4);
     if (!x || !w || !y) {
-        et_error_set(err, NULL, 0, 0, NULL, "out of %s memory for the benchmarks", be->name);
+        et_error_set_code(err, ET_ERROR_MEMORY, NULL, 0, 0, NULL, "out of %s memory for the benchmarks",
+                          be->name);
         if (x) be->free(be, x);
         if (w) be->free(be, w);
         if (y) be->free(be, y);
@@ -121,7 +122,8 @@ json_t *calib_bench_run(const char *backend, const et_scenario *scenario, FILE *
     if (sz) be->free(be, sz);
     if (!json_array_size(stream)) {
         json_decref(gemm), json_decref(stream);
-        et_error_set(err, NULL, 0, 0, NULL, "out of %s memory for the streaming benchmarks", be->name);
+        et_error_set_code(err, ET_ERROR_MEMORY, NULL, 0, 0, NULL,
+                          "out of %s memory for the streaming benchmarks", be->name);
         be->free(be, x), be->free(be, w), be->free(be, y);
         be->destroy(be);
         return NULL;

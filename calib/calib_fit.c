@@ -190,10 +190,17 @@ static const double start_offsets[][NT] = {
     {-1, -1, 1, 1, 0, -1, 1, 0, 0, -1},
 };
 
-const char *const calib_term_names[] = {
-    "GEMM rate",   "GEMM half dimension", "bandwidth",          "vector rate",       "launch overhead",
-    "special rate", "cache level 1",      "attention products", "optimizer rate",    "cache level 2",
-    NULL};
+const char *const calib_term_names[] = {"GEMM rate",
+                                        "GEMM half dimension",
+                                        "bandwidth",
+                                        "vector rate",
+                                        "launch overhead",
+                                        "special rate",
+                                        "cache level 1",
+                                        "attention products",
+                                        "optimizer rate",
+                                        "cache level 2",
+                                        NULL};
 
 double calib_fit(const calib_data *data, const et_device_profile *base, et_device_profile *out,
                  int *iterations, unsigned *pinned)
@@ -236,7 +243,8 @@ double calib_fit(const calib_data *data, const et_device_profile *base, et_devic
     if (pinned) {
         *pinned = 0;
         for (int k = 0; k < NT; k++) /* within 0.1% of the box's edge: the limit, not the data, set it */
-            if (origin[k] > -700 && fabs(best[k] - origin[k]) > CALIB_FIT_LOG_RANGE - 1e-3) *pinned |= 1u << k;
+            if (origin[k] > -700 && fabs(best[k] - origin[k]) > CALIB_FIT_LOG_RANGE - 1e-3)
+                *pinned |= 1u << k;
     }
     *out = *base;
     calib_terms t;

@@ -94,7 +94,8 @@ int calib_run_load(const char *path, const et_device_profile *profile, calib_run
     json_t *ops = json_object_get(root, "ops"), *shapes = json_object_get(root, "batch_shapes");
     json_t *backend = json_object_get(root, "backend");
     json_t *step = json_object_get(json_object_get(root, "step_time_s"), "median");
-    json_t *version = json_object_get(root, "format_version"), *plan_sum = json_object_get(root, "plan_xxh64");
+    json_t *version = json_object_get(root, "format_version"),
+           *plan_sum = json_object_get(root, "plan_xxh64");
     json_t *ranks = json_object_get(root, "ranks");
     if (!json_is_string(tool) || strcmp(json_string_value(tool), "etrun") != 0) {
         rc = FAIL("$.tool", "not an etrun measured.json (\"tool\": \"etrun\" expected)");
@@ -156,11 +157,13 @@ int calib_run_load(const char *path, const et_device_profile *profile, calib_run
                     break;
                 }
                 json_t *t = json_object_get(rank0, "median_s");
-                if (!json_is_number(t) || json_number_value(t) < 0 || !(json_number_value(t) <= MAX_SECONDS)) {
+                if (!json_is_number(t) || json_number_value(t) < 0 ||
+                    !(json_number_value(t) <= MAX_SECONDS)) {
                     rc = FAIL(where, "ranks[0].median_s must be a number of seconds >= 0 and at most 10^6");
                     break;
                 }
-                if ((rc = check_ranks(json_object_get(op, "ranks"), json_integer_value(ranks), where, r, err)))
+                if ((rc =
+                         check_ranks(json_object_get(op, "ranks"), json_integer_value(ranks), where, r, err)))
                     break;
                 r->measured[i] = json_number_value(t);
             }

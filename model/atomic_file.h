@@ -6,10 +6,11 @@
  * A `path` that exists but is not a regular file (a folder, a device) is refused. et_atomic_write_json()
  * writes a Jansson value with 2-space indentation and a trailing newline.
  *
- * et_output_check() is what the tools call before any work: it notes the `n` inputs named (model/input_files.h)
- * and fails with *err when `path` is any input this process has noted (the same file, whatever the spelling
- * or links: a profile found through ET_PROFILE_DIR, a histogram, a measured file), is not a regular file,
- * or cannot be created in its folder (the folder is missing or not writable), so no result is lost late. */
+ * et_output_check() is what the tools call before any work: it notes the `n` inputs named
+ * (model/input_files.h) and fails with *err when `path` is any input this process has noted (the same file,
+ * whatever the spelling or links: a profile found through ET_PROFILE_DIR, a histogram, a measured file), is
+ * not a regular file, or cannot be created in its folder (the folder is missing or not writable), so no
+ * result is lost late. */
 #ifndef ET_ATOMIC_FILE_H
 #define ET_ATOMIC_FILE_H
 

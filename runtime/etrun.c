@@ -93,7 +93,8 @@ static int parse_args(int argc, char **argv, options *o)
         }
     }
     if (!o->plan) {
-        if (!rank) fprintf(stderr, "etrun: no plan given (usage: etrun [options] plan.json; --help for more)\n");
+        if (!rank)
+            fprintf(stderr, "etrun: no plan given (usage: etrun [options] plan.json; --help for more)\n");
         return -1;
     }
     return 0;
@@ -256,7 +257,8 @@ int main(int argc, char **argv)
         const double flops = et_step_op_times(&model.graph, shapes, data.accum, &plan.s.cluster.device,
                                               plan.s.precision, op_pred);
         if (rt_reducer_finish(&red)) {
-            et_error_set(&err, NULL, 0, 0, NULL, "a gradient all-reduce failed at step %lld", step);
+            et_error_set_code(&err, ET_ERROR_INTERNAL, NULL, 0, 0, NULL,
+                              "a gradient all-reduce failed at step %lld", step);
             goto fail;
         }
         sums[0] = model.loss_sum;

@@ -53,8 +53,8 @@ int rt_checkpoint_fingerprint(const rt_model *m, char *buf, size_t size)
         c->max_positions, c->type_vocab, et_arch_names[c->arch], et_loss_head_names[c->head],
         et_mlp_names[c->mlp], et_norm_names[c->norm], et_position_names[c->position], (int)c->tie_embeddings,
         (int)c->no_bias, c->moe.experts, c->moe.top_k, c->moe.every, c->moe.ffn,
-        et_method_kind_names[m->s->method.kind], m->s->method.tt_rank, et_optimizer_names[m->s->optimizer.name],
-        m->n_params, layout_hash(&m->graph));
+        et_method_kind_names[m->s->method.kind], m->s->method.tt_rank,
+        et_optimizer_names[m->s->optimizer.name], m->n_params, layout_hash(&m->graph));
     return n < 0 || (size_t)n >= size ? -1 : n;
 }
 
@@ -80,9 +80,10 @@ static int write_ckpt(FILE *out, void *p)
     XXH64_state_t *st = XXH64_createState();
     if (!st) return -1;
     XXH64_reset(st, 0);
-    int rc = put(out, st, magic, 8) || put(out, st, &c->step, 8) || put(out, st, &n, 8) || put(out, st, &t, 8) ||
-             put(out, st, &c->fingerprint_len, 4) || put(out, st, c->fingerprint, c->fingerprint_len) ||
-             put(out, st, c->params, 4 * n) || put(out, st, c->m1, 4 * n) || put(out, st, c->v, 4 * n);
+    int rc = put(out, st, magic, 8) || put(out, st, &c->step, 8) || put(out, st, &n, 8) ||
+             put(out, st, &t, 8) || put(out, st, &c->fingerprint_len, 4) ||
+             put(out, st, c->fingerprint, c->fingerprint_len) || put(out, st, c->params, 4 * n) ||
+             put(out, st, c->m1, 4 * n) || put(out, st, c->v, 4 * n);
     uint64_t sum = XXH64_digest(st);
     XXH64_freeState(st);
     if (rc || fwrite(&sum, 8, 1, out) != 1) return -1;
@@ -112,8 +113,7 @@ static void remove_temporaries(const char *dir)
     char path[4400];
     while ((e = readdir(d)))
         if (strncmp(e->d_name, "checkpoint.bin.tmp.", 19) == 0) {
-            snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-            unlink(path);
+            if (snprintf(path, sizeof path, "%s/%s", dir, e->d_name) < (int)sizeof path) unlink(path);
         }
     closedir(d);
 }
@@ -139,14 +139,15 @@ int rt_checkpoint_prepare(const char *dir, et_error *err)
         char sub[4400];
         while ((e = readdir(d)))
             if (step_folder(e->d_name) >= 0) {
-                snprintf(sub, sizeof sub, "%s/%s", dir, e->d_name);
+                if (snprintf(sub, sizeof sub, "%s/%s", dir, e->d_name) >= (int)sizeof sub) continue;
                 remove_temporaries(sub);
                 rmdir(sub); /* only when empty: a killed run's folder */
             }
         closedir(d);
     }
     char path[4096];
-    snprintf(path, sizeof path, "%s/checkpoint.bin", dir);
+    if (snprintf(path, sizeof path, "%s/checkpoint.bin", dir) >= (int)sizeof path)
+        return et_error_set(err, dir, 0, 0, NULL, "--save: the folder's path is too long");
     return et_output_check(path, "--save", NULL, 0, err);
 }
 
@@ -156,12 +157,15 @@ int rt_checkpoint_save(const char *dir, const rt_model *m, long long next_step, 
         return et_error_set_code(err, ET_ERROR_IO, dir, 0, 0, NULL, "cannot create the checkpoint folder: %s",
                                  strerror(errno));
     char path[4096], fingerprint[4096];
-    snprintf(path, sizeof path, "%s/checkpoint.bin", dir);
+    if (snprintf(path, sizeof path, "%s/checkpoint.bin", dir) >= (int)sizeof path)
+        return et_error_set_code(err, ET_ERROR_IO, dir, 0, 0, NULL,
+                                 "the checkpoint folder's path is too long");
     const int len = rt_checkpoint_fingerprint(m, fingerprint, sizeof fingerprint);
     if (len < 0)
         return et_error_set_code(err, ET_ERROR_INTERNAL, path, 0, 0, NULL, "the fingerprint does not fit");
     const size_t n = m->n_params ? m->n_params : 1;
-    ckpt c = {m, (uint64_t)next_step, fingerprint, (uint32_t)len, malloc(n * 4), malloc(n * 4), malloc(n * 4)};
+    ckpt c = {
+        m, (uint64_t)next_step, fingerprint, (uint32_t)len, malloc(n * 4), malloc(n * 4), malloc(n * 4)};
     int rc;
     if (!c.params || !c.m1 || !c.v) {
         rc = et_error_set_code(err, ET_ERROR_MEMORY, path, 0, 0, NULL, "out of memory for the checkpoint");
@@ -190,7 +194,8 @@ int rt_checkpoint_find(const char *dir, char *path, size_t size, et_error *err)
     struct stat st;
     char best[4400] = "", candidate[4400];
     long long best_step = -1;
-    snprintf(candidate, sizeof candidate, "%s/checkpoint.bin", dir);
+    if (snprintf(candidate, sizeof candidate, "%s/checkpoint.bin", dir) >= (int)sizeof candidate)
+        return et_error_set(err, dir, 0, 0, NULL, "--resume: the path is too long");
     if (stat(candidate, &st) == 0) {
         snprintf(best, sizeof best, "%s", candidate); /* loaded even when unreadable, to say why */
         best_step = header_step(candidate);
@@ -202,7 +207,9 @@ int rt_checkpoint_find(const char *dir, char *path, size_t size, et_error *err)
     struct dirent *e;
     while ((e = readdir(d))) {
         if (step_folder(e->d_name) < 0) continue;
-        snprintf(candidate, sizeof candidate, "%s/%s/checkpoint.bin", dir, e->d_name);
+        if (snprintf(candidate, sizeof candidate, "%s/%s/checkpoint.bin", dir, e->d_name) >=
+            (int)sizeof candidate)
+            continue;
         long long s = stat(candidate, &st) == 0 ? header_step(candidate) : -1;
         if (s > best_step) { /* the newest complete one: a killed run's empty folder holds none */
             best_step = s;
@@ -211,8 +218,9 @@ int rt_checkpoint_find(const char *dir, char *path, size_t size, et_error *err)
     }
     closedir(d);
     if (!best[0])
-        return et_error_set(err, dir, 0, 0, NULL,
-                            "--resume: no checkpoint here (neither checkpoint.bin nor a step-N/checkpoint.bin)");
+        return et_error_set(
+            err, dir, 0, 0, NULL,
+            "--resume: no checkpoint here (neither checkpoint.bin nor a step-N/checkpoint.bin)");
     if (strlen(best) >= size) return et_error_set(err, dir, 0, 0, NULL, "--resume: the path is too long");
     snprintf(path, size, "%s", best);
     return 0;
@@ -272,10 +280,11 @@ static int compare_fingerprints(const char *path, const char *mine, const char *
         if (field(theirs, key, got, sizeof got))
             return et_error_set(err, path, 0, 0, NULL, "the checkpoint's fingerprint has no %s", key);
         if (strcmp(want, got) != 0)
-            return et_error_set(err, path, 0, 0, NULL,
-                                "the checkpoint belongs to another model or plan: %s is %s in the checkpoint, %s "
-                                "in the plan",
-                                key, got, want);
+            return et_error_set(
+                err, path, 0, 0, NULL,
+                "the checkpoint belongs to another model or plan: %s is %s in the checkpoint, %s "
+                "in the plan",
+                key, got, want);
         line = end + 1;
     }
     return 0;
@@ -288,9 +297,10 @@ static int check_state(const char *path, float *const host[3], uint64_t n, et_er
     for (int k = 0; k < 3; k++)
         for (uint64_t i = 0; i < n; i++)
             if (!isfinite(host[k][i]))
-                return et_error_set(err, path, 0, 0, NULL,
-                                    "%s %llu is %g: the checkpoint was written by a diverged run or is corrupt",
-                                    names[k], (unsigned long long)i, host[k][i]);
+                return et_error_set(
+                    err, path, 0, 0, NULL,
+                    "%s %llu is %g: the checkpoint was written by a diverged run or is corrupt", names[k],
+                    (unsigned long long)i, host[k][i]);
     for (uint64_t i = 0; i < n; i++)
         if (host[2][i] < 0)
             return et_error_set(err, path, 0, 0, NULL,
@@ -342,10 +352,11 @@ static int load_file(const char *path, FILE *f, rt_model *m, long long *next_ste
         et_error_set(err, path, 0, 0, NULL, "the checkpoint holds %llu parameters, the plan's model %zu",
                      (unsigned long long)n, m->n_params);
     } else if (step > (uint64_t)INT_MAX || t != step) {
-        et_error_set(err, path, 0, 0, NULL,
-                     "inconsistent checkpoint: next step %llu, optimizer step %llu (etrun updates once a step, "
-                     "so the two are equal)",
-                     (unsigned long long)step, (unsigned long long)t);
+        et_error_set(
+            err, path, 0, 0, NULL,
+            "inconsistent checkpoint: next step %llu, optimizer step %llu (etrun updates once a step, "
+            "so the two are equal)",
+            (unsigned long long)step, (unsigned long long)t);
     } else if (!(host[0] = malloc(n * 4 + 4)) || !(host[1] = malloc(n * 4 + 4)) ||
                !(host[2] = malloc(n * 4 + 4))) {
         et_error_set_code(err, ET_ERROR_MEMORY, path, 0, 0, NULL, "out of memory reading the checkpoint");

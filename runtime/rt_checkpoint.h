@@ -8,14 +8,15 @@
  * n each); and an xxh64 (seed 0) of every byte before it (libxxhash).
  *
  * Contract: rt_checkpoint_save() writes DIR/checkpoint.bin atomically (a temporary file renamed into place:
- * a file that exists is complete), DIR created with its parents. rt_checkpoint_load() loads DIR/checkpoint.bin
- * or, when DIR holds none, the newest DIR/step-N/checkpoint.bin (a run killed mid-way leaves those; empty
- * step folders are skipped); it refuses, with *err naming the file and what differs: another format, a
- * checksum mismatch (corruption), a fingerprint field that differs from the plan's (named: "model.heads is
- * 8 in the checkpoint, 4 in the plan"), an optimizer step count that is not the step's, non-finite values
- * or a negative second moment. rt_checkpoint_prepare() creates DIR, removes the temporaries and empty step
- * folders a killed run left there, and checks a checkpoint can be written. Errors: ET_ERROR_INPUT for what
- * was read, ET_ERROR_IO for a folder or file that cannot be written, ET_ERROR_MEMORY. */
+ * a file that exists is complete), DIR created with its parents. rt_checkpoint_load() loads
+ * DIR/checkpoint.bin or, when DIR holds none, the newest DIR/step-N/checkpoint.bin (a run killed mid-way
+ * leaves those; empty step folders are skipped); it refuses, with *err naming the file and what differs:
+ * another format, a checksum mismatch (corruption), a fingerprint field that differs from the plan's (named:
+ * "model.heads is 8 in the checkpoint, 4 in the plan"), an optimizer step count that is not the step's,
+ * non-finite values or a negative second moment. rt_checkpoint_prepare() creates DIR, removes the temporaries
+ * and empty step folders a killed run left there, and checks a checkpoint can be written. Errors:
+ * ET_ERROR_INPUT for what was read, ET_ERROR_IO for a folder or file that cannot be written, ET_ERROR_MEMORY.
+ */
 #ifndef ET_RT_CHECKPOINT_H
 #define ET_RT_CHECKPOINT_H
 

@@ -161,15 +161,17 @@ int rt_data_init(rt_data *d, const et_scenario *s, int world, int rank, unsigned
     d->file = file;
     d->causal = s->model.head == ET_HEAD_CAUSAL_LM;
     if (s->model.vocab <= RT_FIRST_TOKEN)
-        return et_error_set(err, s->source, 0, 0, "$.model.vocab",
-                            "etrun needs a vocabulary of at least %d (id %d is [PAD], %d is [MASK], tokens from %d); "
-                            "got %d",
-                            RT_FIRST_TOKEN + 1, RT_TOKEN_PAD, RT_TOKEN_MASK, RT_FIRST_TOKEN, s->model.vocab);
+        return et_error_set(
+            err, s->source, 0, 0, "$.model.vocab",
+            "etrun needs a vocabulary of at least %d (id %d is [PAD], %d is [MASK], tokens from %d); "
+            "got %d",
+            RT_FIRST_TOKEN + 1, RT_TOKEN_PAD, RT_TOKEN_MASK, RT_FIRST_TOKEN, s->model.vocab);
     if (d->causal && s->data.lengths.max_len < 2)
-        return et_error_set(err, s->source, 0, 0, "$.data.seq_len",
-                            "a causal language model predicts each next token, so its sequences need at least 2 "
-                            "tokens; the longest here has %d",
-                            s->data.lengths.max_len);
+        return et_error_set(
+            err, s->source, 0, 0, "$.data.seq_len",
+            "a causal language model predicts each next token, so its sequences need at least 2 "
+            "tokens; the longest here has %d",
+            s->data.lengths.max_len);
     if (d->chunks % world != 0)
         return et_error_set(
             err, s->source, 0, 0, "$.batch",

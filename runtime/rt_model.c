@@ -79,8 +79,8 @@ static int alloc_state(rt_model *m, et_error *err)
     m->tt_records = calloc((size_t)m->s->model.layers * 4, sizeof *m->tt_records);
     if (!m->params || !m->grads || !m->m || !m->v || !m->batch_ints || !m->ops || !m->op_time ||
         !m->tt_records || (m->s->method.kind == ET_METHOD_SPARSE && !m->mask))
-        return et_error_set(err, NULL, 0, 0, NULL, "out of %s memory for %zu parameters", be->name,
-                            m->n_params);
+        return et_error_set_code(err, ET_ERROR_MEMORY, NULL, 0, 0, NULL,
+                                 "out of %s memory for %zu parameters", be->name, m->n_params);
     int *p = m->batch_ints;
     m->batch.tokens = p, m->batch.positions = p + T, m->batch.types = p + 2 * T; /* types stay 0 */
     m->batch.offsets = p + 3 * T, m->batch.pred_rows = p + 4 * T + 1, m->batch.targets = p + 5 * T + 1;

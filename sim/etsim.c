@@ -9,11 +9,11 @@
 #include "analytic.h"
 #include "atomic_file.h"
 #include "calib_run.h"
-#include "input_files.h"
 #include "collective_bench.h"
 #include "compare.h"
 #include "fabric.h"
 #include "faults_report.h"
+#include "input_files.h"
 #include "json_reader.h"
 #include "plan.h"
 #include "platform.h"
@@ -802,7 +802,7 @@ static void print_plan(const options *o, const et_scenario *s, int rank, const s
 {
     char ttt[32], cost[32] = "-";
     report_format_duration(ttt, sizeof ttt, p->time_to_train_s);
-    if (p->price > 0) snprintf(cost, sizeof cost, "%.0f", p->cost);
+    if (p->price > 0) snprintf(cost, sizeof cost, p->cost < 1e12 ? "%.0f" : "%.3g", p->cost); /* fits 32 */
     printf("%4d %-16.16s %6d %7lld %10.4f %7.1f %9.2f %6d %6d %6d %6d %6lld %6lld %10s %5s %5d %12s %10.0f "
            "%10s %7.0f %-12s %7.1f\n",
            rank, plan_device(o, s, p), p->gpus, p->global, p->step_s, 100 * p->mfu, p->memory_gib, p->tensor,

@@ -33,10 +33,11 @@ extern "C" int et_load_platform(const char *path, char *err, size_t size)
         for (const simgrid::s4u::Link *link : simgrid::s4u::Engine::get_instance()->get_all_links()) {
             const double bw = link->get_bandwidth(), lat = link->get_latency();
             if (!(bw > 0) || !(bw <= 1e24) || !(lat >= 0) || !(lat <= 1e6)) {
-                std::snprintf(err, size,
-                              "link \"%s\": bandwidth %g B/s and latency %g s; a link needs a bandwidth above 0 "
-                              "and at most 1e24 B/s, a latency of 0 to 1e6 s",
-                              link->get_cname(), bw, lat);
+                std::snprintf(
+                    err, size,
+                    "link \"%s\": bandwidth %g B/s and latency %g s; a link needs a bandwidth above 0 "
+                    "and at most 1e24 B/s, a latency of 0 to 1e6 s",
+                    link->get_cname(), bw, lat);
                 return -1;
             }
         }

@@ -55,9 +55,9 @@ static int write_synthetic(const char *plan_path, const et_device_profile *truth
     char hex[17];
     et_file_xxh64(plan_path, &h, &err);
     et_xxh64_hex(h, hex);
-    json_t *j = json_pack("{s:s, s:i, s:s, s:s, s:s, s:i, s:{s:f}, s:o, s:o}", "tool", "etrun", "format_version", 2,
-                          "plan_file", plan_path, "plan_xxh64", hex, "backend", "cpu", "ranks", 1, "step_time_s",
-                          "median", step, "ops", ops, "batch_shapes", shapes);
+    json_t *j = json_pack("{s:s, s:i, s:s, s:s, s:s, s:i, s:{s:f}, s:o, s:o}", "tool", "etrun",
+                          "format_version", 2, "plan_file", plan_path, "plan_xxh64", hex, "backend", "cpu",
+                          "ranks", 1, "step_time_s", "median", step, "ops", ops, "batch_shapes", shapes);
     int rc = json_dump_file(j, out, 0);
     json_decref(j);
     et_graph_free(&g);

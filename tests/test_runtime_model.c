@@ -145,8 +145,8 @@ static void check_checkpoints(void)
         float value; /* written into v[at] (at < n) or w[at - n] */
     } cases[] = {
         {"a round trip", NULL, 5, 5, 0, 2e-6f},
-        {"a negative second moment", "second moment 17 is -0.001: Adam's second moment is a mean of squares", 5,
-         5, 17, -1e-3f},
+        {"a negative second moment", "second moment 17 is -0.001: Adam's second moment is a mean of squares",
+         5, 5, 17, -1e-3f},
         {"an optimizer step unlike the step's", "next step 5, optimizer step 3", 5, 3, 0, 0},
         {"a NaN weight", "parameter 3 is nan", 5, 5, n + 3, NAN},
     };
@@ -159,7 +159,8 @@ static void check_checkpoints(void)
             wc[cases[c].at - n] = cases[c].value;
         rt_model_set_state(&m, wc, m1, vc);
         m.adam_t = cases[c].t;
-        CHECK(rt_checkpoint_save(dir, &m, cases[c].step, &err) == 0, "%s: saved: %s", cases[c].what, err.text);
+        CHECK(rt_checkpoint_save(dir, &m, cases[c].step, &err) == 0, "%s: saved: %s", cases[c].what,
+              err.text);
         rt_model_set_state(&m, w, m1, v);
         m.adam_t = 0;
         int rc = rt_checkpoint_load(dir, &m, &next, &err);
@@ -171,8 +172,8 @@ static void check_checkpoints(void)
                   "%s restores the state exactly (%s)", cases[c].what, rc ? err.text : "loaded");
             free(back), free(vb);
         } else {
-            CHECK(rc != 0 && err.code == ET_ERROR_INPUT && strstr(err.text, cases[c].want), "%s: refused with \"%s\": %s",
-                  cases[c].what, cases[c].want, rc ? err.text : "(loaded)");
+            CHECK(rc != 0 && err.code == ET_ERROR_INPUT && strstr(err.text, cases[c].want),
+                  "%s: refused with \"%s\": %s", cases[c].what, cases[c].want, rc ? err.text : "(loaded)");
         }
         free(wc), free(vc);
     }

@@ -12,8 +12,8 @@ static int small(const et_plan *p)
 {
     const et_scenario *s = &p->s;
     const et_model_config *m = &s->model;
-    return m->layers <= 4 && m->hidden <= 128 && m->ffn <= 512 && m->vocab <= 4096 && m->max_positions <= 256 &&
-           m->moe.experts <= 8 && s->data.seq_len <= 64 && s->batch.local <= 8 &&
+    return m->layers <= 4 && m->hidden <= 128 && m->ffn <= 512 && m->vocab <= 4096 &&
+           m->max_positions <= 256 && m->moe.experts <= 8 && s->data.seq_len <= 64 && s->batch.local <= 8 &&
            s->batch.global / s->batch.local <= 4 && !p->data_from_file;
 }
 
@@ -31,7 +31,8 @@ static void run_one_step(et_plan *p)
         const double norm = rt_data_global_predictions(&data, 0);
         int ok = 1;
         for (int micro = 0; ok && micro < data.accum; micro++)
-            ok = rt_data_batch(&data, 0, micro, &b) == 0 && rt_model_step_micro(&m, &b, norm, NULL, NULL) == 0;
+            ok =
+                rt_data_batch(&data, 0, micro, &b) == 0 && rt_model_step_micro(&m, &b, norm, NULL, NULL) == 0;
         if (ok) rt_model_update(&m, &p->hyper);
         rt_model_free(&m);
     }
