@@ -610,6 +610,16 @@ static int estimate_phase(const et_scenario *s, et_estimate *out, et_error *err)
     return 0;
 }
 
+/* Failures and checkpoints over the run (model/resilience.h): the checkpoint holds the whole model's
+ * weights and optimizer state, written by every node. */
+static void add_goodput(const et_scenario *s, et_estimate *out)
+{
+    const double bytes = et_checkpoint_bytes(out->params_total, et_precision_bytes(s->precision));
+    et_goodput_estimate(&s->resilience, et_scenario_gpus(s), s->cluster.nodes, bytes, out->time_to_train,
+                        &out->goodput);
+    out->time_to_train_with_failures = out->time_to_train * out->goodput.factor;
+}
+
 int et_analytic_estimate(const et_scenario *s, et_estimate *out, et_error *err)
 {
     const et_method *m = &s->method;
@@ -617,6 +627,7 @@ int et_analytic_estimate(const et_scenario *s, et_estimate *out, et_error *err)
         if (estimate_phase(s, out, err)) return -1;
         out->n_phases = 1;
         out->phases[0] = (et_phase_estimate){0, m->tt_rank, out->step_time, out->steps, out->params_total};
+        add_goodput(s, out);
         return 0;
     }
     /* rank schedule: every phase is its own model; time-to-train adds the phases up */
@@ -641,6 +652,7 @@ int et_analytic_estimate(const et_scenario *s, et_estimate *out, et_error *err)
     first.train_time = train;
     first.time_to_train = train + first.eval_time;
     *out = first;
+    add_goodput(s, out);
     return 0;
 }
 

@@ -73,6 +73,8 @@ typedef struct et_estimate {
     double train_time; /* steps * step_time */
     double eval_time;  /* all evaluations */
     double time_to_train;
+    et_goodput goodput;                 /* failures and checkpoints (model/resilience.h) */
+    double time_to_train_with_failures; /* time_to_train x goodput.factor: what the run is expected to take */
 
     int n_phases; /* tensor-train rank schedule phases (1 otherwise); train_time adds them up */
     et_phase_estimate phases[ET_MAX_RANK_PHASES];

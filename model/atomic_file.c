@@ -38,16 +38,29 @@ static char *resolve(const char *path)
 
 static int write_to(const char *path, const char *shown, et_file_writer writer, void *ctx, et_error *err);
 
-int et_atomic_write(const char *path, et_file_writer writer, void *ctx, et_error *err)
+static int atomic_write(const char *path, et_file_writer writer, void *ctx, int guard, et_error *err)
 {
     struct stat st;
     if (stat(path, &st) == 0 && !S_ISREG(st.st_mode))
         return et_error_set(err, path, 0, 0, NULL, "not a regular file (a folder or a device): not replaced");
+    const char *input = guard ? et_input_match(path) : NULL; /* read after the outputs were checked */
+    if (input)
+        return et_error_set(err, path, 0, 0, NULL, "the input %s itself: refusing to overwrite it", input);
     char *target = resolve(path);
     if (!target) return et_error_set_code(err, ET_ERROR_MEMORY, path, 0, 0, NULL, "out of memory");
     int rc = write_to(target, path, writer, ctx, err);
     free(target);
     return rc;
+}
+
+int et_atomic_write(const char *path, et_file_writer writer, void *ctx, et_error *err)
+{
+    return atomic_write(path, writer, ctx, 1, err);
+}
+
+int et_atomic_replace_input(const char *path, et_file_writer writer, void *ctx, et_error *err)
+{
+    return atomic_write(path, writer, ctx, 0, err);
 }
 
 /* The temporary file being written, removed if the process is interrupted (SIGINT, SIGTERM, SIGHUP)

@@ -25,6 +25,11 @@
 typedef int (*et_file_writer)(FILE *out, void *ctx);
 
 int et_atomic_write(const char *path, et_file_writer writer, void *ctx, et_error *err);
+/* et_atomic_write refuses a path that is an input this process read (model/input_files.h), as a last guard
+ * behind et_output_check for inputs read after the check (a search's other device profiles);
+ * et_atomic_replace_input is for the one output meant to replace its input: a checkpoint saved where the
+ * run resumed from. */
+int et_atomic_replace_input(const char *path, et_file_writer writer, void *ctx, et_error *err);
 int et_atomic_write_json(const char *path, const json_t *value, et_error *err);
 
 /* `what` names the output in messages ("--json"); inputs[i] may be NULL (skipped). */

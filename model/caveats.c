@@ -8,7 +8,11 @@ int et_caveats(const et_scenario *s, const char **out, int max)
         if (n < max) out[n++] = (text);                                                                      \
     } while (0)
     ADD("no data loading or input pipeline");
-    ADD("no checkpoint writes, failures or restarts");
+    if (s->resilience.interruptions_per_gpu_hour > 0)
+        ADD("failures independent and memoryless (no correlated failures, no slow nodes, none during a "
+            "restart)");
+    else
+        ADD("no failures (resilience.interruptions_per_gpu_hour 0)");
     ADD("no evaluation beyond target.eval_* (forward passes only)");
     if (s->data.lengths.kind != ET_LENGTHS_FIXED)
         ADD("activation memory for the worst-case micro-batch (local x seq_len tokens), not a sampled one");

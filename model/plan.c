@@ -101,8 +101,12 @@ static void absolute(json_t *obj, const char *key, const char *dir)
     const char *name = json_string_value(v);
     if (name[0] == '/' || (!strchr(name, '/') && !strstr(name, ".json") && strcmp(key, "device") == 0))
         return;
-    char *real = realpath(dir, NULL), buf[4096];
-    snprintf(buf, sizeof buf, "%s/%s", real ? real : dir, name);
+    char *real = realpath(dir, NULL), buf[4096], found[1100];
+    if (strcmp(key, "file") == 0) /* a data file: where the scenario's parse found it (its fallback too) */
+        et_data_file_path(name, real ? real : dir, found, sizeof found);
+    else
+        snprintf(found, sizeof found, "%s/%s", real ? real : dir, name);
+    snprintf(buf, sizeof buf, "%s", found);
     free(real);
     json_object_set_new(obj, key, json_string(buf));
 }

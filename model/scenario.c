@@ -31,6 +31,20 @@ static void resolve(char *out, size_t size, const char *dir, const char *name)
     if (n < 0 || (size_t)n >= size) out[size - 1] = 0; /* over-long names fail later as missing files */
 }
 
+#ifndef ET_DEFAULT_DATA_DIR
+#define ET_DEFAULT_DATA_DIR "scenarios"
+#endif
+
+void et_data_file_path(const char *name, const char *dir, char *out, size_t size)
+{
+    resolve(out, size, dir, name);
+    struct stat st;
+    if (name[0] == '/' || stat(out, &st) == 0) return;
+    char shipped[1100]; /* a shipped scenario copied into one's own folder: its data stay in ET's */
+    resolve(shipped, sizeof shipped, ET_DEFAULT_DATA_DIR, name);
+    if (stat(shipped, &st) == 0) snprintf(out, size, "%s", shipped);
+}
+
 /* model.moe: experts, top_k, capacity_factor, every, expert_ffn, routing {distribution, skew}; a preset's
  * values are the defaults. */
 static int read_moe(const et_json_reader *r, json_t *model, et_model_config *m)
@@ -211,12 +225,12 @@ static int read_data(const et_json_reader *r, json_t *root, et_scenario *s)
         return et_length_dist_uniform((int)min_len, s->data.seq_len, &s->data.lengths, r->err);
     default: {
         char path[1100];
-        resolve(path, sizeof path, s->dir, file);
+        et_data_file_path(file, s->dir, path, sizeof path);
         FILE *f = fopen(path, "r");
         if (!f)
             FAIL("$.data.lengths.file",
                  "cannot open the length histogram %s: %s (a relative name is relative to the scenario's "
-                 "folder)",
+                 "folder, then to ET's scenarios folder)",
                  path, strerror(errno));
         fclose(f);
         /* errors inside the histogram name its own file, line and column */
@@ -322,24 +336,33 @@ static void et_profile_names(const char *dir, char *buf, size_t size)
     if (!n) snprintf(buf, size, "none");
 }
 
+int et_device_profile_path(const char *name, const char *dir, const char *source, const char *where,
+                           char *path, size_t size, et_error *err)
+{
+    size_t n = strlen(name);
+    if (strchr(name, '/') || (n > 5 && strcmp(name + n - 5, ".json") == 0)) {
+        resolve(path, size, dir, name);
+        return 0;
+    }
+    const char *pdir = getenv("ET_PROFILE_DIR");
+    snprintf(path, size, "%s/%s.json", pdir && *pdir ? pdir : ET_DEFAULT_PROFILE_DIR, name);
+    FILE *f = fopen(path, "r");
+    if (f) {
+        fclose(f);
+        return 0;
+    }
+    char found[512];
+    et_profile_names(pdir && *pdir ? pdir : ET_DEFAULT_PROFILE_DIR, found, sizeof found);
+    return et_error_set(err, source, 0, 0, where,
+                        "no device profile named \"%s\" (looked for %s; profiles there: %s)", name, path,
+                        found);
+}
+
 static int read_device(const et_json_reader *r, const char *name, et_scenario *s)
 {
     char path[1100];
-    size_t n = strlen(name);
-    if (strchr(name, '/') || (n > 5 && strcmp(name + n - 5, ".json") == 0)) {
-        resolve(path, sizeof path, s->dir, name);
-    } else {
-        const char *dir = getenv("ET_PROFILE_DIR");
-        snprintf(path, sizeof path, "%s/%s.json", dir && *dir ? dir : ET_DEFAULT_PROFILE_DIR, name);
-        FILE *f = fopen(path, "r");
-        if (!f) {
-            char found[512];
-            et_profile_names(dir && *dir ? dir : ET_DEFAULT_PROFILE_DIR, found, sizeof found);
-            FAIL("$.cluster.device", "no device profile named \"%s\" (looked for %s; profiles there: %s)",
-                 name, path, found);
-        }
-        fclose(f);
-    }
+    if (et_device_profile_path(name, s->dir, r->source, "$.cluster.device", path, sizeof path, r->err))
+        return -1;
     /* The last profile read by this thread, while its file is unchanged (same path, size, modification
      * time): the plan search parses tens of thousands of candidates naming one profile. */
     static _Thread_local char cached_path[1100];
@@ -952,6 +975,42 @@ static int read_simulation(const et_json_reader *r, json_t *root, et_scenario *s
     return rc;
 }
 
+/* resilience: failures and checkpoints (model/resilience.h); every key has a default */
+static int read_resilience(const et_json_reader *r, json_t *root, et_scenario *s)
+{
+    static const char *const keys[] = {"interruptions_per_gpu_hour",
+                                       "checkpoint",
+                                       "write_GBps_per_node",
+                                       "host_copy_GBps",
+                                       "restart_minutes",
+                                       "checkpoint_interval_minutes",
+                                       NULL};
+    static const char *const modes[] = {"synchronous", "asynchronous", NULL};
+    json_t *o;
+    et_resilience *res = &s->resilience;
+    *res = et_resilience_defaults();
+    if (et_json_get_object(r, root, "$", "resilience", false, keys, &o)) return -1;
+    if (!o) return 0;
+    int mode = 0;
+    double restart_min = res->restart_s / 60, interval_min = 0;
+    if (et_json_get_number(r, o, "$.resilience", "interruptions_per_gpu_hour", false,
+                           res->interruptions_per_gpu_hour, 0, 1, &res->interruptions_per_gpu_hour) ||
+        et_json_get_enum(r, o, "$.resilience", "checkpoint", false, modes, 0, &mode) ||
+        et_json_get_positive(r, o, "$.resilience", "write_GBps_per_node", false, res->write_GBps_per_node,
+                             &res->write_GBps_per_node) ||
+        et_json_get_positive(r, o, "$.resilience", "host_copy_GBps", false, res->host_copy_GBps,
+                             &res->host_copy_GBps) ||
+        et_json_get_number(r, o, "$.resilience", "restart_minutes", false, restart_min, 0, 1e6,
+                           &restart_min) ||
+        et_json_get_number(r, o, "$.resilience", "checkpoint_interval_minutes", false, 0, 0, 1e9,
+                           &interval_min))
+        return -1;
+    res->asynchronous = mode == 1;
+    res->restart_s = restart_min * 60;
+    res->interval_s = interval_min * 60;
+    return 0;
+}
+
 static int read_host(const et_json_reader *r, json_t *root, et_scenario *s)
 {
     static const char *const keys[] = {"launch", "per_kernel_us", NULL};
@@ -998,8 +1057,8 @@ int et_scenario_parse(json_t *root, const char *source, const char *const *extra
 {
     const char *keys[24] = {"name",   "description", "model",     "method",      "data",
                             "batch",  "optimizer",   "precision", "parallelism", "cluster",
-                            "target", "simulation",  "host"};
-    int n_keys = 13;
+                            "target", "simulation",  "host",      "resilience"};
+    int n_keys = 14;
     for (int i = 0; extra_keys && extra_keys[i] && n_keys < 23; i++)
         keys[n_keys++] = extra_keys[i];
     keys[n_keys] = NULL;
@@ -1033,6 +1092,7 @@ int et_scenario_parse(json_t *root, const char *source, const char *const *extra
     if (read_target(r, root, out)) goto done;
     if (read_simulation(r, root, out)) goto done;
     if (read_host(r, root, out)) goto done;
+    if (read_resilience(r, root, out)) goto done;
     rc = 0;
 done:
     if (rc) et_scenario_free(out);

@@ -22,6 +22,7 @@
 #include "model_config.h"
 #include "op_scales.h"
 #include "optimizer.h"
+#include "resilience.h"
 #include "sampling.h"
 #include "schedule.h"
 
@@ -130,7 +131,8 @@ typedef struct et_scenario {
         et_launch_mode mode;
         double per_kernel; /* host seconds per launched kernel (0 on CPU devices: no separate host) */
     } host;
-    et_op_scales op_scales; /* etsim --op-times: measured / modelled per op id (owned; n = 0: none) */
+    et_op_scales op_scales;   /* etsim --op-times: measured / modelled per op id (owned; n = 0: none) */
+    et_resilience resilience; /* failures and checkpoints (model/resilience.h), defaults when absent */
 } et_scenario;
 
 int et_scenario_load(const char *path, et_scenario *out, et_error *err);
@@ -140,6 +142,17 @@ int et_scenario_load(const char *path, et_scenario *out, et_error *err);
 int et_scenario_parse(json_t *root, const char *source, const char *const *extra_keys, et_scenario *out,
                       et_error *err);
 void et_scenario_free(et_scenario *s);
+
+/* The file a scenario's data file name (data.lengths.file) stands for: relative to the scenario's folder
+ * `dir`, else, when that does not exist, relative to ET's scenarios folder (the shipped scenarios name
+ * ./data/...: a copy elsewhere still finds them); absolute names are kept. */
+void et_data_file_path(const char *name, const char *dir, char *out, size_t size);
+
+/* The file a device name stands for, as cluster.device reads it: a name with a '/' or ending in .json is a
+ * file relative to `dir`; another is NAME.json in ET_PROFILE_DIR (else the profiles compiled in), which must
+ * exist. On failure *err names `source` and `where` (a JSON path or a flag) and lists the profiles there. */
+int et_device_profile_path(const char *name, const char *dir, const char *source, const char *where,
+                           char *path, size_t size, et_error *err);
 
 /* Total GPUs in the cluster. */
 int et_scenario_gpus(const et_scenario *s);

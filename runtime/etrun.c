@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "atomic_file.h"
 #include "quantile.h"
@@ -23,7 +24,7 @@
 
 typedef struct options {
     const char *plan, *out, *save, *resume, *backend;
-    int quiet, log_every;
+    int quiet, log_every, steps; /* steps: --steps N (0: the plan's run.steps) */
 } options;
 
 static int rank = 0;
@@ -37,10 +38,12 @@ static void fail_message(const et_error *err)
 
 static const char usage[] =
     "usage: [mpirun -np N] etrun [--out measured.json] [--backend auto|cpu|cuda] [--log-every N]\n"
-    "                            [--save DIR] [--resume DIR] [--quiet] plan.json | --info\n"
+    "                            [--steps N] [--save DIR] [--resume DIR] [--quiet] plan.json | --info\n"
     "  trains the plan (etsim --plan-out writes one) and writes per-op timings beside the cost model's\n"
     "  predictions, losses, step times and communication timings to measured.json. Rank 0 prints a\n"
     "  progress line every N steps (default: run.log_every, else about ten a run) and a summary.\n"
+    "  --steps N runs N steps instead of the plan's run.steps (its warm-up steps stay, fewer if N is "
+    "small).\n"
     "  --save DIR writes a checkpoint every run.checkpoint_every steps (DIR/step-N) and at the end\n"
     "  (DIR); --resume DIR continues from one.\n"
     "exit status: 0 ok, 2 bad input (nothing run), 4 training diverged (a NaN or inf loss or gradient\n"
@@ -58,7 +61,7 @@ static int parse_args(int argc, char **argv, options *o)
                             : strcmp(a, "--resume") == 0  ? &o->resume
                             : strcmp(a, "--backend") == 0 ? &o->backend
                                                           : NULL;
-        if (slot || strcmp(a, "--log-every") == 0) {
+        if (slot || strcmp(a, "--log-every") == 0 || strcmp(a, "--steps") == 0) {
             if (++i >= argc) {
                 if (!rank) fprintf(stderr, "etrun: %s needs a value\n", a);
                 return -1;
@@ -69,12 +72,17 @@ static int parse_args(int argc, char **argv, options *o)
             }
             char *end;
             long v = strtol(argv[i], &end, 10);
-            if (*end || end == argv[i] || v < 0 || v > 100000000) {
+            const int steps = a[2] == 's'; /* --steps: at least 1, as run.steps */
+            if (*end || end == argv[i] || v < steps || v > (steps ? 10000000 : 100000000)) {
                 if (!rank)
-                    fprintf(stderr, "etrun: --log-every expects a whole number >= 0, got \"%s\"\n", argv[i]);
+                    fprintf(stderr, "etrun: %s expects a whole number >= %d, got \"%s\"\n", a, steps,
+                            argv[i]);
                 return -1;
             }
-            o->log_every = (int)v;
+            if (steps)
+                o->steps = (int)v;
+            else
+                o->log_every = (int)v;
         } else if (strcmp(a, "--quiet") == 0) {
             o->quiet = 1;
         } else if (strcmp(a, "--help") == 0) {
@@ -177,6 +185,10 @@ int main(int argc, char **argv)
         MPI_Finalize();
         return EXIT_INPUT;
     }
+    if (o.steps > 0) { /* --steps: the plan's warm-up stays, fewer when the run is shorter */
+        plan.steps = o.steps;
+        if (plan.warmup_steps >= plan.steps) plan.warmup_steps = plan.steps - 1;
+    }
     if (!(comm = rt_comm_mpi_create(&err))) goto fail;
     {
         /* outputs checked before any work: none is an input, each can be written */
@@ -199,6 +211,13 @@ int main(int argc, char **argv)
         char hint[512];
         rt_cpu_blas_hint(hint, sizeof hint);
         if (hint[0]) fprintf(stderr, "etrun: warning: %s\n", hint);
+        const long cores = sysconf(_SC_NPROCESSORS_ONLN);
+        const int threads = rt_cpu_blas_threads();
+        if (cores > 0 && (long)threads * comm->size > cores)
+            fprintf(stderr,
+                    "etrun: warning: %d ranks x %d BLAS threads on %ld cores: the threads oversubscribe the "
+                    "cores and the timings will show it (set OPENBLAS_NUM_THREADS=%ld)\n",
+                    comm->size, threads, cores, cores / comm->size > 0 ? cores / comm->size : 1);
         const char *from = rt_cpu_blas_selected_from();
         if (from && !o.quiet)
             fprintf(

@@ -171,7 +171,7 @@ int rt_checkpoint_save(const char *dir, const rt_model *m, long long next_step, 
         rc = et_error_set_code(err, ET_ERROR_MEMORY, path, 0, 0, NULL, "out of memory for the checkpoint");
     } else {
         rt_model_get_state(m, c.params, c.m1, c.v, NULL);
-        rc = et_atomic_write(path, write_ckpt, &c, err);
+        rc = et_atomic_replace_input(path, write_ckpt, &c, err); /* --resume DIR --save DIR */
     }
     free(c.params), free(c.m1), free(c.v);
     return rc;

@@ -44,8 +44,12 @@ static void usage(FILE *out)
         "  --set key.path=value  override a scenario key (repeatable; JSON values, else strings)\n"
         "  --sweep key.path=a,b,c  the analytic estimate for each value, one row each\n"
         "  --search          rank the plans of the scenario's cluster and global batch by step time:\n"
-        "                    tensor, pipeline (interleaved), micro-batch, recomputation, ZeRO 0/1,\n"
-        "                    sequence parallelism; analytic estimates, plans that fit only\n"
+        "                    tensor, pipeline (interleaved), micro-batch, recomputation, ZeRO 0-3,\n"
+        "                    sequence parallelism; analytic estimates, plans that fit only; time-to-train,\n"
+        "                    GPU-hours and cost count failures and checkpoints (the scenario's resilience)\n"
+        "  --search-tensor 1,2,.. --search-pipeline 1,2,.. --search-micro 1,2,.. --search-zero 0,1,..\n"
+        "  --search-recompute none,selective,full  only these values of a dimension\n"
+        "  --search-vary key.path=a,b,c  any scenario key as one more dimension (sparsity, a TT rank)\n"
         "  --search-top N    plans listed (default 10); --search-out FILE writes the best as a scenario\n"
         "  --search-threads N  evaluation threads (default: every core)\n"
         "  --search-simulate K  also simulate the K best with SimGrid and show both figures\n"
@@ -835,7 +839,22 @@ static void print_why_best(const search_result *r, const char *path)
         et_scenario_free(&a);
         return;
     }
-    if (!et_analytic_estimate(&a, &x, &err) && !et_analytic_estimate(&b, &y, &err)) {
+    const int ok = !et_analytic_estimate(&a, &x, &err) && !et_analytic_estimate(&b, &y, &err);
+    const int same_step = ok && fabs(x.step_time - y.step_time) < 5e-6 &&
+                          fabs(x.forward - y.forward) < 5e-6 && fabs(x.backward - y.backward) < 5e-6;
+    if (same_step) { /* a table of +0.00: say what differs instead */
+        const search_plan *p = &r->best[0], *q = &r->best[1];
+        char t1[32], t2[32];
+        report_format_duration(t1, sizeof t1, p->time_to_train_s);
+        report_format_duration(t2, sizeof t2, q->time_to_train_s);
+        printf(
+            "\nwhy rank 1 wins   the same step (%.2f ms); rank 1 on %d GPUs, ZeRO %d, recomputation %s, %.2f "
+            "GiB a GPU, %s, %.0f GPU-hours; rank 2 on %d GPUs, ZeRO %d, recomputation %s, %.2f GiB, %s, %.0f "
+            "GPU-hours\n",
+            x.step_time * 1e3, p->gpus, p->zero_stage, et_recompute_names[p->recompute], p->memory_gib, t1,
+            p->gpu_hours, q->gpus, q->zero_stage, et_recompute_names[q->recompute], q->memory_gib, t2,
+            q->gpu_hours);
+    } else if (ok) {
         printf("\nwhy rank 1 wins   %14s %14s %14s   (per step, the busiest stage)\n", "rank 1[ms]",
                "rank 2[ms]", "difference");
         const struct {
@@ -879,8 +898,8 @@ static void print_no_plan(const options *o, const et_scenario *s, const search_r
         print_plan(o, s, 0, &r->nearest_too_big);
     }
     if (!r->too_big && !r->too_slow && !r->over_budget)
-        printf(
-            "  the scenario's rules refuse every plan of the space (see etsim --analytic on the scenario)\n");
+        printf("  the scenario's rules refuse every plan of the space, for example: %s\n",
+               r->refusal[0] ? r->refusal : "(no reason kept)");
     if (r->too_slow) {
         char have[32], want[32];
         report_format_duration(have, sizeof have, r->nearest_too_slow.time_to_train_s);
@@ -1022,10 +1041,10 @@ static int sweep_main(const options *o)
             return et_error_exit_status(&err);
         }
         char ttt[32];
-        report_format_duration(ttt, sizeof ttt, e.time_to_train);
+        report_format_duration(ttt, sizeof ttt, e.time_to_train_with_failures);
         printf("%-16s %10.4f %7.1f %9.2f %5s %14s %12.0f\n", v, e.step_time, 100 * e.mfu,
                e.memory.total / 1073741824.0, e.memory.fits ? "yes" : "no", ttt,
-               et_gpu_hours(&s, e.time_to_train));
+               et_gpu_hours(&s, e.time_to_train_with_failures));
         et_scenario_free(&s);
     }
     return 0;
@@ -1038,6 +1057,23 @@ static int search_main(options *o)
     if (bad) return bad;
     const char *inputs[] = {o->scenario, o->prices_file};
     et_error err;
+    /* the space's flags and prices against the scenario, before the outputs are checked (the devices'
+     * profiles are inputs too) */
+    json_t *doc = NULL;
+    char device[128] = "";
+    if (et_json_load_file(o->scenario, &doc, &err) == 0) {
+        const char *name = json_string_value(json_object_get(json_object_get(doc, "cluster"), "device"));
+        snprintf(device, sizeof device, "%s", name ? name : "");
+    }
+    json_decref(doc);
+    if ((o->prices_file && read_prices(o->prices_file, &o->space, &err)) ||
+        search_space_check(&o->space, &s, device, &err)) {
+        if (!strcmp(err.path, "prices")) /* a key of --prices FILE, or a pair of --price-per-gpu-hour */
+            snprintf(err.path, sizeof err.path, "%s", o->prices_file ? "--prices" : "--price-per-gpu-hour");
+        print_error(&err);
+        et_scenario_free(&s);
+        return et_error_exit_status(&err);
+    }
     const struct {
         const char *path, *flag;
     } outs[] = {{o->search_out, "--search-out"},
@@ -1056,11 +1092,6 @@ static int search_main(options *o)
     if (o->csv_prefix && !o->search_csv) {
         snprintf(csv_path, sizeof csv_path, "%s-plans.csv", o->csv_prefix);
         o->search_csv = csv_path;
-    }
-    if (o->prices_file && read_prices(o->prices_file, &o->space, &err)) {
-        print_error(&err);
-        et_scenario_free(&s);
-        return et_error_exit_status(&err);
     }
     if (o->space.budget_cost > 0 && o->space.price <= 0 && o->space.n_prices == 0) {
         fprintf(stderr, "etsim: --budget is money: give prices (--price-per-gpu-hour or --prices), or use "
@@ -1097,6 +1128,9 @@ static int search_main(options *o)
            "%d threads, %.0f plans/s)\n",
            s.name, s.cluster.device.name, s.batch.global, r.tried, r.seconds, r.invalid, r.too_big,
            r.too_slow, r.over_budget, r.ranked, by, r.threads, r.seconds > 0 ? r.tried / r.seconds : 0);
+    printf("             time-to-train, GPU-hours and cost with failures and checkpoints (the scenario's "
+           "resilience: %.3g interruptions a GPU-hour)\n",
+           s.resilience.interruptions_per_gpu_hour);
     printf("\n");
     print_plan_header();
     for (int i = 0; i < r.n_best; i++)
@@ -1163,14 +1197,19 @@ static int search_main(options *o)
         print_no_plan(o, &s, &r);
         rc = EXIT_DOES_NOT_FIT;
     } else if (own_ok && order != SEARCH_BY_TIME) {
-        const double own_hours = et_gpu_hours(&s, own.time_to_train);
+        const double own_hours = et_gpu_hours(&s, own.time_to_train_with_failures);
         const double own_spend =
             order == SEARCH_BY_COST ? own_hours * search_price(&o->space, s.cluster.device.name) : own_hours;
         const double best_spend = order == SEARCH_BY_COST ? r.best[0].cost : r.best[0].gpu_hours;
-        printf("\nthe scenario's own plan: %.0f %s%s; the best: %.0f (%.1f%% %s)\n", own_spend,
-               order == SEARCH_BY_COST ? "in cost" : "GPU-hours", own.memory.fits ? "" : " (does not fit)",
-               best_spend, own_spend > 0 ? 100 * fabs(1 - best_spend / own_spend) : 0,
-               best_spend <= own_spend ? "less" : "more: the own plan is outside the space searched");
+        if (!(own_spend > 0))
+            printf("\nthe scenario's own plan: no price for its device %s, so no cost to compare\n",
+                   s.cluster.device.name);
+        else
+            printf("\nthe scenario's own plan: %.0f %s%s; the best: %.0f (%.1f%% %s)\n", own_spend,
+                   order == SEARCH_BY_COST ? "in cost" : "GPU-hours",
+                   own.memory.fits ? "" : " (does not fit)", best_spend,
+                   own_spend > 0 ? 100 * fabs(1 - best_spend / own_spend) : 0,
+                   best_spend <= own_spend ? "less" : "more: the own plan is outside the space searched");
     } else if (own_ok) {
         const double ratio = own.step_time / r.best[0].step_s;
         printf("\nthe scenario's own plan: %.4f s a step%s; the best is %.2fx %s%s\n", own.step_time,

@@ -82,6 +82,7 @@ json_t *report_json_estimate(const et_estimate *e)
         e->mfu, "samples_per_second", e->samples_per_second, "tokens_per_second", e->tokens_per_second,
         "time_to_train", "steps", e->steps, "train_s", e->train_time, "eval_s", e->eval_time, "total_s",
         e->time_to_train);
+    if (j) json_object_set_new(j, "goodput", report_json_goodput(&e->goodput, e->time_to_train));
     if (j && e->moe_imbalance > 0 && e->params_active < e->params_total)
         json_object_set_new(j, "moe",
                             json_pack("{s:f, s:f, s:f, s:f}", "params_active", e->params_active, "imbalance",
@@ -128,6 +129,46 @@ void report_print_caveats(FILE *out, const et_scenario *s)
     fprintf(out, "\n");
 }
 
+/* JSON has no infinity: a run without failures says null for its MTBF and interval */
+static json_t *finite_or_null(double x)
+{
+    return isfinite(x) ? json_real(x) : json_null();
+}
+
+json_t *report_json_goodput(const et_goodput *g, double work_s)
+{
+    json_t *j = json_object();
+    if (!j) return NULL;
+    json_object_set_new(j, "mtbf_s", finite_or_null(g->mtbf_s));
+    json_object_set_new(j, "checkpoint_GiB", json_real(g->checkpoint_bytes / 1073741824.0));
+    json_object_set_new(j, "checkpoint_write_s", json_real(g->write_s));
+    json_object_set_new(j, "checkpoint_stall_s", json_real(g->stall_s));
+    json_object_set_new(j, "restart_s", json_real(g->restart_s));
+    json_object_set_new(j, "checkpoint_interval_s", finite_or_null(g->interval_s));
+    json_object_set_new(j, "interruptions", json_real(g->interruptions));
+    json_object_set_new(j, "factor", json_real(g->factor));
+    json_object_set_new(j, "time_to_train_s", json_real(work_s * g->factor));
+    return j;
+}
+
+void report_print_goodput(FILE *out, const et_scenario *s, const et_goodput *g, double work_s)
+{
+    char total[32], mtbf[32], every[32];
+    report_format_duration(total, sizeof total, work_s * g->factor);
+    if (!isfinite(g->mtbf_s)) {
+        fprintf(out, "failures     none (resilience.interruptions_per_gpu_hour 0): %s\n", total);
+        return;
+    }
+    report_format_duration(mtbf, sizeof mtbf, g->mtbf_s);
+    report_format_duration(every, sizeof every, g->interval_s);
+    fprintf(out,
+            "failures     an interruption every %s on %d GPUs (%.3g expected); checkpoint %.1f GiB, %.1f s a "
+            "write (%s), every %s of work%s; restart %.0f s: x%.3f, %s with failures\n",
+            mtbf, et_scenario_gpus(s), g->interruptions, g->checkpoint_bytes / 1073741824.0, g->write_s,
+            s->resilience.asynchronous ? "asynchronous" : "synchronous", every,
+            s->resilience.interval_s > 0 ? "" : " (Daly's optimum)", g->restart_s, g->factor, total);
+}
+
 json_t *report_json_analytic_core(const et_scenario *s, const et_estimate *e)
 {
     json_t *est = report_json_estimate(e);
@@ -152,12 +193,13 @@ json_t *report_sim_headline(const et_scenario *s, const et_estimate *e, const js
     const int gpus = et_scenario_gpus(s);
     const double train = report_sim_train_time(e, sim), total = train + e->eval_time;
     const double flops_rate = mean > 0 ? e->model_flops_per_step / mean : 0;
-    return json_pack("{s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f}", "step_s", mean, "mfu",
+    return json_pack("{s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f}", "step_s", mean, "mfu",
                      flops_rate / (gpus * s->cluster.device.peak_flops[s->precision]), "tflops_per_gpu",
                      et_tflops_per_gpu(s, e->model_flops_per_step, mean), "samples_per_second",
                      mean > 0 ? s->batch.global / mean : 0, "tokens_per_second",
                      mean > 0 ? e->tokens_per_step / mean : 0, "train_s", train, "eval_s", e->eval_time,
-                     "time_to_train_s", total, "gpu_hours", et_gpu_hours(s, total));
+                     "time_to_train_s", total, "gpu_hours", et_gpu_hours(s, total),
+                     "time_to_train_with_failures_s", total * e->goodput.factor);
 }
 
 void report_print_header(FILE *out, const et_scenario *s, const et_estimate *e, const char *engine)
@@ -288,6 +330,7 @@ void report_print_analytic(FILE *out, const et_scenario *s, const et_estimate *e
             e->samples_per_second, e->tokens_per_second);
     fprintf(out, "time-to-train %lld steps: %s training + %s evaluation = %s\n", e->steps, train, eval,
             total);
+    report_print_goodput(out, s, &e->goodput, e->time_to_train);
     report_print_caveats(out, s);
 }
 
@@ -376,6 +419,7 @@ void report_print_simulated(FILE *out, const et_scenario *s, const et_estimate *
             100 * report_num(headline, "mfu"), report_num(headline, "samples_per_second"),
             report_num(headline, "tokens_per_second"));
     fprintf(out, "time-to-train %lld steps: %s training + %s evaluation = %s\n", e->steps, a, b, c);
+    report_print_goodput(out, s, &e->goodput, report_num(headline, "time_to_train_s"));
     json_decref(headline);
     report_print_caveats(out, s);
 }

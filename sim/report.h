@@ -42,5 +42,9 @@ double report_sim_train_time(const et_estimate *e, const json_t *sim);
 double report_num(const json_t *o, const char *key);
 /* Writes a duration with a unit chosen for readability (s, min, h, days). */
 void report_format_duration(char *buf, size_t size, double seconds);
+/* Failures and checkpoints (model/resilience.h) for `work_s` seconds of failure-free training: the report's
+ * "failures" line, and its JSON (estimate.goodput). */
+void report_print_goodput(FILE *out, const et_scenario *s, const et_goodput *g, double work_s);
+json_t *report_json_goodput(const et_goodput *g, double work_s);
 
 #endif

@@ -3,6 +3,7 @@
 
 #include "graph.h"
 
+#include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -63,6 +64,45 @@ double search_price(const search_space *space, const char *device)
     return space->price;
 }
 
+int search_space_check(const search_space *space, const et_scenario *s, const char *scenario_device,
+                       et_error *err)
+{
+    const int per_node = s->cluster.gpus_per_node;
+    char names[2 * 8 + 2][128]; /* the device names a price may use */
+    int n_names = 0;
+    snprintf(names[n_names++], sizeof names[0], "%s", scenario_device ? scenario_device : "");
+    snprintf(names[n_names++], sizeof names[0], "%s", s->cluster.device.name);
+    for (int i = 0; i < space->n_devices; i++) {
+        char path[1100];
+        et_device_profile d;
+        if (et_device_profile_path(space->devices[i], s->dir, NULL, "--search-devices", path, sizeof path,
+                                   err))
+            return -1;
+        if (et_device_profile_load(path, &d, err)) return -1; /* names the profile's file and key */
+        snprintf(names[n_names++], sizeof names[0], "%s", space->devices[i]);
+        snprintf(names[n_names++], sizeof names[0], "%s", d.name);
+    }
+    for (int i = 0; i < space->n_tensor; i++)
+        if (per_node % space->tensor[i] != 0)
+            return et_error_set(
+                err, NULL, 0, 0, "--search-tensor",
+                "a tensor-parallel degree of %d does not divide the scenario's %d GPUs a node "
+                "(tensor parallelism stays inside a node)",
+                space->tensor[i], per_node);
+    for (int i = 0; i < space->n_prices; i++) {
+        int known = 0;
+        for (int k = 0; k < n_names && !known; k++)
+            known = !strcasecmp(space->price_device[i], names[k]);
+        if (!known)
+            return et_error_set(err, NULL, 0, 0, "prices",
+                                "\"%s\" names no device of this search (the scenario's \"%s\"%s): its price "
+                                "would be ignored",
+                                space->price_device[i], names[0],
+                                space->n_devices ? " and the --search-devices entries" : "");
+    }
+    return 0;
+}
+
 search_order search_ranking(const search_space *space)
 {
     if (!space || (space->deadline_s <= 0 && space->budget_gpu_hours <= 0 && space->budget_cost <= 0))
@@ -75,10 +115,19 @@ static double rank_key(const search_plan *p, search_order by)
     return by == SEARCH_BY_COST ? p->cost : by == SEARCH_BY_GPU_HOURS ? p->gpu_hours : p->time_to_train_s;
 }
 
+/* Whether a ranks after b: a larger key, or an equal one (to 1e-9) and more memory a GPU (ZeRO 2 against
+ * 3, recomputation or none, at one time: the plan with headroom first). */
+static int ranks_after(const search_plan *a, const search_plan *b, search_order by)
+{
+    const double ka = rank_key(a, by), kb = rank_key(b, by);
+    if (fabs(ka - kb) > 1e-9 * fmax(fabs(ka), fabs(kb))) return ka > kb;
+    return a->memory_gib > b->memory_gib;
+}
+
 static int keep_plan(search_result *r, int keep, search_plan *p, search_order by_cost)
 {
     int at = r->n_best;
-    while (at > 0 && rank_key(&r->best[at - 1], by_cost) > rank_key(p, by_cost))
+    while (at > 0 && ranks_after(&r->best[at - 1], p, by_cost))
         at--;
     if (at >= keep) {
         json_decref(p->scenario);
@@ -116,6 +165,14 @@ static int add_ranked(search_result *r, const search_plan *p)
     r->all[r->n_all] = *p;
     r->all[r->n_all++].scenario = NULL;
     return 0;
+}
+
+/* Keeps the first refusal in byte order (deterministic whatever the threads). */
+static void note_refusal(char *kept, const et_error *err)
+{
+    char text[400];
+    if (snprintf(text, sizeof text, "%s%s%.300s", err->path, err->path[0] ? ": " : "", err->text) < 0) return;
+    if (!kept[0] || strcmp(text, kept) < 0) snprintf(kept, 400, "%s", text);
 }
 
 static void try_plan(const json_t *root, const char *path, search_plan *p, int keep,
@@ -165,12 +222,14 @@ static void try_plan(const json_t *root, const char *path, search_plan *p, int k
     if ((p->vary >= 0 && et_scenario_json_set(doc, space->vary[p->vary], &err)) ||
         et_scenario_parse(doc, path, NULL, &s, &err)) {
         r->invalid++;
+        note_refusal(r->refusal, &err);
         json_decref(doc);
         return;
     }
     et_estimate e;
     if (et_analytic_estimate(&s, &e, &err)) {
         r->invalid++;
+        note_refusal(r->refusal, &err);
         et_scenario_free(&s);
         json_decref(doc);
         return;
@@ -180,8 +239,8 @@ static void try_plan(const json_t *root, const char *path, search_plan *p, int k
     p->step_s = e.step_time;
     p->mfu = e.mfu;
     p->memory_gib = e.memory.total / 1073741824.0;
-    p->time_to_train_s = e.time_to_train;
-    p->gpu_hours = et_gpu_hours(&s, e.time_to_train);
+    p->time_to_train_s = e.time_to_train_with_failures; /* what the run is expected to take, failures in */
+    p->gpu_hours = et_gpu_hours(&s, e.time_to_train_with_failures);
     p->price = search_price(space, json_string_value(json_object_get(cluster, "device")));
     p->cost = p->gpu_hours * p->price;
     p->tflops_per_gpu = et_tflops_per_gpu(&s, e.model_flops_per_step, e.step_time);
@@ -280,6 +339,8 @@ void search_result_merge(search_result *out, search_result *r, int keep, search_
     if (r->over_budget &&
         (!out->over_budget || spend(&r->nearest_over_budget) < spend(&out->nearest_over_budget)))
         out->nearest_over_budget = r->nearest_over_budget;
+    if (r->refusal[0] && (!out->refusal[0] || strcmp(r->refusal, out->refusal) < 0))
+        snprintf(out->refusal, sizeof out->refusal, "%s", r->refusal);
     out->tried += r->tried, out->invalid += r->invalid, out->too_big += r->too_big;
     out->too_slow += r->too_slow, out->over_budget += r->over_budget, out->ranked += r->ranked;
     for (int i = 0; i < r->n_all; i++)

@@ -63,6 +63,14 @@ extern const char
     *const search_status_names[]; /* "ranked", "does_not_fit", "misses_deadline", "over_budget" */
 search_order search_ranking(const search_space *space);
 
+/* Checks the space against its scenario before any plan is tried, so that a mistyped flag is an input
+ * error naming the flag, not "no plan": every --search-devices entry names a readable profile, every
+ * tensor degree divides the scenario's GPUs a node (search_run checks the GPU counts), and every price
+ * names a device the search uses (`scenario_device` as the scenario writes it, or a --search-devices
+ * entry, or a profile's own name, ignoring case). */
+int search_space_check(const search_space *space, const et_scenario *s, const char *scenario_device,
+                       et_error *err);
+
 typedef struct search_plan {
     int gpus;
     long long global; /* sequences per step */
@@ -94,8 +102,10 @@ typedef struct search_result {
     /* the nearest plans each constraint refused (valid when the count is non-zero): the smallest memory
      * need, the shortest time-to-train past the deadline, the cheapest over the budget */
     search_plan nearest_too_big, nearest_too_slow, nearest_over_budget;
-    double seconds; /* wall time of the search */
-    int threads;    /* threads that evaluated it */
+    double seconds;    /* wall time of the search */
+    int threads;       /* threads that evaluated it */
+    char refusal[400]; /* one reason the scenario's rules gave ("$.path: text"; of all the reasons, the first
+                          in byte order, so that the thread count does not change it); "" when none */
 } search_result;
 
 /* `sets` (n_sets "key.path=value", as etsim --set) are applied to the scenario first. The front is of

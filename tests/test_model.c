@@ -448,8 +448,52 @@ static void test_flash_attention_rows(void)
     }
 }
 
+/* Failures and checkpoints against hand computations of Daly's formulas (model/resilience.h). */
+static void test_resilience(void)
+{
+    et_resilience r = et_resilience_defaults();
+    CHECK_REL(r.interruptions_per_gpu_hour, 419.0 / (54 * 24 * 16384), 1e-12, "Llama 3's interruption rate");
+    CHECK_REL(et_checkpoint_bytes(175e9, 2), 175e9 * 14, 1e-12,
+              "a bf16 checkpoint: 2 + 12 bytes a parameter");
+    CHECK_REL(et_checkpoint_bytes(1e6, 4), 1e6 * 12, 1e-12, "an fp32 checkpoint: 4 + 8 bytes a parameter");
+    /* M = 10,000 s (0.36 interruptions a GPU-hour on one GPU), a synchronous write of 100 s (500 GB at 5
+     * GB/s on one node), no fixed restart: Daly's tau = sqrt(2 x 100 x 10^4) (1 + sqrt(0.005) / 3 + 0.005 /
+     * 9) - 100 = 1348.3326 s; factor = M e^(R/M) (e^((tau + delta)/M) - 1) / tau with R the 100 s read back
+     */
+    r.interruptions_per_gpu_hour = 0.36;
+    r.restart_s = 0;
+    et_goodput g;
+    et_goodput_estimate(&r, 1, 1, 500e9, 1e6, &g);
+    CHECK_REL(g.mtbf_s, 1e4, 1e-12, "MTBF");
+    CHECK_REL(g.write_s, 100, 1e-12, "write time");
+    CHECK_REL(g.interval_s, 1348.332569907747, 1e-9, "Daly's interval");
+    CHECK_REL(g.factor, 1e4 * exp(100 / 1e4) * expm1((1348.332569907747 + 100) / 1e4) / 1348.332569907747,
+              1e-9, "Daly's expected wall time factor");
+    CHECK_REL(g.interruptions, 1e6 * g.factor / 1e4, 1e-12, "interruptions over the run");
+    /* a fixed restart of 550 s: R = 550 + the 100 s read back = 650 s, factor 1.2334742 */
+    r.restart_s = 550;
+    et_goodput_estimate(&r, 1, 1, 500e9, 1e6, &g);
+    CHECK_REL(g.factor, 1.2334742128269016, 1e-9, "the factor with a 650 s restart");
+    /* a fixed interval is kept; no failures: only the checkpoints' stalls */
+    r.interval_s = 3600;
+    r.interruptions_per_gpu_hour = 0;
+    et_goodput_estimate(&r, 8, 1, 500e9, 1e6, &g);
+    CHECK(isinf(g.mtbf_s) && g.interval_s == 3600, "no failures: no MTBF, the given interval");
+    CHECK_REL(g.factor, 1 + 100.0 / 3600, 1e-12, "no failures: one stall an interval");
+    /* asynchronous: the step pays the copy to host (500 GB / 8 GPUs / 25 GB/s = 2.5 s), the write delays the
+     * rollback point (R gains another write) */
+    r.asynchronous = true;
+    r.interval_s = 0;
+    r.interruptions_per_gpu_hour = 0.36 / 8;
+    et_goodput_estimate(&r, 8, 1, 500e9, 1e6, &g);
+    CHECK_REL(g.stall_s, 2.5, 1e-12, "asynchronous stall");
+    CHECK_REL(g.restart_s, 550 + 200, 1e-12, "asynchronous restart: the read and the write in flight");
+    CHECK(g.interval_s >= g.write_s, "one asynchronous write at a time");
+}
+
 int main(void)
 {
+    test_resilience();
     test_roofline_terms();
     test_optimizer_bytes();
     test_flash_attention_rows();

@@ -125,6 +125,38 @@ for args in "--budget 100" "--prices $work/bad.json"; do
   [ $rc -eq 2 ] || { echo "FAIL: $args exits $rc"; cat "$work/err"; exit 1; }
 done
 grep -q 'bad.json: \$.a100-sxm4-80gb: expected a positive price' "$work/err" || { echo "FAIL: the price file's error: $(cat "$work/err")"; exit 1; }
+# a mistyped flag is an input error naming the flag (it was exit 3, "no plan", and no reason): a device no
+# profile has, GPUs that are not whole nodes, a tensor degree past a node, a price for a device not searched
+echo '{"h100": 2.5}' > "$work/h100-prices.json"
+while IFS='|' read -r args want; do
+  set +e
+  # shellcheck disable=SC2086
+  "$etsim" --search $args --search-out "$work/none.json" "$src/scenarios/gpt3-13b-dense-a100.json" > /dev/null 2> "$work/err"
+  rc=$?
+  set -e
+  [ $rc -eq 2 ] && grep -qF -- "$want" "$work/err" && [ ! -e "$work/none.json" ] ||
+    { echo "FAIL: --search $args: exit $rc: $(cat "$work/err")"; exit 1; }
+done << EOF2
+--search-devices h100|--search-devices: no device profile named "h100"
+--search-tensor 16|--search-tensor: a tensor-parallel degree of 16 does not divide the scenario's 8 GPUs a node
+--prices $work/h100-prices.json|--prices: "h100" names no device of this search
+--price-per-gpu-hour h100=2.5|--price-per-gpu-hour: "h100" names no device of this search
+EOF2
+echo "ok: bad search flags named"
+# a space the scenario's rules refuse whole (1,000 GPUs: no data-parallel degree divides the batch): exit 3
+# with a reason, not a bare "no plan"
+set +e
+"$etsim" --search --search-gpus 1000 "$src/scenarios/gpt3-13b-dense-a100.json" > "$work/refused" 2>&1
+rc=$?
+set -e
+[ $rc -eq 3 ] && grep -q "refuse every plan of the space, for example: \$.batch.global: global batch 1024 is not divisible" "$work/refused" ||
+  { echo "FAIL: a refused space (exit $rc)"; cat "$work/refused"; exit 1; }
+# plans of equal time-to-train rank with the least memory first (ZeRO 3 before 2, when both rank)
+"$etsim" --search --search-top 40 --json "$work/ties.json" "$src/scenarios/gpt3-13b-dense-a100.json" > /dev/null
+jq -e '[.search.best as $b | range(1; $b | length) | [$b[. - 1], $b[.]]
+        | select(((.[0].time_to_train_s - .[1].time_to_train_s) | fabs) <= 1e-9 * .[0].time_to_train_s)]
+       | (length > 0) and all(.[0].memory_GiB <= .[1].memory_GiB)' "$work/ties.json" > /dev/null ||
+  { echo "FAIL: equal plans not ordered by memory (or no equal plans among the 40 best)"; exit 1; }
 # a mixture of experts: expert parallelism is searched (powers of two dividing the 8 experts), the best
 # plan keeps it in its scenario, and --search-expert narrows it
 "$etsim" --search --search-top 3 --search-csv "$work/moe.csv" --search-out "$work/moe-best.json" \

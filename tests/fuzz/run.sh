@@ -13,7 +13,7 @@ command -v clang > /dev/null || { echo "fuzz: skipped: no clang on this machine 
 out=$build/fuzz
 mkdir -p "$out/artifacts"
 flags=(-g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -std=c11 -D_GNU_SOURCE
-       -DET_DEFAULT_PROFILE_DIR="\"$src/scenarios/profiles\"" -I"$src/model" -I"$src/runtime" -I"$src/calib" -I"$src/tests/fuzz")
+       -DET_DEFAULT_PROFILE_DIR="\"$src/scenarios/profiles\"" -DET_DEFAULT_DATA_DIR="\"$src/scenarios\"" -I"$src/model" -I"$src/runtime" -I"$src/calib" -I"$src/tests/fuzz")
 model=$(ls "$src"/model/*.c)
 runtime=("$src"/runtime/rt_data.c)
 checkpoint=("$src"/runtime/rt_{checkpoint,model,acts,bind,init,exec_embed,exec_layer,exec_moe,exec_tt,exec_head,optimizer,backend_cpu,kernels_f,kernels_d,kernels_fast,tt}.c)

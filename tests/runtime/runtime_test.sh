@@ -135,6 +135,15 @@ case $mode in
     grep -q "training diverged at step" err || { echo "FAIL: no divergence message"; exit 1; }
     [ "$(jq '.steps == (.loss | length) and .steps < 6 and (.stopped | test("diverged"))' d.json)" = true ] ||
       { echo "FAIL: measured.json of a diverged run"; jq -c '[.steps, .loss, .stopped]' d.json; exit 1; }
+    # --steps N runs N steps whatever run.steps says; 0 is refused
+    "$etrun" --quiet --steps 3 --out "$work/s3.json" "$gpt"
+    [ "$(jq '.steps' s3.json)" = 3 ] || { echo "FAIL: --steps 3 ran $(jq '.steps' s3.json) steps"; exit 1; }
+    expect_error "$work/r.json" "--steps expects a whole number >= 1" "$etrun" --steps 0 --out "$work/r.json" "$gpt"
+    # ranks x BLAS threads past the cores: a warning, the run goes on (unbound: Open MPI's binding to a core
+    # a rank would make OpenBLAS keep to that core)
+    OPENBLAS_NUM_THREADS=$(nproc) mpi 2 --bind-to none "$etrun" --quiet --steps 2 --out "$work/w.json" "$gpt" 2> w.err
+    grep -q "warning: 2 ranks x $(nproc) BLAS threads on $(nproc) cores" w.err ||
+      { echo "FAIL: no oversubscription warning: $(cat w.err)"; exit 1; }
     # a plan from a newer ET
     variant "$gpt" '.format_version = 2' > newer.json
     expect_error "$work/r.json" '$.format_version: plan format 2 is newer than this ET reads (1)' "$etrun" --out "$work/r.json" newer.json
