@@ -618,6 +618,17 @@ static void add_goodput(const et_scenario *s, et_estimate *out)
     et_goodput_estimate(&s->resilience, et_scenario_gpus(s), s->cluster.nodes, bytes, out->time_to_train,
                         &out->goodput);
     out->time_to_train_with_failures = out->time_to_train * out->goodput.factor;
+    /* energy: every GPU draws its busy power while its stage computes and its idle power for the rest of
+     * the step (communication exposed, bubble, waits); evaluations compute; failures repeat work at the
+     * step's mix; the facility adds its PUE (docs/cost-model.md, "Energy") */
+    const et_device_profile *d = &s->cluster.device;
+    const double gpus = et_scenario_gpus(s), busy = out->forward + out->backward + out->clip + out->optimizer;
+    const double idle = out->step_time > busy ? out->step_time - busy : 0;
+    out->energy_step_j = gpus * (d->power_busy_w * busy + d->power_idle_w * idle);
+    const double run_j = out->train_time / (out->step_time > 0 ? out->step_time : 1) * out->energy_step_j +
+                         gpus * d->power_busy_w * out->eval_time;
+    out->energy_run_kwh = run_j * out->goodput.factor * s->energy.pue / 3.6e6;
+    out->co2_kg = out->energy_run_kwh * s->energy.carbon_g_per_kwh / 1000;
 }
 
 int et_analytic_estimate(const et_scenario *s, et_estimate *out, et_error *err)

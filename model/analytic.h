@@ -75,6 +75,9 @@ typedef struct et_estimate {
     double time_to_train;
     et_goodput goodput;                 /* failures and checkpoints (model/resilience.h) */
     double time_to_train_with_failures; /* time_to_train x goodput.factor: what the run is expected to take */
+    double energy_step_j;               /* the GPUs' energy a step, J (0 when the profile gives no power) */
+    double energy_run_kwh;              /* the run's with failures and the facility's PUE, kWh */
+    double co2_kg; /* energy_run_kwh x the scenario's carbon intensity (0 when it gives none) */
 
     int n_phases; /* tensor-train rank schedule phases (1 otherwise); train_time adds them up */
     et_phase_estimate phases[ET_MAX_RANK_PHASES];

@@ -72,7 +72,9 @@ int et_device_profile_load(const char *path, et_device_profile *out, et_error *e
                                            "special_tops",
                                            "cache",
                                            "tensor_train",
+                                           "power_W",
                                            NULL};
+    static const char *const power_keys[] = {"busy", "idle", NULL};
     static const char *const sparse_keys[] = {"unstructured_efficiency", "block_half",
                                               "semi_structured_2_4_speedup", "masked_dense", NULL};
     static const char *const peak_keys[] = {"fp32", "tf32", "fp16", "bf16", "fp8", NULL};
@@ -172,6 +174,12 @@ int et_device_profile_load(const char *path, et_device_profile *out, et_error *e
         goto done;
     if (et_json_get_number(&r, eff, "$.efficiency", "attention_products", false, 1, 0.01, 1,
                            &out->attention_products_efficiency))
+        goto done;
+    json_t *power;
+    if (et_json_get_object(&r, root, "$", "power_W", false, power_keys, &power)) goto done;
+    if (power && (et_json_get_number(&r, power, "$.power_W", "busy", true, 0, 1, 1e5, &out->power_busy_w) ||
+                  et_json_get_number(&r, power, "$.power_W", "idle", true, 0, 0, out->power_busy_w,
+                                     &out->power_idle_w)))
         goto done;
     json_t *sparse;
     if (et_json_get_object(&r, root, "$", "sparse", false, sparse_keys, &sparse)) goto done;

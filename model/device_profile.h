@@ -61,6 +61,7 @@ typedef struct et_device_profile {
                                           GEMM model) */
     double attention_products_efficiency; /* unfused attention's per-head products against a matrix product
                                              of the same shape (1: as fast; etcalib fit sets it) */
+    double power_busy_w, power_idle_w;    /* a device's draw computing and idle, W (0: unknown, no energy) */
 } et_device_profile;
 
 int et_device_profile_load(const char *path, et_device_profile *out, et_error *err);

@@ -1011,6 +1011,20 @@ static int read_resilience(const et_json_reader *r, json_t *root, et_scenario *s
     return 0;
 }
 
+/* energy: the facility's overhead and the grid's carbon intensity (docs/cost-model.md, "Energy") */
+static int read_energy(const et_json_reader *r, json_t *root, et_scenario *s)
+{
+    static const char *const keys[] = {"pue", "carbon_g_per_kWh", NULL};
+    json_t *o;
+    if (et_json_get_object(r, root, "$", "energy", false, keys, &o)) return -1;
+    json_t *none = o ? NULL : json_object();
+    int rc = et_json_get_number(r, o ? o : none, "$.energy", "pue", false, 1.2, 1, 10, &s->energy.pue) ||
+             et_json_get_number(r, o ? o : none, "$.energy", "carbon_g_per_kWh", false, 0, 0, 1e4,
+                                &s->energy.carbon_g_per_kwh);
+    json_decref(none);
+    return rc ? -1 : 0;
+}
+
 static int read_host(const et_json_reader *r, json_t *root, et_scenario *s)
 {
     static const char *const keys[] = {"launch", "per_kernel_us", NULL};
@@ -1057,8 +1071,8 @@ int et_scenario_parse(json_t *root, const char *source, const char *const *extra
 {
     const char *keys[24] = {"name",   "description", "model",     "method",      "data",
                             "batch",  "optimizer",   "precision", "parallelism", "cluster",
-                            "target", "simulation",  "host",      "resilience"};
-    int n_keys = 14;
+                            "target", "simulation",  "host",      "resilience",  "energy"};
+    int n_keys = 15;
     for (int i = 0; extra_keys && extra_keys[i] && n_keys < 23; i++)
         keys[n_keys++] = extra_keys[i];
     keys[n_keys] = NULL;
@@ -1093,6 +1107,7 @@ int et_scenario_parse(json_t *root, const char *source, const char *const *extra
     if (read_simulation(r, root, out)) goto done;
     if (read_host(r, root, out)) goto done;
     if (read_resilience(r, root, out)) goto done;
+    if (read_energy(r, root, out)) goto done;
     rc = 0;
 done:
     if (rc) et_scenario_free(out);

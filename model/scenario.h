@@ -133,6 +133,10 @@ typedef struct et_scenario {
     } host;
     et_op_scales op_scales;   /* etsim --op-times: measured / modelled per op id (owned; n = 0: none) */
     et_resilience resilience; /* failures and checkpoints (model/resilience.h), defaults when absent */
+    struct {
+        double pue;              /* facility power over IT power (default 1.2) */
+        double carbon_g_per_kwh; /* grid intensity, g CO2e a kWh (0: emissions not reported) */
+    } energy;
 } et_scenario;
 
 int et_scenario_load(const char *path, et_scenario *out, et_error *err);

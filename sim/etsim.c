@@ -51,6 +51,8 @@ static void usage(FILE *out)
         "  --search-recompute none,selective,full  only these values of a dimension\n"
         "  --search-vary key.path=a,b,c  any scenario key as one more dimension (sparsity, a TT rank)\n"
         "  --search-top N    plans listed (default 10); --search-out FILE writes the best as a scenario\n"
+        "  --rank-by time|gpu-hours|cost|energy  what ranks the plans (the deadline and budgets then only\n"
+        "                    filter); default: cost or GPU-hours under a deadline or budget, else time\n"
         "  --search-threads N  evaluation threads (default: every core)\n"
         "  --search-simulate K  also simulate the K best with SimGrid and show both figures\n"
         "  --search-gpus 256,512,...  GPU counts to try (default: the scenario's)\n"
@@ -355,6 +357,17 @@ static int parse_args(int argc, char **argv, options *o)
             o->space.threads = (int)v2;
         } else if (strcmp(a, "--search-simulate") == 0) {
             if (number_arg(argc, argv, &i, 1, 100, &o->search_sim)) return -1;
+        } else if (strcmp(a, "--rank-by") == 0) {
+            const char *by;
+            if (file_arg(argc, argv, &i, &by)) return -1;
+            int k = 0;
+            while (search_order_names[k] && strcmp(search_order_names[k], by))
+                k++;
+            if (!search_order_names[k]) {
+                fprintf(stderr, "etsim: --rank-by expects time, gpu-hours, cost or energy, got \"%s\"\n", by);
+                return -1;
+            }
+            o->space.rank_by = k + 1;
         } else if (strcmp(a, "--search-out") == 0) {
             if (file_arg(argc, argv, &i, &o->search_out)) return -1;
         } else if (strcmp(a, "--search-gpus") == 0) {
@@ -808,11 +821,12 @@ static void print_plan(const options *o, const et_scenario *s, int rank, const s
     report_format_duration(ttt, sizeof ttt, p->time_to_train_s);
     if (p->price > 0) snprintf(cost, sizeof cost, p->cost < 1e12 ? "%.0f" : "%.3g", p->cost); /* fits 32 */
     printf("%4d %-16.16s %6d %7lld %10.4f %7.1f %9.2f %6d %6d %6d %6d %6lld %6lld %10s %5s %5d %12s %10.0f "
-           "%10s %7.0f %-12s %7.1f\n",
+           "%10s %7.0f %-12s %7.1f %9.4g\n",
            rank, plan_device(o, s, p), p->gpus, p->global, p->step_s, 100 * p->mfu, p->memory_gib, p->tensor,
            p->pipeline, p->virtual_pipeline, p->data, p->local, p->grad_accum,
            et_recompute_names[p->recompute], p->sequence_parallel ? "on" : "off", p->zero_stage, ttt,
-           p->gpu_hours, cost, plan_bucket_mib(s, p), plan_allreduce(s, p), p->tflops_per_gpu);
+           p->gpu_hours, cost, plan_bucket_mib(s, p), plan_allreduce(s, p), p->tflops_per_gpu,
+           p->energy_kwh / 1e3);
     if (p->vary >= 0) printf("     %s\n", o->space.vary[p->vary]);
     if (p->expert > 1 || p->context > 1)
         printf("     expert parallelism %d, context parallelism %d\n", p->expert, p->context);
@@ -820,11 +834,11 @@ static void print_plan(const options *o, const et_scenario *s, int rank, const s
 
 static void print_plan_header(void)
 {
-    printf(
-        "%4s %-16s %6s %7s %10s %7s %9s %6s %6s %6s %6s %6s %6s %10s %5s %5s %12s %10s %10s %7s %-12s %7s\n",
-        "rank", "device", "GPUs", "batch", "step[s]", "MFU[%]", "mem[GiB]", "tensor", "pipe", "chunks",
-        "data", "micro", "accum", "recompute", "seq", "zero", "train", "GPU-hours", "cost", "bucket",
-        "allreduce", "TFLOP/s");
+    printf("%4s %-16s %6s %7s %10s %7s %9s %6s %6s %6s %6s %6s %6s %10s %5s %5s %12s %10s %10s %7s %-12s %7s "
+           "%9s\n",
+           "rank", "device", "GPUs", "batch", "step[s]", "MFU[%]", "mem[GiB]", "tensor", "pipe", "chunks",
+           "data", "micro", "accum", "recompute", "seq", "zero", "train", "GPU-hours", "cost", "bucket",
+           "allreduce", "TFLOP/s", "MWh");
 }
 
 /* Why the best plan wins: its step against the runner-up's, part by part (analytic). */
@@ -936,6 +950,7 @@ static json_t *plan_json(const options *o, const et_scenario *s, const search_pl
     if (p->vary >= 0) json_object_set_new(j, "varied", json_string(o->space.vary[p->vary]));
     json_object_set_new(j, "expert", json_integer(p->expert));
     json_object_set_new(j, "context", json_integer(p->context));
+    json_object_set_new(j, "energy_kWh", json_real(p->energy_kwh));
     return j;
 }
 
@@ -948,18 +963,18 @@ static int csv_writer(FILE *f, void *ctx)
     fprintf(f,
             "device,gpus,global_batch,tensor,pipeline,virtual_pipeline,data,micro_batch,grad_accum,recompute,"
             "sequence_parallel,zero_stage,step_s,mfu,memory_GiB,time_to_train_s,gpu_hours,price_per_gpu_hour,"
-            "cost,bucket_MiB,allreduce,tflops_per_gpu,status,varied,expert,context\n");
+            "cost,bucket_MiB,allreduce,tflops_per_gpu,status,varied,expert,context,energy_kWh\n");
     for (int i = 0; i < r->n_all; i++) {
         const search_plan *p = &r->all[i];
         fprintf(f,
                 "%s,%d,%lld,%d,%d,%d,%d,%lld,%lld,%s,%d,%d,%.9g,%.6g,%.6g,%.9g,%.9g,%.6g,%.9g,%.6g,%s,%.6g,%"
-                "s,%s,%d,%d\n",
+                "s,%s,%d,%d,%.6g\n",
                 plan_device(o, s, p), p->gpus, p->global, p->tensor, p->pipeline, p->virtual_pipeline,
                 p->data, p->local, p->grad_accum, et_recompute_names[p->recompute], p->sequence_parallel,
                 p->zero_stage, p->step_s, p->mfu, p->memory_gib, p->time_to_train_s, p->gpu_hours, p->price,
                 p->cost, plan_bucket_mib(s, p), plan_allreduce(s, p), p->tflops_per_gpu,
                 search_status_names[p->status], p->vary >= 0 ? o->space.vary[p->vary] : "", p->expert,
-                p->context);
+                p->context, p->energy_kwh);
     }
     return ferror(f) ? -1 : 0;
 }
@@ -1093,6 +1108,11 @@ static int search_main(options *o)
         snprintf(csv_path, sizeof csv_path, "%s-plans.csv", o->csv_prefix);
         o->search_csv = csv_path;
     }
+    if (search_ranking(&o->space) == SEARCH_BY_COST && o->space.price <= 0 && o->space.n_prices == 0) {
+        fprintf(stderr, "etsim: --rank-by cost needs prices (--price-per-gpu-hour or --prices)\n");
+        et_scenario_free(&s);
+        return EXIT_INPUT;
+    }
     if (o->space.budget_cost > 0 && o->space.price <= 0 && o->space.n_prices == 0) {
         fprintf(stderr, "etsim: --budget is money: give prices (--price-per-gpu-hour or --prices), or use "
                         "--budget-gpu-hours\n");
@@ -1121,6 +1141,7 @@ static int search_main(options *o)
     const search_order order = search_ranking(&o->space);
     const char *by = order == SEARCH_BY_COST        ? "cost"
                      : order == SEARCH_BY_GPU_HOURS ? "GPU-hours"
+                     : order == SEARCH_BY_ENERGY    ? "energy"
                                                     : "time-to-train";
     printf("search       %s on %s, global batch %lld; %d plans tried in %.1f s: %d refused by the scenario's "
            "rules, %d do not fit, %d miss the deadline, %d over the budget, %d ranked by %s (analytic "
@@ -1198,15 +1219,21 @@ static int search_main(options *o)
         rc = EXIT_DOES_NOT_FIT;
     } else if (own_ok && order != SEARCH_BY_TIME) {
         const double own_hours = et_gpu_hours(&s, own.time_to_train_with_failures);
-        const double own_spend =
-            order == SEARCH_BY_COST ? own_hours * search_price(&o->space, s.cluster.device.name) : own_hours;
-        const double best_spend = order == SEARCH_BY_COST ? r.best[0].cost : r.best[0].gpu_hours;
+        const double own_spend = order == SEARCH_BY_COST
+                                     ? own_hours * search_price(&o->space, s.cluster.device.name)
+                                 : order == SEARCH_BY_ENERGY ? own.energy_run_kwh
+                                                             : own_hours;
+        const double best_spend = order == SEARCH_BY_COST     ? r.best[0].cost
+                                  : order == SEARCH_BY_ENERGY ? r.best[0].energy_kwh
+                                                              : r.best[0].gpu_hours;
         if (!(own_spend > 0))
-            printf("\nthe scenario's own plan: no price for its device %s, so no cost to compare\n",
-                   s.cluster.device.name);
+            printf("\nthe scenario's own plan: no %s for its device %s, so nothing to compare\n",
+                   order == SEARCH_BY_ENERGY ? "power" : "price", s.cluster.device.name);
         else
             printf("\nthe scenario's own plan: %.0f %s%s; the best: %.0f (%.1f%% %s)\n", own_spend,
-                   order == SEARCH_BY_COST ? "in cost" : "GPU-hours",
+                   order == SEARCH_BY_COST     ? "in cost"
+                   : order == SEARCH_BY_ENERGY ? "kWh"
+                                               : "GPU-hours",
                    own.memory.fits ? "" : " (does not fit)", best_spend,
                    own_spend > 0 ? 100 * fabs(1 - best_spend / own_spend) : 0,
                    best_spend <= own_spend ? "less" : "more: the own plan is outside the space searched");

@@ -83,6 +83,10 @@ json_t *report_json_estimate(const et_estimate *e)
         "time_to_train", "steps", e->steps, "train_s", e->train_time, "eval_s", e->eval_time, "total_s",
         e->time_to_train);
     if (j) json_object_set_new(j, "goodput", report_json_goodput(&e->goodput, e->time_to_train));
+    if (j)
+        json_object_set_new(j, "energy",
+                            json_pack("{s:f, s:f, s:f}", "step_J", e->energy_step_j, "run_kWh",
+                                      e->energy_run_kwh, "co2_kg", e->co2_kg));
     if (j && e->moe_imbalance > 0 && e->params_active < e->params_total)
         json_object_set_new(j, "moe",
                             json_pack("{s:f, s:f, s:f, s:f}", "params_active", e->params_active, "imbalance",
@@ -149,6 +153,23 @@ json_t *report_json_goodput(const et_goodput *g, double work_s)
     json_object_set_new(j, "factor", json_real(g->factor));
     json_object_set_new(j, "time_to_train_s", json_real(work_s * g->factor));
     return j;
+}
+
+void report_print_energy(FILE *out, const et_scenario *s, const et_estimate *e)
+{
+    const et_device_profile *d = &s->cluster.device;
+    if (!(d->power_busy_w > 0)) {
+        fprintf(out, "energy       not estimated: the profile %s gives no power_W\n", d->name);
+        return;
+    }
+    fprintf(out,
+            "energy       %.4g kJ a step on %d GPUs (%.0f W computing, %.0f W idle); %.4g MWh for the run "
+            "with failures at PUE %.2f",
+            e->energy_step_j / 1e3, et_scenario_gpus(s), d->power_busy_w, d->power_idle_w,
+            e->energy_run_kwh / 1e3, s->energy.pue);
+    if (s->energy.carbon_g_per_kwh > 0)
+        fprintf(out, "; %.4g t CO2e at %.0f g a kWh", e->co2_kg / 1e3, s->energy.carbon_g_per_kwh);
+    fputc('\n', out);
 }
 
 void report_print_goodput(FILE *out, const et_scenario *s, const et_goodput *g, double work_s)
@@ -331,6 +352,7 @@ void report_print_analytic(FILE *out, const et_scenario *s, const et_estimate *e
     fprintf(out, "time-to-train %lld steps: %s training + %s evaluation = %s\n", e->steps, train, eval,
             total);
     report_print_goodput(out, s, &e->goodput, e->time_to_train);
+    report_print_energy(out, s, e);
     report_print_caveats(out, s);
 }
 
@@ -420,6 +442,7 @@ void report_print_simulated(FILE *out, const et_scenario *s, const et_estimate *
             report_num(headline, "tokens_per_second"));
     fprintf(out, "time-to-train %lld steps: %s training + %s evaluation = %s\n", e->steps, a, b, c);
     report_print_goodput(out, s, &e->goodput, report_num(headline, "time_to_train_s"));
+    report_print_energy(out, s, e);
     json_decref(headline);
     report_print_caveats(out, s);
 }

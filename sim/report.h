@@ -46,5 +46,8 @@ void report_format_duration(char *buf, size_t size, double seconds);
  * "failures" line, and its JSON (estimate.goodput). */
 void report_print_goodput(FILE *out, const et_scenario *s, const et_goodput *g, double work_s);
 json_t *report_json_goodput(const et_goodput *g, double work_s);
+/* The energy line: a step's and the run's (with failures and the PUE), emissions with a carbon intensity;
+ * "not estimated" when the profile gives no power. */
+void report_print_energy(FILE *out, const et_scenario *s, const et_estimate *e);
 
 #endif

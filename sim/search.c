@@ -103,8 +103,11 @@ int search_space_check(const search_space *space, const et_scenario *s, const ch
     return 0;
 }
 
+const char *const search_order_names[] = {"time", "gpu-hours", "cost", "energy", NULL};
+
 search_order search_ranking(const search_space *space)
 {
+    if (space && space->rank_by > 0) return (search_order)(space->rank_by - 1);
     if (!space || (space->deadline_s <= 0 && space->budget_gpu_hours <= 0 && space->budget_cost <= 0))
         return SEARCH_BY_TIME;
     return space->price > 0 || space->n_prices > 0 ? SEARCH_BY_COST : SEARCH_BY_GPU_HOURS;
@@ -112,7 +115,10 @@ search_order search_ranking(const search_space *space)
 
 static double rank_key(const search_plan *p, search_order by)
 {
-    return by == SEARCH_BY_COST ? p->cost : by == SEARCH_BY_GPU_HOURS ? p->gpu_hours : p->time_to_train_s;
+    return by == SEARCH_BY_COST        ? p->cost
+           : by == SEARCH_BY_GPU_HOURS ? p->gpu_hours
+           : by == SEARCH_BY_ENERGY    ? p->energy_kwh
+                                       : p->time_to_train_s;
 }
 
 /* Whether a ranks after b: a larger key, or an equal one (to 1e-9) and more memory a GPU (ZeRO 2 against
@@ -241,6 +247,7 @@ static void try_plan(const json_t *root, const char *path, search_plan *p, int k
     p->memory_gib = e.memory.total / 1073741824.0;
     p->time_to_train_s = e.time_to_train_with_failures; /* what the run is expected to take, failures in */
     p->gpu_hours = et_gpu_hours(&s, e.time_to_train_with_failures);
+    p->energy_kwh = e.energy_run_kwh;
     p->price = search_price(space, json_string_value(json_object_get(cluster, "device")));
     p->cost = p->gpu_hours * p->price;
     p->tflops_per_gpu = et_tflops_per_gpu(&s, e.model_flops_per_step, e.step_time);

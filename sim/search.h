@@ -50,13 +50,16 @@ typedef struct search_space {
     int threads;            /* evaluation threads (0: every core of the machine) */
     bool progress;          /* a progress line on stderr */
     int rank, ranks;        /* under MPI: this process's share of the candidates (ranks <= 1: all) */
+    int rank_by;            /* --rank-by: 1 + a search_order; 0 (a zeroed space): search_ranking's rule */
 } search_space;
 
 /* The price per GPU-hour of a device as a scenario or its profile names it, ignoring case (0: none known). */
 double search_price(const search_space *space, const char *device);
-/* Plans rank by money with a budget or deadline and prices, by GPU-hours with a deadline or budget
- * alone, else by time-to-train. */
-typedef enum { SEARCH_BY_TIME, SEARCH_BY_GPU_HOURS, SEARCH_BY_COST } search_order;
+/* Plans rank as --rank-by asks (time, GPU-hours, cost, energy; the deadline and budgets then only filter);
+ * without it, by money with a budget or deadline and prices, by GPU-hours with a deadline or budget alone,
+ * else by time-to-train. */
+typedef enum { SEARCH_BY_TIME, SEARCH_BY_GPU_HOURS, SEARCH_BY_COST, SEARCH_BY_ENERGY } search_order;
+extern const char *const search_order_names[]; /* "time", "gpu-hours", "cost", "energy" (--rank-by) */
 /* What became of an estimated plan. */
 enum { SEARCH_RANKED, SEARCH_TOO_BIG, SEARCH_TOO_SLOW, SEARCH_OVER_BUDGET };
 extern const char
@@ -84,7 +87,8 @@ typedef struct search_plan {
     int vary;          /* index into search_space.vary, -1: none */
     int allreduce;     /* et_coll_algo, -1: the scenario's */
     double step_s, mfu, memory_gib, time_to_train_s, gpu_hours;
-    double price, cost;    /* per GPU-hour of its device and GPU-hours x price (0 without prices) */
+    double energy_kwh;  /* the run's, with failures and the facility's PUE (0: the profile gives no power) */
+    double price, cost; /* per GPU-hour of its device and GPU-hours x price (0 without prices) */
     double tflops_per_gpu; /* model TFLOP/s per GPU at step_s */
     int status;            /* SEARCH_RANKED, or the constraint that refused it */
     json_t *scenario;      /* the candidate's scenario document (owned) */

@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
-# Failures and checkpoints in the reports (model/resilience.h; the formulas are checked by hand in
+# Failures, checkpoints and energy in the reports (model/resilience.h; the formulas are checked by hand in
 # tests/test_model.c): the JSON's estimate.goodput is consistent with the estimate (checkpoint of 14 bytes a
 # parameter in 16-bit training, time-to-train with failures = failure-free x factor), no failures give
 # factor 1, a higher rate a larger factor and a shorter optimal interval, an asynchronous checkpoint a smaller
 # stall than its write, and the search ranks by the time with failures (its best plan's figure is the one
-# the plan's own report gives).
+# the plan's own report gives). Energy: a step's is every GPU's busy power over its compute and idle power
+# over the rest, the run's adds evaluations, failures and the PUE, emissions with a carbon intensity; a
+# profile without power says so; --rank-by ranks by what it names (energy; time under a budget, which then
+# only filters) and refuses what it cannot rank.
 # Usage: resilience.sh BUILD_DIR SOURCE_DIR
 set -euo pipefail
 build=$1 src=$(cd "$2" && pwd)
@@ -45,4 +48,40 @@ searched=$(jq '.search.best[0].time_to_train_s' "$work/s.json") alone=$(jq '.est
 awk -v a="$searched" -v b="$alone" 'BEGIN {d = a - b; if (d < 0) d = -d; exit !(d <= 1e-6 * b)}' ||
   { echo "FAIL: the search's best trains in $searched s, its report says $alone s with failures"; exit 1; }
 passed=$((passed + 1))
+# energy, recomputed from the report's own figures and the profile's power
+jq '.energy = {"pue": 1.1, "carbon_g_per_kWh": 400}' "$base" > "$work/green.json"
+"$etsim" --analytic --json "$work/g.json" "$work/green.json" > "$work/g.txt"
+check "the step's and the run's energy" '
+  (.scenario.cluster.gpus // 512) as $g | .estimate as $e | ($e.step.forward_s + $e.step.backward_s + $e.step.clip_s + $e.step.optimizer_s) as $busy
+  | ($g * (400 * $busy + 60 * ($e.step.step_s - $busy))) as $step
+  | ((($e.energy.step_J / $step) - 1) | fabs) < 1e-9
+  and (((($e.time_to_train.train_s / $e.step.step_s * $step + $g * 400 * $e.time_to_train.eval_s) * $e.goodput.factor * 1.1 / 3.6e6) / $e.energy.run_kWh - 1) | fabs) < 1e-9
+  and ((($e.energy.co2_kg / ($e.energy.run_kWh * 0.4)) - 1) | fabs) < 1e-9' "$work/g.json"
+grep -qE '^energy       [0-9.]+ kJ a step on 512 GPUs \(400 W computing, 60 W idle\); [0-9.]+ MWh for the run with failures at PUE 1.10; [0-9.]+ t CO2e at 400 g a kWh$' "$work/g.txt" ||
+  { echo "FAIL: the energy line: $(grep ^energy "$work/g.txt")"; exit 1; }
+passed=$((passed + 1))
+"$etsim" --analytic "$src/scenarios/tiny-gpt-cpu.json" | grep -q "^energy       not estimated: the profile .* gives no power_W" ||
+  { echo "FAIL: a profile without power"; exit 1; }
+passed=$((passed + 1))
+# --rank-by energy: the best plan uses the least energy of every ranked plan (the CSV has 6 digits)
+"$etsim" --search --rank-by energy --search-top 1 --search-csv "$work/e.csv" --json "$work/e.json" "$base" > /dev/null
+least=$(awk -F, 'NR > 1 && $23 == "ranked" && (m == "" || $27 < m) {m = $27} END {print m}' "$work/e.csv")
+awk -v a="$(jq '.search.best[0].energy_kWh' "$work/e.json")" -v b="$least" 'BEGIN {exit !(a <= b * (1 + 1e-5))}' ||
+  { echo "FAIL: --rank-by energy's best is not the least energy ($least kWh)"; exit 1; }
+passed=$((passed + 1))
+# --rank-by time with a GPU-hours budget: the budget filters, time ranks
+"$etsim" --search --rank-by time --budget-gpu-hours 40000 --search-top 5 --json "$work/t.json" "$base" > "$work/t.txt"
+jq -e '.search.ranked_by == "time-to-train" and ([.search.best[].gpu_hours] | all(. <= 40000))
+       and ([.search.best[].time_to_train_s] | . == sort)' "$work/t.json" > /dev/null ||
+  { echo "FAIL: --rank-by time under a budget"; jq -c '[.search.ranked_by, [.search.best[] | [.time_to_train_s, .gpu_hours]]]' "$work/t.json"; exit 1; }
+passed=$((passed + 1))
+for args in "--rank-by cost" "--rank-by speed"; do
+  set +e
+  # shellcheck disable=SC2086
+  "$etsim" --search $args "$base" > /dev/null 2> "$work/err"
+  rc=$?
+  set -e
+  [ $rc -eq 2 ] && grep -q -- "--rank-by" "$work/err" || { echo "FAIL: $args: exit $rc: $(cat "$work/err")"; exit 1; }
+  passed=$((passed + 1))
+done
 echo "resilience: $passed passed, 0 failed"
