@@ -19,6 +19,15 @@ typedef struct calib_coll_sample {
  * names, numeric nodes, gpus_per_node and size_bytes, and time_us (or busbw_GBps). */
 int calib_nccl_load(const char *path, const char *gpu_filter, calib_coll_sample **out, int *n, et_error *err);
 
+/* nccl-tests' own output (all_reduce_perf's log as it prints it): the '#  Rank' lines give the GPUs
+ * (their name checked against `gpu_filter` unless it is "any") and nodes (distinct hosts), each result row
+ * a sample (the out-of-place time). calib_nccl_tests_is_log() tells such a file by its first lines
+ * ("# nThread ..." or "# Collective test starting"). Another collective's run, rows that are not results
+ * (line named) or fewer than two ranks are refused. */
+int calib_nccl_tests_is_log(const char *path);
+int calib_nccl_tests_load(const char *path, const char *gpu_filter, calib_coll_sample **out, int *n,
+                          et_error *err);
+
 /* The closed form's time of a sample on the scenario's cluster with the two terms. */
 double calib_coll_predict(const et_scenario *s, const calib_coll_sample *x, double bandwidth_factor,
                           double step_latency_s);

@@ -36,6 +36,7 @@ static const char usage[] =
     "                   [--gpu NAME[|NAME...] --precision P]   (for calibset .csv tables)\n"
     "       etcalib fit-network nccl.csv --gpu NAME[|NAME...] --scenario s.json --out s-calibrated.json\n"
     "       etcalib fit-network micro.json --scenario s.json --out s-calibrated.json   (all-reduce rows)\n"
+    "       etcalib fit-network all_reduce_perf.log [--gpu NAME] --scenario s.json --out s-calibrated.json\n"
     "  bench:  matrix products over a grid of shapes and the scenario's shapes, streaming kernels and the\n"
     "          fused Adam update over sizes, the per-op overhead, on this machine (pin it and set\n"
     "          OPENBLAS_NUM_THREADS); under mpirun with 2 ranks or more, first the all-reduce's bus\n"
@@ -542,7 +543,10 @@ static int cmd_fit_network(int argc, char **argv)
     }
     const size_t tl = table ? strlen(table) : 0;
     const int from_micro = tl > 5 && !strcmp(table + tl - 5, ".json"); /* etcalib bench's all-reduce rows */
+    const int from_log =
+        table && !from_micro && calib_nccl_tests_is_log(table); /* all_reduce_perf's output */
     if (from_micro && !gpu) gpu = "MPI ranks";
+    if (from_log && !gpu) gpu = "any"; /* the log names its GPUs */
     if (!table || !gpu || !scenario_path || !out) {
         fprintf(stderr, "%s\n", usage);
         return EXIT_INPUT;
@@ -559,6 +563,7 @@ static int cmd_fit_network(int argc, char **argv)
     int n;
     json_t *micro = from_micro ? calib_load_json(table, &err) : NULL;
     int loaded = from_micro ? (micro ? calib_allreduce_samples(micro, table, &x, &n, &err) : -1)
+                 : from_log ? calib_nccl_tests_load(table, gpu, &x, &n, &err)
                             : calib_nccl_load(table, gpu, &x, &n, &err);
     json_decref(micro);
     if (loaded) {

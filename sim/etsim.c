@@ -832,6 +832,18 @@ static void print_plan(const options *o, const et_scenario *s, int rank, const s
         printf("     expert parallelism %d, context parallelism %d\n", p->expert, p->context);
 }
 
+/* Whether two plans are one plan but for ZeRO stage and recomputation (which change only memory and, when
+ * they change the time, their ranks): the same time-to-train to 1e-9, every other knob equal. */
+static int same_but_memory(const search_plan *a, const search_plan *b)
+{
+    return fabs(a->time_to_train_s - b->time_to_train_s) <= 1e-9 * a->time_to_train_s && a->gpus == b->gpus &&
+           a->global == b->global && a->device == b->device && a->tensor == b->tensor &&
+           a->pipeline == b->pipeline && a->virtual_pipeline == b->virtual_pipeline && a->data == b->data &&
+           a->expert == b->expert && a->context == b->context && a->local == b->local &&
+           a->grad_accum == b->grad_accum && a->sequence_parallel == b->sequence_parallel &&
+           a->bucket_mib == b->bucket_mib && a->vary == b->vary && a->allreduce == b->allreduce;
+}
+
 static void print_plan_header(void)
 {
     printf("%4s %-16s %6s %7s %10s %7s %9s %6s %6s %6s %6s %6s %6s %10s %5s %5s %12s %10s %10s %7s %-12s %7s "
@@ -1154,8 +1166,17 @@ static int search_main(options *o)
            s.resilience.interruptions_per_gpu_hour);
     printf("\n");
     print_plan_header();
-    for (int i = 0; i < r.n_best; i++)
-        print_plan(o, &s, i + 1, &r.best[i]);
+    /* plans that differ only in ZeRO stage or recomputation at one time-to-train are one row, the least
+     * memory first (the ranking's tie rule), the others named under it */
+    for (int i = 0, row = 1; i < r.n_best; row++) {
+        print_plan(o, &s, row, &r.best[i]);
+        int j = i + 1;
+        for (; j < r.n_best && same_but_memory(&r.best[i], &r.best[j]); j++)
+            printf("%s ZeRO %d, recomputation %s: %.2f GiB", j == i + 1 ? "     the same time with" : ";",
+                   r.best[j].zero_stage, et_recompute_names[r.best[j].recompute], r.best[j].memory_gib);
+        if (j > i + 1) printf("\n");
+        i = j;
+    }
     if (r.n_front > 1) {
         printf("\nPareto front of time-to-train against %s (%d plans no other beats on both):\n",
                r.front[0].price > 0 ? "cost" : "GPU-hours", r.n_front);
