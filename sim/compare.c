@@ -2,9 +2,104 @@
 
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "batch.h"
+#include "json_reader.h"
 #include "report.h"
+
+/* A duration row in human units (report_format_duration), each later side against the first as A/X. */
+static void duration_row(FILE *out, const char *name, const double *v, int n)
+{
+    fprintf(out, "%-34s", name);
+    char text[32];
+    for (int i = 0; i < n; i++) {
+        report_format_duration(text, sizeof text, v[i]);
+        fprintf(out, " %14s", text);
+    }
+    for (int i = 1; i < n; i++)
+        if (v[i] > 0)
+            fprintf(out, " %11.2fx", v[0] / v[i]);
+        else
+            fprintf(out, " %12s", "-");
+    fputc('\n', out);
+}
+
+/* Every leaf of a scenario document as "path=value" (compact JSON values), name and description left out. */
+typedef struct leaves {
+    char (*path)[160];
+    char (*value)[160];
+    int n, cap;
+} leaves;
+
+static void collect(leaves *l, const char *path, json_t *v)
+{
+    if (json_is_object(v)) {
+        const char *key;
+        json_t *x;
+        json_object_foreach(v, key, x)
+        {
+            if (!path[0] && (!strcmp(key, "name") || !strcmp(key, "description"))) continue;
+            char sub[160];
+            snprintf(sub, sizeof sub, "%s%s%s", path, path[0] ? "." : "", key);
+            collect(l, sub, x);
+        }
+        return;
+    }
+    if (l->n == l->cap) {
+        int cap = l->cap ? 2 * l->cap : 64;
+        void *p = realloc(l->path, (size_t)cap * sizeof *l->path),
+             *q = p ? realloc(l->value, (size_t)cap * sizeof *l->value) : NULL;
+        if (p) l->path = p;
+        if (!q) return;
+        l->value = q;
+        l->cap = cap;
+    }
+    char *text = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT | JSON_REAL_PRECISION(6));
+    snprintf(l->path[l->n], sizeof l->path[0], "%s", path);
+    snprintf(l->value[l->n], sizeof l->value[0], "%s", text ? text : "?");
+    free(text);
+    l->n++;
+}
+
+static const char *leaf(const leaves *l, const char *path)
+{
+    for (int i = 0; i < l->n; i++)
+        if (!strcmp(l->path[i], path)) return l->value[i];
+    return "-";
+}
+
+/* The keys whose values differ between the scenario files, each with its values in order: what makes the
+ * scenarios compared different, without a diff by hand. */
+static void print_differences(FILE *out, int n, const et_scenario *const *s)
+{
+    leaves l[COMPARE_MAX] = {{0}};
+    for (int i = 0; i < n; i++) {
+        json_t *root;
+        et_error err;
+        if (et_json_load_file(s[i]->source, &root, &err)) continue;
+        collect(&l[i], "", root);
+        json_decref(root);
+    }
+    int shown = 0;
+    for (int i = 0; i < n; i++)
+        for (int k = 0; k < l[i].n; k++) {
+            int seen = 0, differs = 0;
+            for (int j = 0; j < i && !seen; j++) /* each path once, where it first appears */
+                seen = strcmp(leaf(&l[j], l[i].path[k]), "-") != 0;
+            for (int j = 0; j < n && !seen; j++)
+                differs |= strcmp(leaf(&l[j], l[i].path[k]), l[i].value[k]) != 0;
+            if (seen || !differs) continue;
+            fprintf(out, "%s %s:", shown++ ? "            " : "differs     ", l[i].path[k]);
+            for (int j = 0; j < n; j++)
+                fprintf(out, "%s %s", j ? " |" : "", leaf(&l[j], l[i].path[k]));
+            fputc('\n', out);
+        }
+    if (!shown)
+        fprintf(out, "differs      nothing in the scenario files (only --set, --op-times or the engine)\n");
+    for (int i = 0; i < n; i++)
+        free(l[i].path), free(l[i].value);
+}
 
 /* One row over n sides: the values, then each later side against the first (time rows A/X, rate rows X/A). */
 static void row(FILE *out, const char *name, const double *v, int n, double scale, int time)
@@ -128,6 +223,7 @@ void compare_print_many(FILE *out, int n, const et_scenario *const *s, const et_
         x[i] = summarize(s[i], e[i], sim[i]);
         fprintf(out, "%s     %c: %s (%s)\n", i ? "        " : "", 'A' + i, s[i]->name, s[i]->source);
     }
+    print_differences(out, n, s);
     fprintf(out, "engine       %s\n\n",
             sim[0] ? "simgrid (step parts marked * are the cost model's)" : "analytic");
     fprintf(out, "%-34s", "");
@@ -153,11 +249,21 @@ void compare_print_many(FILE *out, int n, const et_scenario *const *s, const et_
     ROW("gradient communication* [ms]", e[i]->dp_comm, 1e3, 1);
     ROW("straggler factor max/mean", x[i].factor, 1, 1);
     ROW("memory per GPU [GiB]", e[i]->memory.total, 1.0 / 1073741824.0, 1);
+    ROW("  weights [GiB]", e[i]->memory.weights, 1.0 / 1073741824.0, 1);
+    ROW("  gradients [GiB]", e[i]->memory.gradients, 1.0 / 1073741824.0, 1);
+    ROW("  optimizer states [GiB]", e[i]->memory.optimizer_states, 1.0 / 1073741824.0, 1);
+    ROW("  activations [GiB]", e[i]->memory.activations, 1.0 / 1073741824.0, 1);
+    ROW("  framework reserve [GiB]", e[i]->memory.reserved, 1.0 / 1073741824.0, 1);
+    ROW("  all but the reserve [GiB]", e[i]->memory.total - e[i]->memory.reserved, 1.0 / 1073741824.0, 1);
     ROW("MFU [%]", x[i].mfu, 100, 0);
     ROW("samples/s", s[i]->batch.global / x[i].step, 1, 0);
-    ROW("time-to-train [s]",
-        (sim[i] ? report_sim_train_time(e[i], sim[i]) : e[i]->train_time) + e[i]->eval_time, 1, 1);
 #undef ROW
+    for (int i = 0; i < n; i++)
+        v[i] = (sim[i] ? report_sim_train_time(e[i], sim[i]) : e[i]->train_time) + e[i]->eval_time;
+    duration_row(out, "time-to-train", v, n);
+    for (int i = 0; i < n; i++)
+        v[i] *= e[i]->goodput.factor;
+    duration_row(out, "  with failures and checkpoints", v, n);
     fprintf(out, "%-34s", "steps to train");
     for (int i = 0; i < n; i++)
         fprintf(out, " %14lld", e[i]->steps);
