@@ -58,6 +58,49 @@ static int check_ranks(json_t *list, long long ranks, const char *where, calib_r
     return 0;
 }
 
+/* The wall step's account beyond rank 0's ops (calib_run.h): the all-reduces' wait after backward, and the
+ * slowest rank's extra op time. Values that are not numbers count as nothing. */
+static void wall_account(calib_run *r, json_t *comm, json_t *ops, long long ranks)
+{
+    const size_t nb = json_array_size(comm);
+    double *wait = calloc((size_t)r->steps + 1, sizeof *wait);
+    int n = 0;
+    for (int s = 0; wait && nb && s < r->steps; s++) {
+        double last_start = -1, last_end = -1;
+        for (size_t k = 0; k < nb; k++) {
+            json_t *b = json_array_get(comm, k);
+            const double st = json_number_value(json_array_get(json_object_get(b, "start_s"), (size_t)s)),
+                         en = json_number_value(json_array_get(json_object_get(b, "end_s"), (size_t)s));
+            if (st > last_start) last_start = st;
+            if (en > last_end) last_end = en;
+        }
+        if (last_start >= 0 && last_end >= last_start && last_end <= MAX_SECONDS)
+            wait[n++] = last_end - last_start;
+    }
+    r->comm_wait = n ? et_quantile(wait, n, 0.5) : 0;
+    free(wait);
+    double *sum = calloc((size_t)(ranks > 0 && ranks <= 1 << 20 ? ranks : 1), sizeof *sum);
+    if (!sum) return;
+    size_t i;
+    json_t *op;
+    json_array_foreach(ops, i, op)
+    {
+        size_t k;
+        json_t *e;
+        json_array_foreach(json_object_get(op, "ranks"), k, e)
+        {
+            const long long rank = json_integer_value(json_object_get(e, "rank"));
+            const double t = json_number_value(json_object_get(e, "median_s"));
+            if (rank >= 0 && rank < ranks && rank <= 1 << 20 && t >= 0 && t <= MAX_SECONDS) sum[rank] += t;
+        }
+    }
+    double most = sum[0];
+    for (long long k = 1; k < ranks && k <= 1 << 20; k++)
+        if (sum[k] > most) most = sum[k];
+    r->slowest_rank_extra = most - sum[0];
+    free(sum);
+}
+
 /* The plan file is the one the run ran: its checksum is the one measured.json recorded. */
 static int check_plan_sum(const char *plan, const char *want, calib_run *r, et_error *err)
 {
@@ -167,6 +210,7 @@ int calib_run_load(const char *path, const et_device_profile *profile, calib_run
                     break;
                 r->measured[i] = json_number_value(t);
             }
+            if (!rc) wall_account(r, json_object_get(root, "communication"), ops, json_integer_value(ranks));
             for (int s = 0; !rc && s < r->steps; s++) {
                 json_t *micro = json_array_get(shapes, (size_t)s);
                 for (int k = 0; !rc && k < r->micro; k++) {

@@ -26,6 +26,12 @@ typedef struct calib_run {
     et_batch_shape *shapes; /* steps x micro */
     double step_measured;   /* median step time */
     char backend[16];
+    /* where the wall step went beyond rank 0's ops (etcalib report): the median over measured steps of the
+     * wait after backward for the gradient all-reduces still in flight (the last bucket's start, when
+     * backward ends, to the last end; 0 without buckets), and how much longer the slowest rank's ops take
+     * than rank 0's (a wait that happens inside those all-reduces) */
+    double comm_wait;
+    double slowest_rank_extra;
 } calib_run;
 
 int calib_run_load(const char *path, const et_device_profile *profile, calib_run *out, et_error *err);

@@ -203,6 +203,17 @@ static int cmd_report(int argc, char **argv)
     printf("%-34s %14.3f %14.3f %10.1f\n", "step (sum of ops)", s.measured_total * 1e3,
            s.predicted_total * 1e3, error_pct(s.predicted_total, s.measured_total));
     printf("%-34s %14.3f %14s %10s\n", "step (wall clock, median)", run.step_measured * 1e3, "-", "-");
+    /* the wall step beyond the ops: what the run waited for and what the host did between ops */
+    const double gaps = run.step_measured - s.measured_total - run.comm_wait;
+    printf("%-34s %14.3f %14s %10s\n", "  all-reduce wait after backward", run.comm_wait * 1e3, "-", "-");
+    printf("%-34s %14.3f %14s %10s\n", "  host gaps, data, other waits", gaps * 1e3, "-", "-");
+    printf(
+        "# the wall step is rank 0's ops, the wait for the gradient all-reduces still running when backward "
+        "ends, and the rest: the host between ops (data, batch upload, timers) and other waits");
+    if (run.slowest_rank_extra > 0)
+        printf("; the slowest rank's ops take %.3f ms more than rank 0's, a wait inside the all-reduces",
+               run.slowest_rank_extra * 1e3);
+    printf("\n");
     for (int c = 0; c < CALIB_CLASS_COUNT; c++)
         if (s.measured[c] > 0 || s.predicted[c] > 0)
             printf("%-34s %14.3f %14.3f %10.1f\n", calib_class_names[c], s.measured[c] * 1e3,

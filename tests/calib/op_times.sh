@@ -17,6 +17,15 @@ scenario=$src/scenarios/tiny-gpt-cpu.json
 mpirun --allow-run-as-root --oversubscribe --mca btl self,vader -np 2 "$build/runtime/etrun" --quiet \
   --out "$work/m.json" "$work/plan.json" 2> /dev/null
 measured=$(jq .step_time_s.median "$work/m.json")
+# etcalib report accounts for the wall step: rank 0's ops + the all-reduce wait after backward + the host's
+# gaps add up to it, and the slowest rank's extra op time is named
+"$build/calib/etcalib" report "$work/m.json" > "$work/report.txt"
+awk '/^step \(sum of ops\)/ {o = $(NF-2)} /^step \(wall clock/ {w = $(NF-2)} /^  all-reduce wait after backward/ {a = $(NF-2)}
+     /^  host gaps, data, other waits/ {g = $(NF-2)}
+     END {d = o + a + g - w; exit !(w > 0 && a >= 0 && (d < 0 ? -d : d) < 0.002 + 1e-6 * w)}' "$work/report.txt" ||
+  { echo "FAIL: the wall step's account"; head -8 "$work/report.txt"; exit 1; }
+grep -q "^# the wall step is rank 0's ops, the wait for the gradient all-reduces" "$work/report.txt" ||
+  { echo "FAIL: the wall step's account is not explained"; exit 1; }
 "$etsim" --analytic --quiet --json "$work/model.json" "$scenario" > /dev/null
 "$etsim" --analytic --quiet --op-times "$work/m.json" --json "$work/scaled.json" "$scenario" > /dev/null
 "$etsim" --quiet --op-times "$work/m.json" --json "$work/sim.json" "$scenario" > /dev/null
