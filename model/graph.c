@@ -1097,6 +1097,12 @@ double et_step_op_times(const et_graph *g, const et_batch_shape *micro, int n_mi
 
 double et_model_param_count(const et_model_config *model)
 {
+    /* once per model: the plan search asks it for every candidate of one model, and a whole graph of a
+     * 175B model was most of a candidate's cost (the struct compared byte for byte: scenarios are parsed
+     * into zeroed structs) */
+    static _Thread_local et_model_config cached_model;
+    static _Thread_local double cached_count = -1;
+    if (cached_count >= 0 && memcmp(&cached_model, model, sizeof *model) == 0) return cached_count;
     et_graph g;
     et_error err;
     et_graph_options o = {
@@ -1104,6 +1110,8 @@ double et_model_param_count(const et_model_config *model)
     if (et_graph_build(model, &o, &g, &err)) return -1;
     double n = g.param_count;
     et_graph_free(&g);
+    cached_model = *model;
+    cached_count = n;
     return n;
 }
 
