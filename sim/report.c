@@ -162,11 +162,12 @@ void report_print_energy(FILE *out, const et_scenario *s, const et_estimate *e)
         fprintf(out, "energy       not estimated: the profile %s gives no power_W\n", d->name);
         return;
     }
+    const int mwh = e->energy_run_kwh >= 1000; /* MWh for large runs, kWh below */
     fprintf(out,
-            "energy       %.4g kJ a step on %d GPUs (%.0f W computing, %.0f W idle); %.4g MWh for the run "
+            "energy       %.4g kJ a step on %d GPUs (%.0f W computing, %.0f W idle); %.4g %s for the run "
             "with failures at PUE %.2f",
             e->energy_step_j / 1e3, et_scenario_gpus(s), d->power_busy_w, d->power_idle_w,
-            e->energy_run_kwh / 1e3, s->energy.pue);
+            mwh ? e->energy_run_kwh / 1e3 : e->energy_run_kwh, mwh ? "MWh" : "kWh", s->energy.pue);
     if (s->energy.carbon_g_per_kwh > 0)
         fprintf(out, "; %.4g t CO2e at %.0f g a kWh", e->co2_kg / 1e3, s->energy.carbon_g_per_kwh);
     fputc('\n', out);
