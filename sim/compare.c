@@ -173,43 +173,67 @@ static int layer_costs(const et_scenario *s, double *time, double *bytes)
     return 0;
 }
 
-static void layer_row(FILE *out, const char *name, double ta, double tb, double ba, double bb)
+/* One layer slot over n sides: A's time, each later side's time and speedup over A, then every side's
+ * weights; with two sides, "B slower" marks a layer B slows. */
+static void layer_row(FILE *out, const char *name, int n, double *const *t, double *const *w, int k)
 {
-    double speedup = tb > 0 ? ta / tb : NAN;
-    fprintf(out, "%-22s %12.4f %12.4f %9.2fx %13.2f %13.2f%s\n", name, ta * 1e3, tb * 1e3, speedup,
-            ba / 1048576.0, bb / 1048576.0, speedup < 1 ? "  B slower" : "");
+    fprintf(out, "%-22s %12.4f", name, t[0][k] * 1e3);
+    int slower = 0;
+    for (int i = 1; i < n; i++) {
+        const double speedup = t[i][k] > 0 ? t[0][k] / t[i][k] : NAN;
+        fprintf(out, " %12.4f %9.2fx", t[i][k] * 1e3, speedup);
+        slower |= speedup < 1;
+    }
+    for (int i = 0; i < n; i++)
+        fprintf(out, " %14.2f", w[i][k] / 1048576.0);
+    fprintf(out, "%s\n", n == 2 && slower ? "  B slower" : "");
 }
 
-/* Per-layer table when both scenarios have the same layer count; identical consecutive layers collapse. */
-static void print_layers(FILE *out, const et_scenario *a, const et_scenario *b)
+/* Per-layer table when every scenario has A's layer count; identical consecutive layers collapse. */
+static void print_layers(FILE *out, int n, const et_scenario *const *s)
 {
-    const int L = a->model.layers;
-    if (b->model.layers != L) return;
-    double *ta = calloc((size_t)L + 2, sizeof *ta), *tb = calloc((size_t)L + 2, sizeof *tb);
-    double *ba = calloc((size_t)L + 2, sizeof *ba), *bb = calloc((size_t)L + 2, sizeof *bb);
-    if (ta && tb && ba && bb && !layer_costs(a, ta, ba) && !layer_costs(b, tb, bb)) {
-        fprintf(out, "\n%-22s %12s %12s %10s %13s %13s\n", "per layer (fwd+bwd)", "A[ms]", "B[ms]", "speedup",
-                "A weights[MiB]", "B weights[MiB]");
-        layer_row(out, "embeddings", ta[0], tb[0], ba[0], bb[0]);
+    const int L = s[0]->model.layers;
+    for (int i = 1; i < n; i++)
+        if (s[i]->model.layers != L) return;
+    double *t[COMPARE_MAX] = {NULL}, *w[COMPARE_MAX] = {NULL};
+    int ok = 1;
+    for (int i = 0; i < n && ok; i++) {
+        t[i] = calloc((size_t)L + 2, sizeof *t[i]), w[i] = calloc((size_t)L + 2, sizeof *w[i]);
+        ok = t[i] && w[i] && !layer_costs(s[i], t[i], w[i]);
+    }
+    if (ok) {
+        fprintf(out, "\n%-22s %12s", "per layer (fwd+bwd)", "A[ms]");
+        char head[2][24];
+        for (int i = 1; i < n; i++) {
+            snprintf(head[0], sizeof head[0], "%c[ms]", 'A' + i);
+            snprintf(head[1], sizeof head[1], "%c speedup", 'A' + i);
+            fprintf(out, " %12s %10s", head[0], head[1]);
+        }
+        for (int i = 0; i < n; i++) {
+            snprintf(head[0], sizeof head[0], "%c weights[MiB]", 'A' + i);
+            fprintf(out, " %14s", head[0]);
+        }
+        fputc('\n', out);
+        layer_row(out, "embeddings", n, t, w, 0);
         char name[48];
         for (int i = 1; i <= L;) {
-            int j = i;
-            while (j < L && ta[j + 1] == ta[i] && tb[j + 1] == tb[i] && ba[j + 1] == ba[i] &&
-                   bb[j + 1] == bb[i])
-                j++;
+            int j = i, same = 1;
+            while (j < L && same) {
+                for (int k = 0; k < n && same; k++)
+                    same = t[k][j + 1] == t[k][i] && w[k][j + 1] == w[k][i];
+                if (same) j++;
+            }
             if (j > i)
                 snprintf(name, sizeof name, "layers %d-%d, each", i - 1, j - 1);
             else
                 snprintf(name, sizeof name, "layer %d", i - 1);
-            layer_row(out, name, ta[i], tb[i], ba[i], bb[i]);
+            layer_row(out, name, n, t, w, i);
             i = j + 1;
         }
-        layer_row(out, "head", ta[L + 1], tb[L + 1], ba[L + 1], bb[L + 1]);
+        layer_row(out, "head", n, t, w, L + 1);
     }
-    free(ta);
-    free(tb);
-    free(ba);
-    free(bb);
+    for (int i = 0; i < n; i++)
+        free(t[i]), free(w[i]);
 }
 
 void compare_print_many(FILE *out, int n, const et_scenario *const *s, const et_estimate *const *e,
@@ -275,7 +299,7 @@ void compare_print_many(FILE *out, int n, const et_scenario *const *s, const et_
     for (int i = 0; i < n; i++)
         fprintf(out, " %14.4g", e[i]->params_total);
     fputc('\n', out);
-    if (n == 2) print_layers(out, s[0], s[1]);
+    print_layers(out, n, s);
 }
 
 void compare_print(FILE *out, const et_scenario *a, const et_estimate *ea, const json_t *sim_a,
