@@ -206,6 +206,7 @@ mut tiny.json '.cluster.device = "mine"'
 cp "$in/case.json" "$in/uses-dir.json"
 try "--json names a profile from ET_PROFILE_DIR" "is the input" -- env ET_PROFILE_DIR="$in/profiles" "$etsim" --analytic --json "$in/profiles/mine.json" "$in/uses-dir.json"
 try "--compare's third scenario's profile" "is the input" -- env ET_PROFILE_DIR="$in/profiles" "$etsim" --analytic --compare "$in/tiny.json" "$in/tiny.json" "$in/uses-dir.json" --json "$in/profiles/mine.json"
+try "--search-out names a --search-devices profile" "is the input" -- env ET_PROFILE_DIR="$in/profiles" "$etsim" --search --search-devices mine --search-out "$in/profiles/mine.json" "$in/tiny.json"
 try "--compare's third scenario" "is the input" -- "$etsim" --analytic --compare "$in/tiny.json" "$in/gpt.json" "$in/moe.json" --json "$in/moe.json"
 mut gpt.json ".data.lengths = {\"distribution\": \"histogram\", \"file\": \"$in/hist.csv\"}"
 try "--json names the histogram" "is the input" -- "$etsim" --analytic --json "$in/hist.csv" "$in/case.json"
