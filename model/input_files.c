@@ -31,8 +31,3 @@ const char *et_input_match(const char *path)
         if (stat(noted[i], &in) == 0 && in.st_dev == out.st_dev && in.st_ino == out.st_ino) return noted[i];
     return NULL;
 }
-
-int et_input_count(void)
-{
-    return n_noted;
-}

@@ -9,14 +9,10 @@
 #ifndef ET_INPUT_FILES_H
 #define ET_INPUT_FILES_H
 
-/* Notes `path` (NULL or "" is ignored). Out of memory drops the note: the check falls back on the inputs
- * the caller names to et_output_check(). */
+/* Notes `path` (NULL or "" is ignored). Out of memory drops the note (that input is then unguarded). */
 void et_input_note(const char *path);
 
 /* The noted input that `path` is (the same file), or NULL when it is none, or does not exist. */
 const char *et_input_match(const char *path);
-
-/* How many distinct paths were noted (for tests). */
-int et_input_count(void);
 
 #endif

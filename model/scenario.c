@@ -1016,13 +1016,14 @@ static int read_energy(const et_json_reader *r, json_t *root, et_scenario *s)
 {
     static const char *const keys[] = {"pue", "carbon_g_per_kWh", NULL};
     json_t *o;
+    s->energy.pue = 1.2, s->energy.carbon_g_per_kwh = 0;
     if (et_json_get_object(r, root, "$", "energy", false, keys, &o)) return -1;
-    json_t *none = o ? NULL : json_object();
-    int rc = et_json_get_number(r, o ? o : none, "$.energy", "pue", false, 1.2, 1, 10, &s->energy.pue) ||
-             et_json_get_number(r, o ? o : none, "$.energy", "carbon_g_per_kWh", false, 0, 0, 1e4,
-                                &s->energy.carbon_g_per_kwh);
-    json_decref(none);
-    return rc ? -1 : 0;
+    if (!o) return 0;
+    return et_json_get_number(r, o, "$.energy", "pue", false, 1.2, 1, 10, &s->energy.pue) ||
+                   et_json_get_number(r, o, "$.energy", "carbon_g_per_kWh", false, 0, 0, 1e4,
+                                      &s->energy.carbon_g_per_kwh)
+               ? -1
+               : 0;
 }
 
 static int read_host(const et_json_reader *r, json_t *root, et_scenario *s)

@@ -13,6 +13,7 @@
 #include <xxhash.h>
 
 #include "atomic_file.h"
+#include "checksum.h"
 #include "input_files.h"
 #include "method.h"
 #include "optimizer.h"
@@ -229,27 +230,11 @@ int rt_checkpoint_find(const char *dir, char *path, size_t size, et_error *err)
 /* Hashes the whole file but its last 8 bytes, which it returns in *stored. */
 static int file_checksum(FILE *f, uint64_t size, uint64_t *computed, uint64_t *stored)
 {
-    XXH64_state_t *st = XXH64_createState();
-    char *chunk = malloc(1 << 20);
-    int rc = -1;
-    if (st && chunk) {
-        XXH64_reset(st, 0);
-        rewind(f);
-        uint64_t left = size - 8;
-        while (left > 0) {
-            size_t want = left < (1u << 20) ? (size_t)left : (size_t)1 << 20;
-            if (fread(chunk, 1, want, f) != want) break;
-            XXH64_update(st, chunk, want);
-            left -= want;
-        }
-        if (left == 0 && fread(stored, 8, 1, f) == 1) {
-            *computed = XXH64_digest(st);
-            rc = 0;
-        }
-    }
-    free(chunk);
-    XXH64_freeState(st);
-    return rc;
+    unsigned long long h;
+    rewind(f);
+    if (et_xxh64_stream(f, size - 8, &h) || fread(stored, 8, 1, f) != 1) return -1;
+    *computed = h;
+    return 0;
 }
 
 /* The value of `key` in a fingerprint text (copied into out), 0 when found. */

@@ -13,7 +13,6 @@
 #include "compare.h"
 #include "fabric.h"
 #include "faults_report.h"
-#include "input_files.h"
 #include "json_reader.h"
 #include "plan.h"
 #include "platform.h"
@@ -696,19 +695,7 @@ static int load(const options *o, const char *path, et_scenario *s)
 }
 
 /* Loads, estimates and (unless analytic) simulates one scenario; returns an exit status. */
-static int evaluate(const options *o, const char *path, et_scenario *s, et_estimate *e, json_t **sim)
-{
-    et_error err;
-    *sim = NULL;
-    int rc = load(o, path, s);
-    if (rc) return rc;
-    if (et_analytic_estimate(s, e, &err) || (!o->analytic && sim_run_phases(s, &o->sim, sim, &err))) {
-        print_error(&err);
-        et_scenario_free(s);
-        return et_error_exit_status(&err);
-    }
-    return 0;
-}
+static int check_outputs(const options *o, const et_scenario *s);
 
 static int compare_main(options *o)
 {
@@ -717,9 +704,19 @@ static int compare_main(options *o)
     et_estimate est[COMPARE_MAX];
     json_t *sims[COMPARE_MAX] = {NULL};
     int loaded = 0, rc = 0;
-    o->sim.progress = !o->quiet && isatty(2);
+    /* every scenario loaded before the outputs are checked: their files are inputs too (input_files.h) */
     for (; loaded < n && !rc; loaded++)
-        if ((rc = evaluate(o, o->compare[loaded], &sc[loaded], &est[loaded], &sims[loaded]))) break;
+        if ((rc = load(o, o->compare[loaded], &sc[loaded]))) break;
+    if (!rc) rc = check_outputs(o, &sc[0]);
+    o->sim.progress = !o->quiet && isatty(2);
+    for (int i = 0; i < loaded && !rc; i++) {
+        et_error err;
+        if (et_analytic_estimate(&sc[i], &est[i], &err) ||
+            (!o->analytic && sim_run_phases(&sc[i], &o->sim, &sims[i], &err))) {
+            print_error(&err);
+            rc = et_error_exit_status(&err);
+        }
+    }
     if (!rc) {
         const et_scenario *ps[COMPARE_MAX];
         const et_estimate *pe[COMPARE_MAX];
@@ -1239,14 +1236,12 @@ static int search_main(options *o)
         print_no_plan(o, &s, &r);
         rc = EXIT_DOES_NOT_FIT;
     } else if (own_ok && order != SEARCH_BY_TIME) {
-        const double own_hours = et_gpu_hours(&s, own.time_to_train_with_failures);
-        const double own_spend = order == SEARCH_BY_COST
-                                     ? own_hours * search_price(&o->space, s.cluster.device.name)
-                                 : order == SEARCH_BY_ENERGY ? own.energy_run_kwh
-                                                             : own_hours;
-        const double best_spend = order == SEARCH_BY_COST     ? r.best[0].cost
-                                  : order == SEARCH_BY_ENERGY ? r.best[0].energy_kwh
-                                                              : r.best[0].gpu_hours;
+        search_plan mine = {.gpu_hours = et_gpu_hours(&s, own.time_to_train_with_failures),
+                            .energy_kwh = own.energy_run_kwh,
+                            .time_to_train_s = own.time_to_train_with_failures};
+        mine.cost = mine.gpu_hours * search_price(&o->space, s.cluster.device.name);
+        const double own_spend = search_rank_key(&mine, order),
+                     best_spend = search_rank_key(&r.best[0], order);
         if (!(own_spend > 0))
             printf("\nthe scenario's own plan: no %s for its device %s, so nothing to compare\n",
                    order == SEARCH_BY_ENERGY ? "power" : "price", s.cluster.device.name);
@@ -1256,7 +1251,7 @@ static int search_main(options *o)
                    : order == SEARCH_BY_ENERGY ? "kWh"
                                                : "GPU-hours",
                    own.memory.fits ? "" : " (does not fit)", best_spend,
-                   own_spend > 0 ? 100 * fabs(1 - best_spend / own_spend) : 0,
+                   100 * fabs(1 - best_spend / own_spend),
                    best_spend <= own_spend ? "less" : "more: the own plan is outside the space searched");
     } else if (own_ok) {
         const double ratio = own.step_time / r.best[0].step_s;
@@ -1337,22 +1332,7 @@ int main(int argc, char **argv)
         return rc;
     }
     if (o.sweep) return sweep_main(&o);
-    if (o.compare_with) {
-        et_scenario first;
-        int bad = load(&o, o.scenario, &first);
-        if (bad) return bad;
-        for (int i = 1; i < o.n_compare && !bad; i++) { /* each one's files noted as inputs (input_files.h) */
-            et_scenario other;
-            if (load_with(&o, o.compare[i], NULL, &other))
-                bad = EXIT_INPUT;
-            else
-                et_scenario_free(&other);
-        }
-        if (!bad) bad = check_outputs(&o, &first);
-        et_scenario_free(&first);
-        if (bad) return bad;
-        return compare_main(&o);
-    }
+    if (o.compare_with) return compare_main(&o);
     et_error err;
     et_scenario s;
     int loaded = load(&o, o.scenario, &s);

@@ -113,7 +113,7 @@ search_order search_ranking(const search_space *space)
     return space->price > 0 || space->n_prices > 0 ? SEARCH_BY_COST : SEARCH_BY_GPU_HOURS;
 }
 
-static double rank_key(const search_plan *p, search_order by)
+double search_rank_key(const search_plan *p, search_order by)
 {
     return by == SEARCH_BY_COST        ? p->cost
            : by == SEARCH_BY_GPU_HOURS ? p->gpu_hours
@@ -125,7 +125,7 @@ static double rank_key(const search_plan *p, search_order by)
  * 3, recomputation or none, at one time: the plan with headroom first). */
 static int ranks_after(const search_plan *a, const search_plan *b, search_order by)
 {
-    const double ka = rank_key(a, by), kb = rank_key(b, by);
+    const double ka = search_rank_key(a, by), kb = search_rank_key(b, by);
     if (fabs(ka - kb) > 1e-9 * fmax(fabs(ka), fabs(kb))) return ka > kb;
     return a->memory_gib > b->memory_gib;
 }
@@ -173,12 +173,18 @@ static int add_ranked(search_result *r, const search_plan *p)
     return 0;
 }
 
-/* Keeps the first refusal in byte order (deterministic whatever the threads). */
+/* Keeps the first refusal in byte order (deterministic whatever the threads): a candidate's, or another
+ * thread's when results merge. */
+static void keep_refusal(char *kept, const char *text)
+{
+    if (text[0] && (!kept[0] || strcmp(text, kept) < 0)) snprintf(kept, 400, "%s", text);
+}
+
 static void note_refusal(char *kept, const et_error *err)
 {
     char text[400];
     if (snprintf(text, sizeof text, "%s%s%.300s", err->path, err->path[0] ? ": " : "", err->text) < 0) return;
-    if (!kept[0] || strcmp(text, kept) < 0) snprintf(kept, 400, "%s", text);
+    keep_refusal(kept, text);
 }
 
 static void try_plan(const json_t *root, const char *path, search_plan *p, int keep,
@@ -346,8 +352,7 @@ void search_result_merge(search_result *out, search_result *r, int keep, search_
     if (r->over_budget &&
         (!out->over_budget || spend(&r->nearest_over_budget) < spend(&out->nearest_over_budget)))
         out->nearest_over_budget = r->nearest_over_budget;
-    if (r->refusal[0] && (!out->refusal[0] || strcmp(r->refusal, out->refusal) < 0))
-        snprintf(out->refusal, sizeof out->refusal, "%s", r->refusal);
+    keep_refusal(out->refusal, r->refusal);
     out->tried += r->tried, out->invalid += r->invalid, out->too_big += r->too_big;
     out->too_slow += r->too_slow, out->over_budget += r->over_budget, out->ranked += r->ranked;
     for (int i = 0; i < r->n_all; i++)

@@ -60,6 +60,9 @@ double search_price(const search_space *space, const char *device);
  * else by time-to-train. */
 typedef enum { SEARCH_BY_TIME, SEARCH_BY_GPU_HOURS, SEARCH_BY_COST, SEARCH_BY_ENERGY } search_order;
 extern const char *const search_order_names[]; /* "time", "gpu-hours", "cost", "energy" (--rank-by) */
+typedef struct search_plan search_plan;
+/* What ranks a plan in that order: its cost, GPU-hours, energy or time-to-train (all with failures). */
+double search_rank_key(const search_plan *p, search_order by);
 /* What became of an estimated plan. */
 enum { SEARCH_RANKED, SEARCH_TOO_BIG, SEARCH_TOO_SLOW, SEARCH_OVER_BUDGET };
 extern const char
@@ -74,7 +77,7 @@ search_order search_ranking(const search_space *space);
 int search_space_check(const search_space *space, const et_scenario *s, const char *scenario_device,
                        et_error *err);
 
-typedef struct search_plan {
+struct search_plan {
     int gpus;
     long long global; /* sequences per step */
     int device;       /* index into search_space.devices, -1 for the scenario's */
@@ -92,7 +95,7 @@ typedef struct search_plan {
     double tflops_per_gpu; /* model TFLOP/s per GPU at step_s */
     int status;            /* SEARCH_RANKED, or the constraint that refused it */
     json_t *scenario;      /* the candidate's scenario document (owned) */
-} search_plan;
+};
 
 typedef struct search_result {
     search_plan *best; /* fastest first */
