@@ -46,24 +46,24 @@ double et_tp_comm_time(const et_comm_group *tp, et_op_kind kind, double bytes)
  * all-reduce takes no compute time: its time is added to *tp_comm (when not NULL) instead. */
 /* Op j's compute seconds: given, or from the cost model. */
 static double op_compute(const et_scenario *s, const et_graph *g, int j, const et_batch_shape *b,
-                         const double *op_time)
+                         const et_op_classes *c)
 {
-    return op_time ? op_time[j] : et_op_time(&g->ops[j], b, &s->cluster.device, s->precision);
+    return c ? c->class_time[c->class_of[j]] : et_op_time(&g->ops[j], b, &s->cluster.device, s->precision);
 }
 
 /* op_seconds for an expert op at the rank's own (balanced) rows: what the simulator scales by each rank's
  * drawn load. */
 static double balanced_op_seconds(const et_scenario *s, const et_graph *g, int i, const et_batch_shape *b,
-                                  const double *op_time, const et_comm_group *tp, double *tp_comm)
+                                  const et_op_classes *c, const et_comm_group *tp, double *tp_comm)
 {
     const et_op *op = &g->ops[i];
     if (op->kind == ET_OP_CP_RING) {
         /* c - 1 steps, each hidden behind one chunk's share of the attention op before it */
-        const int c = s->parallel.context;
+        const int cp_ranks = s->parallel.context;
         et_comm_group cp = et_cp_group(s);
         double step = et_ring_step_time(&cp, et_linear_eval(&op->bytes, b)), chunk = 0;
-        if (i > 0 && g->ops[i - 1].kind == ET_OP_ATTENTION) chunk = op_compute(s, g, i - 1, b, op_time) / c;
-        if (tp_comm) *tp_comm += (c - 1) * fmax(0, step - chunk);
+        if (i > 0 && g->ops[i - 1].kind == ET_OP_ATTENTION) chunk = op_compute(s, g, i - 1, b, c) / cp_ranks;
+        if (tp_comm) *tp_comm += (cp_ranks - 1) * fmax(0, step - chunk);
         return 0;
     }
     if (op->kind == ET_OP_EP_ALLTOALL) {
@@ -79,20 +79,20 @@ static double balanced_op_seconds(const et_scenario *s, const et_graph *g, int i
              * (a reduce-scatter or all-reduce: the previous op), only what that product cannot hide shows */
             int j = op->kind == ET_OP_TP_ALLGATHER ? i + 1 : i - 1;
             if (j >= 0 && j < g->n_ops && g->ops[j].kind == ET_OP_GEMM && g->ops[j].phase == op->phase) {
-                double gemm = op_compute(s, g, j, b, op_time);
+                double gemm = op_compute(s, g, j, b, c);
                 t = t > gemm ? t - gemm : 0;
             }
         }
         if (tp_comm) *tp_comm += t;
         return 0;
     }
-    return op_compute(s, g, i, b, op_time);
+    return op_compute(s, g, i, b, c);
 }
 
 static double op_seconds(const et_scenario *s, const et_graph *g, int i, const et_batch_shape *b,
-                         const double *op_time, const et_comm_group *tp, double *tp_comm)
+                         const et_op_classes *c, const et_comm_group *tp, double *tp_comm)
 {
-    const double t = balanced_op_seconds(s, g, i, b, op_time, tp, tp_comm);
+    const double t = balanced_op_seconds(s, g, i, b, c, tp, tp_comm);
     /* every expert rank waits for the busiest at the next all-to-all */
     return g->ops[i].expert ? t * et_moe_imbalance(s, b) : t;
 }
@@ -100,28 +100,26 @@ static double op_seconds(const et_scenario *s, const et_graph *g, int i, const e
 double et_phase_time(const et_scenario *s, const et_graph *g, et_phase phase, const et_batch_shape *b,
                      double *tp_comm)
 {
-    return et_phase_time_of(s, g, phase, b, NULL, tp_comm);
-}
-
-/* Kernels the host launches for op i (none for communication and for ops that move and compute nothing). */
-static double op_kernels(const et_graph *g, int i, const et_batch_shape *b)
-{
-    const et_op *op = &g->ops[i];
-    if (et_op_is_comm(op->kind)) return 0;
-    if (et_linear_eval(&op->flops, b) <= 0 && et_linear_eval(&op->bytes, b) <= 0) return 0;
-    return op->kernels;
-}
-
-double et_phase_time_of(const et_scenario *s, const et_graph *g, et_phase phase, const et_batch_shape *b,
-                        const double *op_time, double *tp_comm)
-{
     double t = 0, kernels = 0;
     et_comm_group tp = et_tp_group(s);
     for (int i = 0; i < g->n_ops; i++)
         if (g->ops[i].phase == phase) {
-            t += op_seconds(s, g, i, b, op_time, &tp, tp_comm);
-            kernels += op_kernels(g, i, b);
+            t += op_seconds(s, g, i, b, NULL, &tp, tp_comm);
+            kernels += et_op_launches(&g->ops[i], b);
         }
+    return et_host_bound(t, kernels, s->host.per_kernel);
+}
+
+double et_phase_time_of(const et_scenario *s, const et_op_classes *c, et_phase phase, const et_batch_shape *b,
+                        double *tp_comm)
+{
+    double kernels = 0, t = et_op_classes_plain(c, phase, &kernels);
+    et_comm_group tp = et_tp_group(s);
+    for (int j = 0; j < c->n_special[phase]; j++) {
+        const int i = c->special[phase][j];
+        t += op_seconds(s, c->graph, i, b, c, &tp, tp_comm);
+        kernels += et_op_launches(&c->graph->ops[i], b);
+    }
     return et_host_bound(t, kernels, s->host.per_kernel);
 }
 
@@ -143,7 +141,7 @@ double et_pipeline_send_time(const et_scenario *s, const et_batch_shape *b)
  * ZeRO stage, GPU count far more often than in what shapes a graph). While ids are off (et_graph_set_ids,
  * the search's threads), the last GRAPH_CACHE graphs built by this thread are kept and handed out again for
  * the same model and graph options (compared byte for byte: a difference only costs a rebuild). */
-#define GRAPH_CACHE 128 /* a pipeline's stages and the whole model, for several plans */
+#define GRAPH_CACHE 8 /* a pipeline's stages and the whole model, for several plans */
 typedef struct graph_key {
     et_model_config model;
     et_graph_options options; /* its value fields (pointers cleared); the pointers' contents follow */
@@ -156,11 +154,10 @@ static _Thread_local struct {
     et_graph graph;
     et_op_classes classes; /* of `graph`: every op's time from one evaluation per distinct op */
     int has_classes;
+    et_linear flops; /* forward + backward FLOPs of one micro-batch, summed once (graph_flops) */
     int valid;
     unsigned long long used;
 } graph_cache[GRAPH_CACHE];
-static _Thread_local double *cached_op_time; /* scratch: one op time per op of the largest cached graph */
-static _Thread_local int cached_op_cap;
 static _Thread_local unsigned long long graph_clock;
 
 static unsigned long long hash_bytes(unsigned long long h, const void *data, size_t n)
@@ -178,14 +175,31 @@ static unsigned long long hash_bytes(unsigned long long h, const void *data, siz
     return h;
 }
 
+/* Forward + backward FLOPs of one micro-batch of a graph, as one linear form in the batch shape. */
+static et_linear graph_flops(const et_graph *g)
+{
+    et_linear f = {0};
+    for (int i = 0; i < g->n_ops; i++)
+        if (g->ops[i].phase != ET_PHASE_OPTIMIZER) {
+            const et_linear *x = &g->ops[i].flops;
+            f.fixed += x->fixed, f.per_sequence += x->per_sequence, f.per_token += x->per_token;
+            f.per_token_sq += x->per_token_sq, f.per_prediction += x->per_prediction;
+        }
+    return f;
+}
+
 /* A graph for (model, options): *owned 1 when the caller must free it, 0 when it is the cache's; with
  * `classes`, the cached graph's op classes (NULL when there are none). */
 static int graph_for(const et_model_config *model, const et_graph_options *o, et_graph *g, int *owned,
-                     et_error *err, et_op_classes **classes)
+                     et_error *err, et_op_classes **classes, et_linear *flops)
 {
     *owned = 1;
     if (classes) *classes = NULL;
-    if (et_graph_ids_on() || (o->op_scales && o->op_scales->n)) return et_graph_build(model, o, g, err);
+    if (et_graph_ids_on() || (o->op_scales && o->op_scales->n)) {
+        if (et_graph_build(model, o, g, err)) return -1;
+        if (flops) *flops = graph_flops(g);
+        return 0;
+    }
     graph_key key;
     memset(&key, 0, sizeof key);
     memcpy(&key.model, model, sizeof key.model);
@@ -211,23 +225,34 @@ static int graph_for(const et_model_config *model, const et_graph_options *o, et
             *g = graph_cache[i].graph;
             *owned = 0;
             if (classes && graph_cache[i].has_classes) *classes = &graph_cache[i].classes;
+            if (flops) *flops = graph_cache[i].flops;
             return 0;
         }
         if (!graph_cache[i].valid || graph_cache[i].used < graph_cache[oldest].used) oldest = i;
     }
-    if (et_graph_build(model, o, g, err)) return -1;
     int *lps = lps_bytes ? malloc(lps_bytes) : NULL;
-    if (lps_bytes && !lps) return 0; /* out of memory for the cache: the caller owns this graph */
-    if (lps) memcpy(lps, o->layers_per_stage, lps_bytes);
-    if (graph_cache[oldest].valid) {
-        if (graph_cache[oldest].has_classes) et_op_classes_free(&graph_cache[oldest].classes);
-        et_graph_free(&graph_cache[oldest].graph);
-        free(graph_cache[oldest].layers_per_stage);
+    if (lps_bytes && !lps) { /* out of memory for the cache: the caller owns this graph */
+        if (et_graph_build(model, o, g, err)) return -1;
+        if (flops) *flops = graph_flops(g);
+        return 0;
     }
+    if (lps) memcpy(lps, o->layers_per_stage, lps_bytes);
+    if (graph_cache[oldest].valid) { /* its graph's buffers are reused */
+        if (graph_cache[oldest].has_classes) et_op_classes_free(&graph_cache[oldest].classes);
+        free(graph_cache[oldest].layers_per_stage);
+        graph_cache[oldest].layers_per_stage = NULL;
+        graph_cache[oldest].valid = 0;
+    }
+    if (et_graph_rebuild(model, o, &graph_cache[oldest].graph, err)) {
+        free(lps);
+        return -1;
+    }
+    *g = graph_cache[oldest].graph;
+    if (flops) *flops = graph_flops(g);
     graph_cache[oldest].key = key;
     graph_cache[oldest].layers_per_stage = lps;
     graph_cache[oldest].hash = hash;
-    graph_cache[oldest].graph = *g;
+    graph_cache[oldest].flops = graph_flops(g);
     graph_cache[oldest].valid = 1;
     graph_cache[oldest].used = ++graph_clock;
     /* the classes point at the cache's copy of the graph, which stays put */
@@ -240,37 +265,48 @@ static int graph_for(const et_model_config *model, const et_graph_options *o, et
 
 void et_analytic_release_cache(void)
 {
-    for (int i = 0; i < GRAPH_CACHE; i++)
-        if (graph_cache[i].valid) {
-            if (graph_cache[i].has_classes) et_op_classes_free(&graph_cache[i].classes);
-            et_graph_free(&graph_cache[i].graph);
-            free(graph_cache[i].layers_per_stage);
-            graph_cache[i].layers_per_stage = NULL;
-            graph_cache[i].valid = 0;
-        }
-    free(cached_op_time);
-    cached_op_time = NULL;
-    cached_op_cap = 0;
+    for (int i = 0; i < GRAPH_CACHE; i++) {
+        if (graph_cache[i].valid && graph_cache[i].has_classes) et_op_classes_free(&graph_cache[i].classes);
+        et_graph_free(&graph_cache[i].graph); /* an invalid slot may hold buffers to reuse */
+        free(graph_cache[i].layers_per_stage);
+        graph_cache[i].layers_per_stage = NULL;
+        graph_cache[i].valid = 0;
+    }
 }
 
-/* Every op's time for batch b from the cached classes, into the thread's scratch; NULL (the caller times
- * each op itself) without classes or memory. */
-static const double *class_times(et_op_classes *classes, const et_scenario *s, const et_batch_shape *b)
+/* A stage's graph with its op classes timed at shape b: the cache's, or built here (stage_graph_release
+ * frees what was). */
+typedef struct stage_graph {
+    et_graph g;
+    int owned;
+    et_op_classes *c, own;
+} stage_graph;
+
+static void stage_graph_release(stage_graph *x)
 {
-    if (!classes) return NULL;
-    const int n = classes->graph->n_ops + 1;
-    if (n > cached_op_cap) {
-        double *t = realloc(cached_op_time, (size_t)n * sizeof *t);
-        if (!t) return NULL;
-        cached_op_time = t;
-        cached_op_cap = n;
+    if (x->c == &x->own) et_op_classes_free(&x->own);
+    if (x->owned) et_graph_free(&x->g);
+}
+
+static int stage_graph_get(const et_scenario *s, const et_graph_options *o, const et_batch_shape *b,
+                           stage_graph *x, et_error *err)
+{
+    memset(x, 0, sizeof *x);
+    if (graph_for(&s->model, o, &x->g, &x->owned, err, &x->c, NULL)) return -1;
+    if (!x->c) {
+        if (et_op_classes_build(&x->g, &x->own)) {
+            stage_graph_release(x);
+            return et_error_set_code(err, ET_ERROR_MEMORY, NULL, 0, 0, NULL,
+                                     "out of memory grouping the ops");
+        }
+        x->c = &x->own;
     }
-    et_op_classes_times(classes, b, &s->cluster.device, s->precision, cached_op_time);
-    return cached_op_time;
+    et_op_classes_times(x->c, b, &s->cluster.device, s->precision, NULL);
+    return 0;
 }
 
 /* The whole model on one GPU, without recomputation: its parameters and its model FLOPs. */
-static int whole_model_graph(const et_scenario *s, et_graph *g, int *owned, et_error *err)
+static int whole_model_graph(const et_scenario *s, et_graph *g, int *owned, et_linear *flops, et_error *err)
 {
     et_graph_options o = et_scenario_graph_options(s, 0);
     o.tensor = 1;
@@ -283,34 +319,26 @@ static int whole_model_graph(const et_scenario *s, et_graph *g, int *owned, et_e
     /* model FLOPs count the routed rows, not a fixed capacity's padding */
     et_model_config model = s->model;
     model.moe.capacity_factor = 0;
-    return graph_for(&model, &o, g, owned, err, NULL);
+    return graph_for(&model, &o, g, owned, err, NULL, flops);
 }
 
-/* Forward + backward FLOPs of one micro-batch of a graph. */
-static double graph_flops(const et_graph *g, const et_batch_shape *b)
+double et_backward_segments_of(const et_scenario *s, const et_op_classes *c, const et_bucket *buckets, int nb,
+                               const et_batch_shape *b, double *seg, double *tp_comm)
 {
-    double f = 0;
-    for (int i = 0; i < g->n_ops; i++)
-        if (g->ops[i].phase != ET_PHASE_OPTIMIZER) f += et_linear_eval(&g->ops[i].flops, b);
-    return f;
-}
-
-double et_backward_segments(const et_scenario *s, const et_graph *g, const et_bucket *buckets, int nb,
-                            const et_batch_shape *b, double *seg, double *tp_comm)
-{
-    return et_backward_segments_of(s, g, buckets, nb, b, NULL, seg, tp_comm);
-}
-
-double et_backward_segments_of(const et_scenario *s, const et_graph *g, const et_bucket *buckets, int nb,
-                               const et_batch_shape *b, const double *op_time, double *seg, double *tp_comm)
-{
+    const et_graph *g = c->graph;
     double t = 0, total = 0, kernels = 0;
     int k = 0;
     et_comm_group tp = et_tp_group(s);
     for (int i = 0; i < g->n_ops; i++) {
-        if (g->ops[i].phase != ET_PHASE_BACKWARD) continue;
-        double dt = op_seconds(s, g, i, b, op_time, &tp, tp_comm);
-        kernels += op_kernels(g, i, b);
+        if (c->phase_of[i] != ET_PHASE_BACKWARD) continue;
+        double dt;
+        if (c->plain[i]) { /* the compact arrays only: a walk over the large ops is most of its cost */
+            dt = c->class_time[c->class_of[i]];
+            kernels += c->class_kernels[c->class_of[i]];
+        } else {
+            dt = op_seconds(s, g, i, b, c, &tp, tp_comm);
+            kernels += et_op_launches(&g->ops[i], b);
+        }
         t += dt;
         total += dt;
         while (k < nb && buckets[k].ready_op == i) {
@@ -329,9 +357,10 @@ double et_backward_segments_of(const et_scenario *s, const et_graph *g, const et
     return bound;
 }
 
-int et_phase_cuts(const et_scenario *s, const et_graph *g, et_phase phase, const et_bucket *buckets, int nb,
-                  const et_batch_shape *b, const double *op_time, et_phase_cut *cut, int max)
+int et_phase_cuts(const et_scenario *s, const et_op_classes *c, et_phase phase, const et_bucket *buckets,
+                  int nb, const et_batch_shape *b, et_phase_cut *cut, int max)
 {
+    const et_graph *g = c->graph;
     double compute = 0, expert = 0, total = 0, kernels = 0, tp_comm = 0;
     int n = 0, k = 0;
     et_comm_group tp = et_tp_group(s);
@@ -345,8 +374,8 @@ int et_phase_cuts(const et_scenario *s, const et_graph *g, et_phase phase, const
             continue;
         }
         double before = tp_comm;
-        double dt = balanced_op_seconds(s, g, i, b, op_time, &tp, &tp_comm) + (tp_comm - before);
-        kernels += op_kernels(g, i, b);
+        double dt = balanced_op_seconds(s, g, i, b, c, &tp, &tp_comm) + (tp_comm - before);
+        kernels += et_op_launches(&g->ops[i], b);
         compute += dt;
         total += dt;
         if (op->expert) expert += dt;
@@ -372,15 +401,21 @@ int et_phase_cuts(const et_scenario *s, const et_graph *g, et_phase phase, const
 
 /* Lays the last micro-batch's backward out on the compute stream and the bucket collectives on the
  * communication stream; returns the exposed communication, or -1 when out of memory. */
-static double overlap_buckets(const et_scenario *s, const et_graph *g, const et_batch_shape *b,
-                              const double *op_t, const et_bucket *buckets, int nb, const et_comm_group *dp,
-                              double *comm_total, double *clip_total)
+static double overlap_buckets(const et_scenario *s, const et_op_classes *classes, const et_batch_shape *b,
+                              const et_bucket *buckets, int nb, const et_comm_group *dp, double *comm_total,
+                              double *clip_total)
 {
     int per_bucket_clip = s->optimizer.clip == ET_CLIP_PER_BUCKET;
     double *seg = malloc(((size_t)nb + 1) * sizeof *seg);
     if (!seg) return -1; /* the caller reports it: never a plausible 0 */
-    et_backward_segments_of(s, g, buckets, nb, b, op_t, seg, NULL);
+    et_backward_segments_of(s, classes, buckets, nb, b, seg, NULL);
     double t = 0, comm_end = 0, sum = 0, clip = 0;
+    /* the buckets of a stage repeat a layer's few sizes: each size's time is computed once */
+    enum { MEMO = 16 };
+    double memo_bytes[MEMO], memo_time[MEMO];
+    bool memo_expert[MEMO];
+    for (int i = 0; i < MEMO; i++)
+        memo_bytes[i] = -1;
     for (int k = 0; k < nb; k++) {
         t += seg[k];
         if (per_bucket_clip) {
@@ -388,8 +423,17 @@ static double overlap_buckets(const et_scenario *s, const et_graph *g, const et_
             t += c;
             clip += c;
         }
-        const et_comm_group group = et_bucket_group(s, &buckets[k], dp);
-        double ct = et_bucket_comm_time(s, &group, buckets[k].bytes, NULL);
+        unsigned long long h;
+        memcpy(&h, &buckets[k].bytes, sizeof h);
+        const int slot =
+            (int)((h ^ h >> 29 ^ (unsigned long long)buckets[k].expert) * 0x9e3779b97f4a7c15ULL >> 60);
+        if (memo_bytes[slot] != buckets[k].bytes || memo_expert[slot] != buckets[k].expert) {
+            const et_comm_group group = et_bucket_group(s, &buckets[k], dp);
+            memo_bytes[slot] = buckets[k].bytes;
+            memo_expert[slot] = buckets[k].expert;
+            memo_time[slot] = et_bucket_comm_time(s, &group, buckets[k].bytes, NULL);
+        }
+        const double ct = memo_time[slot];
         sum += ct;
         comm_end = fmax(t, comm_end) + ct;
     }
@@ -479,10 +523,11 @@ static int estimate_phase(const et_scenario *s, et_estimate *out, et_error *err)
     const et_comm_group dp = et_dp_group(s);
     et_graph whole;
     int owned;
-    if (whole_model_graph(s, &whole, &owned, err)) return -1;
+    et_linear whole_flops;
+    if (whole_model_graph(s, &whole, &owned, &whole_flops, err)) return -1;
     out->params_total = whole.param_count;
     out->params_dense = whole.param_dense;
-    const double micro_flops = graph_flops(&whole, &b);
+    const double micro_flops = et_linear_eval(&whole_flops, &b);
     if (owned) et_graph_free(&whole);
     /* balance of per-rank compute across the sampled batches, and the largest micro-batch */
     out->straggler_factor = 1;
@@ -491,7 +536,7 @@ static int estimate_phase(const et_scenario *s, et_estimate *out, et_error *err)
         (s->data.unpadded || s->data.sampling.scheme == ET_SAMPLING_PACKED)) {
         et_graph g0;
         et_graph_options o0 = et_scenario_graph_options(s, 0);
-        if (graph_for(&s->model, &o0, &g0, &owned, err, NULL)) return -1;
+        if (graph_for(&s->model, &o0, &g0, &owned, err, NULL, NULL)) return -1;
         int rc = et_straggler_factor(s, &g0, ET_STRAGGLER_STEPS, &out->straggler_factor, &out->largest_batch);
         if (owned) et_graph_free(&g0);
         if (rc)
@@ -500,19 +545,21 @@ static int estimate_phase(const et_scenario *s, et_estimate *out, et_error *err)
     }
     double best_stage_time = -1;
     for (int stage = 0; stage < pp; stage++) {
-        et_graph g;
         et_graph_options o = et_scenario_graph_options(s, stage);
-        et_op_classes *classes;
-        if (graph_for(&s->model, &o, &g, &owned, err, &classes)) return -1;
-        const double *op_t = class_times(classes, s, &b);
+        /* a twin of an earlier stage has its times, and no more memory: fewer micro-batches in flight */
+        if (et_graph_stage_twin(&s->model, &o) != stage) continue;
+        stage_graph x;
+        if (stage_graph_get(s, &o, &b, &x, err)) return -1;
+        const et_graph g = x.g;
+        const et_op_classes *classes = x.c;
         const et_batch_shape worst = et_batch_worst_case(s);
         et_memory mem = et_memory_estimate(s, &g, &worst);
         if (mem.total > out->memory.total) out->memory = mem;
         double tp_f = 0, tp_b = 0;
-        double F = et_phase_time_of(s, &g, ET_PHASE_FORWARD, &b, op_t, &tp_f);
-        double Bw = et_phase_time_of(s, &g, ET_PHASE_BACKWARD, &b, op_t, &tp_b);
+        double F = et_phase_time_of(s, classes, ET_PHASE_FORWARD, &b, &tp_f);
+        double Bw = et_phase_time_of(s, classes, ET_PHASE_BACKWARD, &b, &tp_b);
         if (F + Bw + tp_f + tp_b <= best_stage_time) {
-            if (owned) et_graph_free(&g);
+            stage_graph_release(&x);
             continue;
         }
         best_stage_time = F + Bw + tp_f + tp_b;
@@ -523,7 +570,7 @@ static int estimate_phase(const et_scenario *s, et_estimate *out, et_error *err)
         int nb;
         double ge = et_precision_bytes(s->precision);
         if (et_buckets_build(&g, s->parallel.bucket_bytes, ge, &buckets, &nb, err)) {
-            if (owned) et_graph_free(&g);
+            stage_graph_release(&x);
             return -1;
         }
         const int v = s->parallel.virtual_pipeline;
@@ -535,11 +582,13 @@ static int estimate_phase(const et_scenario *s, et_estimate *out, et_error *err)
          * communication above: shown apart */
         out->ep_comm = out->cp_comm = 0;
         const et_comm_group tp = et_tp_group(s);
-        for (int i = 0; i < g.n_ops; i++)
-            if (g.ops[i].phase != ET_PHASE_OPTIMIZER &&
-                (g.ops[i].kind == ET_OP_EP_ALLTOALL || g.ops[i].kind == ET_OP_CP_RING))
-                op_seconds(s, &g, i, &b, op_t, &tp,
-                           g.ops[i].kind == ET_OP_CP_RING ? &out->cp_comm : &out->ep_comm);
+        for (int ph = ET_PHASE_FORWARD; ph <= ET_PHASE_BACKWARD; ph++)
+            for (int j = 0; j < classes->n_special[ph]; j++) {
+                const int i = classes->special[ph][j];
+                if (g.ops[i].kind == ET_OP_EP_ALLTOALL || g.ops[i].kind == ET_OP_CP_RING)
+                    op_seconds(s, &g, i, &b, classes, &tp,
+                               g.ops[i].kind == ET_OP_CP_RING ? &out->cp_comm : &out->ep_comm);
+            }
         out->ep_comm *= m;
         out->cp_comm *= m;
         out->tp_comm = fmax(0, out->tp_comm - out->ep_comm - out->cp_comm);
@@ -547,11 +596,11 @@ static int estimate_phase(const et_scenario *s, et_estimate *out, et_error *err)
         out->bubble = et_pipeline_bubble_micro_batches(pp, v) * (F + Bw + tp_f + tp_b + 2 * send);
         double comm_total = 0, clip = 0;
         out->dp_comm_exposed = et_scenario_grad_ranks(s) > 1
-                                   ? overlap_buckets(s, &g, &b, op_t, buckets, nb, &dp, &comm_total, &clip)
+                                   ? overlap_buckets(s, classes, &b, buckets, nb, &dp, &comm_total, &clip)
                                    : 0;
         if (out->dp_comm_exposed < 0) {
             free(buckets);
-            if (owned) et_graph_free(&g);
+            stage_graph_release(&x);
             return et_error_set_code(err, ET_ERROR_MEMORY, NULL, 0, 0, NULL,
                                      "out of memory laying out the gradient buckets");
         }
@@ -565,7 +614,7 @@ static int estimate_phase(const et_scenario *s, et_estimate *out, et_error *err)
         for (int k = 0; k < nb; k++)
             if (buckets[k].bytes > out->bucket_bytes_max) out->bucket_bytes_max = buckets[k].bytes;
         et_bucket_comm_time(s, &dp, out->bucket_bytes_max, &out->algo);
-        out->optimizer = et_phase_time_of(s, &g, ET_PHASE_OPTIMIZER, &b, op_t, NULL);
+        out->optimizer = et_phase_time_of(s, classes, ET_PHASE_OPTIMIZER, &b, NULL);
         if (et_scenario_grad_ranks(s) > 1 && et_scenario_gathers_parameters(s))
             out->zero_gather = et_ring_allgather_time(&dp, g.param_count * ge);
         if (s->parallel.zero_stage >= 3) {
@@ -575,7 +624,7 @@ static int estimate_phase(const et_scenario *s, et_estimate *out, et_error *err)
             out->dp_comm_exposed += fmax(0, gathers - (out->forward + out->backward));
         }
         free(buckets);
-        if (owned) et_graph_free(&g);
+        stage_graph_release(&x);
     }
     if (s->optimizer.clip == ET_CLIP_AFTER_ALLREDUCE && et_scenario_grad_ranks(s) > 1)
         out->clip_allreduce = et_allreduce_time(&dp, ET_COLL_AUTO, 4, NULL);

@@ -17,6 +17,7 @@
 #include "collectives.h"
 #include "graph.h"
 #include "memory.h"
+#include "op_classes.h"
 #include "scenario.h"
 #include "scenario_graph.h"
 
@@ -116,10 +117,10 @@ double et_bucket_clip_time(const et_scenario *s, double bytes);
 double et_phase_time(const et_scenario *s, const et_graph *g, et_phase phase, const et_batch_shape *b,
                      double *tp_comm);
 
-/* The same with the time of every op of the graph given (op_time[i] for g->ops[i], as from
- * et_op_classes_times), or computed when op_time is NULL. */
-double et_phase_time_of(const et_scenario *s, const et_graph *g, et_phase phase, const et_batch_shape *b,
-                        const double *op_time, double *tp_comm);
+/* The same from a graph's op classes timed at shape b (et_op_classes_times): the plain ops summed by
+ * class, the others (communication, experts' ops) one by one. */
+double et_phase_time_of(const et_scenario *s, const et_op_classes *c, et_phase phase, const et_batch_shape *b,
+                        double *tp_comm);
 
 /* Pipeline activation sends of one micro-batch in one direction, seconds (0 with one stage): one per model
  * chunk boundary, so v with v virtual stages. */
@@ -132,11 +133,10 @@ double et_tp_comm_time(const et_comm_group *tp, et_op_kind kind, double bytes);
 /* Splits one micro-batch's backward at the points where buckets become ready: seg[k] (k < nb) is the compute
  * time from the previous ready point to bucket k's, seg[nb] the rest of backward. Clipping is not included;
  * tensor-parallel all-reduces are added to *tp_comm (may be NULL), as et_phase_time does.
- * Returns the whole backward compute time. */
-double et_backward_segments(const et_scenario *s, const et_graph *g, const et_bucket *buckets, int nb,
-                            const et_batch_shape *b, double *seg, double *tp_comm);
-double et_backward_segments_of(const et_scenario *s, const et_graph *g, const et_bucket *buckets, int nb,
-                               const et_batch_shape *b, const double *op_time, double *seg, double *tp_comm);
+ * Returns the whole backward compute time. The graph's op classes must be timed at b (et_op_classes_times).
+ */
+double et_backward_segments_of(const et_scenario *s, const et_op_classes *c, const et_bucket *buckets, int nb,
+                               const et_batch_shape *b, double *seg, double *tp_comm);
 
 /* One micro-batch's phase cut at its experts' all-to-alls and, when buckets are given, at the points
  * where buckets become ready: cut j ends with all-to-all op `op` (>= 0), with bucket `bucket` ready (>= 0),
@@ -149,7 +149,7 @@ typedef struct et_phase_cut {
     int op, bucket;
     double compute, expert;
 } et_phase_cut;
-int et_phase_cuts(const et_scenario *s, const et_graph *g, et_phase phase, const et_bucket *buckets, int nb,
-                  const et_batch_shape *b, const double *op_time, et_phase_cut *cut, int max);
+int et_phase_cuts(const et_scenario *s, const et_op_classes *c, et_phase phase, const et_bucket *buckets,
+                  int nb, const et_batch_shape *b, et_phase_cut *cut, int max);
 
 #endif

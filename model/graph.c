@@ -26,6 +26,13 @@ bool et_op_is_comm(et_op_kind kind)
     return kind == ET_OP_TP_ALLREDUCE || kind == ET_OP_TP_ALLGATHER || kind == ET_OP_TP_REDUCE_SCATTER ||
            kind == ET_OP_CP_RING || kind == ET_OP_EP_ALLTOALL;
 }
+double et_op_launches(const et_op *op, const et_batch_shape *b)
+{
+    if (et_op_is_comm(op->kind)) return 0;
+    if (et_linear_eval(&op->flops, b) <= 0 && et_linear_eval(&op->bytes, b) <= 0) return 0;
+    return op->kernels;
+}
+
 const char *const et_phase_names[] = {"forward", "backward", "optimizer", NULL};
 
 /* Shorthands for linear forms in the batch letters (see graph.h). */
@@ -977,6 +984,16 @@ void et_adam_step_costs(et_op *op, double values, double grad_bytes)
 int et_graph_build(const et_model_config *m, const et_graph_options *o, et_graph *g, et_error *err)
 {
     memset(g, 0, sizeof *g);
+    return et_graph_rebuild(m, o, g, err);
+}
+
+int et_graph_rebuild(const et_model_config *m, const et_graph_options *o, et_graph *g, et_error *err)
+{
+    et_op *ops = g->ops;
+    et_param *params = g->params;
+    const int cap_ops = g->cap_ops, cap_params = g->cap_params;
+    memset(g, 0, sizeof *g);
+    g->ops = ops, g->cap_ops = cap_ops, g->params = params, g->cap_params = cap_params;
     g->model = *m;
     g->options = *o;
     static const et_method dense_method = {.kind = ET_METHOD_DENSE};
@@ -1063,13 +1080,23 @@ int et_graph_build(const et_model_config *m, const et_graph_options *o, et_graph
     return 0;
 }
 
+int et_graph_stage_twin(const et_model_config *m, const et_graph_options *o)
+{
+    const int pp = o->pipeline, stage = o->stage;
+    if (stage <= 1 || stage >= pp - 1 || o->layers_per_stage || (o->op_scales && o->op_scales->n))
+        return stage; /* the first and last stages hold the embedding and the head */
+    const int per_stage = m->layers / pp;
+    if (m->moe.experts > 0 && per_stage % m->moe.every != 0) return stage;
+    return 1;
+}
+
 void et_graph_free(et_graph *g)
 {
     free(g->ops);
     free(g->params);
     g->ops = NULL;
     g->params = NULL;
-    g->n_ops = g->n_params = 0;
+    g->n_ops = g->n_params = g->cap_ops = g->cap_params = 0;
 }
 
 int et_graph_find(const et_graph *g, const char *id)

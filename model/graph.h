@@ -154,8 +154,20 @@ bool et_graph_ids_on(void);
 int et_graph_build(const et_model_config *model, const et_graph_options *options, et_graph *out,
                    et_error *err);
 void et_graph_free(et_graph *g);
+/* et_graph_build into a graph built before (or zeroed), reusing its buffers: what a cache of graphs does
+ * when it replaces one. On failure g is freed. */
+int et_graph_rebuild(const et_model_config *model, const et_graph_options *options, et_graph *g,
+                     et_error *err);
+
+/* The first stage whose graph costs what `options.stage`'s does, op for op (the stage itself when none
+ * does): an interior stage of an even split is its first interior stage's twin, differing only in layer
+ * numbers, unless op scales name layers or mixture-of-experts layers fall at other places in it. */
+int et_graph_stage_twin(const et_model_config *model, const et_graph_options *options);
 
 double et_linear_eval(const et_linear *l, const et_batch_shape *b);
+/* Kernels the host launches for an op at shape b: none for communication and for an op that moves and
+ * computes nothing. */
+double et_op_launches(const et_op *op, const et_batch_shape *b);
 
 /* Index of the op with this id, -1 if none. */
 int et_graph_find(const et_graph *g, const char *id);

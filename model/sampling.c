@@ -7,16 +7,9 @@
 
 const char *const et_sampling_scheme_names[] = {"random", "stratified", "packed", NULL};
 
-int et_sampler_init(et_sampler *s, const et_length_dist *d, const et_sampling *cfg, int local, int ranks,
-                    unsigned long long seed, const char *source, const char *path, et_error *err)
+int et_sampler_check(const et_length_dist *d, const et_sampling *cfg, int local, int ranks,
+                     const char *source, const char *path, et_error *err)
 {
-    memset(s, 0, sizeof *s);
-    s->dist = d;
-    s->cfg = *cfg;
-    s->local = local;
-    s->ranks = ranks;
-    s->seq_len = d->max_len;
-    s->seed = seed;
     char p[300];
     if (cfg->scheme == ET_SAMPLING_STRATIFIED) {
         int total = 0, lo = 1;
@@ -58,13 +51,30 @@ int et_sampler_init(et_sampler *s, const et_length_dist *d, const et_sampling *c
                                 cfg->presort_group, ranks);
         }
     }
-    s->cdf = malloc(((size_t)d->max_len + 1) * sizeof *s->cdf);
+    return 0;
+}
+
+int et_sampler_init(et_sampler *s, const et_length_dist *d, const et_sampling *cfg, int local, int ranks,
+                    unsigned long long seed, const char *source, const char *path, et_error *err)
+{
+    memset(s, 0, sizeof *s);
+    s->dist = d;
+    s->cfg = *cfg;
+    s->local = local;
+    s->ranks = ranks;
+    s->seq_len = d->max_len;
+    s->seed = seed;
+    if (et_sampler_check(d, cfg, local, ranks, source, path, err)) return -1;
+    const int fixed = d->kind == ET_LENGTHS_FIXED; /* one length: the cdf is a step at it */
+    s->cdf = fixed ? calloc((size_t)d->max_len + 1, sizeof *s->cdf)
+                   : malloc(((size_t)d->max_len + 1) * sizeof *s->cdf);
     if (!s->cdf)
         return et_error_set_code(err, ET_ERROR_MEMORY, NULL, 0, 0, NULL, "out of memory for the sampler");
+    if (fixed) s->cdf[d->max_len] = 1;
     double c = 0;
-    for (int l = 0; l <= d->max_len; l++)
+    for (int l = 0; !fixed && l <= d->max_len; l++)
         s->cdf[l] = (c += d->pmf[l]);
-    for (int l = 0; l <= d->max_len; l++)
+    for (int l = 0; !fixed && l <= d->max_len; l++)
         s->cdf[l] /= c;
     int lo = 1;
     for (int b = 0; b < cfg->n_bins; b++) {

@@ -50,6 +50,9 @@ typedef struct et_sampler {
 int et_sampler_init(et_sampler *s, const et_length_dist *d, const et_sampling *cfg, int local, int ranks,
                     unsigned long long seed, const char *source, const char *path, et_error *err);
 void et_sampler_free(et_sampler *s);
+/* et_sampler_init's checks alone, allocating nothing (the parser's check of a plan). */
+int et_sampler_check(const et_length_dist *d, const et_sampling *cfg, int local, int ranks,
+                     const char *source, const char *path, et_error *err);
 
 /* One step: the lengths of every GPU's batch. `lengths` has room for ranks * max_per_rank entries and
  * `counts[r]` receives how many sequences rank r got (always `local` except with packing, where rows hold

@@ -520,12 +520,6 @@ static int read_parallelism(const et_json_reader *r, json_t *root, et_scenario *
     if (et_json_get_bool(r, p, "$.parallelism", "distributed_optimizer", false, false,
                          &s->parallel.distributed_optimizer))
         goto done;
-    if (s->parallel.distributed_optimizer && s->parallel.zero_stage > 0) {
-        et_error_set(r->err, r->source, 0, 0, "$.parallelism.distributed_optimizer",
-                     "Megatron's distributed optimizer replaces ZeRO: zero_stage must be 0, got %d",
-                     s->parallel.zero_stage);
-        goto done;
-    }
     json_t *lps;
     if (et_json_get_array(r, p, "$.parallelism", "layers_per_stage", false, &lps)) goto done;
     if (lps) {
@@ -564,12 +558,6 @@ static int read_parallelism(const et_json_reader *r, json_t *root, et_scenario *
         goto done;
     if (et_json_get_bool(r, p, "$.parallelism", "tp_overlap", false, false, &s->parallel.tp_overlap))
         goto done;
-    if (s->parallel.tp_overlap && !s->parallel.sequence_parallel) {
-        et_error_set(r->err, r->source, 0, 0, "$.parallelism.tp_overlap",
-                     "overlapping tensor-parallel communication with GEMMs needs sequence_parallel (its "
-                     "all-gathers and reduce-scatters are what is pipelined)");
-        goto done;
-    }
     if (et_json_get_enum(r, p, "$.parallelism", "attention", false, et_attention_names, ET_ATTENTION_STANDARD,
                          &e))
         goto done;
@@ -778,6 +766,16 @@ static int read_method(const et_json_reader *r, json_t *root, et_scenario *s)
 
 static int check_parallelism(const et_json_reader *r, et_scenario *s)
 {
+    if (s->parallel.distributed_optimizer && s->parallel.zero_stage > 0)
+        FAIL("$.parallelism.distributed_optimizer",
+             "Megatron's distributed optimizer replaces ZeRO: zero_stage must be 0, got %d",
+             s->parallel.zero_stage);
+    if (s->parallel.tp_overlap && !s->parallel.sequence_parallel)
+        FAIL("$.parallelism.tp_overlap",
+             "overlapping tensor-parallel communication with GEMMs needs "
+             "sequence_parallel (its all-gathers and reduce-scatters are what is "
+             "pipelined)%s",
+             "");
     int gpus = et_scenario_gpus(s), t = s->parallel.tensor, pp = s->parallel.pipeline;
     if (s->cluster.gpus_per_node % t != 0)
         FAIL("$.parallelism.tensor",
@@ -873,10 +871,16 @@ static int read_batch(const et_json_reader *r, json_t *root, et_scenario *s)
     static const char *const keys[] = {"global", "local", "grad_accum", NULL};
     json_t *o;
     if (et_json_get_object(r, root, "$", "batch", true, keys, &o)) return -1;
-    long long dp = s->parallel.data, local, global, accum;
-    if (et_json_get_int(r, o, "$.batch", "local", true, 0, 1, ET_MAX_LOCAL_BATCH, &local)) return -1;
-    if (et_json_get_int(r, o, "$.batch", "grad_accum", false, 0, 1, 1 << 20, &accum)) return -1;
-    if (et_json_get_int(r, o, "$.batch", "global", false, 0, 1, 1LL << 40, &global)) return -1;
+    if (et_json_get_int(r, o, "$.batch", "local", true, 0, 1, ET_MAX_LOCAL_BATCH, &s->batch.local)) return -1;
+    if (et_json_get_int(r, o, "$.batch", "grad_accum", false, 0, 1, 1 << 20, &s->batch.grad_accum)) return -1;
+    return et_json_get_int(r, o, "$.batch", "global", false, 0, 1, 1LL << 40, &s->batch.global);
+}
+
+/* The batch a plan makes of the given local batch and global batch or accumulation (0: not given). */
+static int derive_batch(const et_json_reader *r, et_scenario *s)
+{
+    long long dp = s->parallel.data, local = s->batch.local, global = s->batch.global,
+              accum = s->batch.grad_accum;
     if (!global && !accum) accum = 1;
     if (!global) global = local * dp * accum;
     if (!accum) {
@@ -907,12 +911,8 @@ static int check_sampling(const et_json_reader *r, et_scenario *s)
             "$.batch.global",
             "a global batch of %lld sequences of variable length is more than ET samples (at most %d a step)",
             s->batch.global, ET_MAX_SAMPLED_BATCH);
-    et_sampler sampler;
-    if (et_sampler_init(&sampler, &s->data.lengths, &s->data.sampling, (int)s->batch.local, s->parallel.data,
-                        0, r->source, "$.data.sampling", r->err))
-        return -1;
-    et_sampler_free(&sampler);
-    return 0;
+    return et_sampler_check(&s->data.lengths, &s->data.sampling, (int)s->batch.local, s->parallel.data,
+                            r->source, "$.data.sampling", r->err);
 }
 
 static int read_target(const et_json_reader *r, json_t *root, et_scenario *s)
@@ -938,15 +938,8 @@ static int read_target(const et_json_reader *r, json_t *root, et_scenario *s)
     if (has_samples && s->target.samples < 1) /* 5e-324 samples were 0 steps */
         FAIL(has_tokens ? "$.target.tokens" : "$.target.samples",
              "%.3g samples: a run trains on at least one sequence", s->target.samples);
-    if (has_samples) {
-        const double steps = ceil(s->target.samples / (double)s->batch.global);
-        if (!(steps <= 1e15))
-            FAIL(has_tokens ? "$.target.tokens" : "$.target.samples",
-                 "%.3g samples are %.3g steps of %lld sequences: more than 10^15 steps", s->target.samples,
-                 steps, s->batch.global);
-        s->target.steps = (long long)steps;
-    } else
-        s->target.samples = (double)s->target.steps * (double)s->batch.global;
+    s->target.steps_given = !has_samples;
+    s->target.tokens_given = has_tokens;
     if (et_json_get_number(r, o, "$.target", "eval_interval_samples", false, 0, 0, INFINITY,
                            &s->target.eval_interval_samples))
         return -1;
@@ -955,6 +948,29 @@ static int read_target(const et_json_reader *r, json_t *root, et_scenario *s)
     if (s->target.eval_samples > 0 && s->target.eval_interval_samples <= 0)
         FAIL("$.target.eval_interval_samples", "eval_samples needs a positive eval_interval_samples");
     return 0;
+}
+
+/* Steps from the samples at the plan's global batch, or samples from the given steps. */
+static int derive_target(const et_json_reader *r, et_scenario *s)
+{
+    if (s->target.steps_given) {
+        s->target.samples = (double)s->target.steps * (double)s->batch.global;
+        return 0;
+    }
+    const double steps = ceil(s->target.samples / (double)s->batch.global);
+    if (!(steps <= 1e15))
+        FAIL(s->target.tokens_given ? "$.target.tokens" : "$.target.samples",
+             "%.3g samples are %.3g steps of %lld sequences: more than 10^15 steps", s->target.samples, steps,
+             s->batch.global);
+    s->target.steps = (long long)steps;
+    return 0;
+}
+
+int et_scenario_check_plan(et_scenario *s, et_error *err)
+{
+    et_json_reader rd = {s->source, err}, *r = &rd;
+    return check_parallelism(r, s) || derive_batch(r, s) || check_sampling(r, s) || derive_target(r, s) ? -1
+                                                                                                        : 0;
 }
 
 static int read_simulation(const et_json_reader *r, json_t *root, et_scenario *s)
@@ -1067,8 +1083,8 @@ int et_scenario_gpus(const et_scenario *s)
     return s->cluster.nodes * s->cluster.gpus_per_node;
 }
 
-int et_scenario_parse(json_t *root, const char *source, const char *const *extra_keys, et_scenario *out,
-                      et_error *err)
+int et_scenario_read(json_t *root, const char *source, const char *const *extra_keys, et_scenario *out,
+                     et_error *err)
 {
     const char *keys[24] = {"name",   "description", "model",     "method",      "data",
                             "batch",  "optimizer",   "precision", "parallelism", "cluster",
@@ -1100,10 +1116,7 @@ int et_scenario_parse(json_t *root, const char *source, const char *const *extra
     if (read_cluster(r, root, out)) goto done;
     if (read_method(r, root, out)) goto done;
     if (read_parallelism(r, root, out)) goto done;
-    /* Profile and histogram errors carry their own file; everything after is the scenario's again. */
-    if (check_parallelism(r, out)) goto done;
     if (read_batch(r, root, out)) goto done;
-    if (check_sampling(r, out)) goto done;
     if (read_target(r, root, out)) goto done;
     if (read_simulation(r, root, out)) goto done;
     if (read_host(r, root, out)) goto done;
@@ -1113,6 +1126,17 @@ int et_scenario_parse(json_t *root, const char *source, const char *const *extra
 done:
     if (rc) et_scenario_free(out);
     return rc;
+}
+
+int et_scenario_parse(json_t *root, const char *source, const char *const *extra_keys, et_scenario *out,
+                      et_error *err)
+{
+    if (et_scenario_read(root, source, extra_keys, out, err)) return -1;
+    if (et_scenario_check_plan(out, err)) {
+        et_scenario_free(out);
+        return -1;
+    }
+    return 0;
 }
 
 int et_scenario_load(const char *path, et_scenario *out, et_error *err)

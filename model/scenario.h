@@ -119,6 +119,9 @@ typedef struct et_scenario {
     struct {
         double samples;
         long long steps; /* derived from samples when not given */
+        bool
+            steps_given; /* steps were given (samples follow from the global batch), else samples or tokens */
+        bool tokens_given; /* samples came from a token budget (named in errors) */
         double eval_interval_samples;
         double eval_samples;
     } target;
@@ -146,6 +149,16 @@ int et_scenario_load(const char *path, et_scenario *out, et_error *err);
 int et_scenario_parse(json_t *root, const char *source, const char *const *extra_keys, et_scenario *out,
                       et_error *err);
 void et_scenario_free(et_scenario *s);
+
+/* et_scenario_parse in its two halves. et_scenario_read reads every section as given: the plan's parallel
+ * fields, batch.local and batch.global or grad_accum (0 when not given) and the target are read, not derived
+ * or checked. et_scenario_check_plan derives what the plan decides (the data-parallel degree, the global
+ * batch and gradient accumulation, the steps) and checks the plan against the model, the cluster and the
+ * data, its errors naming the scenario's JSON paths; the plan search calls it on a read scenario whose
+ * parallel fields and batch it set, instead of parsing a document per candidate. */
+int et_scenario_read(json_t *root, const char *source, const char *const *extra_keys, et_scenario *out,
+                     et_error *err);
+int et_scenario_check_plan(et_scenario *s, et_error *err);
 
 /* The file a scenario's data file name (data.lengths.file) stands for: relative to the scenario's folder
  * `dir`, else, when that does not exist, relative to ET's scenarios folder (the shipped scenarios name

@@ -187,30 +187,40 @@ static void note_refusal(char *kept, const et_error *err)
     keep_refusal(kept, text);
 }
 
-static void try_plan(const json_t *root, const char *path, search_plan *p, int keep,
-                     const search_space *space, search_result *r)
+/* The document of plan p: the scenario's with its parallelism, batch, device and GPU count replaced (what
+ * the plan space does not vary is kept) and the varied key set last, so that it may also name a key the plan
+ * sets; with `base_only`, the parallelism holds the kept keys alone (the search sets the rest itself). */
+static json_t *plan_document(const json_t *root, const search_plan *p, const search_space *space,
+                             int base_only, et_error *err)
 {
     static const char *const recompute[] = {"none", "full", "selective"};
     json_t *doc = json_deep_copy(root);
     json_t *par = json_object();
-    json_object_set_new(par, "tensor", json_integer(p->tensor));
-    json_object_set_new(par, "pipeline", json_integer(p->pipeline));
-    json_object_set_new(par, "virtual_pipeline", json_integer(p->virtual_pipeline));
-    json_object_set_new(par, "zero_stage", json_integer(p->zero_stage));
-    json_object_set_new(par, "recompute", json_string(recompute[p->recompute]));
-    json_object_set_new(par, "sequence_parallel", json_boolean(p->sequence_parallel));
-    json_object_set_new(par, "expert", json_integer(p->expert));
-    json_object_set_new(par, "context", json_integer(p->context));
+    if (!doc || !par) {
+        json_decref(doc), json_decref(par);
+        et_error_set_code(err, ET_ERROR_MEMORY, NULL, 0, 0, NULL, "out of memory for the search");
+        return NULL;
+    }
+    if (!base_only) {
+        json_object_set_new(par, "tensor", json_integer(p->tensor));
+        json_object_set_new(par, "pipeline", json_integer(p->pipeline));
+        json_object_set_new(par, "virtual_pipeline", json_integer(p->virtual_pipeline));
+        json_object_set_new(par, "zero_stage", json_integer(p->zero_stage));
+        json_object_set_new(par, "recompute", json_string(recompute[p->recompute]));
+        json_object_set_new(par, "sequence_parallel", json_boolean(p->sequence_parallel));
+        json_object_set_new(par, "expert", json_integer(p->expert));
+        json_object_set_new(par, "context", json_integer(p->context));
+    }
     /* what the plan space does not vary is kept from the scenario */
     const json_t *old = json_object_get(root, "parallelism");
     static const char *const kept[] = {"bucket_MiB", "allreduce", "overlap", "attention", "tp_overlap", NULL};
     for (int k = 0; kept[k]; k++) {
         json_t *v = json_object_get(old, kept[k]);
-        if (v && !(strcmp(kept[k], "tp_overlap") == 0 && !p->sequence_parallel))
+        if (v && !(strcmp(kept[k], "tp_overlap") == 0 && !base_only && !p->sequence_parallel))
             json_object_set_new(par, kept[k], json_deep_copy(v)); /* the shared root is only read */
     }
-    if (p->bucket_mib > 0) json_object_set_new(par, "bucket_MiB", json_real(p->bucket_mib));
-    if (p->allreduce >= 0)
+    if (!base_only && p->bucket_mib > 0) json_object_set_new(par, "bucket_MiB", json_real(p->bucket_mib));
+    if (!base_only && p->allreduce >= 0)
         json_object_set_new(par, "allreduce", json_string(et_coll_algo_names[p->allreduce]));
     json_object_set_new(doc, "parallelism", par);
     json_object_set_new(
@@ -227,23 +237,108 @@ static void try_plan(const json_t *root, const char *path, search_plan *p, int k
             json_object_del(cluster, "faults");
         json_object_set_new(cluster, "nodes", json_integer(nodes));
     }
+    if (p->vary >= 0 && et_scenario_json_set(doc, space->vary[p->vary], err)) {
+        json_decref(doc);
+        return NULL;
+    }
+    return doc;
+}
+
+/* The scenario the candidates of one device, varied value and GPU count share: read once, the plan not yet
+ * set (et_scenario_read); `ok` 0 when it cannot be read, `err` saying why (every such candidate is refused
+ * with it). */
+typedef struct plan_base {
+    et_scenario s;
+    int ok;
+    et_error err;
+    const char *device_name; /* as the scenario writes it (prices may name it) */
+} plan_base;
+
+/* The bases of a search: one per device, varied value and GPU count, in that order. */
+typedef struct plan_bases {
+    plan_base *base;
+    int n_dev, n_vary, n_counts;
+    const int *counts;
+} plan_bases;
+
+static const plan_base *base_of(const plan_bases *b, const search_plan *p)
+{
+    int g = 0;
+    while (g + 1 < b->n_counts && b->counts[g] != p->gpus)
+        g++;
+    const int dev = p->device >= 0 ? p->device : 0, vary = p->vary >= 0 ? p->vary : 0;
+    return &b->base[((size_t)dev * b->n_vary + vary) * b->n_counts + g];
+}
+
+/* Reads every base (a failed one refuses its candidates with its error, as a parse of theirs would). */
+static int bases_read(plan_bases *b, const json_t *root, const char *path, const search_space *space,
+                      long long global, long long local, et_error *err)
+{
+    const size_t n = (size_t)b->n_dev * b->n_vary * b->n_counts;
+    b->base = calloc(n, sizeof *b->base);
+    if (!b->base)
+        return et_error_set_code(err, ET_ERROR_MEMORY, path, 0, 0, NULL, "out of memory for the search");
+    const char *device = json_string_value(json_object_get(json_object_get(root, "cluster"), "device"));
+    for (size_t i = 0; i < n; i++) {
+        plan_base *x = &b->base[i];
+        const int g = (int)(i % (size_t)b->n_counts),
+                  vary = (int)(i / (size_t)b->n_counts % (size_t)b->n_vary),
+                  dev = (int)(i / ((size_t)b->n_counts * b->n_vary));
+        const search_plan p = {.gpus = b->counts[g],
+                               .global = global,
+                               .local = local,
+                               .device = space && space->n_devices > 0 ? dev : -1,
+                               .vary = space && space->n_vary > 0 ? vary : -1};
+        x->device_name = device;
+        json_t *doc = plan_document(root, &p, space, 1, &x->err);
+        if (!doc && x->err.code == ET_ERROR_MEMORY)
+            return et_error_set_code(err, ET_ERROR_MEMORY, path, 0, 0, NULL, "out of memory for the search");
+        x->ok = doc && !et_scenario_read(doc, path, NULL, &x->s, &x->err);
+        json_decref(doc);
+    }
+    return 0;
+}
+
+static void bases_free(plan_bases *b)
+{
+    for (int i = 0; b->base && i < b->n_dev * b->n_vary * b->n_counts; i++)
+        if (b->base[i].ok) et_scenario_free(&b->base[i].s);
+    free(b->base);
+    b->base = NULL;
+}
+
+/* Plan p's scenario: its base with p's parallel fields and batch, derived and checked by the parser's own
+ * rules (et_scenario_check_plan). It shares the base's allocations: never freed. */
+static int plan_scenario(const et_scenario *base, const search_plan *p, et_scenario *s, et_error *err)
+{
+    *s = *base;
+    s->parallel.tensor = p->tensor, s->parallel.pipeline = p->pipeline;
+    s->parallel.virtual_pipeline = p->virtual_pipeline, s->parallel.zero_stage = p->zero_stage;
+    s->parallel.recompute = p->recompute, s->parallel.sequence_parallel = p->sequence_parallel;
+    s->parallel.expert = p->expert, s->parallel.context = p->context;
+    s->parallel.tp_overlap = p->sequence_parallel && base->parallel.tp_overlap; /* kept with sp only */
+    if (p->bucket_mib > 0) s->parallel.bucket_bytes = p->bucket_mib * 1048576.0;
+    if (p->allreduce >= 0) s->parallel.allreduce = (et_coll_algo)p->allreduce;
+    s->batch.global = p->global, s->batch.local = p->local, s->batch.grad_accum = 0;
+    return et_scenario_check_plan(s, err);
+}
+
+/* One candidate: its scenario checked by the parser's rules, estimated, filed by what became of it. */
+static void try_plan(const plan_base *base, search_plan *p, int keep, const search_space *space,
+                     search_result *r)
+{
     r->tried++;
     et_scenario s;
     et_error err;
-    /* the varied key last, so that it may also name a key the plan sets */
-    if ((p->vary >= 0 && et_scenario_json_set(doc, space->vary[p->vary], &err)) ||
-        et_scenario_parse(doc, path, NULL, &s, &err)) {
+    if (!base->ok || plan_scenario(&base->s, p, &s, &err)) {
         r->invalid++;
-        note_refusal(r->refusal, &err);
-        json_decref(doc);
+        note_refusal(r->refusal, base->ok ? &err : &base->err);
         return;
     }
     et_estimate e;
     if (et_analytic_estimate(&s, &e, &err)) {
         r->invalid++;
         note_refusal(r->refusal, &err);
-        et_scenario_free(&s);
-        json_decref(doc);
         return;
     }
     p->data = s.parallel.data;
@@ -254,16 +349,15 @@ static void try_plan(const json_t *root, const char *path, search_plan *p, int k
     p->time_to_train_s = e.time_to_train_with_failures; /* what the run is expected to take, failures in */
     p->gpu_hours = et_gpu_hours(&s, e.time_to_train_with_failures);
     p->energy_kwh = e.energy_run_kwh;
-    p->price = search_price(space, json_string_value(json_object_get(cluster, "device")));
+    p->price = search_price(space, p->device >= 0 ? space->devices[p->device] : base->device_name);
     p->cost = p->gpu_hours * p->price;
     p->tflops_per_gpu = et_tflops_per_gpu(&s, e.model_flops_per_step, e.step_time);
-    et_scenario_free(&s);
+    p->scenario = NULL; /* written for the plans kept, once the search is done (plan_document) */
     if (!e.memory.fits) {
         p->status = SEARCH_TOO_BIG;
         add_ranked(r, p);
         r->too_big++;
         nearest(&r->nearest_too_big, r->too_big, p, p->memory_gib, r->nearest_too_big.memory_gib);
-        json_decref(doc);
         return;
     }
     if (space && space->deadline_s > 0 && e.time_to_train > space->deadline_s) {
@@ -272,7 +366,6 @@ static void try_plan(const json_t *root, const char *path, search_plan *p, int k
         r->too_slow++;
         nearest(&r->nearest_too_slow, r->too_slow, p, p->time_to_train_s,
                 r->nearest_too_slow.time_to_train_s);
-        json_decref(doc);
         return;
     }
     if (space && ((space->budget_gpu_hours > 0 && p->gpu_hours > space->budget_gpu_hours) ||
@@ -281,15 +374,42 @@ static void try_plan(const json_t *root, const char *path, search_plan *p, int k
         add_ranked(r, p);
         r->over_budget++;
         nearest(&r->nearest_over_budget, r->over_budget, p, spend(p), spend(&r->nearest_over_budget));
-        json_decref(doc);
         return;
     }
     r->ranked++;
-    p->scenario = doc;
     p->status = SEARCH_RANKED;
     add_ranked(r, p); /* a copy for --search-csv; a failed one only shortens that file */
     front_add(r, p);
     keep_plan(r, keep, p, search_ranking(space));
+}
+
+/* The kept plans' documents, each parsed and estimated again as etsim would read it: the candidate's
+ * scenario (its base with the plan set) and its document must agree, or the search is wrong. */
+static int kept_documents(search_result *r, const json_t *root, const char *path, const search_space *space,
+                          et_error *err)
+{
+    for (int i = 0; i < r->n_best; i++) {
+        search_plan *p = &r->best[i];
+        json_t *doc = plan_document(root, p, space, 0, err);
+        if (!doc) return -1;
+        et_scenario s;
+        et_estimate e;
+        int bad = et_scenario_parse(doc, path, NULL, &s, err);
+        if (!bad) {
+            bad = et_analytic_estimate(&s, &e, err);
+            et_scenario_free(&s);
+        }
+        if (bad || fabs(e.step_time - p->step_s) > 1e-12 * p->step_s) {
+            json_decref(doc);
+            return et_error_set_code(err, ET_ERROR_INTERNAL, path, 0, 0, NULL,
+                                     "the search's plan %dx%dx%d (micro-batch %lld) reads back %s: its "
+                                     "candidate and its document disagree",
+                                     p->tensor, p->pipeline, p->data, p->local,
+                                     bad ? "as an error" : "with another step time");
+        }
+        p->scenario = doc;
+    }
+    return 0;
 }
 
 typedef struct progress {
@@ -299,8 +419,7 @@ typedef struct progress {
 } progress;
 
 typedef struct worker {
-    const json_t *root;
-    const char *path;
+    const plan_bases *bases;
     const search_plan *cand;
     size_t n_cand;
     int index, count, keep;
@@ -326,7 +445,7 @@ static void *work(void *arg)
     const size_t per = (w->n_cand + (size_t)w->count - 1) / (size_t)w->count, first = (size_t)w->index * per;
     for (size_t i = first; i < w->n_cand && i < first + per; i++) {
         search_plan p = w->cand[i];
-        try_plan(w->root, w->path, &p, w->keep, w->space, &w->r);
+        try_plan(base_of(w->bases, &p), &p, w->keep, w->space, &w->r);
         long done = atomic_fetch_add(&w->progress->done, 1) + 1;
         /* the first thread reports for all: the share done and the time left at the rate so far */
         if (w->index == 0 && w->space && w->space->progress && done % 512 == 0) {
@@ -434,6 +553,7 @@ int search_run(const char *scenario_path, const char *const *sets, int n_sets, c
     for (int i = 0; space && i < space->n_context && i < 16; i++)
         contexts[n_contexts++] = space->context[i];
     if (!n_contexts) contexts[n_contexts++] = base.parallel.context > 1 ? base.parallel.context : 1;
+    const long long base_global = base.batch.global, base_local = base.batch.local;
     et_scenario_free(&base);
     /* every candidate first (cheap), then evaluated in parallel, each thread keeping its own best */
     const int n_dev = space && space->n_devices > 0 ? space->n_devices : 1;
@@ -515,8 +635,16 @@ int search_run(const char *scenario_path, const char *const *sets, int n_sets, c
     worker w[64];
     pthread_t tid[64];
     int started[64] = {0};
+    plan_bases bases = {NULL, n_dev, n_vary, n_counts, counts};
+    if (bases_read(&bases, root, scenario_path, space, base_global, base_local, err)) {
+        bases_free(&bases);
+        free(cand);
+        search_result_free(out);
+        json_decref(root);
+        return -1;
+    }
     for (int k = 0; k < threads; k++) {
-        w[k] = (worker){root, scenario_path, cand, n_cand, k, threads, keep, space, &prog, {0}};
+        w[k] = (worker){&bases, cand, n_cand, k, threads, keep, space, &prog, {0}};
         w[k].r.best = calloc((size_t)(keep > 0 ? keep : 1), sizeof *w[k].r.best);
         started[k] = w[k].r.best && (threads == 1 || pthread_create(&tid[k], NULL, work, &w[k]) == 0);
         if (started[k] && threads == 1) work(&w[k]);
@@ -530,9 +658,15 @@ int search_run(const char *scenario_path, const char *const *sets, int n_sets, c
         search_result_merge(out, &w[k].r, keep, search_ranking(space));
     }
     free(cand);
+    bases_free(&bases);
     if (space && space->progress) fputs("\r\033[K", stderr);
     out->threads = threads;
+    const int rc = kept_documents(out, root, scenario_path, space, err);
     json_decref(root);
+    if (rc) {
+        search_result_free(out);
+        return -1;
+    }
     out->seconds = et_wall_seconds() - t0;
     return 0;
 }

@@ -54,20 +54,19 @@ void sim_rank_plan(sim_world *w, int rank, int step, sim_plan *plan)
     double pre = 0, mean_micro = 0, tp_f = 0, tp_b = 0, F = 0, Bw = 0, send = 0;
     for (int i = 0; i < m; i++) {
         const et_batch_shape *b = sim_shape(w, rank, step, i);
-        const double *t = st->op_time;
-        et_op_classes_times(&st->classes, b, &s->cluster.device, s->precision, st->op_time);
+        et_op_classes_times(&st->classes, b, &s->cluster.device, s->precision, NULL);
         tp_f = tp_b = 0;
-        F = et_phase_time_of(s, &st->graph, ET_PHASE_FORWARD, b, t, &tp_f);
+        F = et_phase_time_of(s, &st->classes, ET_PHASE_FORWARD, b, &tp_f);
         send = et_pipeline_send_time(s, b);
         if (i < m - 1) {
-            Bw = et_phase_time_of(s, &st->graph, ET_PHASE_BACKWARD, b, t, &tp_b);
+            Bw = et_phase_time_of(s, &st->classes, ET_PHASE_BACKWARD, b, &tp_b);
             pre += F + tp_f + Bw + tp_b + 2 * send;
             mean_micro += (F + tp_f + Bw + tp_b + 2 * send) / m;
         } else {
-            Bw = et_backward_segments_of(s, &st->graph, st->buckets, nb, b, t, plan->seg, &tp_b);
+            Bw = et_backward_segments_of(s, &st->classes, st->buckets, nb, b, plan->seg, &tp_b);
             mean_micro += (F + tp_f + Bw + tp_b + 2 * send) / m;
             pre += F + tp_f + send;
-            plan->opt = et_phase_time_of(s, &st->graph, ET_PHASE_OPTIMIZER, b, t, NULL) * f;
+            plan->opt = et_phase_time_of(s, &st->classes, ET_PHASE_OPTIMIZER, b, NULL) * f;
         }
         if (plan->fwd) {
             plan->fwd[i] = F * f, plan->tp_fwd[i] = tp_f * f, plan->send[i] = send * f;

@@ -105,10 +105,10 @@ static void play_phase(sim_world *w, sim_rank *r, int step, int i, et_phase phas
     const et_scenario *s = w->s;
     sim_stage *st = &w->stages[r->stage];
     const et_batch_shape *b = sim_shape(w, r->rank, step, i);
-    et_op_classes_times(&st->classes, b, &s->cluster.device, s->precision, st->op_time);
+    et_op_classes_times(&st->classes, b, &s->cluster.device, s->precision, NULL);
     const int nb = st->n_buckets;
-    const int n = et_phase_cuts(s, &st->graph, phase, with_buckets ? st->buckets : NULL, nb, b, st->op_time,
-                                cut, sc->max);
+    const int n =
+        et_phase_cuts(s, &st->classes, phase, with_buckets ? st->buckets : NULL, nb, b, cut, sc->max);
     xbt_assert(n > 0, "etsim: more cuts than ops in a phase");
     const int clip = s->optimizer.clip == ET_CLIP_PER_BUCKET;
     const int overlap = s->parallel.overlap && !w->o->force_no_overlap;

@@ -134,7 +134,6 @@ typedef struct sim_stage {
     double *clip;       /* per bucket: clipping kernel seconds */
     et_coll_algo *algo; /* per bucket: the all-reduce algorithm (auto resolved) */
     et_op_classes classes;
-    double *op_time; /* [op]: scratch, the times of one rank's batch */
 } sim_stage;
 
 /* An expert-parallel group: `size` consecutive data-parallel ranks of one stage and tensor rank, whose

@@ -143,9 +143,7 @@ static int build_world(sim_world *w, json_t **result)
             return fail_as(result, err.code, "%s", err.text);
         stage->clip = calloc((size_t)stage->n_buckets + 1, sizeof *stage->clip);
         stage->algo = calloc((size_t)stage->n_buckets + 1, sizeof *stage->algo);
-        stage->op_time = malloc(((size_t)stage->graph.n_ops + 1) * sizeof *stage->op_time);
-        if (!stage->clip || !stage->algo || !stage->op_time ||
-            et_op_classes_build(&stage->graph, &stage->classes))
+        if (!stage->clip || !stage->algo || et_op_classes_build(&stage->graph, &stage->classes))
             return fail_as(result, ET_ERROR_MEMORY, "out of memory for %s", "bucket plans");
         for (int k = 0; k < stage->n_buckets; k++) {
             stage->clip[k] = et_bucket_clip_time(s, stage->buckets[k].bytes);
