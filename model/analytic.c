@@ -141,7 +141,7 @@ double et_pipeline_send_time(const et_scenario *s, const et_batch_shape *b)
  * ZeRO stage, GPU count far more often than in what shapes a graph). While ids are off (et_graph_set_ids,
  * the search's threads), the last GRAPH_CACHE graphs built by this thread are kept and handed out again for
  * the same model and graph options (compared byte for byte: a difference only costs a rebuild). */
-#define GRAPH_CACHE 8 /* a pipeline's stages and the whole model, for several plans */
+#define GRAPH_CACHE 6 /* a pipeline's stages and the whole model, for several plans */
 typedef struct graph_key {
     et_model_config model;
     et_graph_options options; /* its value fields (pointers cleared); the pointers' contents follow */

@@ -2,6 +2,7 @@
 
 #include <math.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -174,7 +175,8 @@ static et_op *add_op(builder *b, et_op_kind kind, et_phase phase, int layer, con
         g->cap_ops = cap;
     }
     et_op *op = &g->ops[g->n_ops++];
-    memset(op, 0, sizeof *op);
+    /* a tensor-train op's contraction steps (the op's last, largest field) are read up to n_steps only */
+    memset(op, 0, offsetof(et_op, steps));
     const et_op_scales *sc = g->options.op_scales;
     if (!ids_off || (sc && sc->n)) { /* op scales are looked up by id */
         va_list ap;
@@ -991,7 +993,23 @@ int et_graph_rebuild(const et_model_config *m, const et_graph_options *o, et_gra
 {
     et_op *ops = g->ops;
     et_param *params = g->params;
-    const int cap_ops = g->cap_ops, cap_params = g->cap_params;
+    int cap_ops = g->cap_ops, cap_params = g->cap_params;
+    /* room for a stage's layers at once (about 50 ops and 16 parameters a layer, recomputed ones
+     * included): a buffer grown by doubling copies what it held, into memory touched for the first time,
+     * and a cache slot reused for a larger stage would grow again and again */
+    const int layers = o->layers_per_stage ? o->layers_per_stage[o->stage] : m->layers / o->pipeline;
+    if (cap_ops < 50 * layers + 64) { /* once for the whole model: pages are touched as ops are added */
+        free(ops);
+        cap_ops = 50 * m->layers + 64;
+        ops = malloc((size_t)cap_ops * sizeof *ops);
+        if (!ops) cap_ops = 0; /* add_op grows it, or reports the failure */
+    }
+    if (cap_params < 16 * layers + 16) {
+        free(params);
+        cap_params = 16 * m->layers + 16;
+        params = malloc((size_t)cap_params * sizeof *params);
+        if (!params) cap_params = 0;
+    }
     memset(g, 0, sizeof *g);
     g->ops = ops, g->cap_ops = cap_ops, g->params = params, g->cap_params = cap_params;
     g->model = *m;

@@ -92,7 +92,8 @@ typedef struct et_op {
     /* TT: its contractions, each run `step_repeats` times (layers sharing the op, and backward's two
      * products per forward one); costed one by one at their own shapes */
     int n_steps, step_repeats;
-    et_tt_step steps[ET_TT_MAX_CORES]; /* a d-core train contracts in d steps */
+    et_tt_step steps[ET_TT_MAX_CORES]; /* a d-core train contracts in d steps; the last field: entries
+                                          past n_steps are left unset */
 } et_op;
 
 typedef struct et_param {

@@ -1,46 +1,45 @@
 #include "op_classes.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
-static int same_linear(const et_linear *a, const et_linear *b)
-{
-    return a->fixed == b->fixed && a->per_sequence == b->per_sequence && a->per_token == b->per_token &&
-           a->per_token_sq == b->per_token_sq && a->per_prediction == b->per_prediction;
-}
+/* Everything et_op_time reads. The linear forms (m through copy_bytes, adjacent doubles) are compared as
+ * bytes: ops equal that way cost the same, and a -0 against a 0 only splits a class (each op keeps its own
+ * time either way). */
+_Static_assert(offsetof(et_op, copy_bytes) - offsetof(et_op, m) == 8 * sizeof(et_linear),
+               "et_op's linear forms m..copy_bytes are adjacent (same_cost compares them as one block)");
 
-/* Everything et_op_time reads. */
 static int same_cost(const et_op *a, const et_op *b)
 {
-    return a->kind == b->kind && same_linear(&a->m, &b->m) && same_linear(&a->n, &b->n) &&
-           same_linear(&a->k, &b->k) && same_linear(&a->flops, &b->flops) &&
-           same_linear(&a->bytes, &b->bytes) && same_linear(&a->special, &b->special) &&
-           same_linear(&a->copy_bytes, &b->copy_bytes) && same_linear(&a->cold_bytes, &b->cold_bytes) &&
-           same_linear(&a->footprint, &b->footprint) && a->masked_scale == b->masked_scale &&
-           a->mask_bytes == b->mask_bytes && a->weight_bytes == b->weight_bytes && a->kernels == b->kernels &&
+    const size_t from = offsetof(et_op, m), to = offsetof(et_op, copy_bytes) + sizeof(et_linear);
+    return a->kind == b->kind && !memcmp((const char *)a + from, (const char *)b + from, to - from) &&
+           a->masked_scale == b->masked_scale && a->mask_bytes == b->mask_bytes &&
+           a->weight_bytes == b->weight_bytes && a->kernels == b->kernels &&
            a->sparse.density == b->sparse.density && a->sparse.pattern == b->sparse.pattern &&
            a->sparse.block == b->sparse.block && a->time_scale == b->time_scale && a->fused == b->fused;
 }
 
-/* A hash of what same_cost compares: ops of one class hash alike, and most others differ in it. */
+static unsigned long long bits(double x)
+{
+    unsigned long long w;
+    x = x == 0 ? 0 : x; /* -0 and 0 compare equal */
+    memcpy(&w, &x, sizeof w);
+    return w;
+}
+
+/* A hash of part of what same_cost compares (ops of one class hash alike; most others differ in their
+ * kind, FLOPs or bytes), cheap next to the comparison it saves. */
 static unsigned long long cost_hash(const et_op *op)
 {
-    const et_linear *l[] = {&op->m,       &op->n,          &op->k,          &op->flops,    &op->bytes,
-                            &op->special, &op->copy_bytes, &op->cold_bytes, &op->footprint};
-    unsigned long long h =
-        (unsigned long long)op->kind * 0x9e3779b97f4a7c15ULL ^ (unsigned long long)op->kernels;
-    for (size_t i = 0; i < sizeof l / sizeof l[0]; i++) {
-        const double v[] = {l[i]->fixed, l[i]->per_sequence, l[i]->per_token, l[i]->per_token_sq,
-                            l[i]->per_prediction};
-        for (int j = 0; j < 5; j++) {
-            unsigned long long w;
-            const double x = v[j] == 0 ? 0 : v[j]; /* -0 and 0 compare equal */
-            memcpy(&w, &x, sizeof w);
-            h = (h ^ w) * 0x100000001b3ULL;
-            h ^= h >> 31;
-        }
-    }
-    return h;
+    const unsigned long long h =
+        (unsigned long long)op->kind * 0x9e3779b97f4a7c15ULL +
+        (unsigned long long)op->kernels * 0xc2b2ae3d27d4eb4fULL +
+        bits(op->flops.fixed) * 0x165667b19e3779f9ULL + bits(op->flops.per_token) * 0xd6e8feb86659fd93ULL +
+        bits(op->flops.per_token_sq) * 0xff51afd7ed558ccdULL + bits(op->bytes.fixed) * 0xc4ceb9fe1a85ec53ULL +
+        bits(op->bytes.per_token) * 0x87c37b91114253d5ULL +
+        bits(op->bytes.per_sequence) * 0x4cf5ad432745937fULL;
+    return h ^ h >> 29;
 }
 
 int et_op_classes_build(const et_graph *g, et_op_classes *c)
