@@ -69,18 +69,13 @@ static const char *leaf(const leaves *l, const char *path)
     return "-";
 }
 
-/* The keys whose values differ between the scenario files, each with its values in order: what makes the
- * scenarios compared different, without a diff by hand. */
-static void print_differences(FILE *out, int n, const et_scenario *const *s)
+/* The keys whose values differ between the scenarios as loaded (their overrides applied), each with its
+ * values in order: what makes the scenarios compared different, without a diff by hand. */
+static void print_differences(FILE *out, int n, const json_t *const *docs)
 {
     leaves l[COMPARE_MAX] = {{0}};
-    for (int i = 0; i < n; i++) {
-        json_t *root;
-        et_error err;
-        if (et_json_load_file(s[i]->source, &root, &err)) continue;
-        collect(&l[i], "", root);
-        json_decref(root);
-    }
+    for (int i = 0; i < n; i++)
+        collect(&l[i], "", (json_t *)docs[i]); /* only read */
     int shown = 0;
     for (int i = 0; i < n; i++)
         for (int k = 0; k < l[i].n; k++) {
@@ -96,7 +91,7 @@ static void print_differences(FILE *out, int n, const et_scenario *const *s)
             fputc('\n', out);
         }
     if (!shown)
-        fprintf(out, "differs      nothing in the scenario files (only --set, --op-times or the engine)\n");
+        fprintf(out, "differs      nothing in the scenarios as loaded (only --op-times or the engine)\n");
     for (int i = 0; i < n; i++)
         free(l[i].path), free(l[i].value);
 }
@@ -237,7 +232,7 @@ static void print_layers(FILE *out, int n, const et_scenario *const *s)
 }
 
 void compare_print_many(FILE *out, int n, const et_scenario *const *s, const et_estimate *const *e,
-                        const json_t *const *sim)
+                        const json_t *const *sim, const json_t *const *docs)
 {
     if (n > COMPARE_MAX) n = COMPARE_MAX;
     side x[COMPARE_MAX];
@@ -247,7 +242,7 @@ void compare_print_many(FILE *out, int n, const et_scenario *const *s, const et_
         x[i] = summarize(s[i], e[i], sim[i]);
         fprintf(out, "%s     %c: %s (%s)\n", i ? "        " : "", 'A' + i, s[i]->name, s[i]->source);
     }
-    print_differences(out, n, s);
+    print_differences(out, n, docs);
     fprintf(out, "engine       %s\n\n",
             sim[0] ? "simgrid (step parts marked * are the cost model's)" : "analytic");
     fprintf(out, "%-34s", "");
@@ -300,13 +295,4 @@ void compare_print_many(FILE *out, int n, const et_scenario *const *s, const et_
         fprintf(out, " %14.4g", e[i]->params_total);
     fputc('\n', out);
     print_layers(out, n, s);
-}
-
-void compare_print(FILE *out, const et_scenario *a, const et_estimate *ea, const json_t *sim_a,
-                   const et_scenario *b, const et_estimate *eb, const json_t *sim_b)
-{
-    const et_scenario *s[2] = {a, b};
-    const et_estimate *e[2] = {ea, eb};
-    const json_t *sim[2] = {sim_a, sim_b};
-    compare_print_many(out, 2, s, e, sim);
 }

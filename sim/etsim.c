@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "analytic.h"
 #include "atomic_file.h"
@@ -87,7 +88,9 @@ static void usage(FILE *out)
         "  --log spec        a SimGrid log setting (repeatable), e.g. et_actors.thresh:debug\n"
         "  --top-ops N       also list the N most expensive ops of one micro-batch\n"
         "  --top-ops-by-layer  the same with each op summed over the layers (20 rows unless --top-ops says)\n"
-        "  --compare A.json B.json [C.json ...]  scenarios side by side, each against A, part by part\n"
+        "  --compare A.json B.json [C.json ...]  scenarios side by side, each against A, part by part;\n"
+        "                    key.path=value after a file applies to that one alone (a variant of it,\n"
+        "                    named by what it sets: --compare a.json a.json parallelism.tensor=4)\n"
         "  --collective OP   benchmark one collective (allreduce, reduce_scatter, allgather) on the\n"
         "                    data-parallel GPUs instead of training, nccl-tests style\n"
         "  --algo A          with --collective: auto, ring, tree or hierarchical (default auto)\n"
@@ -124,6 +127,8 @@ typedef struct options {
     const char *compare_with;         /* --compare: the second scenario */
     const char *compare[COMPARE_MAX]; /* --compare A B C ...: every scenario, A first */
     int n_compare;
+    const char *compare_sets[COMPARE_MAX][16]; /* key.path=value after a --compare file: for it alone */
+    int n_compare_sets[COMPARE_MAX];
     long long top_ops;
     int top_ops_by_layer; /* --top-ops-by-layer: each op summed over the layers */
     int collective;       /* -1: train */
@@ -565,11 +570,29 @@ static int parse_args(int argc, char **argv, options *o)
                 o->sim.bench_algo = (et_coll_algo)found;
         } else if (strcmp(a, "--compare") == 0) {
             while (i + 1 < argc && strncmp(argv[i + 1], "--", 2) != 0) {
+                const char *next = argv[++i];
+                struct stat st;
+                if (strchr(next, '=') && stat(next, &st) != 0) { /* not a file: an override of the last */
+                    const int k = o->n_compare - 1;
+                    if (k < 0) {
+                        fprintf(stderr,
+                                "etsim: --compare: \"%s\" sets a key of no scenario (name a file "
+                                "first)\n",
+                                next);
+                        return -1;
+                    }
+                    if (o->n_compare_sets[k] == 16) {
+                        fprintf(stderr, "etsim: --compare: at most 16 key.path=value for one scenario\n");
+                        return -1;
+                    }
+                    o->compare_sets[k][o->n_compare_sets[k]++] = next;
+                    continue;
+                }
                 if (o->n_compare == COMPARE_MAX) {
                     fprintf(stderr, "etsim: --compare takes at most %d scenarios\n", COMPARE_MAX);
                     return -1;
                 }
-                o->compare[o->n_compare++] = argv[++i];
+                o->compare[o->n_compare++] = next;
             }
             if (o->n_compare < 2) {
                 fprintf(stderr, "etsim: --compare needs two or more scenario files\n");
@@ -661,20 +684,26 @@ static int apply_op_times(const options *o, et_scenario *s)
     return rc;
 }
 
-/* The scenario with --set applied (and one more override when `extra` is not NULL). */
-static int load_with(const options *o, const char *path, const char *extra, et_scenario *s)
+/* The scenario with --set applied, then the `n_extra` overrides `extra`; with `doc`, its document as
+ * loaded (the caller's). */
+static int load_doc(const options *o, const char *path, const char *const *extra, int n_extra, et_scenario *s,
+                    json_t **doc)
 {
     et_error err;
-    const char *sets[33];
+    const char *sets[64];
     int n = 0;
     for (int i = 0; i < o->n_sets; i++)
         sets[n++] = o->sets[i];
-    if (extra) sets[n++] = extra;
+    for (int i = 0; i < n_extra && n < 64; i++)
+        sets[n++] = extra[i];
     json_t *root;
     int bad = et_scenario_json_load(path, sets, n, &root, &err);
     if (!bad) {
         bad = et_scenario_parse(root, path, NULL, s, &err);
-        json_decref(root);
+        if (!bad && doc)
+            *doc = root;
+        else
+            json_decref(root);
     }
     if (bad) {
         print_error(&err);
@@ -683,9 +712,23 @@ static int load_with(const options *o, const char *path, const char *extra, et_s
     return 0;
 }
 
+/* The scenario with --set applied (and one more override when `extra` is not NULL). */
+static int load_with(const options *o, const char *path, const char *extra, et_scenario *s)
+{
+    return load_doc(o, path, &extra, extra ? 1 : 0, s, NULL);
+}
+
+/* The checks and options every loaded scenario gets (fabric warnings, --seed, --no-overlap, --op-times). */
+static int prepare(const options *o, const char *path, et_scenario *s);
+
 static int load(const options *o, const char *path, et_scenario *s)
 {
     if (load_with(o, path, NULL, s)) return EXIT_INPUT;
+    return prepare(o, path, s);
+}
+
+static int prepare(const options *o, const char *path, et_scenario *s)
+{
     const char *warnings[8];
     for (int i = 0, n = et_fabric_warnings(&s->cluster, warnings, 8); i < n; i++)
         fprintf(stderr, "etsim: warning: %s: %s\n", path, warnings[i]);
@@ -697,16 +740,39 @@ static int load(const options *o, const char *path, et_scenario *s)
 /* Loads, estimates and (unless analytic) simulates one scenario; returns an exit status. */
 static int check_outputs(const options *o, const et_scenario *s);
 
+/* A --compare variant (a file with overrides of its own) is named by them, unless one sets its name: two
+ * variants of one file are told apart in the table and in the JSON. */
+static void name_variant(et_scenario *s, const json_t *doc, const char *const *sets, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (!strncmp(sets[i], "name=", 5)) return;
+    char name[sizeof s->name];
+    size_t used = (size_t)snprintf(name, sizeof name, "%s", json_string_value(json_object_get(doc, "name")));
+    for (int i = 0; i < n && used < sizeof name; i++)
+        used += (size_t)snprintf(name + used, sizeof name - used, "%s%s", i ? ", " : " [", sets[i]);
+    if (n && used < sizeof name) snprintf(name + used, sizeof name - used, "]");
+    if (n) snprintf(s->name, sizeof s->name, "%s", name);
+}
+
 static int compare_main(options *o)
 {
     const int n = o->n_compare;
     et_scenario sc[COMPARE_MAX];
     et_estimate est[COMPARE_MAX];
     json_t *sims[COMPARE_MAX] = {NULL};
+    json_t *docs[COMPARE_MAX] = {NULL};
     int loaded = 0, rc = 0;
     /* every scenario loaded before the outputs are checked: their files are inputs too (input_files.h) */
-    for (; loaded < n && !rc; loaded++)
-        if ((rc = load(o, o->compare[loaded], &sc[loaded]))) break;
+    for (; loaded < n && !rc; loaded++) {
+        if ((rc = load_doc(o, o->compare[loaded], o->compare_sets[loaded], o->n_compare_sets[loaded],
+                           &sc[loaded], &docs[loaded])))
+            break;
+        if ((rc = prepare(o, o->compare[loaded], &sc[loaded]))) {
+            json_decref(docs[loaded]);
+            break;
+        }
+        name_variant(&sc[loaded], docs[loaded], o->compare_sets[loaded], o->n_compare_sets[loaded]);
+    }
     if (!rc) rc = check_outputs(o, &sc[0]);
     o->sim.progress = !o->quiet && isatty(2);
     for (int i = 0; i < loaded && !rc; i++) {
@@ -720,10 +786,10 @@ static int compare_main(options *o)
     if (!rc) {
         const et_scenario *ps[COMPARE_MAX];
         const et_estimate *pe[COMPARE_MAX];
-        const json_t *pj[COMPARE_MAX];
+        const json_t *pj[COMPARE_MAX], *pd[COMPARE_MAX];
         for (int i = 0; i < n; i++)
-            ps[i] = &sc[i], pe[i] = &est[i], pj[i] = sims[i];
-        compare_print_many(stdout, n, ps, pe, pj);
+            ps[i] = &sc[i], pe[i] = &est[i], pj[i] = sims[i], pd[i] = docs[i];
+        compare_print_many(stdout, n, ps, pe, pj, pd);
     }
     if (!rc && o->json_out) {
         et_error err;
@@ -746,6 +812,7 @@ static int compare_main(options *o)
     }
     for (int i = 0; i < loaded; i++) {
         json_decref(sims[i]);
+        json_decref(docs[i]);
         et_scenario_free(&sc[i]);
     }
     return rc;

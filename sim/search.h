@@ -2,14 +2,14 @@
  * ranked by step time (etsim --search).
  *
  * Contract: search_run() reads the scenario file, varies its parallelism and micro-batch over the space
- * below, validates every candidate with the scenario parser itself (so a plan the parser would refuse is
- * never ranked), estimates the valid ones and fills *out with the `keep` fastest that fit in memory,
- * fastest first, plus counts of what was tried. The space: tensor degree over the divisors of
- * gpus_per_node, pipeline over the divisors of the layers (with 1, 2 or 4 interleaved chunks when more than
- * one stage), micro-batch 1..64 in powers of two and the scenario's own, recomputation none / selective /
- * full, ZeRO 0 or 1, sequence parallelism off or on (with tensor parallelism); with `space`, over several GPU
- * counts too, dropping plans past a deadline and ranking by GPU-hours when one is given. Errors: the scenario
- * cannot be read, a GPU count is not a multiple of gpus_per_node (*err). */
+ * below, checks every candidate by the scenario parser's own plan rules (et_scenario_check_plan: a plan
+ * the parser would refuse is never ranked), estimates the valid ones and fills *out with the `keep` fastest
+ * that fit in memory, fastest first, plus counts of what was tried. The space: tensor degree over the
+ * divisors of gpus_per_node, pipeline over the divisors of the layers (with 1, 2 or 4 interleaved chunks when
+ * more than one stage), micro-batch 1..64 in powers of two and the scenario's own, recomputation none /
+ * selective / full, ZeRO 0 or 1, sequence parallelism off or on (with tensor parallelism); with `space`, over
+ * several GPU counts too, dropping plans past a deadline and ranking by GPU-hours when one is given. Errors:
+ * the scenario cannot be read, a GPU count is not a multiple of gpus_per_node (*err). */
 #ifndef ET_SEARCH_H
 #define ET_SEARCH_H
 
