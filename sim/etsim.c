@@ -62,6 +62,8 @@ static void usage(FILE *out)
         "  --search-devices a100-sxm4-80gb,h100-sxm  device profiles to try (default: the scenario's)\n"
         "  --deadline-days D   only plans that train within D days\n"
         "  --budget-gpu-hours H, --budget C   only plans within H GPU-hours or C in money (needs prices)\n"
+        "  --max-gpus N      only plans on at most N GPUs (of the counts searched)\n"
+        "  --memory-headroom F  only plans leaving this share of each GPU's memory free (0.1: 10%%)\n"
         "                    (a deadline or budget ranks by cost with prices, else by GPU-hours)\n"
         "  --price-per-gpu-hour P | name=P,name=P  a price for every device, or per device profile\n"
         "  --prices FILE     per-device prices: {\"a100-sxm4-80gb\": 1.8, ...}\n"
@@ -413,6 +415,24 @@ static int parse_args(int argc, char **argv, options *o)
                 o->space.budget_cost = x;
             else
                 o->space.budget_gpu_hours = x;
+        } else if (strcmp(a, "--max-gpus") == 0) {
+            long long v;
+            if (number_arg(argc, argv, &i, 1, 1 << 30, &v)) return -1;
+            o->space.max_gpus = (int)v;
+        } else if (strcmp(a, "--memory-headroom") == 0) {
+            const char *text;
+            char *end;
+            if (file_arg(argc, argv, &i, &text)) return -1;
+            errno = 0;
+            const double x = strtod(text, &end);
+            if (end == text || *end || errno || !(x >= 0 && x <= 0.9)) {
+                fprintf(stderr,
+                        "etsim: --memory-headroom expects a share of memory from 0 to 0.9 (0.1: 10%%), "
+                        "got \"%s\"\n",
+                        text);
+                return -1;
+            }
+            o->space.memory_headroom = x;
         } else if (strcmp(a, "--search-batch") == 0) {
             const char *list;
             if (file_arg(argc, argv, &i, &list)) return -1;
@@ -982,9 +1002,14 @@ static void print_no_plan(const options *o, const et_scenario *s, const search_r
         "over the budget\n",
         r->invalid, r->too_big, r->too_slow, r->over_budget);
     if (r->too_big && !r->too_slow && !r->over_budget) { /* else some plans fit: memory does not bind */
-        printf("  memory binds: the smallest plan needs %.2f GiB per GPU, %s has %.2f GiB:\n",
+        printf("  memory binds: the smallest plan needs %.2f GiB per GPU, %s has %.2f GiB",
                r->nearest_too_big.memory_gib, plan_device(o, s, &r->nearest_too_big),
                s->cluster.device.memory_bytes / 1073741824.0);
+        if (o->space.memory_headroom > 0)
+            printf(", %.2f GiB with %.0f%% of it kept free",
+                   s->cluster.device.memory_bytes * (1 - o->space.memory_headroom) / 1073741824.0,
+                   100 * o->space.memory_headroom);
+        printf(":\n");
         print_plan(o, s, 0, &r->nearest_too_big);
     }
     if (!r->too_big && !r->too_slow && !r->over_budget)

@@ -353,7 +353,8 @@ static void try_plan(const plan_base *base, search_plan *p, int keep, const sear
     p->cost = p->gpu_hours * p->price;
     p->tflops_per_gpu = et_tflops_per_gpu(&s, e.model_flops_per_step, e.step_time);
     p->scenario = NULL; /* written for the plans kept, once the search is done (plan_document) */
-    if (!e.memory.fits) {
+    const double usable = e.memory.capacity * (1 - (space ? space->memory_headroom : 0));
+    if (!e.memory.fits || e.memory.total > usable) {
         p->status = SEARCH_TOO_BIG;
         add_ranked(r, p);
         r->too_big++;
@@ -517,6 +518,23 @@ int search_run(const char *scenario_path, const char *const *sets, int n_sets, c
         counts[n_counts++] = space->gpus[i];
     }
     if (!n_counts) counts[n_counts++] = et_scenario_gpus(&base);
+    if (space && space->max_gpus > 0) { /* a limit on the GPUs: a filter of the counts */
+        int kept = 0, lowest = counts[0];
+        for (int i = 0; i < n_counts; i++) {
+            if (counts[i] < lowest) lowest = counts[i];
+            if (counts[i] <= space->max_gpus) counts[kept++] = counts[i];
+        }
+        if (!kept) {
+            search_result_free(out);
+            et_scenario_free(&base);
+            json_decref(root);
+            return et_error_set(err, NULL, 0, 0, "--max-gpus",
+                                "%d GPUs is below every GPU count of the search (the smallest is %d; "
+                                "--search-gpus gives others)",
+                                space->max_gpus, lowest);
+        }
+        n_counts = kept;
+    }
     double buckets[8];
     int algos[4], n_buckets = 0, n_algos = 0;
     for (int i = 0; space && i < space->n_buckets && i < 8; i++)

@@ -29,6 +29,8 @@ typedef struct search_space {
     double deadline_s;       /* time-to-train limit (0: none) */
     double budget_gpu_hours; /* GPU-hours limit (0: none) */
     double budget_cost;      /* money limit (0: none; needs prices) */
+    int max_gpus;            /* --max-gpus: no plan on more GPUs (0: none) */
+    double memory_headroom;  /* --memory-headroom: the share of each GPU's memory a plan leaves free */
     int n_batches;
     long long batches[16]; /* global batches to try (sequences); none: the scenario's */
     int n_buckets;

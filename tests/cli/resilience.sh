@@ -4,7 +4,7 @@
 # parameter in 16-bit training, time-to-train with failures = failure-free x factor), no failures give
 # factor 1, a higher rate a larger factor and a shorter optimal interval, an asynchronous checkpoint a smaller
 # stall than its write, and the search ranks by the time with failures (its best plan's figure is the one
-# the plan's own report gives). Energy: a step's is every GPU's busy power over its compute and idle power
+# the plan's own report gives); --memory-headroom and --max-gpus filter. Energy: a step's is every GPU's busy power over its compute and idle power
 # over the rest, the run's adds evaluations, failures and the PUE, emissions with a carbon intensity; a
 # profile without power says so; --rank-by ranks by what it names (energy; time under a budget, which then
 # only filters) and refuses what it cannot rank.
@@ -75,13 +75,27 @@ jq -e '.search.ranked_by == "time-to-train" and ([.search.best[].gpu_hours] | al
        and ([.search.best[].time_to_train_s] | . == sort)' "$work/t.json" > /dev/null ||
   { echo "FAIL: --rank-by time under a budget"; jq -c '[.search.ranked_by, [.search.best[] | [.time_to_train_s, .gpu_hours]]]' "$work/t.json"; exit 1; }
 passed=$((passed + 1))
-for args in "--rank-by cost" "--rank-by speed"; do
+# --memory-headroom filters: every ranked plan leaves that share of an 80 GiB GPU free, and plans that fit
+# without it are refused with it
+"$etsim" --search --memory-headroom 0.5 --search-top 50 --json "$work/h.json" "$base" > /dev/null
+"$etsim" --search --search-top 50 --json "$work/h0.json" "$base" > /dev/null
+jq -e '[.search.best[].memory_GiB] | length > 0 and all(. <= 40)' "$work/h.json" > /dev/null &&
+  jq -e '[.search.best[].memory_GiB] | any(. > 40)' "$work/h0.json" > /dev/null &&
+  [ "$(jq .search.too_big "$work/h.json")" -gt "$(jq .search.too_big "$work/h0.json")" ] ||
+  { echo "FAIL: --memory-headroom 0.5"; jq -c '[.search.too_big, [.search.best[].memory_GiB]]' "$work/h.json"; exit 1; }
+passed=$((passed + 1))
+# --max-gpus filters the GPU counts searched
+"$etsim" --search --search-gpus 1024,2048,4096 --max-gpus 2048 --search-top 50 --json "$work/g.json" "$base" > /dev/null
+jq -e '[.search.plans[].gpus] | unique == [1024, 2048]' "$work/g.json" > /dev/null ||
+  { echo "FAIL: --max-gpus 2048"; jq -c '[.search.plans[].gpus] | unique' "$work/g.json"; exit 1; }
+passed=$((passed + 1))
+for args in "--rank-by cost" "--rank-by speed" "--max-gpus 8" "--memory-headroom 0.95" "--memory-headroom 10%"; do
   set +e
   # shellcheck disable=SC2086
   "$etsim" --search $args "$base" > /dev/null 2> "$work/err"
   rc=$?
   set -e
-  [ $rc -eq 2 ] && grep -q -- "--rank-by" "$work/err" || { echo "FAIL: $args: exit $rc: $(cat "$work/err")"; exit 1; }
+  [ $rc -eq 2 ] && grep -q -- "${args%% *}" "$work/err" || { echo "FAIL: $args: exit $rc: $(cat "$work/err")"; exit 1; }
   passed=$((passed + 1))
 done
 echo "resilience: $passed passed, 0 failed"
