@@ -8,7 +8,7 @@
 
 #include "batch.h"
 #include "calib_csv.h"
-#include "calib_run.h"
+#include "measured_run.h"
 #include "rt_backend.h"
 #include "scenario_graph.h"
 #include "wall_clock.h"
@@ -170,7 +170,7 @@ int calib_micro_load(const char *path, calib_micro *m, et_error *err)
 {
     memset(m, 0, sizeof *m);
     snprintf(m->file, sizeof m->file, "%s", path);
-    json_t *root = calib_load_json(path, err);
+    json_t *root = et_measured_load_json(path, err);
     if (!root) return -1;
     json_t *tool = json_object_get(root, "tool"), *gemm = json_object_get(root, "gemm"),
            *stream = json_object_get(root, "stream"), *backend = json_object_get(root, "backend");

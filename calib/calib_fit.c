@@ -4,6 +4,23 @@
 #include <stdlib.h>
 #include <string.h>
 
+const char *const calib_class_names[] = {"matrix products", "attention", "element-wise", "optimizer", NULL};
+
+calib_class calib_class_of(et_op_kind kind)
+{
+    switch (kind) {
+    case ET_OP_GEMM:
+    case ET_OP_TT:
+        return CALIB_GEMM;
+    case ET_OP_ATTENTION:
+        return CALIB_ATTENTION;
+    case ET_OP_OPTIMIZER:
+        return CALIB_OPTIMIZER;
+    default:
+        return CALIB_ELEMENTWISE;
+    }
+}
+
 calib_terms calib_terms_of(const et_device_profile *d, et_precision p)
 {
     calib_terms t = {.gemm_rate = et_gemm_peak(d, p) * d->gemm_max_efficiency,
@@ -65,10 +82,10 @@ double calib_objective(const calib_data *data, const et_device_profile *d)
         f += g / (m->n_samples ? m->n_samples : 1);
     }
     for (int r = 0; r < data->n_runs; r++) {
-        const calib_run *run = &data->runs[r];
+        const et_measured_run *run = &data->runs[r];
         double *pred = malloc((size_t)run->graph.n_ops * sizeof *pred), total = 0;
         if (!pred) return INFINITY;
-        calib_run_predict(run, d, pred);
+        et_measured_run_predict(run, d, pred);
         for (int i = 0; i < run->graph.n_ops; i++)
             total += run->measured[i];
         for (int i = 0; i < run->graph.n_ops; i++) {

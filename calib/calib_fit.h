@@ -24,12 +24,25 @@
  * Efficiencies stay at most 1: a rate above the datasheet's moves into the peak or the bandwidth (the
  * datasheet was too low for this machine).
  *
- * Contract: runs must be loaded against `base` (calib_run_load); `out` is `base` with the fitted terms. */
+ * Contract: runs must be loaded against `base` (et_measured_run_load); `out` is `base` with the fitted terms.
+ */
 #ifndef ET_CALIB_FIT_H
 #define ET_CALIB_FIT_H
 
 #include "calib_bench.h"
-#include "calib_run.h"
+#include "measured_run.h"
+
+/* The op class report and fits group by: matrix products (GEMM, tensor train), attention, element-wise
+ * (element-wise, embedding, loss), optimizer. */
+typedef enum {
+    CALIB_GEMM,
+    CALIB_ATTENTION,
+    CALIB_ELEMENTWISE,
+    CALIB_OPTIMIZER,
+    CALIB_CLASS_COUNT
+} calib_class;
+extern const char *const calib_class_names[];
+calib_class calib_class_of(et_op_kind kind);
 
 typedef struct calib_terms {
     double gemm_rate, gemm_half, bandwidth, vector_rate, overhead, special_rate, attention, optimizer_rate;
@@ -41,7 +54,7 @@ void calib_terms_apply(const calib_terms *t, et_precision p, et_device_profile *
 
 /* Fits; *iterations gets the optimiser's iterations. Returns the final objective. */
 typedef struct calib_data {
-    const calib_run *runs;
+    const et_measured_run *runs;
     int n_runs;
     const calib_micro *micro;
     int n_micro;

@@ -18,7 +18,7 @@
 #include "calib_allreduce.h"
 #include "calib_fit.h"
 #include "calib_network.h"
-#include "calib_run.h"
+#include "measured_run.h"
 #include "plan.h"
 #include "quantile.h"
 #include "rt_backend.h"
@@ -67,7 +67,7 @@ typedef struct sums {
     double measured_total, predicted_total;
 } sums;
 
-static sums sum_classes(const calib_run *r, const double *pred)
+static sums sum_classes(const et_measured_run *r, const double *pred)
 {
     sums s = {0};
     for (int i = 0; i < r->graph.n_ops; i++) {
@@ -96,7 +96,7 @@ static int by_time(const void *a, const void *b)
 
 /* Measured against predicted per op, one colour per class, log-log with the diagonal, through gnuplot
  * (Debian's gnuplot-nox) when it is on the PATH; without it the report says so and stays complete. */
-static int write_plot(const calib_run *r, const double *pred, const char *png)
+static int write_plot(const et_measured_run *r, const double *pred, const char *png)
 {
     if (system("command -v gnuplot > /dev/null 2>&1") != 0) {
         fprintf(stderr,
@@ -188,14 +188,14 @@ static int cmd_report(int argc, char **argv)
         fail(&err);
         return et_error_exit_status(&err);
     }
-    calib_run run;
-    if (calib_run_load(file, profile_path ? &profile : NULL, &run, &err)) {
+    et_measured_run run;
+    if (et_measured_run_load(file, profile_path ? &profile : NULL, &run, &err)) {
         fail(&err);
         return et_error_exit_status(&err);
     }
     const et_device_profile *d = profile_path ? &profile : &run.plan.s.cluster.device;
     double *pred = calloc((size_t)run.graph.n_ops, sizeof *pred);
-    calib_run_predict(&run, d, pred);
+    et_measured_run_predict(&run, d, pred);
     const sums s = sum_classes(&run, pred);
     printf("# %s: plan %s, %s backend, %d measured steps, profile %s\n", file, run.plan.s.name, run.backend,
            run.steps, d->name);
@@ -253,7 +253,7 @@ static int cmd_report(int argc, char **argv)
     }
     if (!rc && plot) rc = write_plot(&run, pred, plot);
     free(order), free(pred);
-    calib_run_free(&run);
+    et_measured_run_free(&run);
     return rc;
 }
 
@@ -373,7 +373,7 @@ static int cmd_fit(int argc, char **argv)
     /* the precision's own large-GEMM term, seeded with the shared one; the other precisions keep theirs */
     if (only_precision && base.gemm_max_by_precision[precision] <= 0)
         base.gemm_max_by_precision[precision] = base.gemm_max_efficiency;
-    calib_run runs[MAX_RUNS];
+    et_measured_run runs[MAX_RUNS];
     calib_micro micro[MAX_RUNS];
     int n_runs = 0, n_micro = 0, bad = 0;
     for (int i = 0; i < n && !bad; i++) {
@@ -409,14 +409,14 @@ static int cmd_fit(int argc, char **argv)
             }
             n_micro += !bad;
         } else {
-            bad = calib_run_load(inputs[i], &base, &runs[n_runs], &err);
+            bad = et_measured_run_load(inputs[i], &base, &runs[n_runs], &err);
             n_runs += !bad;
         }
     }
     if (bad) {
         if (err.text[0]) fail(&err);
         for (int i = 0; i < n_runs; i++)
-            calib_run_free(&runs[i]);
+            et_measured_run_free(&runs[i]);
         for (int i = 0; i < n_micro; i++)
             calib_micro_free(&micro[i]);
         return EXIT_INPUT;
@@ -436,7 +436,7 @@ static int cmd_fit(int argc, char **argv)
                      after, before);
         fail(&err);
         for (int i = 0; i < n_runs; i++)
-            calib_run_free(&runs[i]);
+            et_measured_run_free(&runs[i]);
         for (int i = 0; i < n_micro; i++)
             calib_micro_free(&micro[i]);
         return EXIT_INPUT;
@@ -491,8 +491,8 @@ static int cmd_fit(int argc, char **argv)
     for (int r = 0; r < n_runs; r++) {
         double *pb = calloc((size_t)runs[r].graph.n_ops, sizeof *pb),
                *pf = calloc((size_t)runs[r].graph.n_ops, sizeof *pf);
-        calib_run_predict(&runs[r], &base, pb);
-        calib_run_predict(&runs[r], &fit, pf);
+        et_measured_run_predict(&runs[r], &base, pb);
+        et_measured_run_predict(&runs[r], &fit, pf);
         sums sb = sum_classes(&runs[r], pb), sf = sum_classes(&runs[r], pf);
         /* R^2 of log op times, ops the model costs */
         double mean = 0, ss_tot = 0, ss_res = 0;
@@ -523,7 +523,7 @@ static int cmd_fit(int argc, char **argv)
     int rc = j ? et_atomic_write_json(out_path, j, &err) : -1;
     json_decref(j);
     for (int r = 0; r < n_runs; r++)
-        calib_run_free(&runs[r]);
+        et_measured_run_free(&runs[r]);
     for (int u = 0; u < n_micro; u++)
         calib_micro_free(&micro[u]);
     if (rc) {
@@ -572,7 +572,7 @@ static int cmd_fit_network(int argc, char **argv)
     }
     calib_coll_sample *x;
     int n;
-    json_t *micro = from_micro ? calib_load_json(table, &err) : NULL;
+    json_t *micro = from_micro ? et_measured_load_json(table, &err) : NULL;
     int loaded = from_micro ? (micro ? calib_allreduce_samples(micro, table, &x, &n, &err) : -1)
                  : from_log ? calib_nccl_tests_load(table, gpu, &x, &n, &err)
                             : calib_nccl_load(table, gpu, &x, &n, &err);
@@ -609,7 +609,7 @@ static int cmd_fit_network(int argc, char **argv)
                "are the "
                "rows from this scenario's GPUs and fabric?\n");
     int rc = 0;
-    json_t *root = calib_load_json(scenario_path, &err);
+    json_t *root = et_measured_load_json(scenario_path, &err);
     if (!root) {
         rc = 1;
     } else {

@@ -514,6 +514,97 @@ int et_straggler_factor(const et_scenario *s, const et_graph *g, int steps, doub
 /* Sampled steps behind the analytic straggler factor and the activation sizing. */
 #define ET_STRAGGLER_STEPS 16
 
+/* One pipeline stage's part of the estimate (memory always, the largest kept; times when it is the busiest
+ * so far by *best_stage_time, a micro-batch's compute and blocking communication): its graph, classes,
+ * buckets, overlap of the gradient collectives, optimizer and parameter gathers. */
+static int estimate_stage(const et_scenario *s, int stage, const et_batch_shape *b, const et_comm_group *dp,
+                          double *best_stage_time, et_estimate *out, et_error *err)
+{
+    const double m = (double)s->batch.grad_accum;
+    const int pp = s->parallel.pipeline;
+    et_graph_options o = et_scenario_graph_options(s, stage);
+    /* a twin of an earlier stage has its times, and no more memory: fewer micro-batches in flight */
+    if (et_graph_stage_twin(&s->model, &o) != stage) return 0;
+    stage_graph x;
+    if (stage_graph_get(s, &o, b, &x, err)) return -1;
+    const et_graph g = x.g;
+    const et_op_classes *classes = x.c;
+    const et_batch_shape worst = et_batch_worst_case(s);
+    et_memory mem = et_memory_estimate(s, &g, &worst);
+    if (mem.total > out->memory.total) out->memory = mem;
+    double tp_f = 0, tp_b = 0;
+    double F = et_phase_time_of(s, classes, ET_PHASE_FORWARD, b, &tp_f);
+    double Bw = et_phase_time_of(s, classes, ET_PHASE_BACKWARD, b, &tp_b);
+    if (F + Bw + tp_f + tp_b <= *best_stage_time) {
+        stage_graph_release(&x);
+        return 0;
+    }
+    *best_stage_time = F + Bw + tp_f + tp_b;
+    out->busiest_stage = stage;
+    out->params_per_gpu = g.param_count;
+    out->galore_projected = g.galore_projected;
+    et_bucket *buckets;
+    int nb;
+    double ge = et_precision_bytes(s->precision);
+    if (et_buckets_build(&g, s->parallel.bucket_bytes, ge, &buckets, &nb, err)) {
+        stage_graph_release(&x);
+        return -1;
+    }
+    const int v = s->parallel.virtual_pipeline;
+    double send = et_pipeline_send_time(s, b);
+    out->forward = m * F;
+    out->backward = m * Bw;
+    out->tp_comm = m * (tp_f + tp_b);
+    /* the experts' all-to-alls and ring attention's exposed exchanges, counted in the blocking
+     * communication above: shown apart */
+    out->ep_comm = out->cp_comm = 0;
+    const et_comm_group tp = et_tp_group(s);
+    for (int ph = ET_PHASE_FORWARD; ph <= ET_PHASE_BACKWARD; ph++)
+        for (int j = 0; j < classes->n_special[ph]; j++) {
+            const int i = classes->special[ph][j];
+            if (g.ops[i].kind == ET_OP_EP_ALLTOALL || g.ops[i].kind == ET_OP_CP_RING)
+                op_seconds(s, &g, i, b, classes, &tp,
+                           g.ops[i].kind == ET_OP_CP_RING ? &out->cp_comm : &out->ep_comm);
+        }
+    out->ep_comm *= m;
+    out->cp_comm *= m;
+    out->tp_comm = fmax(0, out->tp_comm - out->ep_comm - out->cp_comm);
+    out->pp_comm = m * 2 * send;
+    out->bubble = et_pipeline_bubble_micro_batches(pp, v) * (F + Bw + tp_f + tp_b + 2 * send);
+    double comm_total = 0, clip = 0;
+    out->dp_comm_exposed = et_scenario_grad_ranks(s) > 1
+                               ? overlap_buckets(s, classes, b, buckets, nb, dp, &comm_total, &clip)
+                               : 0;
+    if (out->dp_comm_exposed < 0) {
+        free(buckets);
+        stage_graph_release(&x);
+        return et_error_set_code(err, ET_ERROR_MEMORY, NULL, 0, 0, NULL,
+                                 "out of memory laying out the gradient buckets");
+    }
+    if (et_scenario_grad_ranks(s) <= 1 && s->optimizer.clip == ET_CLIP_PER_BUCKET)
+        for (int k = 0; k < nb; k++)
+            clip += et_bucket_clip_time(s, buckets[k].bytes);
+    out->dp_comm = et_scenario_grad_ranks(s) > 1 ? comm_total : 0;
+    out->clip = clip;
+    out->n_buckets = nb;
+    out->bucket_bytes_max = 0;
+    for (int k = 0; k < nb; k++)
+        if (buckets[k].bytes > out->bucket_bytes_max) out->bucket_bytes_max = buckets[k].bytes;
+    et_bucket_comm_time(s, dp, out->bucket_bytes_max, &out->algo);
+    out->optimizer = et_phase_time_of(s, classes, ET_PHASE_OPTIMIZER, b, NULL);
+    if (et_scenario_grad_ranks(s) > 1 && et_scenario_gathers_parameters(s))
+        out->zero_gather = et_ring_allgather_time(dp, g.param_count * ge);
+    if (s->parallel.zero_stage >= 3) {
+        /* parameters gathered again before forward and backward, prefetched under compute */
+        double gathers = 2 * m * et_ring_allgather_time(dp, g.param_count * ge);
+        out->dp_comm += gathers;
+        out->dp_comm_exposed += fmax(0, gathers - (out->forward + out->backward));
+    }
+    free(buckets);
+    stage_graph_release(&x);
+    return 0;
+}
+
 static int estimate_phase(const et_scenario *s, et_estimate *out, et_error *err)
 {
     memset(out, 0, sizeof *out);
@@ -544,88 +635,8 @@ static int estimate_phase(const et_scenario *s, et_estimate *out, et_error *err)
                                      "out of memory sampling batches");
     }
     double best_stage_time = -1;
-    for (int stage = 0; stage < pp; stage++) {
-        et_graph_options o = et_scenario_graph_options(s, stage);
-        /* a twin of an earlier stage has its times, and no more memory: fewer micro-batches in flight */
-        if (et_graph_stage_twin(&s->model, &o) != stage) continue;
-        stage_graph x;
-        if (stage_graph_get(s, &o, &b, &x, err)) return -1;
-        const et_graph g = x.g;
-        const et_op_classes *classes = x.c;
-        const et_batch_shape worst = et_batch_worst_case(s);
-        et_memory mem = et_memory_estimate(s, &g, &worst);
-        if (mem.total > out->memory.total) out->memory = mem;
-        double tp_f = 0, tp_b = 0;
-        double F = et_phase_time_of(s, classes, ET_PHASE_FORWARD, &b, &tp_f);
-        double Bw = et_phase_time_of(s, classes, ET_PHASE_BACKWARD, &b, &tp_b);
-        if (F + Bw + tp_f + tp_b <= best_stage_time) {
-            stage_graph_release(&x);
-            continue;
-        }
-        best_stage_time = F + Bw + tp_f + tp_b;
-        out->busiest_stage = stage;
-        out->params_per_gpu = g.param_count;
-        out->galore_projected = g.galore_projected;
-        et_bucket *buckets;
-        int nb;
-        double ge = et_precision_bytes(s->precision);
-        if (et_buckets_build(&g, s->parallel.bucket_bytes, ge, &buckets, &nb, err)) {
-            stage_graph_release(&x);
-            return -1;
-        }
-        const int v = s->parallel.virtual_pipeline;
-        double send = et_pipeline_send_time(s, &b);
-        out->forward = m * F;
-        out->backward = m * Bw;
-        out->tp_comm = m * (tp_f + tp_b);
-        /* the experts' all-to-alls and ring attention's exposed exchanges, counted in the blocking
-         * communication above: shown apart */
-        out->ep_comm = out->cp_comm = 0;
-        const et_comm_group tp = et_tp_group(s);
-        for (int ph = ET_PHASE_FORWARD; ph <= ET_PHASE_BACKWARD; ph++)
-            for (int j = 0; j < classes->n_special[ph]; j++) {
-                const int i = classes->special[ph][j];
-                if (g.ops[i].kind == ET_OP_EP_ALLTOALL || g.ops[i].kind == ET_OP_CP_RING)
-                    op_seconds(s, &g, i, &b, classes, &tp,
-                               g.ops[i].kind == ET_OP_CP_RING ? &out->cp_comm : &out->ep_comm);
-            }
-        out->ep_comm *= m;
-        out->cp_comm *= m;
-        out->tp_comm = fmax(0, out->tp_comm - out->ep_comm - out->cp_comm);
-        out->pp_comm = m * 2 * send;
-        out->bubble = et_pipeline_bubble_micro_batches(pp, v) * (F + Bw + tp_f + tp_b + 2 * send);
-        double comm_total = 0, clip = 0;
-        out->dp_comm_exposed = et_scenario_grad_ranks(s) > 1
-                                   ? overlap_buckets(s, classes, &b, buckets, nb, &dp, &comm_total, &clip)
-                                   : 0;
-        if (out->dp_comm_exposed < 0) {
-            free(buckets);
-            stage_graph_release(&x);
-            return et_error_set_code(err, ET_ERROR_MEMORY, NULL, 0, 0, NULL,
-                                     "out of memory laying out the gradient buckets");
-        }
-        if (et_scenario_grad_ranks(s) <= 1 && s->optimizer.clip == ET_CLIP_PER_BUCKET)
-            for (int k = 0; k < nb; k++)
-                clip += et_bucket_clip_time(s, buckets[k].bytes);
-        out->dp_comm = et_scenario_grad_ranks(s) > 1 ? comm_total : 0;
-        out->clip = clip;
-        out->n_buckets = nb;
-        out->bucket_bytes_max = 0;
-        for (int k = 0; k < nb; k++)
-            if (buckets[k].bytes > out->bucket_bytes_max) out->bucket_bytes_max = buckets[k].bytes;
-        et_bucket_comm_time(s, &dp, out->bucket_bytes_max, &out->algo);
-        out->optimizer = et_phase_time_of(s, classes, ET_PHASE_OPTIMIZER, &b, NULL);
-        if (et_scenario_grad_ranks(s) > 1 && et_scenario_gathers_parameters(s))
-            out->zero_gather = et_ring_allgather_time(&dp, g.param_count * ge);
-        if (s->parallel.zero_stage >= 3) {
-            /* parameters gathered again before forward and backward, prefetched under compute */
-            double gathers = 2 * m * et_ring_allgather_time(&dp, g.param_count * ge);
-            out->dp_comm += gathers;
-            out->dp_comm_exposed += fmax(0, gathers - (out->forward + out->backward));
-        }
-        free(buckets);
-        stage_graph_release(&x);
-    }
+    for (int stage = 0; stage < pp; stage++)
+        if (estimate_stage(s, stage, &b, &dp, &best_stage_time, out, err)) return -1;
     if (s->optimizer.clip == ET_CLIP_AFTER_ALLREDUCE && et_scenario_grad_ranks(s) > 1)
         out->clip_allreduce = et_allreduce_time(&dp, ET_COLL_AUTO, 4, NULL);
     out->compute = out->forward + out->backward + out->clip + out->tp_comm + out->ep_comm + out->cp_comm +

@@ -5,16 +5,6 @@
 
 #include "fabric.h"
 
-double et_cluster_nvlink_bandwidth(const et_cluster *c)
-{
-    return c->intra_node_bandwidth * c->intra_node_efficiency;
-}
-
-double et_cluster_nic_bandwidth(const et_cluster *c)
-{
-    return c->nic_bandwidth * c->inter_node_efficiency;
-}
-
 static et_comm_group group(const et_scenario *s, int ranks, int per_node, int groups_per_node)
 {
     const et_cluster *c = &s->cluster;

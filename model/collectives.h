@@ -15,6 +15,7 @@
 #ifndef ET_COLLECTIVES_H
 #define ET_COLLECTIVES_H
 
+#include "fabric.h"
 #include "nccl_tuning.h"
 #include "scenario.h"
 
@@ -40,10 +41,6 @@ typedef struct et_comm_group {
 /* The data-parallel communicator of a scenario (tensor-parallel ranks fill a node first). */
 et_comm_group et_dp_group(const et_scenario *s);
 /* The tensor-parallel communicator (inside one node). */
-/* Usable bandwidth per direction of one GPU's NVLink port and of one NIC: the wire figure times the link
- * class's efficiency (what the simulator's links and the closed forms both use), bytes/s. */
-double et_cluster_nvlink_bandwidth(const et_cluster *c);
-double et_cluster_nic_bandwidth(const et_cluster *c);
 
 et_comm_group et_tp_group(const et_scenario *s);
 /* The expert-parallel communicator: `parallelism.expert` consecutive data-parallel ranks. */

@@ -5,7 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "collectives.h"
+#include "faults.h"
+#include "rng.h"
 
 int et_fabric_leaves(const et_cluster *c)
 {
@@ -21,6 +22,16 @@ int et_fabric_pods(const et_cluster *c)
 double et_fabric_node_nic_bandwidth(const et_cluster *c)
 {
     return c->nics_per_node * et_cluster_nic_bandwidth(c);
+}
+
+double et_cluster_nvlink_bandwidth(const et_cluster *c)
+{
+    return c->intra_node_bandwidth * c->intra_node_efficiency;
+}
+
+double et_cluster_nic_bandwidth(const et_cluster *c)
+{
+    return c->nic_bandwidth * c->inter_node_efficiency;
 }
 
 static int nodes_in_leaf(const et_cluster *c, int leaf)
@@ -148,14 +159,6 @@ int et_fabric_route(const et_fabric *f, int a, int b, et_fabric_hop *hops)
     return n;
 }
 
-static unsigned long long mix(unsigned long long x)
-{
-    x += 0x9e3779b97f4a7c15ULL;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-    return x ^ (x >> 31);
-}
-
 /* The faults listed, then those drawn: `count` distinct parts of the kind by a partial Fisher-Yates
  * shuffle from the seed. Returns the number, or -1 when out of memory; *out is malloc'd. */
 static int all_faults(const et_cluster *c, et_fault **out)
@@ -177,9 +180,9 @@ static int all_faults(const et_cluster *c, et_fault **out)
     memcpy(list, c->faults, (size_t)c->n_faults * sizeof *list);
     for (long long i = 0; i < population && count; i++)
         perm[i] = (int)i;
-    unsigned long long state = mix(r->seed ^ 0x5eedfa17ULL);
+    unsigned long long state = et_rng_mix(r->seed ^ 0x5eedfa17ULL);
     for (long long i = 0; i < count; i++) {
-        state = mix(state);
+        state = et_rng_mix(state);
         long long j = i + (long long)(state % (unsigned long long)(population - i));
         int t = perm[i];
         perm[i] = perm[j];
@@ -225,6 +228,115 @@ static double bundle_fraction(const et_cluster *c, const double *left, int *load
     return cpn * rate; /* R x cpn channels at the slowest channel's rate, over R NICs' worth */
 }
 
+/* A fault's direct effect on the links and GPUs: NICs (and rail switches, which are NIC r of every node of
+ * a unit) gather into nic_left per node, which the channel rule turns into bandwidth after. */
+static void apply_fault(const et_cluster *c, et_fabric *f, const et_fault *x, et_fabric_effect *e,
+                        double *nic_left)
+{
+    const int R = c->nics_per_node;
+    e->fault = *x;
+    e->fraction = x->factor;
+    char part[96];
+    et_fault_describe(x, part, sizeof part);
+    snprintf(e->text, sizeof e->text, "%s at %.0f%%", part, 100 * x->factor);
+    switch (x->part) {
+    case ET_FAULT_GPU:
+        f->gpu_speed[x->node * c->gpus_per_node + x->index] *= x->factor;
+        snprintf(e->text, sizeof e->text, "%s computes at %.0f%% of its speed", part, 100 * x->factor);
+        break;
+    case ET_FAULT_NVLINK:
+        for (int g = 0; g < c->gpus_per_node; g++)
+            if (x->index < 0 || g == x->index)
+                f->bandwidth[nvl_id(f, x->node * c->gpus_per_node + g)] *= x->factor;
+        break;
+    case ET_FAULT_NIC:
+        nic_left[x->node * R + x->index] *= x->factor;
+        break;
+    case ET_FAULT_RAIL_SWITCH:
+        for (int n = x->leaf * c->nodes_per_leaf; n < c->nodes && n < (x->leaf + 1) * c->nodes_per_leaf; n++)
+            nic_left[n * R + x->index] *= x->factor;
+        break;
+    case ET_FAULT_LEAF_SWITCH:
+        for (int n = x->leaf * c->nodes_per_leaf; n < c->nodes && n < (x->leaf + 1) * c->nodes_per_leaf; n++)
+            f->bandwidth[cable_id(f, n)] *= x->factor;
+        if (f->leaves > 1) f->bandwidth[leaf_id(f, x->leaf)] *= x->factor;
+        break;
+    case ET_FAULT_UPLINK:
+        if (x->pod >= 0 && f->tiers >= 3)
+            f->bandwidth[pod_id(f, x->pod)] *= x->factor;
+        else if (x->leaf >= 0 && f->leaves > 1)
+            f->bandwidth[leaf_id(f, x->leaf)] *= x->factor;
+        else
+            snprintf(e->text, sizeof e->text, "%s: no effect (a single %s has no up-links in use)", part,
+                     x->pod >= 0 ? "pod" : "leaf");
+        break;
+    }
+}
+
+/* A NIC or rail fault's nodes by the channel rule: each node's bundle of NICs runs at the fraction its
+ * channels leave; -1 (*err) when a node has none left. */
+static int apply_channels(const et_cluster *c, et_fabric *f, et_fabric_effect *e, const double *nic_left,
+                          int *load, et_error *err)
+{
+    const int R = c->nics_per_node;
+    const double node_nic = et_fabric_node_nic_bandwidth(c);
+    const et_fault *x = &e->fault;
+    int first = x->part == ET_FAULT_NIC ? x->node : x->leaf * c->nodes_per_leaf;
+    int last = x->part == ET_FAULT_NIC
+                   ? x->node + 1
+                   : (first + c->nodes_per_leaf < c->nodes ? first + c->nodes_per_leaf : c->nodes);
+    double worst = 1;
+    for (int n = first; n < last; n++) {
+        double fr = bundle_fraction(c, nic_left + (size_t)n * R, load);
+        if (fr <= 0)
+            return et_error_set(err, NULL, 0, 0, "$.cluster.random_faults",
+                                "every NIC of node %d failed: the node is cut off (draw fewer faults)", n);
+        f->bandwidth[nic_id(f, n)] = node_nic * fr;
+        f->bandwidth[cable_id(f, n)] = fmin(f->bandwidth[cable_id(f, n)], node_nic * fr);
+        worst = fmin(worst, fr);
+    }
+    e->fraction = worst;
+    char part[96];
+    et_fault_describe(x, part, sizeof part);
+    if (x->factor == 0)
+        snprintf(e->text, sizeof e->text,
+                 "%s failed: its %d NCCL channels moved to the NICs left; %s inter-node bandwidth is %.0f%% "
+                 "of nominal",
+                 part, c->channels_per_nic, x->part == ET_FAULT_NIC ? "the node's" : "each node's",
+                 100 * worst);
+    else
+        snprintf(e->text, sizeof e->text,
+                 "%s at %.0f%%: channels run at the slowest NIC's pace; %s inter-node bandwidth is %.0f%% "
+                 "of nominal",
+                 part, 100 * x->factor, x->part == ET_FAULT_NIC ? "the node's" : "each node's", 100 * worst);
+    return 0;
+}
+
+/* The healthy links: NVLink ports, NICs, node cables, leaf and pod up-links. */
+static void healthy_links(const et_cluster *c, et_fabric *f)
+{
+    const double node_nic = et_fabric_node_nic_bandwidth(c);
+    for (int g = 0; g < f->gpus; g++) {
+        f->bandwidth[nvl_id(f, g)] = et_cluster_nvlink_bandwidth(c);
+        f->latency[nvl_id(f, g)] = c->intra_node_latency / 2;
+        f->gpu_speed[g] = 1;
+    }
+    for (int n = 0; n < f->nodes; n++) {
+        f->bandwidth[nic_id(f, n)] = node_nic;
+        f->latency[nic_id(f, n)] = c->nic_latency / 2;
+        f->bandwidth[cable_id(f, n)] = node_nic;
+        f->latency[cable_id(f, n)] = c->switch_latency / 2;
+    }
+    for (int l = 0; l < f->leaves; l++) {
+        f->bandwidth[leaf_id(f, l)] = leaf_uplink(c, l);
+        f->latency[leaf_id(f, l)] = c->switch_latency;
+    }
+    for (int p = 0; f->tiers >= 3 && p < f->pods; p++) {
+        f->bandwidth[pod_id(f, p)] = pod_uplink(c, p);
+        f->latency[pod_id(f, p)] = c->switch_latency;
+    }
+}
+
 int et_fabric_build(const et_cluster *c, et_fabric *f, et_error *err)
 {
     memset(f, 0, sizeof *f);
@@ -248,130 +360,32 @@ int et_fabric_build(const et_cluster *c, et_fabric *f, et_error *err)
     int *load = malloc((size_t)R * sizeof *load);
     if (n_faults > 0) nic_left = malloc((size_t)c->nodes * R * sizeof *nic_left);
     if (n_faults > 0) f->effects = calloc((size_t)n_faults, sizeof *f->effects);
+    int rc = 0;
     if (!f->bandwidth || !f->latency || !f->gpu_speed || n_faults < 0 || !load ||
-        (n_faults > 0 && (!nic_left || !f->effects))) {
-        free(faults);
-        free(nic_left);
-        free(load);
+        (n_faults > 0 && (!nic_left || !f->effects)))
+        rc = et_error_set_code(err, ET_ERROR_MEMORY, NULL, 0, 0, NULL,
+                               "out of memory for the cluster's fabric (%d GPUs)",
+                               c->nodes * c->gpus_per_node);
+    if (!rc) {
+        healthy_links(c, f);
+        for (size_t i = 0; nic_left && i < (size_t)c->nodes * R; i++)
+            nic_left[i] = 1;
+        for (int i = 0; i < n_faults; i++) /* direct effects, NICs gathered per node */
+            apply_fault(c, f, &faults[i], &f->effects[i], nic_left);
+        for (int i = 0; i < n_faults && !rc; i++) /* each node's bundle, by the channel rule */
+            if (faults[i].part == ET_FAULT_NIC || faults[i].part == ET_FAULT_RAIL_SWITCH)
+                rc = apply_channels(c, f, &f->effects[i], nic_left, load, err);
+    }
+    free(faults);
+    free(nic_left);
+    free(load);
+    if (rc) {
         et_fabric_free(f);
-        return et_error_set_code(err, ET_ERROR_MEMORY, NULL, 0, 0, NULL,
-                                 "out of memory for the cluster's fabric (%d GPUs)",
-                                 c->nodes * c->gpus_per_node);
-    }
-    const double node_nic = et_fabric_node_nic_bandwidth(c);
-    for (int g = 0; g < f->gpus; g++) {
-        f->bandwidth[nvl_id(f, g)] = et_cluster_nvlink_bandwidth(c);
-        f->latency[nvl_id(f, g)] = c->intra_node_latency / 2;
-        f->gpu_speed[g] = 1;
-    }
-    for (int n = 0; n < f->nodes; n++) {
-        f->bandwidth[nic_id(f, n)] = node_nic;
-        f->latency[nic_id(f, n)] = c->nic_latency / 2;
-        f->bandwidth[cable_id(f, n)] = node_nic;
-        f->latency[cable_id(f, n)] = c->switch_latency / 2;
-    }
-    for (int l = 0; l < f->leaves; l++) {
-        f->bandwidth[leaf_id(f, l)] = leaf_uplink(c, l);
-        f->latency[leaf_id(f, l)] = c->switch_latency;
-    }
-    for (int p = 0; f->tiers >= 3 && p < f->pods; p++) {
-        f->bandwidth[pod_id(f, p)] = pod_uplink(c, p);
-        f->latency[pod_id(f, p)] = c->switch_latency;
-    }
-    for (size_t i = 0; nic_left && i < (size_t)c->nodes * R; i++)
-        nic_left[i] = 1;
-    /* direct effects; NICs (and rail switches, which are NIC r of every node of a unit) gather per node */
-    for (int i = 0; i < n_faults; i++) {
-        const et_fault *x = &faults[i];
-        et_fabric_effect *e = &f->effects[i];
-        e->fault = *x;
-        e->fraction = x->factor;
-        char part[96];
-        et_fault_describe(x, part, sizeof part);
-        snprintf(e->text, sizeof e->text, "%s at %.0f%%", part, 100 * x->factor);
-        switch (x->part) {
-        case ET_FAULT_GPU:
-            f->gpu_speed[x->node * c->gpus_per_node + x->index] *= x->factor;
-            snprintf(e->text, sizeof e->text, "%s computes at %.0f%% of its speed", part, 100 * x->factor);
-            break;
-        case ET_FAULT_NVLINK:
-            for (int g = 0; g < c->gpus_per_node; g++)
-                if (x->index < 0 || g == x->index)
-                    f->bandwidth[nvl_id(f, x->node * c->gpus_per_node + g)] *= x->factor;
-            break;
-        case ET_FAULT_NIC:
-            nic_left[x->node * R + x->index] *= x->factor;
-            break;
-        case ET_FAULT_RAIL_SWITCH:
-            for (int n = x->leaf * c->nodes_per_leaf; n < c->nodes && n < (x->leaf + 1) * c->nodes_per_leaf;
-                 n++)
-                nic_left[n * R + x->index] *= x->factor;
-            break;
-        case ET_FAULT_LEAF_SWITCH:
-            for (int n = x->leaf * c->nodes_per_leaf; n < c->nodes && n < (x->leaf + 1) * c->nodes_per_leaf;
-                 n++)
-                f->bandwidth[cable_id(f, n)] *= x->factor;
-            if (f->leaves > 1) f->bandwidth[leaf_id(f, x->leaf)] *= x->factor;
-            break;
-        case ET_FAULT_UPLINK:
-            if (x->pod >= 0 && f->tiers >= 3)
-                f->bandwidth[pod_id(f, x->pod)] *= x->factor;
-            else if (x->leaf >= 0 && f->leaves > 1)
-                f->bandwidth[leaf_id(f, x->leaf)] *= x->factor;
-            else
-                snprintf(e->text, sizeof e->text, "%s: no effect (a single %s has no up-links in use)", part,
-                         x->pod >= 0 ? "pod" : "leaf");
-            break;
-        }
-    }
-    /* each node's bundle, by the channel rule */
-    for (int i = 0; i < n_faults; i++) {
-        et_fabric_effect *e = &f->effects[i];
-        const et_fault *x = &e->fault;
-        if (x->part != ET_FAULT_NIC && x->part != ET_FAULT_RAIL_SWITCH) continue;
-        int first = x->part == ET_FAULT_NIC ? x->node : x->leaf * c->nodes_per_leaf;
-        int last = x->part == ET_FAULT_NIC
-                       ? x->node + 1
-                       : (first + c->nodes_per_leaf < c->nodes ? first + c->nodes_per_leaf : c->nodes);
-        double worst = 1;
-        for (int n = first; n < last; n++) {
-            double fr = bundle_fraction(c, nic_left + (size_t)n * R, load);
-            if (fr <= 0) {
-                free(faults);
-                free(nic_left);
-                free(load);
-                et_fabric_free(f);
-                return et_error_set(err, NULL, 0, 0, "$.cluster.random_faults",
-                                    "every NIC of node %d failed: the node is cut off (draw fewer faults)",
-                                    n);
-            }
-            f->bandwidth[nic_id(f, n)] = node_nic * fr;
-            f->bandwidth[cable_id(f, n)] = fmin(f->bandwidth[cable_id(f, n)], node_nic * fr);
-            worst = fmin(worst, fr);
-        }
-        e->fraction = worst;
-        char part[96];
-        et_fault_describe(x, part, sizeof part);
-        if (x->factor == 0)
-            snprintf(
-                e->text, sizeof e->text,
-                "%s failed: its %d NCCL channels moved to the NICs left; %s inter-node bandwidth is %.0f%% "
-                "of nominal",
-                part, c->channels_per_nic, x->part == ET_FAULT_NIC ? "the node's" : "each node's",
-                100 * worst);
-        else
-            snprintf(
-                e->text, sizeof e->text,
-                "%s at %.0f%%: channels run at the slowest NIC's pace; %s inter-node bandwidth is %.0f%% "
-                "of nominal",
-                part, 100 * x->factor, x->part == ET_FAULT_NIC ? "the node's" : "each node's", 100 * worst);
+        return -1;
     }
     f->n_effects = n_faults;
     for (int i = 0; i < n_faults; i++)
         if (f->slowest < 0 || f->effects[i].fraction < f->effects[f->slowest].fraction) f->slowest = i;
-    free(faults);
-    free(nic_left);
-    free(load);
     return 0;
 }
 

@@ -59,6 +59,11 @@ typedef struct et_fabric {
     int slowest; /* the effect with the smallest fraction, -1 when healthy */
 } et_fabric;
 
+/* Usable bandwidth per direction of one GPU's NVLink port and of one NIC: the wire figure times the link
+ * class's efficiency (what the simulator's links and the closed forms both use), bytes/s. */
+double et_cluster_nvlink_bandwidth(const et_cluster *c);
+double et_cluster_nic_bandwidth(const et_cluster *c);
+
 int et_fabric_build(const et_cluster *c, et_fabric *f, et_error *err);
 void et_fabric_free(et_fabric *f);
 

@@ -3,8 +3,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "scenario.h"
-
 const char *const et_fault_part_names[] = {"gpu",         "nvlink", "nic", "leaf_switch",
                                            "rail_switch", "uplink", NULL};
 

@@ -14,43 +14,13 @@
 #ifndef ET_FAULTS_H
 #define ET_FAULTS_H
 
-#include <stdbool.h>
-
+#include "cluster.h"
 #include "json_reader.h"
 
-#define ET_MAX_FAULTS 64
-
-typedef enum {
-    ET_FAULT_GPU,
-    ET_FAULT_NVLINK,
-    ET_FAULT_NIC,
-    ET_FAULT_LEAF_SWITCH,
-    ET_FAULT_RAIL_SWITCH,
-    ET_FAULT_UPLINK,
-} et_fault_part;
 extern const char *const et_fault_part_names[]; /* "gpu", "nvlink", "nic", "leaf_switch", "rail_switch",
                                                    "uplink", NULL */
 
-typedef struct et_fault {
-    et_fault_part part;
-    int node;  /* gpu, nvlink, nic */
-    int index; /* gpu: GPU in the node; nvlink: GPU or -1 for every port of the node; nic: NIC; rail: rail */
-    int leaf;  /* leaf_switch, uplink (-1: a pod's up-links); rail_switch: the unit */
-    int pod;   /* uplink of a pod (three-tier fat tree), else -1 */
-    double factor; /* fraction left, 0 = failed */
-} et_fault;
-
-/* A random fraction of one kind of part, drawn from a seed (gpu, nvlink or nic). */
-typedef struct et_random_faults {
-    bool set;
-    et_fault_part part;
-    double fraction; /* of the parts of that kind, rounded to the nearest count */
-    double factor;
-    unsigned long long seed;
-} et_random_faults;
-
-struct et_cluster;
-int et_faults_read(const et_json_reader *r, json_t *cluster, struct et_cluster *c);
+int et_faults_read(const et_json_reader *r, json_t *cluster, et_cluster *c);
 
 /* The part a fault names, in words ("NIC 1 of node 3"); returns buf. */
 const char *et_fault_describe(const et_fault *f, char *buf, unsigned long size);

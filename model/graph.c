@@ -6,8 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "memory.h"
-
 const char *const et_op_kind_names[] = {"gemm",
                                         "attention",
                                         "elementwise",
@@ -27,12 +25,6 @@ bool et_op_is_comm(et_op_kind kind)
     return kind == ET_OP_TP_ALLREDUCE || kind == ET_OP_TP_ALLGATHER || kind == ET_OP_TP_REDUCE_SCATTER ||
            kind == ET_OP_CP_RING || kind == ET_OP_EP_ALLTOALL;
 }
-double et_op_launches(const et_op *op, const et_batch_shape *b)
-{
-    if (et_op_is_comm(op->kind)) return 0;
-    if (et_linear_eval(&op->flops, b) <= 0 && et_linear_eval(&op->bytes, b) <= 0) return 0;
-    return op->kernels;
-}
 
 const char *const et_phase_names[] = {"forward", "backward", "optimizer", NULL};
 
@@ -42,12 +34,6 @@ const char *const et_phase_names[] = {"forward", "backward", "optimizer", NULL};
 #define SEQ(x) ((et_linear){.per_sequence = (x)})
 #define PRED(x) ((et_linear){.per_prediction = (x)})
 #define SQ(x) ((et_linear){.per_token_sq = (x)})
-
-double et_linear_eval(const et_linear *l, const et_batch_shape *b)
-{
-    return l->fixed + l->per_sequence * b->sequences + l->per_token * b->tokens +
-           l->per_token_sq * b->tokens_sq + l->per_prediction * b->predictions;
-}
 
 static et_linear lin_scale(et_linear a, double s)
 {
@@ -1087,7 +1073,7 @@ int et_graph_rebuild(const et_model_config *m, const et_graph_options *o, et_gra
     optimizer_ops(&b, o, g->param_count);
     /* what a step holds besides an update's own state: one micro-batch's activations (in flight, once) */
     et_linear acts, once;
-    et_memory_activation_terms(g, &acts, &once);
+    et_graph_activation_terms(g, &acts, &once);
     const et_linear step = lin_add(acts, once);
     for (int i = 0; !b.failed && i < g->n_ops; i++)
         if (g->ops[i].footprint.fixed > 0) g->ops[i].footprint = lin_add(g->ops[i].footprint, step);
@@ -1124,22 +1110,6 @@ int et_graph_find(const et_graph *g, const char *id)
     return -1;
 }
 
-double et_step_op_times(const et_graph *g, const et_batch_shape *micro, int n_micro,
-                        const et_device_profile *d, et_precision p, double *op_time)
-{
-    double flops = 0;
-    for (int i = 0; i < g->n_ops; i++) {
-        const et_op *op = &g->ops[i];
-        const int once = op->phase == ET_PHASE_OPTIMIZER;
-        op_time[i] = 0;
-        for (int k = once ? n_micro - 1 : 0; k < n_micro; k++) {
-            op_time[i] += et_op_time(op, &micro[k], d, p);
-            flops += et_linear_eval(&op->flops, &micro[k]);
-        }
-    }
-    return flops;
-}
-
 double et_model_param_count(const et_model_config *model)
 {
     /* once per model: the plan search asks it for every candidate of one model, and a whole graph of a
@@ -1171,91 +1141,4 @@ double et_model_active_param_count(const et_model_config *model)
     const double bias = model->no_bias ? 0 : (model->mlp == ET_MLP_SWIGLU ? 2 * Fe : Fe) + H;
     const double moe_layers = et_model_moe_layers(model, 0, model->layers - 1);
     return total - moe_layers * (moe->experts - moe->top_k) * (matrices * H * Fe + bias);
-}
-
-static double op_steps_time(const et_op *op, const et_batch_shape *b, const et_device_profile *d,
-                            et_precision p)
-{
-    const double e = et_precision_bytes(p), T = b->tokens;
-    double t = 0;
-    for (int s = 0; s < op->n_steps; s++) {
-        const et_tt_step *st = &op->steps[s];
-        const double m = st->m * (st->tokens == 0 ? T : 1), n = st->n * (st->tokens == 1 ? T : 1), k = st->k;
-        const double rate = et_gemm_peak(d, p) * et_gemm_dimension_efficiency(d, m, n, k);
-        t += et_roofline_time(d, rate, 2 * m * n * k, 0, e * (m * k + k * n + m * n), 0, 0, 1);
-    }
-    return t;
-}
-
-double et_op_time(const et_op *op, const et_batch_shape *b, const et_device_profile *d, et_precision p)
-{
-    double flops = et_linear_eval(&op->flops, b), bytes = et_linear_eval(&op->bytes, b),
-           special = et_linear_eval(&op->special, b), cold = et_linear_eval(&op->cold_bytes, b),
-           footprint = et_linear_eval(&op->footprint, b);
-    if (et_op_is_comm(op->kind) || (flops <= 0 && bytes <= 0)) return 0;
-    if (op->masked_scale > 0 && d->sparse_masked_dense)
-        flops *= op->masked_scale, special *= op->masked_scale, cold *= op->masked_scale,
-            bytes = bytes * op->masked_scale + op->mask_bytes,
-            /* the update's own state dense too, and the masks */
-            footprint += op->footprint.fixed * (op->masked_scale - 1) + op->mask_bytes;
-    double kernels = op->kernels;
-    if (d->kind == ET_DEVICE_DATAFLOW) {
-        /* fused, pipelined execution: no launches, and intermediates stay on chip as long as the op's
-         * activations fit; weights still stream from device memory */
-        double activations = bytes - op->weight_bytes;
-        if (activations <= d->on_chip_bytes) bytes = op->weight_bytes, cold = 0;
-        kernels = 0;
-    }
-    double rate;           /* FLOP/s */
-    bool stepwise = false; /* a tensor-train op's contractions, each at its own shape */
-    switch (op->kind) {
-    case ET_OP_GEMM:
-    case ET_OP_TT: {
-        double m = et_linear_eval(&op->m, b), n = et_linear_eval(&op->n, b), k = et_linear_eval(&op->k, b);
-        if (m <= 0 || n <= 0 || k <= 0) {
-            if (flops > 0) return 0;
-            rate = d->vector_flops; /* no product, only bytes: a tensor-train layer's bias gradient */
-            break;
-        }
-        if (op->n_steps > 0 && d->kind != ET_DEVICE_DATAFLOW) {
-            stepwise = true, rate = 0;
-            break; /* costed step by step below */
-        }
-        double factor = et_sparse_rate_factor(d, &op->sparse);
-        /* a tensor-train op is a sequence of contractions of other shapes than its largest: no one grid */
-        double eff =
-            op->kind == ET_OP_TT ? et_gemm_dimension_efficiency(d, m, n, k) : et_gemm_efficiency(d, m, n, k);
-        rate = et_gemm_peak(d, p) * eff * (factor > 0 ? factor : 1);
-        break;
-    }
-    case ET_OP_ATTENTION: {
-        double l = b->sequences > 0 ? sqrt(b->tokens_sq / b->sequences) : 0, D = et_linear_eval(&op->k, b);
-        if (l <= 0 || D <= 0) return 0;
-        /* products of l x l x D per head and sequence: heads x sequences of them in one batched kernel */
-        double products = flops / (2 * l * l * D);
-        /* attention's products stay in bf16 under FP8 training; a fused kernel at the profile's measured
-         * efficiency where it has one (the sequence's small-dimension term only), else as batched GEMMs */
-        const et_precision q = p == ET_FP8 ? ET_BF16 : p;
-        if (op->fused && d->flash_attention_efficiency > 0)
-            rate = d->peak_flops[q] * d->flash_attention_efficiency * l / (l + d->gemm_half_dim);
-        else
-            rate = et_gemm_peak(d, q) * et_gemm_batched_efficiency(d, floor(products + 0.5), l, l, D) *
-                   d->attention_products_efficiency;
-        break;
-    }
-    case ET_OP_OPTIMIZER:
-        /* one fused pass whose square roots and divisions are instructions of that pass (counted in its
-         * FLOPs), not the polynomials the special-function rate stands for */
-        rate = d->optimizer_flops * d->memory_efficiency;
-        break;
-    default:
-        rate = d->vector_flops * d->memory_efficiency;
-        break;
-    }
-    /* a tensor-train op: each contraction a product of its own shape, at the dimension terms (no one grid) */
-    const double t = stepwise ? op->step_repeats * op_steps_time(op, b, d, p)
-                              : et_roofline_time(d, rate, flops, special, bytes, cold, footprint, kernels);
-    const double copies =
-        d->tensor_train_layout_copies ? et_stream_time(d, et_linear_eval(&op->copy_bytes, b)) : 0;
-    return (t + copies) * op->time_scale;
 }

@@ -73,7 +73,7 @@ typedef struct et_op {
                               optimizer's moments, once a step): streamed from the level holding `footprint` */
     et_linear footprint;   /* bytes the device holds between two runs of an op with cold bytes: the update's
                               own state (et_adam_step_costs) plus, in a graph, one micro-batch's activations
-                              (et_memory_activation_terms); 0: unknown, cold bytes come from memory */
+                              (et_graph_activation_terms); 0: unknown, cold bytes come from memory */
     et_linear copy_bytes;  /* layout copies run as passes of their own (tensor-train permutations), bytes:
                               charged where the profile's implementation makes them */
     double weight_bytes;   /* the part of `bytes` that is weights (what a dataflow device still streams) */
@@ -169,6 +169,12 @@ double et_linear_eval(const et_linear *l, const et_batch_shape *b);
 /* Kernels the host launches for an op at shape b: none for communication and for an op that moves and
  * computes nothing. */
 double et_op_launches(const et_op *op, const et_batch_shape *b);
+
+/* One micro-batch's activations on graph g's stage, linear in its shape (et_linear_eval): `per_micro` what
+ * each micro-batch in flight keeps for backward (its layers' saved tensors and input), `once` what exists
+ * once however many are in flight (the layer rebuilt under full recomputation, the loss head's logits).
+ * model/activations.c; the memory model (memory.h) and the ops' footprints both use it. */
+void et_graph_activation_terms(const et_graph *g, et_linear *per_micro, et_linear *once);
 
 /* Index of the op with this id, -1 if none. */
 int et_graph_find(const et_graph *g, const char *id);

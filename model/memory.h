@@ -27,9 +27,4 @@ typedef struct et_memory {
  * `micro` the shape of the largest micro-batch to plan for. */
 et_memory et_memory_estimate(const et_scenario *s, const et_graph *g, const et_batch_shape *micro);
 
-/* One micro-batch's activations on graph g's stage, linear in its shape (et_linear_eval): `per_micro` what
- * each micro-batch in flight keeps for backward (its layers' saved tensors and input), `once` what exists
- * once however many are in flight (the layer rebuilt under full recomputation, the loss head's logits). */
-void et_memory_activation_terms(const et_graph *g, et_linear *per_micro, et_linear *once);
-
 #endif

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "faults.h"
 #include "input_files.h"
 #include "json_reader.h"
 

@@ -14,9 +14,9 @@
 #include <jansson.h>
 #include <stdbool.h>
 
+#include "cluster.h"
 #include "device_profile.h"
 #include "et_error.h"
-#include "faults.h"
 #include "length_dist.h"
 #include "method.h"
 #include "model_config.h"
@@ -38,37 +38,6 @@ extern const char *const et_clip_mode_names[]; /* "none", "after_allreduce", "pe
 
 typedef enum { ET_COLL_AUTO, ET_COLL_RING, ET_COLL_TREE, ET_COLL_HIERARCHICAL, ET_COLL_FASTEST } et_coll_algo;
 extern const char *const et_coll_algo_names[]; /* "auto", "ring", "tree", "hierarchical", "fastest", NULL */
-
-typedef enum { ET_TOPO_FAT_TREE, ET_TOPO_RAIL } et_topology;
-extern const char *const et_topology_names[]; /* "fat_tree", "rail", NULL */
-
-typedef struct et_cluster {
-    et_device_profile device;
-    int nodes;
-    int gpus_per_node;
-    double intra_node_bandwidth; /* per GPU, per direction, bytes/s (half the bidirectional NVLink figure) */
-    double intra_node_latency;   /* seconds per hop */
-    int nics_per_node;
-    double nic_bandwidth; /* per NIC, per direction, bytes/s */
-    double nic_latency;   /* seconds, NIC to NIC through one switch */
-    et_topology topology;
-    double oversubscription; /* leaf down-links : leaf up-links bandwidth ratio (1 = non-blocking) */
-    int nodes_per_leaf;      /* fat tree: nodes under one leaf switch; rail: nodes of one unit */
-    int tiers;               /* 2: leaf and spine; 3: leaf, spine and core (pods of leaves_per_pod leaves) */
-    int leaves_per_pod;
-    double core_oversubscription; /* a pod's down-links : its up-links to the core */
-    int channels_per_nic;         /* NCCL channels per NIC: how traffic moves off a failed NIC (fabric.h) */
-    et_fault faults[ET_MAX_FAULTS];
-    int n_faults;
-    et_random_faults random_faults;
-    double switch_latency;          /* seconds per switch hop */
-    double collective_step_latency; /* NCCL per-step software latency, seconds */
-    double bandwidth_factor;        /* achieved / nominal link bandwidth (calibration; 1 = wire speed) */
-    double intra_node_efficiency;   /* achieved / wire bandwidth of NVLink collectives (link class) */
-    double inter_node_efficiency;   /* achieved / wire bandwidth of NIC collectives (link class) */
-    double latency_factor;          /* multiplies every link latency (calibration) */
-    char platform_file[512];        /* user-supplied SimGrid platform, "" to generate one */
-} et_cluster;
 
 typedef struct et_scenario {
     char source[512];

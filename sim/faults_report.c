@@ -1,5 +1,7 @@
 #include "faults_report.h"
 
+#include "faults.h"
+
 #include <string.h>
 
 static double step_mean(const json_t *sim)

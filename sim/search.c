@@ -485,100 +485,101 @@ void search_result_merge(search_result *out, search_result *r, int keep, search_
     search_result_free(r);
 }
 
-int search_run(const char *scenario_path, const char *const *sets, int n_sets, const search_space *space,
-               int keep, search_result *out, et_error *err)
+/* The values of each dimension of the space: the user's, else the defaults from the scenario. */
+typedef struct space_dims {
+    int counts[32], n_counts;
+    double buckets[8];
+    int n_buckets, algos[4], n_algos;
+    long long batches[16], micro[8];
+    int n_batches, n_micro;
+    int experts[16], n_experts, contexts[16], n_contexts;
+    int n_vary, n_dev, per_node, layers;
+} space_dims;
+
+static int space_dims_of(const search_space *space, const et_scenario *base, const char *path, space_dims *d,
+                         et_error *err)
 {
-    memset(out, 0, sizeof *out);
-    const double t0 = et_wall_seconds();
-    json_t *root;
-    if (et_scenario_json_load(scenario_path, sets, n_sets, &root, err)) return -1;
-    et_scenario base;
-    if (et_scenario_parse(root, scenario_path, NULL, &base, err)) {
-        json_decref(root);
-        return -1;
-    }
-    out->best = calloc((size_t)(keep > 0 ? keep : 1), sizeof *out->best);
-    if (!out->best) {
-        et_scenario_free(&base);
-        json_decref(root);
-        return et_error_set_code(err, ET_ERROR_MEMORY, scenario_path, 0, 0, NULL,
-                                 "out of memory for the search");
-    }
-    const int L = base.model.layers, per_node = base.cluster.gpus_per_node;
-    int counts[32], n_counts = 0;
+    memset(d, 0, sizeof *d);
+    d->layers = base->model.layers, d->per_node = base->cluster.gpus_per_node;
     for (int i = 0; space && i < space->n_gpus && i < 32; i++) {
-        if (space->gpus[i] <= 0 || space->gpus[i] % per_node) {
-            search_result_free(out);
-            et_scenario_free(&base);
-            json_decref(root);
-            return et_error_set(err, scenario_path, 0, 0, "$.cluster.gpus_per_node",
+        if (space->gpus[i] <= 0 || space->gpus[i] % d->per_node)
+            return et_error_set(err, path, 0, 0, "$.cluster.gpus_per_node",
                                 "--search-gpus %d is not a multiple of the %d GPUs of a node", space->gpus[i],
-                                per_node);
-        }
-        counts[n_counts++] = space->gpus[i];
+                                d->per_node);
+        d->counts[d->n_counts++] = space->gpus[i];
     }
-    if (!n_counts) counts[n_counts++] = et_scenario_gpus(&base);
+    if (!d->n_counts) d->counts[d->n_counts++] = et_scenario_gpus(base);
     if (space && space->max_gpus > 0) { /* a limit on the GPUs: a filter of the counts */
-        int kept = 0, lowest = counts[0];
-        for (int i = 0; i < n_counts; i++) {
-            if (counts[i] < lowest) lowest = counts[i];
-            if (counts[i] <= space->max_gpus) counts[kept++] = counts[i];
+        int kept = 0, lowest = d->counts[0];
+        for (int i = 0; i < d->n_counts; i++) {
+            if (d->counts[i] < lowest) lowest = d->counts[i];
+            if (d->counts[i] <= space->max_gpus) d->counts[kept++] = d->counts[i];
         }
-        if (!kept) {
-            search_result_free(out);
-            et_scenario_free(&base);
-            json_decref(root);
+        if (!kept)
             return et_error_set(err, NULL, 0, 0, "--max-gpus",
                                 "%d GPUs is below every GPU count of the search (the smallest is %d; "
                                 "--search-gpus gives others)",
                                 space->max_gpus, lowest);
-        }
-        n_counts = kept;
+        d->n_counts = kept;
     }
-    double buckets[8];
-    int algos[4], n_buckets = 0, n_algos = 0;
     for (int i = 0; space && i < space->n_buckets && i < 8; i++)
-        buckets[n_buckets++] = space->bucket_mib[i];
-    if (!n_buckets) buckets[n_buckets++] = 0;
+        d->buckets[d->n_buckets++] = space->bucket_mib[i];
+    if (!d->n_buckets) d->buckets[d->n_buckets++] = 0;
     for (int i = 0; space && i < space->n_algos && i < 4; i++)
-        algos[n_algos++] = space->algos[i];
-    if (!n_algos) algos[n_algos++] = -1;
-    const int n_vary = space && space->n_vary > 0 ? space->n_vary : 1;
-    long long batches[16];
-    int n_batches = 0;
+        d->algos[d->n_algos++] = space->algos[i];
+    if (!d->n_algos) d->algos[d->n_algos++] = -1;
+    d->n_vary = space && space->n_vary > 0 ? space->n_vary : 1;
+    d->n_dev = space && space->n_devices > 0 ? space->n_devices : 1;
     for (int i = 0; space && i < space->n_batches && i < 16; i++)
-        batches[n_batches++] = space->batches[i];
-    if (!n_batches) batches[n_batches++] = base.batch.global;
+        d->batches[d->n_batches++] = space->batches[i];
+    if (!d->n_batches) d->batches[d->n_batches++] = base->batch.global;
     /* micro-batches: powers of two to 64, and the scenario's own */
-    long long micro[8];
-    int n_micro = 0;
     for (long long m = 1; m <= 64; m *= 2)
-        micro[n_micro++] = m;
-    if (base.batch.local & (base.batch.local - 1) || base.batch.local > 64)
-        micro[n_micro++] = base.batch.local;
+        d->micro[d->n_micro++] = m;
+    if (base->batch.local & (base->batch.local - 1) || base->batch.local > 64)
+        d->micro[d->n_micro++] = base->batch.local;
     if (space && space->n_micro > 0) /* the user's micro-batches instead */
-        for (n_micro = 0; n_micro < space->n_micro && n_micro < 8; n_micro++)
-            micro[n_micro] = space->micro[n_micro];
+        for (d->n_micro = 0; d->n_micro < space->n_micro && d->n_micro < 8; d->n_micro++)
+            d->micro[d->n_micro] = space->micro[d->n_micro];
     /* expert parallelism: powers of two dividing the experts (the parser refuses those that do not divide
      * a plan's data ranks); context parallelism: the scenario's */
-    int experts[16], n_experts = 0, contexts[16], n_contexts = 0;
-    for (int x = 1; x <= base.model.moe.experts && n_experts < 16; x *= 2)
-        if (base.model.moe.experts % x == 0) experts[n_experts++] = x;
+    for (int x = 1; x <= base->model.moe.experts && d->n_experts < 16; x *= 2)
+        if (base->model.moe.experts % x == 0) d->experts[d->n_experts++] = x;
     if (space && space->n_expert > 0)
-        for (n_experts = 0; n_experts < space->n_expert && n_experts < 16; n_experts++)
-            experts[n_experts] = space->expert[n_experts];
-    if (!n_experts) experts[n_experts++] = 1;
+        for (d->n_experts = 0; d->n_experts < space->n_expert && d->n_experts < 16; d->n_experts++)
+            d->experts[d->n_experts] = space->expert[d->n_experts];
+    if (!d->n_experts) d->experts[d->n_experts++] = 1;
     for (int i = 0; space && i < space->n_context && i < 16; i++)
-        contexts[n_contexts++] = space->context[i];
-    if (!n_contexts) contexts[n_contexts++] = base.parallel.context > 1 ? base.parallel.context : 1;
-    const long long base_global = base.batch.global, base_local = base.batch.local;
-    et_scenario_free(&base);
-    /* every candidate first (cheap), then evaluated in parallel, each thread keeping its own best */
-    const int n_dev = space && space->n_devices > 0 ? space->n_devices : 1;
-    search_plan *cand = NULL;
-    size_t n_cand = 0, cap = 0;
-    /* GPU counts and micro-batches innermost: consecutive candidates share their graphs (analytic.c) */
-    for (int dev = 0; dev < n_dev; dev++)
+        d->contexts[d->n_contexts++] = space->context[i];
+    if (!d->n_contexts)
+        d->contexts[d->n_contexts++] = base->parallel.context > 1 ? base->parallel.context : 1;
+    return 0;
+}
+
+/* Appends one candidate; -1 when out of memory. */
+static int push(search_plan **cand, size_t *n, size_t *cap, const search_plan *p)
+{
+    if (*n == *cap) {
+        const size_t c = *cap ? 2 * *cap : 1024;
+        search_plan *x = realloc(*cand, c * sizeof *x);
+        if (!x) return -1;
+        *cand = x, *cap = c;
+    }
+    (*cand)[(*n)++] = *p;
+    return 0;
+}
+
+static int add_sizes(const search_space *space, const space_dims *d, const search_plan *shape,
+                     search_plan **cand, size_t *n, size_t *cap);
+
+/* Every candidate of the space, GPU counts and micro-batches innermost (consecutive candidates share their
+ * graphs, analytic.c); -1 when out of memory. */
+static int candidates_of(const search_space *space, const space_dims *d, search_plan **cand, size_t *n)
+{
+    size_t cap = 0;
+    *cand = NULL, *n = 0;
+    const int L = d->layers, per_node = d->per_node;
+    for (int dev = 0; dev < d->n_dev; dev++)
         for (int t = 1; t <= per_node; t++) {
             if (per_node % t || (space && !allowed(space->tensor, space->n_tensor, t))) continue;
             for (int pp = 1; pp <= L; pp++) {
@@ -589,80 +590,56 @@ int search_run(const char *scenario_path, const char *const *sets, int n_sets, c
                         for (int sp = 0; sp <= (t > 1); sp++)
                             for (int z = 0; z <= 3; z++) {
                                 if (space && !allowed(space->zero, space->n_zero, z)) continue;
-                                for (int gb = 0; gb < n_batches; gb++)
-                                    for (int g = 0; g < n_counts; g++)
-                                        for (int mi = 0; mi < n_micro; mi++) {
-                                            if (space && !allowed(space->micro, space->n_micro, micro[mi]))
-                                                continue;
-                                            for (int bk = 0; bk < n_buckets; bk++)
-                                                for (int al = 0; al < n_algos; al++)
-                                                    for (int va = 0; va < n_vary * n_experts * n_contexts;
-                                                         va++) {
-                                                        const int ex = va / n_vary % n_experts,
-                                                                  cx = va / (n_vary * n_experts);
-                                                        if (n_cand == cap) {
-                                                            cap = cap ? 2 * cap : 1024;
-                                                            search_plan *c = realloc(cand, cap * sizeof *c);
-                                                            if (!c) {
-                                                                free(cand);
-                                                                search_result_free(out);
-                                                                json_decref(root);
-                                                                return et_error_set_code(
-                                                                    err, ET_ERROR_MEMORY, scenario_path, 0, 0,
-                                                                    NULL, "out of memory for the search");
-                                                            }
-                                                            cand = c;
-                                                        }
-                                                        cand[n_cand++] = (search_plan){
-                                                            .gpus = counts[g],
-                                                            .global = batches[gb],
-                                                            .device =
-                                                                space && space->n_devices > 0 ? dev : -1,
-                                                            .tensor = t,
-                                                            .pipeline = pp,
-                                                            .virtual_pipeline = v,
-                                                            .zero_stage = z,
-                                                            .local = micro[mi],
-                                                            .recompute = (et_recompute)rc,
-                                                            .sequence_parallel = sp,
-                                                            .bucket_mib = buckets[bk],
-                                                            .vary =
-                                                                space && space->n_vary > 0 ? va % n_vary : -1,
-                                                            .expert = experts[ex],
-                                                            .context = contexts[cx],
-                                                            .allreduce = algos[al]};
-                                                    }
-                                        }
+                                const search_plan shape = {.device = space && space->n_devices > 0 ? dev : -1,
+                                                           .tensor = t,
+                                                           .pipeline = pp,
+                                                           .virtual_pipeline = v,
+                                                           .zero_stage = z,
+                                                           .recompute = (et_recompute)rc,
+                                                           .sequence_parallel = sp};
+                                if (add_sizes(space, d, &shape, cand, n, &cap)) return -1;
                             }
                     }
             }
         }
-    /* under MPI, this rank's block of the candidates (the same list on every rank) */
-    if (space && space->ranks > 1) {
-        const size_t per = (n_cand + (size_t)space->ranks - 1) / (size_t)space->ranks;
-        const size_t first = (size_t)space->rank * per < n_cand ? (size_t)space->rank * per : n_cand;
-        const size_t last = first + per < n_cand ? first + per : n_cand;
-        memmove(cand, cand + first, (last - first) * sizeof *cand);
-        n_cand = last - first;
-    }
-    int threads = space && space->threads > 0 ? space->threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
-    if (threads < 1) threads = 1;
-    if (threads > 64) threads = 64;
+    return 0;
+}
+
+/* The candidates of one parallel shape: every global batch, GPU count, micro-batch, bucket, algorithm and
+ * varied, expert and context value. */
+static int add_sizes(const search_space *space, const space_dims *d, const search_plan *shape,
+                     search_plan **cand, size_t *n, size_t *cap)
+{
+    for (int gb = 0; gb < d->n_batches; gb++)
+        for (int g = 0; g < d->n_counts; g++)
+            for (int mi = 0; mi < d->n_micro; mi++) {
+                if (space && !allowed(space->micro, space->n_micro, d->micro[mi])) continue;
+                for (int bk = 0; bk < d->n_buckets; bk++)
+                    for (int al = 0; al < d->n_algos; al++)
+                        for (int va = 0; va < d->n_vary * d->n_experts * d->n_contexts; va++) {
+                            search_plan p = *shape;
+                            p.gpus = d->counts[g], p.global = d->batches[gb], p.local = d->micro[mi];
+                            p.bucket_mib = d->buckets[bk], p.allreduce = d->algos[al];
+                            p.vary = space && space->n_vary > 0 ? va % d->n_vary : -1;
+                            p.expert = d->experts[va / d->n_vary % d->n_experts];
+                            p.context = d->contexts[va / (d->n_vary * d->n_experts)];
+                            if (push(cand, n, cap, &p)) return -1;
+                        }
+            }
+    return 0;
+}
+
+/* The candidates evaluated on `threads` threads, each keeping its own best, merged into out. */
+static void evaluate(const plan_bases *bases, const search_plan *cand, size_t n_cand, int threads, int keep,
+                     const search_space *space, search_result *out)
+{
     progress prog = {.total = n_cand ? n_cand : 1, .start = et_wall_seconds()};
     atomic_init(&prog.done, 0);
     worker w[64];
     pthread_t tid[64];
     int started[64] = {0};
-    plan_bases bases = {NULL, n_dev, n_vary, n_counts, counts};
-    if (bases_read(&bases, root, scenario_path, space, base_global, base_local, err)) {
-        bases_free(&bases);
-        free(cand);
-        search_result_free(out);
-        json_decref(root);
-        return -1;
-    }
     for (int k = 0; k < threads; k++) {
-        w[k] = (worker){&bases, cand, n_cand, k, threads, keep, space, &prog, {0}};
+        w[k] = (worker){bases, cand, n_cand, k, threads, keep, space, &prog, {0}};
         w[k].r.best = calloc((size_t)(keep > 0 ? keep : 1), sizeof *w[k].r.best);
         started[k] = w[k].r.best && (threads == 1 || pthread_create(&tid[k], NULL, work, &w[k]) == 0);
         if (started[k] && threads == 1) work(&w[k]);
@@ -675,11 +652,51 @@ int search_run(const char *scenario_path, const char *const *sets, int n_sets, c
         }
         search_result_merge(out, &w[k].r, keep, search_ranking(space));
     }
+    if (space && space->progress) fputs("\r\033[K", stderr);
+}
+
+int search_run(const char *scenario_path, const char *const *sets, int n_sets, const search_space *space,
+               int keep, search_result *out, et_error *err)
+{
+    memset(out, 0, sizeof *out);
+    const double t0 = et_wall_seconds();
+    json_t *root;
+    if (et_scenario_json_load(scenario_path, sets, n_sets, &root, err)) return -1;
+    et_scenario base;
+    if (et_scenario_parse(root, scenario_path, NULL, &base, err)) {
+        json_decref(root);
+        return -1;
+    }
+    space_dims d;
+    search_plan *cand = NULL;
+    size_t n_cand = 0;
+    int rc = space_dims_of(space, &base, scenario_path, &d, err);
+    const long long base_global = base.batch.global, base_local = base.batch.local;
+    et_scenario_free(&base);
+    out->best = rc ? NULL : calloc((size_t)(keep > 0 ? keep : 1), sizeof *out->best);
+    /* every candidate first (cheap), then evaluated in parallel */
+    if (!rc && (!out->best || candidates_of(space, &d, &cand, &n_cand)))
+        rc = et_error_set_code(err, ET_ERROR_MEMORY, scenario_path, 0, 0, NULL,
+                               "out of memory for the search");
+    plan_bases bases = {NULL, d.n_dev, d.n_vary, d.n_counts, d.counts};
+    if (!rc) rc = bases_read(&bases, root, scenario_path, space, base_global, base_local, err);
+    if (!rc) {
+        /* under MPI, this rank's block of the candidates (the same list on every rank) */
+        if (space && space->ranks > 1) {
+            const size_t per = (n_cand + (size_t)space->ranks - 1) / (size_t)space->ranks;
+            const size_t first = (size_t)space->rank * per < n_cand ? (size_t)space->rank * per : n_cand;
+            const size_t last = first + per < n_cand ? first + per : n_cand;
+            memmove(cand, cand + first, (last - first) * sizeof *cand);
+            n_cand = last - first;
+        }
+        int threads = space && space->threads > 0 ? space->threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
+        threads = threads < 1 ? 1 : threads > 64 ? 64 : threads;
+        evaluate(&bases, cand, n_cand, threads, keep, space, out);
+        out->threads = threads;
+        rc = kept_documents(out, root, scenario_path, space, err);
+    }
     free(cand);
     bases_free(&bases);
-    if (space && space->progress) fputs("\r\033[K", stderr);
-    out->threads = threads;
-    const int rc = kept_documents(out, root, scenario_path, space, err);
     json_decref(root);
     if (rc) {
         search_result_free(out);

@@ -9,35 +9,22 @@
 #include <xbt/asserts.h>
 
 #include "batch.h"
+#include "rng.h"
 #include "sim_world.h"
 
 XBT_LOG_NEW_DEFAULT_CATEGORY(et_actors, "etsim GPU actors");
 
 sim_world *sim_w;
 
-/* splitmix64: a seeded, platform-independent random stream per (seed, step, rank). */
-static unsigned long long mix(unsigned long long x)
-{
-    x += 0x9e3779b97f4a7c15ULL;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-    return x ^ (x >> 31);
-}
-
-static double uniform01(unsigned long long *state)
-{
-    *state = mix(*state);
-    return ((*state >> 11) + 0.5) / 9007199254740992.0;
-}
-
-/* Per-rank compute noise: lognormal with mean 1 (sigma from the scenario). */
+/* Per-rank compute noise: lognormal with mean 1 (sigma from the scenario), a seeded stream per (step, rank)
+ * (model/rng.h). */
 static double noise_factor(const sim_world *w, int rank, int step)
 {
     double sigma = w->s->simulation.straggler_sigma;
     if (sigma <= 0) return 1;
-    unsigned long long st = mix(w->s->simulation.seed ^ mix((unsigned long long)step * 1000003ULL + rank));
-    double u1 = uniform01(&st), u2 = uniform01(&st);
-    double z = sqrt(-2 * log(u1)) * cos(2 * M_PI * u2);
+    unsigned long long st =
+        et_rng_mix(w->s->simulation.seed ^ et_rng_mix((unsigned long long)step * 1000003ULL + rank));
+    const double z = et_rng_normal(&st);
     return exp(sigma * z - sigma * sigma / 2);
 }
 

@@ -85,12 +85,12 @@ static void check_fit(void)
     const char *plans[] = {ET_SOURCE_DIR "/tests/data/tiny-gpt-plan.json",
                            ET_SOURCE_DIR "/tests/data/tiny-bert-plan.json"};
     char files[2][64];
-    calib_run runs[2];
+    et_measured_run runs[2];
     int loaded = 0;
     for (int i = 0; i < 2; i++) {
         snprintf(files[i], sizeof files[i], "synthetic-%d.json", i);
         CHECK(write_synthetic(plans[i], &truth, files[i]) == 0, "synthetic run %d written", i);
-        if (calib_run_load(files[i], &base, &runs[i], &err) == 0)
+        if (et_measured_run_load(files[i], &base, &runs[i], &err) == 0)
             loaded++;
         else
             CHECK(0, "synthetic run loads: %s", err.text);
@@ -106,7 +106,7 @@ static void check_fit(void)
         const int n = runs[r].graph.n_ops;
         double *pred = calloc((size_t)n, sizeof *pred), m[CALIB_CLASS_COUNT] = {0},
                p[CALIB_CLASS_COUNT] = {0};
-        calib_run_predict(&runs[r], &fit, pred);
+        et_measured_run_predict(&runs[r], &fit, pred);
         double ms = 0, ps = 0;
         for (int i = 0; i < n; i++) {
             const calib_class c = calib_class_of(runs[r].graph.ops[i].kind);
@@ -127,21 +127,22 @@ static void check_fit(void)
     CHECK_REL(f.special_rate, want.special_rate, 0.01, "special-function rate recovered");
     CHECK_REL(f.attention, want.attention, 0.01, "attention products' efficiency recovered");
     for (int r = 0; r < 2; r++)
-        calib_run_free(&runs[r]);
+        et_measured_run_free(&runs[r]);
 
     /* refusals: another plan's ops, another kind of device */
-    calib_run other;
+    et_measured_run other;
     FILE *fin = fopen(files[0], "r");
     json_t *j = json_loadf(fin, 0, NULL);
     fclose(fin);
     json_object_set_new(j, "plan_file", json_string(plans[1]));
     json_dump_file(j, "other-plan.json", 0);
-    CHECK(calib_run_load("other-plan.json", &base, &other, &err) != 0 && strstr(err.text, "another plan"),
+    CHECK(et_measured_run_load("other-plan.json", &base, &other, &err) != 0 &&
+              strstr(err.text, "another plan"),
           "a run from another plan is refused: %s", err.text);
     json_object_set_new(j, "plan_file", json_string(plans[0]));
     json_object_set_new(j, "backend", json_string("cuda"));
     json_dump_file(j, "other-device.json", 0);
-    CHECK(calib_run_load("other-device.json", &base, &other, &err) != 0 &&
+    CHECK(et_measured_run_load("other-device.json", &base, &other, &err) != 0 &&
               strstr(err.text, "describes a cpu device"),
           "a run on another kind of device is refused: %s", err.text);
     json_decref(j);

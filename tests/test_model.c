@@ -67,7 +67,7 @@ static void test_optimizer_bytes(void)
          * in fp16 too, 2-byte gradients and the 16-bit copy) and one micro-batch's activations */
         CHECK_REL(op->footprint.fixed, 16 * params, 1e-12, "the update's own state");
         et_linear acts, once;
-        et_memory_activation_terms(&g, &acts, &once);
+        et_graph_activation_terms(&g, &acts, &once);
         CHECK(op->footprint.per_token == acts.per_token + once.per_token && op->footprint.per_token > 0 &&
                   op->footprint.per_prediction == once.per_prediction,
               "and the step's activations");

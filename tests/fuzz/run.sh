@@ -38,7 +38,7 @@ for t in $targets; do
     tokens) extra=("${runtime[@]}"); seeds=() ;;
     checkpoint) extra=("${checkpoint[@]}" -lopenblas); seeds=("$seeds_run/ck/checkpoint.bin") ;;
     profile) extra=(); seeds=("$src"/scenarios/profiles/*.json "$src"/tests/invalid/profile-*/*.json) ;;
-    measured) extra=("$src"/calib/calib_run.c); seeds=("$seeds_run/measured.json") ;;
+    measured) extra=(); seeds=("$seeds_run/measured.json") ;;
     *) echo "fuzz: unknown target $t"; exit 2 ;;
   esac
   # shellcheck disable=SC2086

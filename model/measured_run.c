@@ -1,4 +1,4 @@
-#include "calib_run.h"
+#include "measured_run.h"
 
 #include <jansson.h>
 #include <math.h>
@@ -11,24 +11,7 @@
 #include "quantile.h"
 #include "scenario_graph.h"
 
-const char *const calib_class_names[] = {"matrix products", "attention", "element-wise", "optimizer", NULL};
-
-calib_class calib_class_of(et_op_kind kind)
-{
-    switch (kind) {
-    case ET_OP_GEMM:
-    case ET_OP_TT:
-        return CALIB_GEMM;
-    case ET_OP_ATTENTION:
-        return CALIB_ATTENTION;
-    case ET_OP_OPTIMIZER:
-        return CALIB_OPTIMIZER;
-    default:
-        return CALIB_ELEMENTWISE;
-    }
-}
-
-#define FAIL(path_, ...) (et_error_set(err, r->file, 0, 0, path_, __VA_ARGS__), calib_run_free(r), -1)
+#define FAIL(path_, ...) (et_error_set(err, r->file, 0, 0, path_, __VA_ARGS__), et_measured_run_free(r), -1)
 
 /* The longest op or step a measurement may report: 10^6 s (11.6 days); beyond it the products of the
  * reports (days to train, costs) leave what a double prints meaningfully. */
@@ -42,7 +25,7 @@ static int positive_time(double t)
 }
 
 /* Every op's per-rank timings name a rank of the run: 0 <= rank < ranks. */
-static int check_ranks(json_t *list, long long ranks, const char *where, calib_run *r, et_error *err)
+static int check_ranks(json_t *list, long long ranks, const char *where, et_measured_run *r, et_error *err)
 {
     size_t i;
     json_t *e;
@@ -58,9 +41,9 @@ static int check_ranks(json_t *list, long long ranks, const char *where, calib_r
     return 0;
 }
 
-/* The wall step's account beyond rank 0's ops (calib_run.h): the all-reduces' wait after backward, and the
- * slowest rank's extra op time. Values that are not numbers count as nothing. */
-static void wall_account(calib_run *r, json_t *comm, json_t *ops, long long ranks)
+/* The wall step's account beyond rank 0's ops (et_measured_run.h): the all-reduces' wait after backward, and
+ * the slowest rank's extra op time. Values that are not numbers count as nothing. */
+static void wall_account(et_measured_run *r, json_t *comm, json_t *ops, long long ranks)
 {
     const size_t nb = json_array_size(comm);
     double *wait = calloc((size_t)r->steps + 1, sizeof *wait);
@@ -102,7 +85,7 @@ static void wall_account(calib_run *r, json_t *comm, json_t *ops, long long rank
 }
 
 /* The plan file is the one the run ran: its checksum is the one measured.json recorded. */
-static int check_plan_sum(const char *plan, const char *want, calib_run *r, et_error *err)
+static int check_plan_sum(const char *plan, const char *want, et_measured_run *r, et_error *err)
 {
     unsigned long long h;
     char hex[17];
@@ -116,7 +99,7 @@ static int check_plan_sum(const char *plan, const char *want, calib_run *r, et_e
     return 0;
 }
 
-json_t *calib_load_json(const char *path, et_error *err)
+json_t *et_measured_load_json(const char *path, et_error *err)
 {
     json_error_t je;
     et_input_note(path);
@@ -126,11 +109,12 @@ json_t *calib_load_json(const char *path, et_error *err)
     return root;
 }
 
-int calib_run_load(const char *path, const et_device_profile *profile, calib_run *r, et_error *err)
+int et_measured_run_load(const char *path, const et_device_profile *profile, et_measured_run *r,
+                         et_error *err)
 {
     memset(r, 0, sizeof *r);
     snprintf(r->file, sizeof r->file, "%s", path);
-    json_t *root = calib_load_json(path, err);
+    json_t *root = et_measured_load_json(path, err);
     if (!root) return -1;
     int rc = -1;
     json_t *tool = json_object_get(root, "tool"), *plan_file = json_object_get(root, "plan_file");
@@ -161,7 +145,7 @@ int calib_run_load(const char *path, const et_device_profile *profile, calib_run
     } else if (check_plan_sum(json_string_value(plan_file), json_string_value(plan_sum), r, err)) {
         /* err names the plan file */
     } else if (et_plan_load(json_string_value(plan_file), &r->plan, err)) {
-        calib_run_free(r); /* err names the plan file */
+        et_measured_run_free(r); /* err names the plan file */
     } else {
         snprintf(r->backend, sizeof r->backend, "%s", json_string_value(backend));
         r->step_measured = json_number_value(step);
@@ -174,7 +158,7 @@ int calib_run_load(const char *path, const et_device_profile *profile, calib_run
         } else if (!positive_time(r->step_measured)) {
             rc = FAIL("$.step_time_s.median", "step time must be a positive number of seconds up to 10^6");
         } else if (et_graph_build(&r->plan.s.model, &o, &r->graph, err)) {
-            calib_run_free(r);
+            et_measured_run_free(r);
         } else if ((int)json_array_size(ops) != r->graph.n_ops) {
             rc = FAIL("$.ops", "%zu measured ops, but the plan %s has %d: measured.json is from another plan",
                       json_array_size(ops), json_string_value(plan_file), r->graph.n_ops);
@@ -238,7 +222,7 @@ int calib_run_load(const char *path, const et_device_profile *profile, calib_run
     return rc;
 }
 
-void calib_run_free(calib_run *r)
+void et_measured_run_free(et_measured_run *r)
 {
     free(r->measured), free(r->shapes);
     r->measured = NULL, r->shapes = NULL;
@@ -247,7 +231,7 @@ void calib_run_free(calib_run *r)
     memset(&r->plan, 0, sizeof r->plan);
 }
 
-void calib_run_predict(const calib_run *r, const et_device_profile *d, double *out)
+void et_measured_run_predict(const et_measured_run *r, const et_device_profile *d, double *out)
 {
     const int n = r->graph.n_ops;
     double *steps = malloc((size_t)r->steps * n * sizeof *steps),
@@ -263,7 +247,7 @@ void calib_run_predict(const calib_run *r, const et_device_profile *d, double *o
     free(steps), free(col);
 }
 
-int calib_run_op_scales(const calib_run *r, et_op_scales *out, et_error *err)
+int et_measured_run_op_scales(const et_measured_run *r, et_op_scales *out, et_error *err)
 {
     const int n = r->graph.n_ops;
     double *pred = malloc((size_t)n * sizeof *pred);
@@ -275,7 +259,7 @@ int calib_run_op_scales(const calib_run *r, et_op_scales *out, et_error *err)
         et_op_scales_free(out);
         return et_error_set_code(err, ET_ERROR_MEMORY, r->file, 0, 0, NULL, "out of memory");
     }
-    calib_run_predict(r, &r->plan.s.cluster.device, pred);
+    et_measured_run_predict(r, &r->plan.s.cluster.device, pred);
     for (int i = 0; i < n; i++) {
         if (!(pred[i] > 0) || !(r->measured[i] > 0)) continue;
         snprintf(out->id[out->n], sizeof out->id[0], "%s", r->graph.ops[i].id);
