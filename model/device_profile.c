@@ -73,6 +73,7 @@ int et_device_profile_load(const char *path, et_device_profile *out, et_error *e
                                            "cache",
                                            "tensor_train",
                                            "power_W",
+                                           "nvlink_GBps",
                                            NULL};
     static const char *const power_keys[] = {"busy", "idle", NULL};
     static const char *const sparse_keys[] = {"unstructured_efficiency", "block_half",
@@ -175,6 +176,8 @@ int et_device_profile_load(const char *path, et_device_profile *out, et_error *e
     if (et_json_get_number(&r, eff, "$.efficiency", "attention_products", false, 1, 0.01, 1,
                            &out->attention_products_efficiency))
         goto done;
+    if (et_json_get_number(&r, root, "$", "nvlink_GBps", false, 0, 0, 1e6, &v)) goto done;
+    out->nvlink_bandwidth = v * 1e9;
     json_t *power;
     if (et_json_get_object(&r, root, "$", "power_W", false, power_keys, &power)) goto done;
     if (power && (et_json_get_number(&r, power, "$.power_W", "busy", true, 0, 1, 1e5, &out->power_busy_w) ||

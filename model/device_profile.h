@@ -62,6 +62,7 @@ typedef struct et_device_profile {
     double attention_products_efficiency; /* unfused attention's per-head products against a matrix product
                                              of the same shape (1: as fast; etcalib fit sets it) */
     double power_busy_w, power_idle_w;    /* a device's draw computing and idle, W (0: unknown, no energy) */
+    double nvlink_bandwidth; /* its NVLink per GPU as marketed (both directions), bytes/s; 0: not given */
 } et_device_profile;
 
 int et_device_profile_load(const char *path, et_device_profile *out, et_error *err);

@@ -490,7 +490,12 @@ static int read_cluster(const et_json_reader *r, json_t *root, et_scenario *s)
     if (!fabric) json_decref(f);
     if (rc) return -1;
     if (et_faults_read(r, o, c)) return -1;
-    return read_device(r, device, s);
+    if (read_device(r, device, s)) return -1;
+    /* NVLink as the device's profile gives it, unless the scenario says (600 GB/s, A100's, when neither
+     * does) */
+    if (!json_object_get(o, "nvlink_GBps") && c->device.nvlink_bandwidth > 0)
+        c->intra_node_bandwidth = c->device.nvlink_bandwidth / 2;
+    return 0;
 }
 
 static int read_parallelism(const et_json_reader *r, json_t *root, et_scenario *s)

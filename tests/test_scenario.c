@@ -6,6 +6,7 @@
 #include "check.h"
 #include "check_scenario.h"
 #include "collectives.h"
+#include "json_reader.h"
 #include "length_dist.h"
 #include "scenario.h"
 
@@ -160,11 +161,46 @@ static void test_collectives(void)
     CHECK_REL(et_busbw_factor_allreduce(8), 1.75, 1e-12, "busbw factor 2(N-1)/N");
 }
 
+/* NVLink per GPU: the scenario's cluster.nvlink_GBps, else the device profile's (H100 900, B200 1800 GB/s
+ * both directions), half of it each way. */
+static void test_nvlink_from_profile(void)
+{
+    static const struct {
+        const char *device;
+        double nvlink_GBps; /* 0: not given */
+        double per_direction;
+    } cases[] = {
+        {"h100-sxm", 0, 450e9}, {"b200", 0, 900e9}, {"a100-sxm4-80gb", 0, 300e9}, {"h100-sxm", 600, 300e9}};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        json_t *root;
+        et_error err;
+        et_scenario s;
+        const int loaded = et_json_load_file(SCEN("llama3-8b-h100.json"), &root, &err) == 0;
+        CHECK(loaded, "the scenario loads: %s", loaded ? "" : err.text);
+        if (!loaded) return;
+        json_t *cluster = json_object_get(root, "cluster");
+        json_object_set_new(cluster, "device", json_string(cases[i].device));
+        json_object_del(cluster, "nvlink_GBps");
+        if (cases[i].nvlink_GBps > 0)
+            json_object_set_new(cluster, "nvlink_GBps", json_real(cases[i].nvlink_GBps));
+        const int parsed = et_scenario_parse(root, SCEN("llama3-8b-h100.json"), NULL, &s, &err) == 0;
+        CHECK(parsed, "%s parses: %s", cases[i].device, parsed ? "" : err.text);
+        if (parsed) {
+            CHECK(s.cluster.intra_node_bandwidth == cases[i].per_direction,
+                  "%s, nvlink_GBps %g: %g B/s each way, want %g", cases[i].device, cases[i].nvlink_GBps,
+                  s.cluster.intra_node_bandwidth, cases[i].per_direction);
+            et_scenario_free(&s);
+        }
+        json_decref(root);
+    }
+}
+
 int main(void)
 {
     test_histogram();
     test_load();
     test_memory();
     test_collectives();
+    test_nvlink_from_profile();
     return check_summary("test_scenario");
 }
