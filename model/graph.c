@@ -70,6 +70,10 @@ typedef struct builder {
     int t;   /* tensor-parallel degree */
     int x;   /* expert-parallel degree */
     int fp8; /* matrix products on FP8 units */
+    /* parameters only (et_graph_params): ops are written into `scratch`, not kept */
+    int params_only;
+    et_op *last; /* the op added last: the one a parameter added after it belongs to */
+    et_op scratch;
 } builder;
 
 /* Op and parameter ids are formatted for every op of every graph (the plan search builds tens of thousands
@@ -148,6 +152,14 @@ static et_op *add_op(builder *b, et_op_kind kind, et_phase phase, int layer, con
 {
     et_graph *g = b->g;
     if (b->failed) return NULL;
+    if (b->params_only) {
+        et_op *op = b->last = &b->scratch;
+        memset(op, 0, offsetof(et_op, steps));
+        op->kind = kind, op->phase = phase, op->layer = layer, op->grad_first = g->n_params, op->kernels = 1;
+        op->time_scale = 1, op->group = ET_GROUP_COUNT;
+        (void)fmt;
+        return op;
+    }
     if (g->n_ops == g->cap_ops) {
         int cap = g->cap_ops ? 2 * g->cap_ops : 256;
         et_op *ops = realloc(g->ops, (size_t)cap * sizeof *ops);
@@ -160,7 +172,7 @@ static et_op *add_op(builder *b, et_op_kind kind, et_phase phase, int layer, con
         g->ops = ops;
         g->cap_ops = cap;
     }
-    et_op *op = &g->ops[g->n_ops++];
+    et_op *op = b->last = &g->ops[g->n_ops++];
     /* a tensor-train op's contraction steps (the op's last, largest field) are read up to n_steps only */
     memset(op, 0, offsetof(et_op, steps));
     const et_op_scales *sc = g->options.op_scales;
@@ -214,8 +226,7 @@ static void add_param(builder *b, int layer, double count, double dense, double 
     g->param_dense += dense;
     g->grad_elems += grad_elems;
     g->weight_bytes += count * b->e + meta;
-    et_op *op = &g->ops[g->n_ops - 1];
-    op->grad_count = g->n_params - op->grad_first;
+    b->last->grad_count = g->n_params - b->last->grad_first;
 }
 
 /* A dense parameter. */
@@ -975,6 +986,9 @@ int et_graph_build(const et_model_config *m, const et_graph_options *o, et_graph
     return et_graph_rebuild(m, o, g, err);
 }
 
+static int build(const et_model_config *m, const et_graph_options *o, et_graph *g, int params_only,
+                 et_error *err);
+
 int et_graph_rebuild(const et_model_config *m, const et_graph_options *o, et_graph *g, et_error *err)
 {
     et_op *ops = g->ops;
@@ -998,19 +1012,30 @@ int et_graph_rebuild(const et_model_config *m, const et_graph_options *o, et_gra
     }
     memset(g, 0, sizeof *g);
     g->ops = ops, g->cap_ops = cap_ops, g->params = params, g->cap_params = cap_params;
+    return build(m, o, g, 0, err);
+}
+
+int et_graph_params(const et_model_config *m, const et_graph_options *o, et_graph *g, et_error *err)
+{
+    memset(g, 0, sizeof *g);
+    return build(m, o, g, 1, err);
+}
+
+static int build(const et_model_config *m, const et_graph_options *o, et_graph *g, int params_only,
+                 et_error *err)
+{
     g->model = *m;
     g->options = *o;
     static const et_method dense_method = {.kind = ET_METHOD_DENSE};
-    builder b = {g,
-                 err,
-                 et_precision_bytes(o->precision),
-                 0,
-                 o->method ? o->method : &dense_method,
-                 o->tokens_hint > 0 ? o->tokens_hint : 1,
-                 0,
-                 o->tensor,
-                 o->expert > 1 ? o->expert : 1,
-                 o->precision == ET_FP8};
+    builder b = {.g = g,
+                 .err = err,
+                 .e = et_precision_bytes(o->precision),
+                 .method = o->method ? o->method : &dense_method,
+                 .tokens = o->tokens_hint > 0 ? o->tokens_hint : 1,
+                 .t = o->tensor,
+                 .x = o->expert > 1 ? o->expert : 1,
+                 .fp8 = o->precision == ET_FP8,
+                 .params_only = params_only};
     b.tt_rank = o->tt_rank > 0 ? o->tt_rank : b.method->tt_rank;
     dims d = {.H = m->hidden,
               .A = m->heads,
@@ -1122,7 +1147,7 @@ double et_model_param_count(const et_model_config *model)
     et_error err;
     et_graph_options o = {
         .tensor = 1, .pipeline = 1, .stage = 0, .precision = ET_FP32, .optimizer_shards = 1};
-    if (et_graph_build(model, &o, &g, &err)) return -1;
+    if (et_graph_params(model, &o, &g, &err)) return -1;
     double n = g.param_count;
     et_graph_free(&g);
     cached_model = *model;

@@ -155,6 +155,10 @@ bool et_graph_ids_on(void);
 int et_graph_build(const et_model_config *model, const et_graph_options *options, et_graph *out,
                    et_error *err);
 void et_graph_free(et_graph *g);
+/* The graph's parameters and their counts alone (no ops: n_ops 0), at a fraction of a build's cost: what
+ * et_model_param_count needs. Free with et_graph_free. */
+int et_graph_params(const et_model_config *model, const et_graph_options *options, et_graph *g,
+                    et_error *err);
 /* et_graph_build into a graph built before (or zeroed), reusing its buffers: what a cache of graphs does
  * when it replaces one. On failure g is freed. */
 int et_graph_rebuild(const et_model_config *model, const et_graph_options *options, et_graph *g,

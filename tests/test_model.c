@@ -109,6 +109,35 @@ static void test_param_counts(void)
     CHECK(et_model_preset("bert-base", &m) == 0, "bert-base preset");
     CHECK_REL(et_model_param_count(&m), 110.1e6, 0.005, "bert-base parameters (~110M)");
     CHECK(et_model_preset("no-such-model", &m) != 0, "unknown preset rejected");
+    /* the parameters alone (et_graph_params, no ops) are the full build's, parameter for parameter, on
+     * dense, mixture-of-experts and tensor-parallel, pipelined graphs */
+    const char *names[] = {"bert-large", "gpt3-13b", "llama3-8b", "mixtral-8x7b"};
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+        CHECK(et_model_preset(names[i], &m) == 0, "%s preset", names[i]);
+        for (int tp = 1; tp <= 2; tp++)
+            for (int stage = 0; stage < 2; stage++) {
+                et_graph_options o = {
+                    .tensor = tp, .pipeline = 2, .stage = stage, .precision = ET_BF16, .optimizer_shards = 1};
+                et_graph full, params;
+                et_error err;
+                if (et_graph_build(&m, &o, &full, &err) || et_graph_params(&m, &o, &params, &err)) {
+                    CHECK(0, "%s: %s", names[i], err.text);
+                    continue;
+                }
+                int same = params.n_ops == 0 && params.n_params == full.n_params &&
+                           params.param_count == full.param_count && params.param_dense == full.param_dense &&
+                           params.grad_elems == full.grad_elems && params.weight_bytes == full.weight_bytes;
+                for (int k = 0; same && k < full.n_params; k++)
+                    same = params.params[k].count == full.params[k].count &&
+                           params.params[k].expert == full.params[k].expert &&
+                           !strcmp(params.params[k].id, full.params[k].id);
+                CHECK(same,
+                      "%s, tensor %d, stage %d: the parameters alone are the full build's (%d against %d)",
+                      names[i], tp, stage, params.n_params, full.n_params);
+                et_graph_free(&full);
+                et_graph_free(&params);
+            }
+    }
 }
 
 static void test_flops_per_token(void)
