@@ -53,6 +53,92 @@ static int read_cache_levels(const et_json_reader *r, json_t *root, et_device_pr
     return 0;
 }
 
+static const char *const power_keys[] = {"busy", "idle", NULL};
+static const char *const sparse_keys[] = {"unstructured_efficiency", "block_half",
+                                          "semi_structured_2_4_speedup", "masked_dense", NULL};
+static const char *const peak_keys[] = {"fp32", "tf32", "fp16", "bf16", "fp8", NULL};
+static const char *const tt_keys[] = {"layout_copies", NULL};
+static const char *const eff_keys[] = {"gemm_max",        "gemm_half_dim",      "gemm_tile",
+                                       "memory",          "kernel_overhead_us", "gemm_max_by_precision",
+                                       "flash_attention", "attention_products", NULL};
+
+/* The efficiency section, with the multiprocessors and the GEMM tile the wave quantization needs. */
+static int read_efficiency(const et_json_reader *r, json_t *root, et_device_profile *out)
+{
+    json_t *eff;
+    double v;
+    if (et_json_get_object(r, root, "$", "efficiency", true, eff_keys, &eff)) return -1;
+    if (et_json_get_number(r, eff, "$.efficiency", "gemm_max", true, 0, 0.01, 1, &out->gemm_max_efficiency))
+        return -1;
+    if (et_json_get_number(r, eff, "$.efficiency", "gemm_half_dim", true, 0, 0, 1e6, &out->gemm_half_dim))
+        return -1;
+    json_t *by;
+    if (et_json_get_object(r, eff, "$.efficiency", "gemm_max_by_precision", false, peak_keys, &by)) return -1;
+    for (int p = 0; by && p < ET_PRECISION_COUNT; p++)
+        if (et_json_get_number(r, by, "$.efficiency.gemm_max_by_precision", peak_keys[p], false, 0, 0.01, 1,
+                               &out->gemm_max_by_precision[p]))
+            return -1;
+    long long sms;
+    if (et_json_get_int(r, root, "$", "multiprocessors", false, 0, 0, 1 << 20, &sms)) return -1;
+    out->multiprocessors = (int)sms;
+    if (et_json_get_number(r, root, "$", "compute_capability", false, 0, 1, 100, &out->compute_capability))
+        return -1;
+    json_t *tile;
+    if (et_json_get_array(r, eff, "$.efficiency", "gemm_tile", false, &tile)) return -1;
+    if (tile) {
+        if (json_array_size(tile) != 2) {
+            return et_error_set(r->err, r->source, 0, 0, "$.efficiency.gemm_tile",
+                                "expected [rows, columns], got %zu values", json_array_size(tile));
+        }
+        for (size_t i = 0; i < 2; i++)
+            if (et_json_array_number(r, tile, "$.efficiency.gemm_tile", i, 1, 1 << 16, &out->gemm_tile[i]))
+                return -1;
+    }
+    if (out->multiprocessors > 0 && !tile) {
+        et_error_set(r->err, r->source, 0, 0, "$.efficiency.gemm_tile",
+                     "a profile with multiprocessors needs the GEMM output tile [rows, columns]");
+        return -1;
+    }
+    if (et_json_get_number(r, eff, "$.efficiency", "memory", true, 0, 0.01, 1, &out->memory_efficiency))
+        return -1;
+    if (et_json_get_number(r, eff, "$.efficiency", "kernel_overhead_us", true, 0, 0, 1e6, &v)) return -1;
+    out->kernel_overhead_s = v * 1e-6;
+    if (et_json_get_number(r, eff, "$.efficiency", "flash_attention", false, 0, 0.01, 1,
+                           &out->flash_attention_efficiency))
+        return -1;
+    if (et_json_get_number(r, eff, "$.efficiency", "attention_products", false, 1, 0.01, 1,
+                           &out->attention_products_efficiency))
+        return -1;
+    return 0;
+}
+
+/* NVLink, power and the sparse kernels' figures (all optional). */
+static int read_links_power_sparse(const et_json_reader *r, json_t *root, et_device_profile *out)
+{
+    double v;
+    if (et_json_get_number(r, root, "$", "nvlink_GBps", false, 0, 0, 1e6, &v)) return -1;
+    out->nvlink_bandwidth = v * 1e9;
+    json_t *power;
+    if (et_json_get_object(r, root, "$", "power_W", false, power_keys, &power)) return -1;
+    if (power && (et_json_get_number(r, power, "$.power_W", "busy", true, 0, 1, 1e5, &out->power_busy_w) ||
+                  et_json_get_number(r, power, "$.power_W", "idle", true, 0, 0, out->power_busy_w,
+                                     &out->power_idle_w)))
+        return -1;
+    json_t *sparse;
+    if (et_json_get_object(r, root, "$", "sparse", false, sparse_keys, &sparse)) return -1;
+    json_t *sp = sparse ? sparse : json_object();
+    int bad =
+        et_json_get_number(r, sp, "$.sparse", "unstructured_efficiency", false, 0.05, 0.001, 1,
+                           &out->sparse_unstructured_efficiency) ||
+        et_json_get_number(r, sp, "$.sparse", "block_half", false, 96, 0, 1e6, &out->sparse_block_half) ||
+        et_json_get_number(r, sp, "$.sparse", "semi_structured_2_4_speedup", false, 0, 0, 2,
+                           &out->sparse_2_4_speedup) ||
+        et_json_get_bool(r, sp, "$.sparse", "masked_dense", false, false, &out->sparse_masked_dense);
+    if (!sparse) json_decref(sp);
+    if (bad) return -1;
+    return 0;
+}
+
 int et_device_profile_load(const char *path, et_device_profile *out, et_error *err)
 {
     static const char *const top_keys[] = {"name",
@@ -75,14 +161,6 @@ int et_device_profile_load(const char *path, et_device_profile *out, et_error *e
                                            "power_W",
                                            "nvlink_GBps",
                                            NULL};
-    static const char *const power_keys[] = {"busy", "idle", NULL};
-    static const char *const sparse_keys[] = {"unstructured_efficiency", "block_half",
-                                              "semi_structured_2_4_speedup", "masked_dense", NULL};
-    static const char *const peak_keys[] = {"fp32", "tf32", "fp16", "bf16", "fp8", NULL};
-    static const char *const tt_keys[] = {"layout_copies", NULL};
-    static const char *const eff_keys[] = {"gemm_max",        "gemm_half_dim",      "gemm_tile",
-                                           "memory",          "kernel_overhead_us", "gemm_max_by_precision",
-                                           "flash_attention", "attention_products", NULL};
     json_t *root;
     if (et_json_load_file(path, &root, err)) return -1;
     et_json_reader r = {path, err};
@@ -91,7 +169,7 @@ int et_device_profile_load(const char *path, et_device_profile *out, et_error *e
     int rc = -1;
     const char *name, *source;
     int kind;
-    json_t *peak, *eff;
+    json_t *peak;
     double v, gib, bw, reserved, vec, on_chip;
     if (et_json_expect_object(&r, root, "$", top_keys)) goto done;
     if (et_json_get_string(&r, root, "$", "name", true, NULL, &name)) goto done;
@@ -132,70 +210,7 @@ int et_device_profile_load(const char *path, et_device_profile *out, et_error *e
     out->reserved_bytes = reserved * 1073741824.0;
     if (et_json_get_number(&r, root, "$", "on_chip_MiB", false, 0, 0, 1e9, &on_chip)) goto done;
     out->on_chip_bytes = on_chip * 1048576.0;
-    if (et_json_get_object(&r, root, "$", "efficiency", true, eff_keys, &eff)) goto done;
-    if (et_json_get_number(&r, eff, "$.efficiency", "gemm_max", true, 0, 0.01, 1, &out->gemm_max_efficiency))
-        goto done;
-    if (et_json_get_number(&r, eff, "$.efficiency", "gemm_half_dim", true, 0, 0, 1e6, &out->gemm_half_dim))
-        goto done;
-    json_t *by;
-    if (et_json_get_object(&r, eff, "$.efficiency", "gemm_max_by_precision", false, peak_keys, &by))
-        goto done;
-    for (int p = 0; by && p < ET_PRECISION_COUNT; p++)
-        if (et_json_get_number(&r, by, "$.efficiency.gemm_max_by_precision", peak_keys[p], false, 0, 0.01, 1,
-                               &out->gemm_max_by_precision[p]))
-            goto done;
-    long long sms;
-    if (et_json_get_int(&r, root, "$", "multiprocessors", false, 0, 0, 1 << 20, &sms)) goto done;
-    out->multiprocessors = (int)sms;
-    if (et_json_get_number(&r, root, "$", "compute_capability", false, 0, 1, 100, &out->compute_capability))
-        goto done;
-    json_t *tile;
-    if (et_json_get_array(&r, eff, "$.efficiency", "gemm_tile", false, &tile)) goto done;
-    if (tile) {
-        if (json_array_size(tile) != 2) {
-            et_error_set(err, path, 0, 0, "$.efficiency.gemm_tile",
-                         "expected [rows, columns], got %zu values", json_array_size(tile));
-            goto done;
-        }
-        for (size_t i = 0; i < 2; i++)
-            if (et_json_array_number(&r, tile, "$.efficiency.gemm_tile", i, 1, 1 << 16, &out->gemm_tile[i]))
-                goto done;
-    }
-    if (out->multiprocessors > 0 && !tile) {
-        et_error_set(err, path, 0, 0, "$.efficiency.gemm_tile",
-                     "a profile with multiprocessors needs the GEMM output tile [rows, columns]");
-        goto done;
-    }
-    if (et_json_get_number(&r, eff, "$.efficiency", "memory", true, 0, 0.01, 1, &out->memory_efficiency))
-        goto done;
-    if (et_json_get_number(&r, eff, "$.efficiency", "kernel_overhead_us", true, 0, 0, 1e6, &v)) goto done;
-    out->kernel_overhead_s = v * 1e-6;
-    if (et_json_get_number(&r, eff, "$.efficiency", "flash_attention", false, 0, 0.01, 1,
-                           &out->flash_attention_efficiency))
-        goto done;
-    if (et_json_get_number(&r, eff, "$.efficiency", "attention_products", false, 1, 0.01, 1,
-                           &out->attention_products_efficiency))
-        goto done;
-    if (et_json_get_number(&r, root, "$", "nvlink_GBps", false, 0, 0, 1e6, &v)) goto done;
-    out->nvlink_bandwidth = v * 1e9;
-    json_t *power;
-    if (et_json_get_object(&r, root, "$", "power_W", false, power_keys, &power)) goto done;
-    if (power && (et_json_get_number(&r, power, "$.power_W", "busy", true, 0, 1, 1e5, &out->power_busy_w) ||
-                  et_json_get_number(&r, power, "$.power_W", "idle", true, 0, 0, out->power_busy_w,
-                                     &out->power_idle_w)))
-        goto done;
-    json_t *sparse;
-    if (et_json_get_object(&r, root, "$", "sparse", false, sparse_keys, &sparse)) goto done;
-    json_t *sp = sparse ? sparse : json_object();
-    int bad =
-        et_json_get_number(&r, sp, "$.sparse", "unstructured_efficiency", false, 0.05, 0.001, 1,
-                           &out->sparse_unstructured_efficiency) ||
-        et_json_get_number(&r, sp, "$.sparse", "block_half", false, 96, 0, 1e6, &out->sparse_block_half) ||
-        et_json_get_number(&r, sp, "$.sparse", "semi_structured_2_4_speedup", false, 0, 0, 2,
-                           &out->sparse_2_4_speedup) ||
-        et_json_get_bool(&r, sp, "$.sparse", "masked_dense", false, false, &out->sparse_masked_dense);
-    if (!sparse) json_decref(sp);
-    if (bad) goto done;
+    if (read_efficiency(&r, root, out) || read_links_power_sparse(&r, root, out)) goto done;
     rc = 0;
 done:
     json_decref(root);

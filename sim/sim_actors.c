@@ -203,6 +203,62 @@ static void trace_micro_batches(const sim_rank *r, const sim_plan *plan, double 
         trace_backward(r, plan, k, &t);
 }
 
+/* A dense step's forward and backward on rank r: bucket k is ready after backward's segment k and its
+ * clipping kernel (ready[k]); they never wait for other ranks, so the times are known once forward starts.
+ * Starts the execution that plays them (*exec, or NULL when empty) and returns backward's end. */
+static double play_dense(sim_world *w, sim_rank *r, int step, const sim_plan *p, double *ready, double now,
+                         double step_start, sg_exec_t *exec)
+{
+    const et_scenario *s = w->s;
+    const sim_stage *st = &w->stages[r->stage];
+    const int nb = st->n_buckets, dp = w->dp.ranks > 1;
+    const int overlap = s->parallel.overlap && !w->o->force_no_overlap;
+    const int clip = s->optimizer.clip == ET_CLIP_PER_BUCKET;
+    sim_group *grp = &w->groups[r->group];
+    const sim_plan plan = *p;
+    const int zero3 = s->parallel.zero_stage >= 3 && dp;
+    if (zero3) {
+        /* parameters gathered before forward and backward (the communicator plays the gathers),
+         * prefetched under the forward pass */
+        sg_exec_t fwd = sg_actor_exec_async(plan.pre * sg_host_get_speed(r->host));
+        barrier(r, grp->meet, step, "wait for other ranks");
+        sg_barrier_wait(grp->meet);
+        sg_exec_wait(fwd);
+        r->busy[step] += plan.pre;
+        if (plan.fwd)
+            trace_micro_batches(r, &plan, step_start);
+        else
+            sim_trace_note(r, 0, step_start, plan.pre, "forward");
+    }
+    double t0 = zero3 ? simgrid_get_clock() : step_start + plan.pre, t = t0;
+    for (int k = 0; k <= nb; k++) {
+        if (k < nb)
+            sim_trace_note(r, 0, t, plan.seg[k], "backward to bucket %d", k);
+        else
+            sim_trace_note(r, 0, t, plan.seg[k], "backward (rest)");
+        t += plan.seg[k];
+        if (k < nb && clip) {
+            sim_trace_note(r, 0, t, st->clip[k], "clip bucket %d", k);
+            t += st->clip[k];
+        }
+        ready[k] = t;
+    }
+    if (dp) announce(grp, step, nb, overlap, ready);
+    /* the previous optimizer (if folded), forward (unless ZeRO-3 ran it under the gathers) and
+     * backward: one execution */
+    const double exec_start = zero3 ? t0 : now;
+    if (!zero3 && plan.pre > 0) {
+        r->busy[step] += plan.pre;
+        if (plan.fwd)
+            trace_micro_batches(r, &plan, step_start);
+        else
+            sim_trace_note(r, 0, step_start, plan.pre, "forward");
+    }
+    *exec = t > exec_start ? sg_actor_exec_async((t - exec_start) * sg_host_get_speed(r->host)) : NULL;
+    r->busy[step] += t - t0;
+    return t;
+}
+
 /* Compute never waits for communication during backward, so its timeline is known in advance: backward
  * runs as one asynchronous execution, and the rank announces when each bucket will be ready, which hands
  * the bucket to the communicator's actor (the communication stream). */
@@ -215,7 +271,6 @@ static void gpu_actor(int argc, char **argv)
     const et_scenario *s = w->s;
     const int nb = st->n_buckets, dp = w->dp.ranks > 1;
     const int overlap = s->parallel.overlap && !w->o->force_no_overlap;
-    const int clip = s->optimizer.clip == ET_CLIP_PER_BUCKET;
     sim_group *grp = &w->groups[r->group];
     sim_plan plan = {0};
     plan.seg = malloc(((size_t)nb + 1) * sizeof *plan.seg);
@@ -259,50 +314,8 @@ static void gpu_actor(int argc, char **argv)
             }
             r->bwd_end[step] = bwd_end;
         } else {
-            /* bucket k is ready after backward's segment k and its clipping kernel; forward and backward
-             * never wait for other ranks, so the times are known once forward's start is */
-            const int zero3 = s->parallel.zero_stage >= 3 && dp;
-            if (zero3) {
-                /* parameters gathered before forward and backward (the communicator plays the gathers),
-                 * prefetched under the forward pass */
-                sg_exec_t fwd = sg_actor_exec_async(plan.pre * sg_host_get_speed(r->host));
-                barrier(r, grp->meet, step, "wait for other ranks");
-                sg_barrier_wait(grp->meet);
-                sg_exec_wait(fwd);
-                r->busy[step] += plan.pre;
-                if (plan.fwd)
-                    trace_micro_batches(r, &plan, step_start);
-                else
-                    sim_trace_note(r, 0, step_start, plan.pre, "forward");
-            }
-            double t0 = zero3 ? simgrid_get_clock() : step_start + plan.pre, t = t0;
-            for (int k = 0; k <= nb; k++) {
-                if (k < nb)
-                    sim_trace_note(r, 0, t, plan.seg[k], "backward to bucket %d", k);
-                else
-                    sim_trace_note(r, 0, t, plan.seg[k], "backward (rest)");
-                t += plan.seg[k];
-                if (k < nb && clip) {
-                    sim_trace_note(r, 0, t, st->clip[k], "clip bucket %d", k);
-                    t += st->clip[k];
-                }
-                ready[k] = t;
-            }
-            if (dp) announce(grp, step, nb, overlap, ready);
-            /* the previous optimizer (if folded), forward (unless ZeRO-3 ran it under the gathers) and
-             * backward: one execution */
-            const double exec_start = zero3 ? t0 : now;
-            if (!zero3 && plan.pre > 0) {
-                r->busy[step] += plan.pre;
-                if (plan.fwd)
-                    trace_micro_batches(r, &plan, step_start);
-                else
-                    sim_trace_note(r, 0, step_start, plan.pre, "forward");
-            }
-            sg_exec_t bwd =
-                t > exec_start ? sg_actor_exec_async((t - exec_start) * sg_host_get_speed(r->host)) : NULL;
-            r->busy[step] += t - t0;
-            const double bwd_end = t;
+            sg_exec_t bwd;
+            const double bwd_end = play_dense(w, r, step, &plan, ready, now, step_start, &bwd);
             if (dp) {
                 sg_barrier_wait(grp->meet); /* the communicator has played every bucket's collective */
                 account_buckets(r, grp, st, step, overlap, ready, bwd_end);

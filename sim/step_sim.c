@@ -106,33 +106,11 @@ static int expert_groups(sim_world *w)
     return 0;
 }
 
-static int build_world(sim_world *w, json_t **result)
+/* Every pipeline stage's graph, buckets, op classes, clipping times and bucket algorithms. */
+static int build_stages(sim_world *w, json_t **result)
 {
     const et_scenario *s = w->s;
-    const int gpus = et_scenario_gpus(s), t = s->parallel.tensor, pp = s->parallel.pipeline,
-              dp = et_scenario_grad_ranks(s); /* data x context ranks: the gradient communicator */
-    const int per_stage = gpus / pp;
-    w->n_ranks = gpus;
-    w->dp = et_dp_group(s);
-    w->ranks = calloc((size_t)gpus, sizeof *w->ranks);
-    /* identical communicators merged (sim_world.h): a stage's tensor ranks compute alike without per-rank
-     * noise, and a generated fabric without faults treats every GPU of a node alike */
-    const et_cluster *cl = &s->cluster;
-    /* experts' all-to-alls as flows (sim_moe.c); their tensor ranks route differently, never merged */
-    w->moe = s->model.moe.experts > 0 && s->parallel.expert > 1 && w->o->bench_sizes == 0;
-    if (w->moe && s->parallel.zero_stage >= 3)
-        return fail(
-            result, "%s",
-            "ZeRO-3 with experts' all-to-alls is not simulated (its parameter gathers under forward); "
-            "use --analytic or zero_stage 2");
-    const int merge = t > 1 && !w->moe && !w->o->all_groups && s->simulation.straggler_sigma <= 0 &&
-                      !cl->platform_file[0] && cl->n_faults == 0 && !cl->random_faults.set;
-    w->n_groups = merge ? pp : pp * t;
-    w->groups = calloc((size_t)w->n_groups, sizeof *w->groups);
-    w->n_stages = pp;
-    w->stages = calloc((size_t)pp, sizeof *w->stages);
-    if (!w->ranks || !w->groups || !w->stages)
-        return fail_as(result, ET_ERROR_MEMORY, "out of memory for %s", "the simulated ranks");
+    const int pp = s->parallel.pipeline;
     et_error err;
     for (int st = 0; st < pp; st++) {
         sim_stage *stage = &w->stages[st];
@@ -151,6 +129,15 @@ static int build_world(sim_world *w, json_t **result)
             et_bucket_comm_time(s, &group, stage->buckets[k].bytes, &stage->algo[k]);
         }
     }
+    return 0;
+}
+
+/* The data-parallel communicators (merged per stage when `merge`), their members and schedules. */
+static int build_groups(sim_world *w, int merge, json_t **result)
+{
+    const et_scenario *s = w->s;
+    const int t = s->parallel.tensor,
+              dp = et_scenario_grad_ranks(s); /* data x context ranks: the gradient communicator */
     /* Megatron order: tensor rank fastest, then data, then pipeline stage */
     for (int g = 0; g < w->n_groups; g++) {
         sim_group *grp = &w->groups[g];
@@ -177,6 +164,16 @@ static int build_world(sim_world *w, json_t **result)
         for (size_t i = 0; i < records; i++)
             grp->latest[i] = -INFINITY;
     }
+    return 0;
+}
+
+/* Every rank: its stage, communicator, host and per-step records. */
+static int build_ranks(sim_world *w, int merge, json_t **result)
+{
+    const et_scenario *s = w->s;
+    const int gpus = et_scenario_gpus(s), t = s->parallel.tensor, pp = s->parallel.pipeline,
+              dp = et_scenario_grad_ranks(s);
+    const int per_stage = gpus / pp;
     size_t per_step = (size_t)w->steps;
     sg_host_t *by_rank = hosts_by_rank(s);
     if (!by_rank) return fail_as(result, ET_ERROR_MEMORY, "out of memory for %s", "the host table");
@@ -208,15 +205,15 @@ static int build_world(sim_world *w, json_t **result)
         r->idle = block + 4 * per_step;
     }
     free(by_rank);
-    if (w->moe && (sim_moe_build(w) || expert_groups(w)))
-        return fail_as(result, ET_ERROR_MEMORY, "out of memory for %s", "the expert-parallel groups");
-    size_t records =
-        w->o->bench_sizes > 0 ? (size_t)w->o->bench_sizes : per_step * (size_t)w->stages[0].n_buckets;
-    w->bucket_start = calloc(records + 1, sizeof(double));
-    w->bucket_end = calloc(records + 1, sizeof(double));
-    if (!w->bucket_start || !w->bucket_end)
-        return fail_as(result, ET_ERROR_MEMORY, "out of memory for %s", "bucket records");
-    /* each data-parallel rank's batch of every micro-batch of every step, from the sampling library */
+    return 0;
+}
+
+/* Each data-parallel rank's batch of every micro-batch of every step, from the sampling library. */
+static int sample_batches(sim_world *w, json_t **result)
+{
+    const et_scenario *s = w->s;
+    const int dp = et_scenario_grad_ranks(s);
+    et_error err;
     const int m = (int)s->batch.grad_accum;
     /* context-parallel ranks share their replica's sequences (each its share of them) */
     const int replicas = s->parallel.data, cp = dp / replicas;
@@ -233,6 +230,44 @@ static int build_world(sim_world *w, json_t **result)
             return fail_as(result, ET_ERROR_MEMORY, "out of memory for %s", "sampled batches");
         }
     et_sampler_free(&sampler);
+    return 0;
+}
+
+static int build_world(sim_world *w, json_t **result)
+{
+    const et_scenario *s = w->s;
+    const int gpus = et_scenario_gpus(s), t = s->parallel.tensor, pp = s->parallel.pipeline;
+    w->n_ranks = gpus;
+    w->dp = et_dp_group(s);
+    w->ranks = calloc((size_t)gpus, sizeof *w->ranks);
+    /* identical communicators merged (sim_world.h): a stage's tensor ranks compute alike without per-rank
+     * noise, and a generated fabric without faults treats every GPU of a node alike */
+    const et_cluster *cl = &s->cluster;
+    /* experts' all-to-alls as flows (sim_moe.c); their tensor ranks route differently, never merged */
+    w->moe = s->model.moe.experts > 0 && s->parallel.expert > 1 && w->o->bench_sizes == 0;
+    if (w->moe && s->parallel.zero_stage >= 3)
+        return fail(
+            result, "%s",
+            "ZeRO-3 with experts' all-to-alls is not simulated (its parameter gathers under forward); "
+            "use --analytic or zero_stage 2");
+    const int merge = t > 1 && !w->moe && !w->o->all_groups && s->simulation.straggler_sigma <= 0 &&
+                      !cl->platform_file[0] && cl->n_faults == 0 && !cl->random_faults.set;
+    w->n_groups = merge ? pp : pp * t;
+    w->groups = calloc((size_t)w->n_groups, sizeof *w->groups);
+    w->n_stages = pp;
+    w->stages = calloc((size_t)pp, sizeof *w->stages);
+    if (!w->ranks || !w->groups || !w->stages)
+        return fail_as(result, ET_ERROR_MEMORY, "out of memory for %s", "the simulated ranks");
+    if (build_stages(w, result) || build_groups(w, merge, result) || build_ranks(w, merge, result)) return -1;
+    if (w->moe && (sim_moe_build(w) || expert_groups(w)))
+        return fail_as(result, ET_ERROR_MEMORY, "out of memory for %s", "the expert-parallel groups");
+    size_t records =
+        w->o->bench_sizes > 0 ? (size_t)w->o->bench_sizes : (size_t)w->steps * (size_t)w->stages[0].n_buckets;
+    w->bucket_start = calloc(records + 1, sizeof(double));
+    w->bucket_end = calloc(records + 1, sizeof(double));
+    if (!w->bucket_start || !w->bucket_end)
+        return fail_as(result, ET_ERROR_MEMORY, "out of memory for %s", "bucket records");
+    if (sample_batches(w, result)) return -1;
     /* Mirroring needs flows whose progress depends only on the links they cross: true of CM02 and of LV08
      * and SMPI without cross-traffic (a reverse flow would load links the route does not list); not of
      * the IB model, which penalises flows by the others at their hosts. */
