@@ -4,7 +4,9 @@
 # error of each row (negative: ET predicts a faster step than was measured), and the mean and max absolute
 # error over the judged rows: the published GPT runs of scenarios/data/validation/ (targets: mean <= 5%, no
 # row beyond 10%). Rows published as a throughput compare as step times (global batch / throughput) and
-# are shown, not judged. Exit status 0 when the targets hold, 1 otherwise.
+# are shown, not judged, as are the NeMo Megatron Bridge rows ET can express (issue 33's terms are not
+# built); each source's mean error follows, and the published rows ET cannot express, with why. Exit status 0
+# when the targets hold, 1 otherwise.
 #
 # Usage: bench/validation.sh [--simulate] [BUILD_DIR]
 #   --simulate  also run the SimGrid simulation of each row (one step) and judge it instead of the analytic
@@ -28,7 +30,10 @@ printf "%-36s %5s %7s %14s %13s %9s" "scenario" "GPUs" "MFU[%]" "published[s]" "
 printf "  %s\n" "judged"
 tail -n +2 "$src/scenarios/validation/published.csv" | while IFS=, read -r name metric published source judged; do
   scenario=$src/scenarios/validation/$name.json
-  "$etsim" --analytic --quiet --json "$work/a.json" "$scenario" > /dev/null
+  # a plan ET finds too large still has its estimate (exit 3): shown, marked
+  fits=yes
+  "$etsim" --analytic --quiet --json "$work/a.json" "$scenario" > /dev/null 2>&1 || { [ $? -eq 3 ] && fits=no; } ||
+    { echo "validation: etsim failed on $scenario" >&2; exit 2; }
   analytic=$(jq .estimate.step.step_s "$work/a.json")
   gpus=$(jq .scenario.cluster.gpus "$work/a.json")
   if [ "$metric" = samples_per_s ]; then
@@ -39,14 +44,27 @@ tail -n +2 "$src/scenarios/validation/published.csv" | while IFS=, read -r name 
     "$published" "$analytic" "$(err "$analytic")"
   judged_err=$(err "$analytic")
   if [ $simulate -eq 1 ]; then
-    "$etsim" --quiet --steps 1 --json "$work/s.json" "$scenario" > /dev/null
+    "$etsim" --quiet --steps 1 --json "$work/s.json" "$scenario" > /dev/null 2>&1 || [ $? -eq 3 ]
     sim=$(jq .simulation.step_time_s.mean "$work/s.json")
     judged_err=$(err "$sim")
     printf " %13.3f %9s" "$sim" "$judged_err"
   fi
-  printf "  %s\n" "$judged"
+  printf "  %s%s\n" "$judged" "$([ $fits = no ] && printf " (does not fit: %.1f GiB of %.0f)" \
+    "$(jq .estimate.memory_per_gpu.total_GiB "$work/a.json")" "$(jq .estimate.memory_per_gpu.capacity_GiB "$work/a.json")")"
   if [ "$judged" = yes ]; then echo "$judged_err" >> "$work/errors"; fi
+  echo "${source%% *} $judged_err" >> "$work/by_source"
 done
+# every source's rows, judged or shown: the mean signed and absolute error
+awk '{n[$1]++; s[$1] += $2; a[$1] += ($2 < 0 ? -$2 : $2)}
+     END {for (k in n) printf "# %-44s %3d rows: mean error %+.1f%%, mean |error| %.1f%%\n", k, n[k], s[k] / n[k], a[k] / n[k]}' \
+  "$work/by_source" | sort
+# the published rows ET cannot express yet, and why (scenarios/validation/not-expressed.csv)
+if [ -f "$src/scenarios/validation/not-expressed.csv" ]; then
+  printf "# not expressed: %d published rows (tests/tools/nemo_validation.py); why, and how many:\n" \
+    "$(($(wc -l < "$src/scenarios/validation/not-expressed.csv") - 1))"
+  tail -n +2 "$src/scenarios/validation/not-expressed.csv" | sed 's/^[^"]*"//; s/"$//' | sort | uniq -c | sort -rn |
+    sed 's/^/#   /'
+fi
 awk '{e = $1 < 0 ? -$1 : $1; s += e; if (e > m) m = e; n++}
      END {printf "# %d judged rows: mean |error| %.1f%%, max |error| %.1f%% (targets: mean <= 5%%, max <= 10%%)\n", n, s / n, m;
           ok = (n > 0 && s / n <= 5 && m <= 10); print ok ? "# verdict: PASS" : "# verdict: BELOW TARGET"; exit !ok}' "$work/errors"

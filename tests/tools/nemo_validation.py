@@ -1,0 +1,120 @@
+#!/usr/bin/env python3
+"""Writes a validation scenario for every row of scenarios/data/validation/nemo-megatron-bridge-performance.csv
+that ET can express, its published step time into scenarios/validation/published.csv (shown, not judged: the
+software-stack terms of issue 33 are not built), and every other row with why into
+scenarios/validation/not-expressed.csv. A developer's tool, run by hand when the data or the scenario format
+changes; its outputs are committed (nothing in the build or the tests runs it).
+
+Usage: tests/tools/nemo_validation.py [SOURCE_DIR]
+"""
+import csv
+import json
+import os
+import sys
+
+SRC = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "..", ".."))
+DATA = os.path.join(SRC, "scenarios/data/validation/nemo-megatron-bridge-performance.csv")
+OUT = os.path.join(SRC, "scenarios/validation")
+PRESETS = {"llama3_8b": "llama3-8b", "llama3_70b": "llama3-70b", "llama31_405b": "llama3-405b"}
+DEVICES = {"H100": "h100-sxm", "B200": "b200", "GB200": "gb200"}
+MODEL_WHY = {
+    "deepseek_v3": "multi-head latent attention, shared experts and multi-token prediction (issue 37)",
+    "deepseek_v4_flash": "its dimensions are not published in the cited sources",
+    "kimi_k2": "multi-head latent attention and the Muon optimizer (issue 37)",
+    "qwen3_30b_a3b": "Qwen3's head dimension apart from hidden / heads, and QK norm (issue 37)",
+    "qwen3_235b_a22b": "Qwen3's head dimension apart from hidden / heads, and QK norm (issue 37)",
+    "gpt_oss_120b": "GPT-OSS's sliding-window attention and attention sinks (issue 37)",
+}
+
+
+def why_not(r):
+    """Why ET cannot express a row, or None."""
+    if r["task"] != "pretrain":
+        return "fine-tuning (%s): no SFT or LoRA method yet (issue 37)" % r["task"]
+    if r["model_key"].startswith("nemotron"):
+        return "Nemotron 3's hybrid Mamba layers"
+    if r["model_key"] not in PRESETS:
+        return MODEL_WHY.get(r["model_key"], "no preset for %s" % r["model_key"])
+    if r["gpu"] not in DEVICES:
+        return "no %s device profile" % r["gpu"]
+    if r["precision"] not in ("FP8", "FP8-CS", "BF16"):
+        return "the %s recipe (block-scaled or 4-bit, issue 37)" % r["precision"]
+    if r["recipe_offload"] not in ("", "none"):
+        return "%s (not modelled)" % r["recipe_offload"]
+    if r["model_key"] == "llama31_405b" and int(r["pp"]) > 1:
+        return ("126 layers over %s pipeline stages of %s virtual stages: Megatron counts the embedding and the "
+                "loss as layers (128), an uneven interleaved split ET cannot express" % (r["pp"], r["vp"]))
+    if r["recipe_recompute"].startswith("full ("):
+        return "recomputation of a few layers only (%s): ET recomputes all or none" % r["recipe_recompute"]
+    return None
+
+
+def scenario(r, name):
+    tp, pp, cp, vp = int(r["tp"]), int(r["pp"]), int(r["cp"]), int(r["vp"])
+    gpus, fsdp = int(r["gpus"]), int(r["fsdp"] or 0)
+    # GB200: the NVL72 rack is one NVLink domain; a run of 64 or more GPUs uses 64 of each rack's 72
+    per_node = 8 if r["gpu"] != "GB200" else min(gpus, 64)
+    recipe = r["recipe_layout_match"] == "yes"
+    recompute = "full" if r["recipe_recompute"].startswith("full") else "none"
+    graphs = "full_iteration" in r["recipe_cuda_graph"]
+    par = {"tensor": tp, "pipeline": pp, "virtual_pipeline": vp, "context": cp, "attention": "flash",
+           "recompute": recompute, "sequence_parallel": tp > 1}
+    if fsdp > 0:
+        par["zero_stage"] = 3  # Megatron FSDP: parameters, gradients and states sharded
+    else:
+        par["distributed_optimizer"] = True
+    if tp > 1 and r["recipe_tp_comm_overlap"] == "True":
+        par["tp_overlap"] = True
+    desc = ("NeMo Megatron Bridge %s, %s pretraining on %d %s (%s), %s, tensor %d, pipeline %d (virtual %d), context %d, "
+            "%s, micro-batch %s, global batch %s, sequence %s; published %s tokens/s/GPU = %.4f s a step (row of "
+            "scenarios/data/validation/nemo-megatron-bridge-performance.csv: %s). %s"
+            % (r["container"], r["model"], gpus, r["gpu"], r["system"], r["precision"], tp, pp, vp, cp,
+               "Megatron FSDP" if fsdp > 0 else "distributed optimizer", r["mbs"], r["gbs"], r["seq"],
+               r["tokens_per_s_per_gpu"], float(r["step_s"]), r["source"],
+               ("The recipe at the same commit: recomputation %s, CUDA graphs %s, TP communication overlap %s."
+                % (r["recipe_recompute"], r["recipe_cuda_graph"], r["recipe_tp_comm_overlap"])) if recipe else
+               "No recipe at the commit matches this layout: recomputation none and no CUDA graphs assumed."))
+    doc = {
+        "name": name,
+        "description": desc,
+        "model": {"preset": PRESETS[r["model_key"]]},
+        "data": {"seq_len": int(r["seq"])},
+        "batch": {"global": int(r["gbs"]), "local": int(r["mbs"])},
+        "optimizer": {"name": "adamw", "clip": "after_allreduce"},
+        "precision": "fp8" if r["precision"].startswith("FP8") else "bf16",
+        "parallelism": par,
+        "cluster": {"device": DEVICES[r["gpu"]], "nodes": gpus // per_node, "gpus_per_node": per_node,
+                    "nics_per_node": per_node, "nic_Gbps": 400},
+        "target": {"steps": 100},
+        "simulation": {"steps": 1},
+    }
+    if graphs:
+        doc["host"] = {"launch": "cuda_graphs"}
+    return doc
+
+
+def main():
+    rows = list(csv.DictReader(open(DATA)))
+    published = [l for l in open(os.path.join(OUT, "published.csv")).read().splitlines() if "nemo-megatron" not in l]
+    refused = ["row,container,task,model_key,gpu,precision,why"]
+    for i, r in enumerate(rows, start=2):  # the CSV's line numbers
+        why = why_not(r)
+        if why:
+            refused.append('%d,%s,%s,%s,%s,%s,"%s"' % (i, r["container"], r["task"], r["model_key"], r["gpu"],
+                                                       r["precision"], why))
+            continue
+        name = "nemo-%s-%s-%s-%dgpu-%s" % (r["container"].replace(".", ""), r["model_key"].replace("_", ""),
+                                            r["gpu"].lower(), int(r["gpus"]), r["precision"].lower())
+        with open(os.path.join(OUT, name + ".json"), "w") as f:
+            json.dump(scenario(r, name), f, indent=2)
+            f.write("\n")
+        published.append("%s,step_s,%s,nemo-megatron-bridge-performance.csv line %d,no" % (name, r["step_s"], i))
+    with open(os.path.join(OUT, "published.csv"), "w") as f:
+        f.write("\n".join(published) + "\n")
+    with open(os.path.join(OUT, "not-expressed.csv"), "w") as f:
+        f.write("\n".join(refused) + "\n")
+    print("%d rows: %d scenarios, %d not expressed" % (len(rows), len(published) - 1 - 16, len(refused) - 1))
+
+
+if __name__ == "__main__":
+    main()
