@@ -820,10 +820,13 @@ static int check_parallelism(const et_json_reader *r, et_scenario *s)
         if (sum != s->model.layers)
             FAIL("$.parallelism.layers_per_stage", "the stages' layers add up to %d, the model has %d", sum,
                  s->model.layers);
-        if (s->parallel.virtual_pipeline > 1)
-            FAIL("$.parallelism.layers_per_stage",
-                 "an uneven partition cannot be interleaved (virtual_pipeline %d)",
-                 s->parallel.virtual_pipeline);
+        /* interleaved: each stage's layers in virtual_pipeline chunks, every chunk at least one layer
+         * (Megatron's split that counts the embedding and the loss as layers is one such partition) */
+        for (int k = 0; k < pp && s->parallel.virtual_pipeline > 1; k++)
+            if (s->parallel.layers_per_stage[k] < s->parallel.virtual_pipeline)
+                FAIL("$.parallelism.layers_per_stage",
+                     "stage %d's %d layers cannot fill %d virtual stages (each holds whole layers)", k,
+                     s->parallel.layers_per_stage[k], s->parallel.virtual_pipeline);
     } else if (s->model.layers % pp != 0) {
         FAIL("$.parallelism.pipeline",
              "pipeline degree %d must divide the %d layers (or give parallelism.layers_per_stage)", pp,
@@ -833,7 +836,7 @@ static int check_parallelism(const et_json_reader *r, et_scenario *s)
     if (v > 1 && pp < 2)
         FAIL("$.parallelism.virtual_pipeline",
              "virtual pipeline stages (%d) need a pipeline of 2 or more stages", v);
-    if (v > 1 && s->model.layers % (pp * v) != 0)
+    if (v > 1 && !s->parallel.uneven && s->model.layers % (pp * v) != 0)
         FAIL("$.parallelism.virtual_pipeline",
              "pipeline %d x virtual stages %d = %d must divide the %d layers (each virtual stage holds whole "
              "layers)",

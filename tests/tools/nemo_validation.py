@@ -41,9 +41,6 @@ def why_not(r):
         return "the %s recipe (block-scaled or 4-bit, issue 37)" % r["precision"]
     if r["recipe_offload"] not in ("", "none"):
         return "%s (not modelled)" % r["recipe_offload"]
-    if r["model_key"] == "llama31_405b" and int(r["pp"]) > 1:
-        return ("126 layers over %s pipeline stages of %s virtual stages: Megatron counts the embedding and the "
-                "loss as layers (128), an uneven interleaved split ET cannot express" % (r["pp"], r["vp"]))
     if r["recipe_recompute"].startswith("full ("):
         return "recomputation of a few layers only (%s): ET recomputes all or none" % r["recipe_recompute"]
     return None
@@ -59,6 +56,13 @@ def scenario(r, name):
     graphs = "full_iteration" in r["recipe_cuda_graph"]
     par = {"tensor": tp, "pipeline": pp, "virtual_pipeline": vp, "context": cp, "attention": "flash",
            "recompute": recompute, "sequence_parallel": tp > 1}
+    layers = {"llama3_8b": 32, "llama3_70b": 80, "llama31_405b": 126}[r["model_key"]]
+    if pp > 1 and layers % pp:
+        # Megatron's split that counts the embedding and the loss as layers (the 405B recipes' account_for_*
+        # flags, which 126 layers on 8 or 16 stages need): the first and the last stage hold one layer fewer
+        per = (layers + 2) // pp
+        par["layers_per_stage"] = [per - 1] + [per] * (pp - 2) + [per - 1]
+        assert sum(par["layers_per_stage"]) == layers, r
     if fsdp > 0:
         par["zero_stage"] = 3  # Megatron FSDP: parameters, gradients and states sharded
     else:
