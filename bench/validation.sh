@@ -8,15 +8,20 @@
 # built); each source's mean error follows, and the published rows ET cannot express, with why. Exit status 0
 # when the targets hold, 1 otherwise.
 #
-# Usage: bench/validation.sh [--simulate] [BUILD_DIR]
+# Usage: bench/validation.sh [--simulate] [--errors FILE] [BUILD_DIR]
+#   --errors FILE  write every row's family and ET's analytic error as CSV: the error bands' data
+#                  (scenarios/data/validation/errors.csv; tests/error_band.sh checks it is current)
 #   --simulate  also run the SimGrid simulation of each row (one step) and judge it instead of the analytic
 set -euo pipefail
 src=$(cd "$(dirname "$0")/.." && pwd)
-build=$src/build simulate=0
+build=$src/build simulate=0 errors_out=""
+next_is_errors=0
 for a in "$@"; do
+  if [ $next_is_errors -eq 1 ]; then errors_out=$a; next_is_errors=0; continue; fi
   case $a in
     --simulate) simulate=1 ;;
-    -h|--help) sed -n 2,12p "$0"; exit 0 ;;
+    --errors) next_is_errors=1 ;;
+    -h|--help) sed -n 2,14p "$0"; exit 0 ;;
     *) build=$a ;;
   esac
 done
@@ -53,7 +58,13 @@ tail -n +2 "$src/scenarios/validation/published.csv" | while IFS=, read -r name 
     "$(jq .estimate.memory_per_gpu.total_GiB "$work/a.json")" "$(jq .estimate.memory_per_gpu.capacity_GiB "$work/a.json")")"
   if [ "$judged" = yes ]; then echo "$judged_err" >> "$work/errors"; fi
   echo "${source%% *} $judged_err" >> "$work/by_source"
+  # the error bands' data (model/error_band.h): ET's analytic error, by the family ET gives the row
+  printf "%s,%s,%d,%s\n" "$name" "$(jq -r .estimate.error_band.family "$work/a.json")" "$gpus" \
+    "$(awk -v p="$analytic" -v m="$published" 'BEGIN {printf "%.6f", (p - m) / m}')" >> "$work/band"
 done
+if [ -n "$errors_out" ]; then
+  { echo "scenario,family,gpus,error"; sort "$work/band"; } > "$errors_out"
+fi
 # every source's rows, judged or shown: the mean signed and absolute error
 awk '{n[$1]++; s[$1] += $2; a[$1] += ($2 < 0 ? -$2 : $2)}
      END {for (k in n) printf "# %-44s %3d rows: mean error %+.1f%%, mean |error| %.1f%%\n", k, n[k], s[k] / n[k], a[k] / n[k]}' \

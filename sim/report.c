@@ -1,5 +1,7 @@
 #include "report.h"
 
+#include "error_band.h"
+
 #include "caveats.h"
 #include "fabric.h"
 
@@ -173,6 +175,57 @@ void report_print_energy(FILE *out, const et_scenario *s, const et_estimate *e)
     fputc('\n', out);
 }
 
+void report_print_band(FILE *out, const et_scenario *s, double step_s, double time_to_train_s)
+{
+    et_error_band b;
+    et_error_band_of(s, &b);
+    fprintf(out, "error band   ");
+    if (b.rows == 0) {
+        fprintf(out, "no published run of family %s was checked: how far to trust this figure is unknown\n",
+                b.family);
+        return;
+    }
+    if (b.rows >= 3) {
+        char lo[32], hi[32];
+        report_format_duration(lo, sizeof lo, time_to_train_s * b.low);
+        report_format_duration(hi, sizeof hi, time_to_train_s * b.high);
+        fprintf(
+            out,
+            "runs measured %.2f-%.2fx ET's figure on the %d published runs of family %s (p10-p90; ET's mean "
+            "error %+.1f%%): step %.4g-%.4g s, time-to-train %s-%s; nearest: ",
+            b.low, b.high, b.rows, b.family, 100 * b.mean_error, step_s * b.low, step_s * b.high, lo, hi);
+    } else {
+        fprintf(out,
+                "none: %d published run%s of family %s (3 make a band; ET's error there %+.1f%%): ", b.rows,
+                b.rows == 1 ? "" : "s", b.family, 100 * b.mean_error);
+    }
+    for (int i = 0; i < b.n_nearest; i++)
+        fprintf(out, "%s%s", i ? ", " : "", b.nearest[i]);
+    fputc('\n', out);
+}
+
+json_t *report_json_band(const et_scenario *s, double step_s, double time_to_train_s)
+{
+    et_error_band b;
+    et_error_band_of(s, &b);
+    json_t *j = json_pack("{s:s, s:i}", "family", b.family, "rows", b.rows);
+    if (!j) return NULL;
+    json_t *near = json_array();
+    for (int i = 0; i < b.n_nearest && near; i++)
+        json_array_append_new(near, json_string(b.nearest[i]));
+    json_object_set_new(j, "nearest", near ? near : json_null());
+    if (b.rows > 0) json_object_set_new(j, "mean_error", json_real(b.mean_error));
+    if (b.rows >= 3) {
+        json_object_set_new(j, "low", json_real(b.low));
+        json_object_set_new(j, "high", json_real(b.high));
+        json_object_set_new(j, "step_low_s", json_real(step_s * b.low));
+        json_object_set_new(j, "step_high_s", json_real(step_s * b.high));
+        json_object_set_new(j, "time_to_train_low_s", json_real(time_to_train_s * b.low));
+        json_object_set_new(j, "time_to_train_high_s", json_real(time_to_train_s * b.high));
+    }
+    return j;
+}
+
 void report_print_goodput(FILE *out, const et_scenario *s, const et_goodput *g, double work_s)
 {
     char total[32], mtbf[32], every[32];
@@ -197,6 +250,7 @@ json_t *report_json_analytic_core(const et_scenario *s, const et_estimate *e)
     if (est) {
         json_object_set_new(est, "tflops_per_gpu",
                             json_real(et_tflops_per_gpu(s, e->model_flops_per_step, e->step_time)));
+        json_object_set_new(est, "error_band", report_json_band(s, e->step_time, e->time_to_train));
         json_object_set_new(json_object_get(est, "time_to_train"), "gpu_hours",
                             json_real(et_gpu_hours(s, e->time_to_train)));
     }
@@ -352,6 +406,7 @@ void report_print_analytic(FILE *out, const et_scenario *s, const et_estimate *e
             e->samples_per_second, e->tokens_per_second);
     fprintf(out, "time-to-train %lld steps: %s training + %s evaluation = %s\n", e->steps, train, eval,
             total);
+    report_print_band(out, s, e->step_time, e->time_to_train);
     report_print_goodput(out, s, &e->goodput, e->time_to_train);
     report_print_energy(out, s, e);
     report_print_caveats(out, s);
@@ -442,6 +497,7 @@ void report_print_simulated(FILE *out, const et_scenario *s, const et_estimate *
             100 * report_num(headline, "mfu"), report_num(headline, "samples_per_second"),
             report_num(headline, "tokens_per_second"));
     fprintf(out, "time-to-train %lld steps: %s training + %s evaluation = %s\n", e->steps, a, b, c);
+    report_print_band(out, s, mean, report_num(headline, "time_to_train_s"));
     report_print_goodput(out, s, &e->goodput, report_num(headline, "time_to_train_s"));
     report_print_energy(out, s, e);
     json_decref(headline);

@@ -50,4 +50,10 @@ json_t *report_json_goodput(const et_goodput *g, double work_s);
  * "not estimated" when the profile gives no power. */
 void report_print_energy(FILE *out, const et_scenario *s, const et_estimate *e);
 
+/* How far to trust a figure (model/error_band.h): the band of the published runs of the scenario's family
+ * around `step_s` and `time_to_train_s`, or why there is none; as a report line and as JSON
+ * (estimate.error_band). */
+void report_print_band(FILE *out, const et_scenario *s, double step_s, double time_to_train_s);
+json_t *report_json_band(const et_scenario *s, double step_s, double time_to_train_s);
+
 #endif

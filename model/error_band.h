@@ -1,0 +1,31 @@
+/* error_band: how far to trust a prediction, from the published runs ET was checked against.
+ *
+ * bench/validation.sh writes scenarios/data/validation/errors.csv: for every published run ET expresses
+ * (scenarios/validation/), its family and ET's signed error against the published step. A prediction's
+ * family is its device generation (the profile name's first word: A100, H100, B200, GB200, ...) and its
+ * parallel shape (data: tensor and pipeline 1; tensor: tensor > 1, pipeline 1; pipeline: pipeline > 1).
+ * The band is the p10 and p90 (nearest rank, quantile.h) of measured / ET over that family's rows: the
+ * step a run of this kind took, for each second ET predicts. Fewer than three rows: no band, said so.
+ * No software stack enters the family yet (issue 33), so rows of other stacks are mixed in.
+ *
+ * Contract: et_error_band_of() never fails: a missing or unreadable errors.csv, or a family without
+ * rows, gives rows 0 (or fewer than 3) and the text says which; nothing is allocated. */
+#ifndef ET_ERROR_BAND_H
+#define ET_ERROR_BAND_H
+
+#include "scenario.h"
+
+#define ET_BAND_NEAREST 3
+
+typedef struct et_error_band {
+    char family[64];   /* "H100, pipeline" */
+    int rows;          /* validated rows of the family */
+    double low, high;  /* p10 and p90 of measured / ET (the band is step x low .. step x high) */
+    double mean_error; /* mean signed error of ET against the rows, (ET - published) / published */
+    int n_nearest;
+    char nearest[ET_BAND_NEAREST][96]; /* the family's rows on GPU counts nearest this plan's */
+} et_error_band;
+
+void et_error_band_of(const et_scenario *s, et_error_band *out);
+
+#endif
