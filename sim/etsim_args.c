@@ -42,6 +42,10 @@ void etsim_usage(FILE *out)
         "  --search-devices a100-sxm4-80gb,h100-sxm  device profiles to try (default: the scenario's)\n"
         "  --deadline-days D   only plans that train within D days\n"
         "  --budget-gpu-hours H, --budget C   only plans within H GPU-hours or C in money (needs prices)\n"
+        "  --deadline-at-band-edge  a plan meets the deadline at its error band's slow edge (p90 of how "
+        "much\n"
+        "                    slower the published runs of its family ran than ET predicted), not at ET's "
+        "figure\n"
         "  --max-gpus N      only plans on at most N GPUs (of the counts searched)\n"
         "  --memory-headroom F  only plans leaving this share of each GPU's memory free (0.1: 10%%)\n"
         "                    (a deadline or budget ranks by cost with prices, else by GPU-hours)\n"
@@ -296,6 +300,8 @@ static int search_limit_flag(int argc, char **argv, int *i, options *o)
             o->space.budget_cost = x;
         else
             o->space.budget_gpu_hours = x;
+    } else if (strcmp(a, "--deadline-at-band-edge") == 0) {
+        o->space.deadline_at_band = true;
     } else if (strcmp(a, "--max-gpus") == 0) {
         long long v;
         if (number_arg(argc, argv, &at, 1, 1 << 30, &v)) return -1;

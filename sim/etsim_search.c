@@ -360,6 +360,9 @@ static void print_table(const options *o, const et_scenario *s, const search_res
     printf("             time-to-train, GPU-hours and cost with failures and checkpoints (the scenario's "
            "resilience: %.3g interruptions a GPU-hour)\n",
            s->resilience.interruptions_per_gpu_hour);
+    if (o->space.deadline_at_band && o->space.deadline_s > 0)
+        printf("             the deadline holds at each plan's error band's slow edge (p90 of its family's "
+               "published runs), not at ET's figure\n");
     printf("\n");
     print_plan_header();
     /* plans that differ only in ZeRO stage or recomputation at one time-to-train are one row, the least
@@ -380,6 +383,13 @@ static void print_table(const options *o, const et_scenario *s, const search_res
             print_plan(o, s, i + 1, &r->front[i]);
     }
     print_why_best(r, o->scenario);
+    et_scenario best;
+    et_error err;
+    if (r->n_best > 0 && !et_scenario_parse(r->best[0].scenario, o->scenario, NULL, &best, &err)) {
+        printf("\nrank 1's ");
+        report_print_band(stdout, &best, r->best[0].step_s, r->best[0].time_to_train_s);
+        et_scenario_free(&best);
+    }
 }
 
 /* The k best plans played by the simulator beside their analytic step, up to one child process per core

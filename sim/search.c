@@ -12,6 +12,7 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include "error_band.h"
 #include "json_reader.h"
 #include "scenario_override.h"
 #include "wall_clock.h"
@@ -252,7 +253,26 @@ typedef struct plan_base {
     int ok;
     et_error err;
     const char *device_name; /* as the scenario writes it (prices may name it) */
+    double band_edge[3];     /* the error band's slow edge by shape (data, tensor, pipeline); 1: no band */
 } plan_base;
+
+static int shape_of(const et_scenario *s)
+{
+    return s->parallel.pipeline > 1 ? 2 : s->parallel.tensor > 1 ? 1 : 0;
+}
+
+/* The error band's slow edge (p90 of measured / ET, model/error_band.h) of each parallel shape on the
+ * base's device, or 1 where its family has no band. */
+static void band_edges(plan_base *x)
+{
+    for (int k = 0; k < 3; k++) {
+        et_scenario shape = x->s;
+        shape.parallel.tensor = k == 1 ? 2 : 1, shape.parallel.pipeline = k == 2 ? 2 : 1;
+        et_error_band b;
+        et_error_band_of(&shape, &b);
+        x->band_edge[k] = b.rows >= 3 ? b.high : 1;
+    }
+}
 
 /* The bases of a search: one per device, varied value and GPU count, in that order. */
 typedef struct plan_bases {
@@ -294,6 +314,7 @@ static int bases_read(plan_bases *b, const json_t *root, const char *path, const
         if (!doc && x->err.code == ET_ERROR_MEMORY)
             return et_error_set_code(err, ET_ERROR_MEMORY, path, 0, 0, NULL, "out of memory for the search");
         x->ok = doc && !et_scenario_read(doc, path, NULL, &x->s, &x->err);
+        if (x->ok) band_edges(x);
         json_decref(doc);
     }
     return 0;
@@ -361,7 +382,9 @@ static void try_plan(const plan_base *base, search_plan *p, int keep, const sear
         nearest(&r->nearest_too_big, r->too_big, p, p->memory_gib, r->nearest_too_big.memory_gib);
         return;
     }
-    if (space && space->deadline_s > 0 && e.time_to_train > space->deadline_s) {
+    /* a deadline at the band's slow edge: the time a run of this family would take at its p90 */
+    const double edge = space && space->deadline_at_band ? base->band_edge[shape_of(&s)] : 1;
+    if (space && space->deadline_s > 0 && e.time_to_train * edge > space->deadline_s) {
         p->status = SEARCH_TOO_SLOW;
         add_ranked(r, p);
         r->too_slow++;

@@ -31,6 +31,7 @@ typedef struct search_space {
     double budget_cost;      /* money limit (0: none; needs prices) */
     int max_gpus;            /* --max-gpus: no plan on more GPUs (0: none) */
     double memory_headroom;  /* --memory-headroom: the share of each GPU's memory a plan leaves free */
+    bool deadline_at_band;   /* --deadline-at-band-edge: the deadline holds at the error band's p90 */
     int n_batches;
     long long batches[16]; /* global batches to try (sequences); none: the scenario's */
     int n_buckets;

@@ -4,7 +4,7 @@
 # parameter in 16-bit training, time-to-train with failures = failure-free x factor), no failures give
 # factor 1, a higher rate a larger factor and a shorter optimal interval, an asynchronous checkpoint a smaller
 # stall than its write, and the search ranks by the time with failures (its best plan's figure is the one
-# the plan's own report gives); --memory-headroom and --max-gpus filter. Energy: a step's is every GPU's busy power over its compute and idle power
+# the plan's own report gives); --memory-headroom, --max-gpus and --deadline-at-band-edge filter. Energy: a step's is every GPU's busy power over its compute and idle power
 # over the rest, the run's adds evaluations, failures and the PUE, emissions with a carbon intensity; a
 # profile without power says so; --rank-by ranks by what it names (energy; time under a budget, which then
 # only filters) and refuses what it cannot rank.
@@ -88,6 +88,16 @@ passed=$((passed + 1))
 "$etsim" --search --search-gpus 1024,2048,4096 --max-gpus 2048 --search-top 50 --json "$work/g.json" "$base" > /dev/null
 jq -e '[.search.plans[].gpus] | unique == [1024, 2048]' "$work/g.json" > /dev/null ||
   { echo "FAIL: --max-gpus 2048"; jq -c '[.search.plans[].gpus] | unique' "$work/g.json"; exit 1; }
+passed=$((passed + 1))
+# --deadline-at-band-edge: a deadline 5% past the fastest plan's time is missed by more plans at the error
+# band's slow edge (the A100 pipeline family's runs took longer than ET predicts)
+"$etsim" --search --rank-by time --search-top 1 --json "$work/b0.json" "$base" > /dev/null
+days=$(jq '.search.best[0].time_to_train_s * 1.05 / 86400' "$work/b0.json")
+"$etsim" --search --rank-by time --deadline-days "$days" --json "$work/b1.json" "$base" > /dev/null
+"$etsim" --search --rank-by time --deadline-days "$days" --deadline-at-band-edge --json "$work/b2.json" "$base" > "$work/b2.txt" || true
+[ "$(jq .search.too_slow "$work/b2.json")" -gt "$(jq .search.too_slow "$work/b1.json")" ] &&
+  grep -q "the deadline holds at each plan's error band's slow edge" "$work/b2.txt" ||
+  { echo "FAIL: --deadline-at-band-edge: $(jq .search.too_slow "$work/b1.json") then $(jq .search.too_slow "$work/b2.json") miss $days days"; exit 1; }
 passed=$((passed + 1))
 for args in "--rank-by cost" "--rank-by speed" "--max-gpus 8" "--memory-headroom 0.95" "--memory-headroom 10%"; do
   set +e
