@@ -47,7 +47,7 @@ void etsim_usage(FILE *out)
         "                    slower the published runs of its family ran than ET predicted), not at ET's "
         "figure\n"
         "  --max-gpus N      only plans on at most N GPUs (of the counts searched)\n"
-        "  --memory-headroom F  only plans leaving this share of each GPU's memory free (0.1: 10%%)\n"
+        "  --memory-headroom F  only plans leaving this share of each GPU's memory free (0.1: 10%)\n"
         "                    (a deadline or budget ranks by cost with prices, else by GPU-hours)\n"
         "  --price-per-gpu-hour P | name=P,name=P  a price for every device, or per device profile\n"
         "  --prices FILE     per-device prices: {\"a100-sxm4-80gb\": 1.8, ...}\n"
