@@ -20,7 +20,10 @@ static void family_of(const et_scenario *s, char *out, size_t size)
     snprintf(device, sizeof device, "%s", s->cluster.device.name);
     device[strcspn(device, "- ")] = 0; /* the generation: A100-SXM4-80GB is an A100 */
     const char *shape = s->parallel.pipeline > 1 ? "pipeline" : s->parallel.tensor > 1 ? "tensor" : "data";
-    snprintf(out, size, "%.40s %s", device, shape);
+    /* parameters or gradients sharded over the data ranks (ZeRO 2 and 3, FSDP) gather and scatter them
+     * every step: another communication pattern, and in the published runs another stack */
+    const char *sharded = s->parallel.zero_stage >= 2 ? " sharded" : "";
+    snprintf(out, size, "%.40s %s%s", device, shape, sharded);
 }
 
 void et_error_band_of(const et_scenario *s, et_error_band *out)

@@ -2,8 +2,9 @@
  *
  * bench/validation.sh writes scenarios/data/validation/errors.csv: for every published run ET expresses
  * (scenarios/validation/), its family and ET's signed error against the published step. A prediction's
- * family is its device generation (the profile name's first word: A100, H100, B200, GB200, ...) and its
- * parallel shape (data: tensor and pipeline 1; tensor: tensor > 1, pipeline 1; pipeline: pipeline > 1).
+ * family is its device generation (the profile name's first word: A100, H100, B200, GB200, ...), its
+ * parallel shape (data: tensor and pipeline 1; tensor: tensor > 1, pipeline 1; pipeline: pipeline > 1) and
+ * whether ZeRO 2 or 3 shards it over the data ranks ("sharded").
  * The band is the p10 and p90 (nearest rank, quantile.h) of measured / ET over that family's rows: the
  * step a run of this kind took, for each second ET predicts. Fewer than three rows: no band, said so.
  * No software stack enters the family yet (issue 33), so rows of other stacks are mixed in.

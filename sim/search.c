@@ -253,23 +253,28 @@ typedef struct plan_base {
     int ok;
     et_error err;
     const char *device_name; /* as the scenario writes it (prices may name it) */
-    double band_edge[3];     /* the error band's slow edge by shape (data, tensor, pipeline); 1: no band */
+    double band_edge[6];     /* the error band's slow edge by family (shape_of); 1: no band */
 } plan_base;
 
+/* A plan's family on its device (model/error_band.h): data, tensor or pipeline, each unsharded or sharded. */
 static int shape_of(const et_scenario *s)
 {
-    return s->parallel.pipeline > 1 ? 2 : s->parallel.tensor > 1 ? 1 : 0;
+    return (s->parallel.pipeline > 1 ? 2
+            : s->parallel.tensor > 1 ? 1
+                                     : 0) +
+           3 * (s->parallel.zero_stage >= 2);
 }
 
-/* The error band's slow edge (p90 of measured / ET, model/error_band.h) of each parallel shape on the
- * base's device, or 1 where its family has no band. */
+/* The error band's slow edge (p90 of measured / ET, model/error_band.h) of each family on the base's
+ * device, or 1 where the family has no band. */
 static void band_edges(plan_base *x)
 {
-    for (int k = 0; k < 3; k++) {
-        et_scenario shape = x->s;
-        shape.parallel.tensor = k == 1 ? 2 : 1, shape.parallel.pipeline = k == 2 ? 2 : 1;
+    for (int k = 0; k < 6; k++) {
+        et_scenario family = x->s;
+        family.parallel.tensor = k % 3 == 1 ? 2 : 1, family.parallel.pipeline = k % 3 == 2 ? 2 : 1;
+        family.parallel.zero_stage = k >= 3 ? 3 : 0;
         et_error_band b;
-        et_error_band_of(&shape, &b);
+        et_error_band_of(&family, &b);
         x->band_edge[k] = b.rows >= 3 ? b.high : 1;
     }
 }
