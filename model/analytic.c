@@ -248,11 +248,11 @@ static int graph_for(const et_model_config *model, const et_graph_options *o, et
         return -1;
     }
     *g = graph_cache[oldest].graph;
-    if (flops) *flops = graph_flops(g);
     graph_cache[oldest].key = key;
     graph_cache[oldest].layers_per_stage = lps;
     graph_cache[oldest].hash = hash;
     graph_cache[oldest].flops = graph_flops(g);
+    if (flops) *flops = graph_cache[oldest].flops;
     graph_cache[oldest].valid = 1;
     graph_cache[oldest].used = ++graph_clock;
     /* the classes point at the cache's copy of the graph, which stays put */

@@ -14,16 +14,36 @@
 
 #define MAX_ROWS 512
 
+int et_error_band_shape(const et_scenario *s)
+{
+    /* parameters or gradients sharded over the data ranks (ZeRO 2 and 3, FSDP) gather and scatter them
+     * every step: another communication pattern, and in the published runs another stack */
+    return (s->parallel.pipeline > 1 ? 2
+            : s->parallel.tensor > 1 ? 1
+                                     : 0) +
+           3 * (s->parallel.zero_stage >= 2);
+}
+
 static void family_of(const et_scenario *s, char *out, size_t size)
 {
+    static const char *const shapes[ET_BAND_SHAPES] = {"data",         "tensor",         "pipeline",
+                                                       "data sharded", "tensor sharded", "pipeline sharded"};
     char device[sizeof s->cluster.device.name];
     snprintf(device, sizeof device, "%s", s->cluster.device.name);
     device[strcspn(device, "- ")] = 0; /* the generation: A100-SXM4-80GB is an A100 */
-    const char *shape = s->parallel.pipeline > 1 ? "pipeline" : s->parallel.tensor > 1 ? "tensor" : "data";
-    /* parameters or gradients sharded over the data ranks (ZeRO 2 and 3, FSDP) gather and scatter them
-     * every step: another communication pattern, and in the published runs another stack */
-    const char *sharded = s->parallel.zero_stage >= 2 ? " sharded" : "";
-    snprintf(out, size, "%.40s %s%s", device, shape, sharded);
+    snprintf(out, size, "%.40s %s", device, shapes[et_error_band_shape(s)]);
+}
+
+void et_error_band_edges(const et_scenario *s, double edge[ET_BAND_SHAPES])
+{
+    for (int k = 0; k < ET_BAND_SHAPES; k++) { /* a scenario of each shape: et_error_band_shape's inverse */
+        et_scenario shape = *s;
+        shape.parallel.tensor = k % 3 == 1 ? 2 : 1, shape.parallel.pipeline = k % 3 == 2 ? 2 : 1;
+        shape.parallel.zero_stage = k >= 3 ? 3 : 0;
+        et_error_band b;
+        et_error_band_of(&shape, &b);
+        edge[k] = b.rows >= 3 ? b.high : 1;
+    }
 }
 
 void et_error_band_of(const et_scenario *s, et_error_band *out)

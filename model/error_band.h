@@ -29,4 +29,11 @@ typedef struct et_error_band {
 
 void et_error_band_of(const et_scenario *s, et_error_band *out);
 
+/* Which of its device's ET_BAND_SHAPES families a scenario belongs to (data, tensor, pipeline; each
+ * unsharded or sharded), and the slow edge (`high`) of every one's band on s's device, 1 where a family has
+ * no band: what a plan search checks a deadline against, read once for all its plans. */
+#define ET_BAND_SHAPES 6
+int et_error_band_shape(const et_scenario *s);
+void et_error_band_edges(const et_scenario *s, double edge[ET_BAND_SHAPES]);
+
 #endif

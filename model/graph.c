@@ -152,15 +152,7 @@ static et_op *add_op(builder *b, et_op_kind kind, et_phase phase, int layer, con
 {
     et_graph *g = b->g;
     if (b->failed) return NULL;
-    if (b->params_only) {
-        et_op *op = b->last = &b->scratch;
-        memset(op, 0, offsetof(et_op, steps));
-        op->kind = kind, op->phase = phase, op->layer = layer, op->grad_first = g->n_params, op->kernels = 1;
-        op->time_scale = 1, op->group = ET_GROUP_COUNT;
-        (void)fmt;
-        return op;
-    }
-    if (g->n_ops == g->cap_ops) {
+    if (!b->params_only && g->n_ops == g->cap_ops) {
         int cap = g->cap_ops ? 2 * g->cap_ops : 256;
         et_op *ops = realloc(g->ops, (size_t)cap * sizeof *ops);
         if (!ops) {
@@ -172,11 +164,12 @@ static et_op *add_op(builder *b, et_op_kind kind, et_phase phase, int layer, con
         g->ops = ops;
         g->cap_ops = cap;
     }
-    et_op *op = b->last = &g->ops[g->n_ops++];
+    /* parameters only: the op is written into the scratch, not kept */
+    et_op *op = b->last = b->params_only ? &b->scratch : &g->ops[g->n_ops++];
     /* a tensor-train op's contraction steps (the op's last, largest field) are read up to n_steps only */
     memset(op, 0, offsetof(et_op, steps));
-    const et_op_scales *sc = g->options.op_scales;
-    if (!ids_off || (sc && sc->n)) { /* op scales are looked up by id */
+    const et_op_scales *sc = b->params_only ? NULL : g->options.op_scales;
+    if (!b->params_only && (!ids_off || (sc && sc->n))) { /* op scales are looked up by id */
         va_list ap;
         va_start(ap, fmt);
         format_id(op->id, sizeof op->id, fmt, ap);

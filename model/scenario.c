@@ -777,11 +777,9 @@ static int check_parallelism(const et_json_reader *r, et_scenario *s)
              "Megatron's distributed optimizer replaces ZeRO: zero_stage must be 0, got %d",
              s->parallel.zero_stage);
     if (s->parallel.tp_overlap && !s->parallel.sequence_parallel)
-        FAIL("$.parallelism.tp_overlap",
-             "overlapping tensor-parallel communication with GEMMs needs "
-             "sequence_parallel (its all-gathers and reduce-scatters are what is "
-             "pipelined)%s",
-             "");
+        FAIL("$.parallelism.tp_overlap", "overlapping tensor-parallel communication with GEMMs needs "
+                                         "sequence_parallel (its all-gathers and reduce-scatters are what is "
+                                         "pipelined)");
     int gpus = et_scenario_gpus(s), t = s->parallel.tensor, pp = s->parallel.pipeline;
     if (s->cluster.gpus_per_node % t != 0)
         FAIL("$.parallelism.tensor",

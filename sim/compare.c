@@ -5,7 +5,6 @@
 #include <string.h>
 
 #include "batch.h"
-#include "json_reader.h"
 #include "report.h"
 
 /* A duration row in human units (report_format_duration), each later side against the first as A/X. */

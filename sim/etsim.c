@@ -1,21 +1,19 @@
-/* etsim: capacity planning for one training scenario (see docs/). Only this file prints and exits. */
+/* etsim: capacity planning for one training scenario (see docs/): loading, the output checks and one
+ * scenario's report; the other modes are in etsim_*.c (etsim.h). Only the etsim files print and exit. */
 #define _POSIX_C_SOURCE 200809L
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
+#include <unistd.h>
 
 #include "etsim.h"
 
 #include "analytic.h"
 #include "atomic_file.h"
 #include "collective_bench.h"
-#include "compare.h"
 #include "fabric.h"
 #include "faults_report.h"
-#include "json_reader.h"
 #include "measured_run.h"
 #include "plan.h"
 #include "platform.h"
@@ -24,10 +22,8 @@
 #include "report_csv.h"
 #include "scenario.h"
 #include "scenario_override.h"
-#include "search.h"
 #include "search_mpi.h"
 #include "step_sim.h"
-#include <unistd.h>
 
 void etsim_print_error(const et_error *err)
 {

@@ -253,31 +253,9 @@ typedef struct plan_base {
     int ok;
     et_error err;
     const char *device_name; /* as the scenario writes it (prices may name it) */
-    double band_edge[6];     /* the error band's slow edge by family (shape_of); 1: no band */
+    double
+        band_edge[ET_BAND_SHAPES]; /* with --deadline-at-band-edge: each family's slow edge (error_band.h) */
 } plan_base;
-
-/* A plan's family on its device (model/error_band.h): data, tensor or pipeline, each unsharded or sharded. */
-static int shape_of(const et_scenario *s)
-{
-    return (s->parallel.pipeline > 1 ? 2
-            : s->parallel.tensor > 1 ? 1
-                                     : 0) +
-           3 * (s->parallel.zero_stage >= 2);
-}
-
-/* The error band's slow edge (p90 of measured / ET, model/error_band.h) of each family on the base's
- * device, or 1 where the family has no band. */
-static void band_edges(plan_base *x)
-{
-    for (int k = 0; k < 6; k++) {
-        et_scenario family = x->s;
-        family.parallel.tensor = k % 3 == 1 ? 2 : 1, family.parallel.pipeline = k % 3 == 2 ? 2 : 1;
-        family.parallel.zero_stage = k >= 3 ? 3 : 0;
-        et_error_band b;
-        et_error_band_of(&family, &b);
-        x->band_edge[k] = b.rows >= 3 ? b.high : 1;
-    }
-}
 
 /* The bases of a search: one per device, varied value and GPU count, in that order. */
 typedef struct plan_bases {
@@ -319,7 +297,7 @@ static int bases_read(plan_bases *b, const json_t *root, const char *path, const
         if (!doc && x->err.code == ET_ERROR_MEMORY)
             return et_error_set_code(err, ET_ERROR_MEMORY, path, 0, 0, NULL, "out of memory for the search");
         x->ok = doc && !et_scenario_read(doc, path, NULL, &x->s, &x->err);
-        if (x->ok) band_edges(x);
+        if (x->ok && space && space->deadline_at_band) et_error_band_edges(&x->s, x->band_edge);
         json_decref(doc);
     }
     return 0;
@@ -388,7 +366,7 @@ static void try_plan(const plan_base *base, search_plan *p, int keep, const sear
         return;
     }
     /* a deadline at the band's slow edge: the time a run of this family would take at its p90 */
-    const double edge = space && space->deadline_at_band ? base->band_edge[shape_of(&s)] : 1;
+    const double edge = space && space->deadline_at_band ? base->band_edge[et_error_band_shape(&s)] : 1;
     if (space && space->deadline_s > 0 && e.time_to_train * edge > space->deadline_s) {
         p->status = SEARCH_TOO_SLOW;
         add_ranked(r, p);

@@ -203,6 +203,16 @@ static void trace_micro_batches(const sim_rank *r, const sim_plan *plan, double 
         trace_backward(r, plan, k, &t);
 }
 
+/* Forward's compute of a step on rank r: busy, and traced micro-batch by micro-batch when traced. */
+static void account_forward(sim_rank *r, const sim_plan *p, int step, double step_start)
+{
+    r->busy[step] += p->pre;
+    if (p->fwd)
+        trace_micro_batches(r, p, step_start);
+    else
+        sim_trace_note(r, 0, step_start, p->pre, "forward");
+}
+
 /* A dense step's forward and backward on rank r: bucket k is ready after backward's segment k and its
  * clipping kernel (ready[k]); they never wait for other ranks, so the times are known once forward starts.
  * Starts the execution that plays them (*exec, or NULL when empty) and returns backward's end. */
@@ -215,28 +225,23 @@ static double play_dense(sim_world *w, sim_rank *r, int step, const sim_plan *p,
     const int overlap = s->parallel.overlap && !w->o->force_no_overlap;
     const int clip = s->optimizer.clip == ET_CLIP_PER_BUCKET;
     sim_group *grp = &w->groups[r->group];
-    const sim_plan plan = *p;
     const int zero3 = s->parallel.zero_stage >= 3 && dp;
     if (zero3) {
         /* parameters gathered before forward and backward (the communicator plays the gathers),
          * prefetched under the forward pass */
-        sg_exec_t fwd = sg_actor_exec_async(plan.pre * sg_host_get_speed(r->host));
+        sg_exec_t fwd = sg_actor_exec_async(p->pre * sg_host_get_speed(r->host));
         barrier(r, grp->meet, step, "wait for other ranks");
         sg_barrier_wait(grp->meet);
         sg_exec_wait(fwd);
-        r->busy[step] += plan.pre;
-        if (plan.fwd)
-            trace_micro_batches(r, &plan, step_start);
-        else
-            sim_trace_note(r, 0, step_start, plan.pre, "forward");
+        account_forward(r, p, step, step_start);
     }
-    double t0 = zero3 ? simgrid_get_clock() : step_start + plan.pre, t = t0;
+    double t0 = zero3 ? simgrid_get_clock() : step_start + p->pre, t = t0;
     for (int k = 0; k <= nb; k++) {
         if (k < nb)
-            sim_trace_note(r, 0, t, plan.seg[k], "backward to bucket %d", k);
+            sim_trace_note(r, 0, t, p->seg[k], "backward to bucket %d", k);
         else
-            sim_trace_note(r, 0, t, plan.seg[k], "backward (rest)");
-        t += plan.seg[k];
+            sim_trace_note(r, 0, t, p->seg[k], "backward (rest)");
+        t += p->seg[k];
         if (k < nb && clip) {
             sim_trace_note(r, 0, t, st->clip[k], "clip bucket %d", k);
             t += st->clip[k];
@@ -247,12 +252,8 @@ static double play_dense(sim_world *w, sim_rank *r, int step, const sim_plan *p,
     /* the previous optimizer (if folded), forward (unless ZeRO-3 ran it under the gathers) and
      * backward: one execution */
     const double exec_start = zero3 ? t0 : now;
-    if (!zero3 && plan.pre > 0) {
-        r->busy[step] += plan.pre;
-        if (plan.fwd)
-            trace_micro_batches(r, &plan, step_start);
-        else
-            sim_trace_note(r, 0, step_start, plan.pre, "forward");
+    if (!zero3 && p->pre > 0) {
+        account_forward(r, p, step, step_start);
     }
     *exec = t > exec_start ? sg_actor_exec_async((t - exec_start) * sg_host_get_speed(r->host)) : NULL;
     r->busy[step] += t - t0;
