@@ -1,6 +1,8 @@
 #include "analytic.h"
 
 #include "op_classes.h"
+#include "phase_time.h"
+#include "step_schedule.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -9,133 +11,6 @@
 #include "batch.h"
 #include "moe.h"
 #include "sampling.h"
-
-double et_bucket_comm_time(const et_scenario *s, const et_comm_group *dp, double bytes, et_coll_algo *chosen)
-{
-    if (et_scenario_reduce_scatters_gradients(s)) {
-        if (chosen) *chosen = ET_COLL_RING;
-        return et_ring_reduce_scatter_time(dp, bytes);
-    }
-    return et_allreduce_time(dp, s->parallel.allreduce, bytes, chosen);
-}
-
-et_comm_group et_bucket_group(const et_scenario *s, const et_bucket *bucket, const et_comm_group *dp)
-{
-    return bucket->expert && s->parallel.expert > 1 ? et_ep_data_group(s) : *dp;
-}
-
-double et_bucket_clip_time(const et_scenario *s, double bytes)
-{
-    return et_kernel_time(&s->cluster.device, ET_FP32, 0, 3 * bytes / et_precision_bytes(s->precision),
-                          3 * bytes, 0, 0, 0);
-}
-
-double et_tp_comm_time(const et_comm_group *tp, et_op_kind kind, double bytes)
-{
-    switch (kind) {
-    case ET_OP_TP_ALLGATHER:
-        return et_ring_allgather_time(tp, bytes);
-    case ET_OP_TP_REDUCE_SCATTER:
-        return et_ring_reduce_scatter_time(tp, bytes);
-    default:
-        return et_ring_allreduce_time(tp, bytes);
-    }
-}
-
-/* Compute seconds of op i: given in op_time, or from the cost model when op_time is NULL. A tensor-parallel
- * all-reduce takes no compute time: its time is added to *tp_comm (when not NULL) instead. */
-/* Op j's compute seconds: given, or from the cost model. */
-static double op_compute(const et_scenario *s, const et_graph *g, int j, const et_batch_shape *b,
-                         const et_op_classes *c)
-{
-    return c ? c->class_time[c->class_of[j]] : et_op_time(&g->ops[j], b, &s->cluster.device, s->precision);
-}
-
-/* op_seconds for an expert op at the rank's own (balanced) rows: what the simulator scales by each rank's
- * drawn load. */
-static double balanced_op_seconds(const et_scenario *s, const et_graph *g, int i, const et_batch_shape *b,
-                                  const et_op_classes *c, const et_comm_group *tp, double *tp_comm)
-{
-    const et_op *op = &g->ops[i];
-    if (op->kind == ET_OP_CP_RING) {
-        /* c - 1 steps, each hidden behind one chunk's share of the attention op before it */
-        const int cp_ranks = s->parallel.context;
-        et_comm_group cp = et_cp_group(s);
-        double step = et_ring_step_time(&cp, et_linear_eval(&op->bytes, b)), chunk = 0;
-        if (i > 0 && g->ops[i - 1].kind == ET_OP_ATTENTION) chunk = op_compute(s, g, i - 1, b, c) / cp_ranks;
-        if (tp_comm) *tp_comm += (cp_ranks - 1) * fmax(0, step - chunk);
-        return 0;
-    }
-    if (op->kind == ET_OP_EP_ALLTOALL) {
-        /* the busiest expert rank receives imbalance x the mean rows */
-        double t = et_moe_alltoall_time(s, et_linear_eval(&op->bytes, b)) * et_moe_imbalance(s, b);
-        if (tp_comm) *tp_comm += t;
-        return 0;
-    }
-    if (et_op_is_comm(op->kind)) {
-        double t = et_tp_comm_time(tp, op->kind, et_linear_eval(&op->bytes, b));
-        if (s->parallel.tp_overlap) {
-            /* split into chunks pipelined with the product it feeds (an all-gather: the next op) or drains
-             * (a reduce-scatter or all-reduce: the previous op), only what that product cannot hide shows */
-            int j = op->kind == ET_OP_TP_ALLGATHER ? i + 1 : i - 1;
-            if (j >= 0 && j < g->n_ops && g->ops[j].kind == ET_OP_GEMM && g->ops[j].phase == op->phase) {
-                double gemm = op_compute(s, g, j, b, c);
-                t = t > gemm ? t - gemm : 0;
-            }
-        }
-        if (tp_comm) *tp_comm += t;
-        return 0;
-    }
-    return op_compute(s, g, i, b, c);
-}
-
-static double op_seconds(const et_scenario *s, const et_graph *g, int i, const et_batch_shape *b,
-                         const et_op_classes *c, const et_comm_group *tp, double *tp_comm)
-{
-    const double t = balanced_op_seconds(s, g, i, b, c, tp, tp_comm);
-    /* every expert rank waits for the busiest at the next all-to-all */
-    return g->ops[i].expert ? t * et_moe_imbalance(s, b) : t;
-}
-
-double et_phase_time(const et_scenario *s, const et_graph *g, et_phase phase, const et_batch_shape *b,
-                     double *tp_comm)
-{
-    double t = 0, kernels = 0;
-    et_comm_group tp = et_tp_group(s);
-    for (int i = 0; i < g->n_ops; i++)
-        if (g->ops[i].phase == phase) {
-            t += op_seconds(s, g, i, b, NULL, &tp, tp_comm);
-            kernels += et_op_launches(&g->ops[i], b);
-        }
-    return et_host_bound(t, kernels, s->host.per_kernel);
-}
-
-double et_phase_time_of(const et_scenario *s, const et_op_classes *c, et_phase phase, const et_batch_shape *b,
-                        double *tp_comm)
-{
-    double kernels = 0, t = et_op_classes_plain(c, phase, &kernels);
-    et_comm_group tp = et_tp_group(s);
-    for (int j = 0; j < c->n_special[phase]; j++) {
-        const int i = c->special[phase][j];
-        t += op_seconds(s, c->graph, i, b, c, &tp, tp_comm);
-        kernels += et_op_launches(&c->graph->ops[i], b);
-    }
-    return et_host_bound(t, kernels, s->host.per_kernel);
-}
-
-double et_pipeline_send_time(const et_scenario *s, const et_batch_shape *b)
-{
-    if (s->parallel.pipeline <= 1) return 0;
-    const et_cluster *c = &s->cluster;
-    double bytes = b->tokens * s->model.hidden * et_precision_bytes(s->precision) / s->parallel.tensor;
-    int stage_gpus = s->parallel.tensor * s->parallel.pipeline;
-    double bw = stage_gpus <= c->gpus_per_node
-                    ? et_cluster_nvlink_bandwidth(c)
-                    : c->nics_per_node * et_cluster_nic_bandwidth(c) / c->gpus_per_node;
-    double lat = stage_gpus <= c->gpus_per_node ? c->intra_node_latency : c->nic_latency + c->switch_latency;
-    return (lat + bytes / bw) *
-           et_pipeline_sends_per_micro_batch(s->parallel.pipeline, s->parallel.virtual_pipeline);
-}
 
 /* The plan search estimates tens of thousands of plans whose graphs repeat (they differ in micro-batch,
  * ZeRO stage, GPU count far more often than in what shapes a graph). While ids are off (et_graph_set_ids,
@@ -322,129 +197,6 @@ static int whole_model_graph(const et_scenario *s, et_graph *g, int *owned, et_l
     return graph_for(&model, &o, g, owned, err, NULL, flops);
 }
 
-double et_backward_segments_of(const et_scenario *s, const et_op_classes *c, const et_bucket *buckets, int nb,
-                               const et_batch_shape *b, double *seg, double *tp_comm)
-{
-    const et_graph *g = c->graph;
-    double t = 0, total = 0, kernels = 0;
-    int k = 0;
-    et_comm_group tp = et_tp_group(s);
-    for (int i = 0; i < g->n_ops; i++) {
-        if (c->phase_of[i] != ET_PHASE_BACKWARD) continue;
-        double dt;
-        if (c->plain[i]) { /* the compact arrays only: a walk over the large ops is most of its cost */
-            dt = c->class_time[c->class_of[i]];
-            kernels += c->class_kernels[c->class_of[i]];
-        } else {
-            dt = op_seconds(s, g, i, b, c, &tp, tp_comm);
-            kernels += et_op_launches(&g->ops[i], b);
-        }
-        t += dt;
-        total += dt;
-        while (k < nb && buckets[k].ready_op == i) {
-            seg[k++] = t;
-            t = 0;
-        }
-    }
-    while (k < nb)
-        seg[k++] = 0;
-    seg[nb] = t;
-    /* a host slower than the device stretches backward evenly */
-    double bound = et_host_bound(total, kernels, s->host.per_kernel);
-    if (bound > total && total > 0)
-        for (k = 0; k <= nb; k++)
-            seg[k] *= bound / total;
-    return bound;
-}
-
-int et_phase_cuts(const et_scenario *s, const et_op_classes *c, et_phase phase, const et_bucket *buckets,
-                  int nb, const et_batch_shape *b, et_phase_cut *cut, int max)
-{
-    const et_graph *g = c->graph;
-    double compute = 0, expert = 0, total = 0, kernels = 0, tp_comm = 0;
-    int n = 0, k = 0;
-    et_comm_group tp = et_tp_group(s);
-    for (int i = 0; i < g->n_ops; i++) {
-        const et_op *op = &g->ops[i];
-        if (op->phase != phase) continue;
-        if (op->kind == ET_OP_EP_ALLTOALL) {
-            if (n == max) return -1;
-            cut[n++] = (et_phase_cut){.op = i, .bucket = -1, .compute = compute, .expert = expert};
-            compute = expert = 0;
-            continue;
-        }
-        double before = tp_comm;
-        double dt = balanced_op_seconds(s, g, i, b, c, &tp, &tp_comm) + (tp_comm - before);
-        kernels += et_op_launches(&g->ops[i], b);
-        compute += dt;
-        total += dt;
-        if (op->expert) expert += dt;
-        while (buckets && k < nb && buckets[k].ready_op == i) {
-            if (n == max) return -1;
-            cut[n++] = (et_phase_cut){.op = -1, .bucket = k++, .compute = compute, .expert = expert};
-            compute = expert = 0;
-        }
-    }
-    while (buckets && k < nb) {
-        if (n == max) return -1;
-        cut[n++] = (et_phase_cut){.op = -1, .bucket = k++};
-    }
-    if (n == max) return -1;
-    cut[n++] = (et_phase_cut){.op = -1, .bucket = -1, .compute = compute, .expert = expert};
-    /* a host slower than the device stretches the phase evenly */
-    double bound = et_host_bound(total, kernels, s->host.per_kernel);
-    if (bound > total && total > 0)
-        for (int j = 0; j < n; j++)
-            cut[j].compute *= bound / total, cut[j].expert *= bound / total;
-    return n;
-}
-
-/* Lays the last micro-batch's backward out on the compute stream and the bucket collectives on the
- * communication stream; returns the exposed communication, or -1 when out of memory. */
-static double overlap_buckets(const et_scenario *s, const et_op_classes *classes, const et_batch_shape *b,
-                              const et_bucket *buckets, int nb, const et_comm_group *dp, double *comm_total,
-                              double *clip_total)
-{
-    int per_bucket_clip = s->optimizer.clip == ET_CLIP_PER_BUCKET;
-    double *seg = malloc(((size_t)nb + 1) * sizeof *seg);
-    if (!seg) return -1; /* the caller reports it: never a plausible 0 */
-    et_backward_segments_of(s, classes, buckets, nb, b, seg, NULL);
-    double t = 0, comm_end = 0, sum = 0, clip = 0;
-    /* the buckets of a stage repeat a layer's few sizes: each size's time is computed once */
-    enum { MEMO = 16 };
-    double memo_bytes[MEMO], memo_time[MEMO];
-    bool memo_expert[MEMO];
-    for (int i = 0; i < MEMO; i++)
-        memo_bytes[i] = -1;
-    for (int k = 0; k < nb; k++) {
-        t += seg[k];
-        if (per_bucket_clip) {
-            double c = et_bucket_clip_time(s, buckets[k].bytes);
-            t += c;
-            clip += c;
-        }
-        unsigned long long h;
-        memcpy(&h, &buckets[k].bytes, sizeof h);
-        const int slot =
-            (int)((h ^ h >> 29 ^ (unsigned long long)buckets[k].expert) * 0x9e3779b97f4a7c15ULL >> 60);
-        if (memo_bytes[slot] != buckets[k].bytes || memo_expert[slot] != buckets[k].expert) {
-            const et_comm_group group = et_bucket_group(s, &buckets[k], dp);
-            memo_bytes[slot] = buckets[k].bytes;
-            memo_expert[slot] = buckets[k].expert;
-            memo_time[slot] = et_bucket_comm_time(s, &group, buckets[k].bytes, NULL);
-        }
-        const double ct = memo_time[slot];
-        sum += ct;
-        comm_end = fmax(t, comm_end) + ct;
-    }
-    t += seg[nb];
-    free(seg);
-    *comm_total = sum;
-    *clip_total = clip;
-    if (!s->parallel.overlap) return sum;
-    return fmax(0, comm_end - t);
-}
-
 /* Forward + backward compute of one micro-batch on graph g (no communication), in one pass. */
 /* One micro-batch's compute (forward and backward) from the time of every op. */
 static double micro_compute(const et_graph *g, const double *op_time)
@@ -514,95 +266,211 @@ int et_straggler_factor(const et_scenario *s, const et_graph *g, int steps, doub
 /* Sampled steps behind the analytic straggler factor and the activation sizing. */
 #define ET_STRAGGLER_STEPS 16
 
+/* The seconds of bucket k's collective; the buckets of a stage repeat a layer's few sizes, so each size's
+ * time is computed once. */
+typedef struct bucket_memo {
+    double bytes[16], time[16];
+    bool expert[16];
+} bucket_memo;
+
+static double bucket_seconds(const et_scenario *s, const et_bucket *bucket, const et_comm_group *dp,
+                             bucket_memo *memo)
+{
+    unsigned long long h;
+    memcpy(&h, &bucket->bytes, sizeof h);
+    const int slot = (int)((h ^ h >> 29 ^ (unsigned long long)bucket->expert) * 0x9e3779b97f4a7c15ULL >> 60);
+    if (memo->bytes[slot] != bucket->bytes || memo->expert[slot] != bucket->expert) {
+        const et_comm_group group = et_bucket_group(s, bucket, dp);
+        memo->bytes[slot] = bucket->bytes;
+        memo->expert[slot] = bucket->expert;
+        memo->time[slot] = et_bucket_comm_time(s, &group, bucket->bytes, NULL);
+    }
+    return memo->time[slot];
+}
+
+/* A pass's items on the compute stream at the expected shape (imbalance: the experts' expected load):
+ * each part of the step's breakdown into *sum, the clock, and each bucket's ready time. */
+static void play_pass(const et_scenario *s, const et_step_schedule *q, et_step_pass p,
+                      const et_segment_time *t, const et_bucket *buckets, const et_batch_shape *b,
+                      double imbalance, double *clock, double *ready, et_estimate *sum)
+{
+    for (int j = 0; j < q->pass_items[p]; j++) {
+        const et_step_event *e = &q->items[q->pass_first[p] + j];
+        double d = 0;
+        switch (e->kind) {
+        case ET_STEP_COMPUTE: {
+            const et_segment_time *x = &t[e->segment];
+            d = x->compute + x->expert * (imbalance - 1);
+            *(q->segments[e->segment].phase == ET_PHASE_FORWARD ? &sum->forward : &sum->backward) += d;
+            sum->tp_comm += x->comm - x->exchange;
+            sum->cp_comm += x->exchange;
+            d += x->comm;
+            break;
+        }
+        case ET_STEP_ALLTOALL:
+            d = et_step_alltoall_seconds(s, q->graph, e->op, b);
+            sum->ep_comm += d;
+            break;
+        case ET_STEP_CLIP:
+            d = et_bucket_clip_time(s, buckets[e->bucket].bytes);
+            sum->clip += d;
+            break;
+        case ET_STEP_BUCKET_READY:
+            ready[e->bucket] = *clock;
+            break;
+        default:
+            break;
+        }
+        *clock += d;
+    }
+}
+
+/* out += x x n, for the parts of the compute stream's breakdown. */
+static void add_parts(et_estimate *out, const et_estimate *x, double n)
+{
+    out->forward += n * x->forward, out->backward += n * x->backward, out->clip += n * x->clip;
+    out->tp_comm += n * x->tp_comm, out->ep_comm += n * x->ep_comm, out->cp_comm += n * x->cp_comm;
+}
+
+/* The step schedule evaluated with the closed forms at the expected shape b (every micro-batch alike): the
+ * compute stream's events add up in order; the communication stream's start at the later of what they wait
+ * for and the stream's previous event's end; the compute stream waits for it after backward. Fills the
+ * step's breakdown in *out; -1 when out of memory. */
+static int play_schedule(const et_scenario *s, const et_step_schedule *q, et_op_classes *c,
+                         const et_bucket *buckets, const et_batch_shape *b, const et_comm_group *dp,
+                         double param_bytes, et_estimate *out)
+{
+    et_segment_time *t = malloc(((size_t)q->n_segments + 1) * sizeof *t);
+    double *ready = malloc(((size_t)q->n_buckets + 1) * sizeof *ready);
+    double *at = malloc(((size_t)q->n_events + 1) * sizeof *at);
+    if (!t || !ready || !at) {
+        free(t), free(ready), free(at);
+        return -1;
+    }
+    for (int p = 0; p < ET_PASSES; p++)
+        et_step_time_pass(q, s, c, p, b, t + q->segment_first[p]);
+    const double micro = et_step_micro_batch_seconds(q, s, b, t);
+    const double bubble =
+                     et_pipeline_bubble_micro_batches(s->parallel.pipeline, s->parallel.virtual_pipeline) *
+                     micro,
+                 send = et_pipeline_send_time(s, b);
+    /* every micro-batch alike: a forward and a backward pass are each played once */
+    const double imbalance = et_moe_imbalance(s, b);
+    et_estimate once[2] = {{0}};
+    double pass_time[2] = {0, 0};
+    for (int p = ET_PASS_FORWARD; p <= ET_PASS_BACKWARD; p++)
+        play_pass(s, q, p, t, buckets, b, imbalance, &pass_time[p], ready, &once[p]);
+    double clock = 0, comm = 0;
+    bucket_memo memo;
+    for (int i = 0; i < 16; i++)
+        memo.bytes[i] = -1;
+    for (int i = 0; i < q->n_events; i++) {
+        const et_step_event *e = &q->events[i];
+        switch (e->kind) {
+        case ET_STEP_BUBBLE:
+            out->bubble += e->share * bubble;
+            clock += e->share * bubble;
+            break;
+        case ET_STEP_PASS:
+            if (e->pass == ET_PASS_LAST_BACKWARD) {
+                play_pass(s, q, e->pass, t, buckets, b, imbalance, &clock, ready, out);
+            } else {
+                add_parts(out, &once[e->pass], 1);
+                clock += pass_time[e->pass];
+            }
+            break;
+        case ET_STEP_SEND:
+            out->pp_comm += send;
+            clock += send;
+            break;
+        case ET_STEP_PARAM_GATHERS: { /* before forward and backward of every micro-batch, prefetched */
+            const double gathers = 2 * q->micro_batches * et_ring_allgather_time(dp, param_bytes);
+            out->dp_comm += gathers;
+            comm += gathers;
+            break;
+        }
+        case ET_STEP_COLLECTIVE: {
+            const double ct = bucket_seconds(s, &buckets[e->bucket], dp, &memo);
+            out->dp_comm += ct;
+            comm = fmax(e->wait >= 0 ? at[e->wait] : ready[e->bucket], comm) + ct;
+            break;
+        }
+        case ET_STEP_GRADS_REDUCED:
+            out->dp_comm_exposed = fmax(0, comm - clock);
+            clock += out->dp_comm_exposed;
+            break;
+        case ET_STEP_GLOBAL_NORM:
+            out->clip_allreduce = et_allreduce_time(dp, ET_COLL_AUTO, 4, NULL);
+            clock += out->clip_allreduce;
+            break;
+        case ET_STEP_OPTIMIZER:
+            out->optimizer = et_phase_time_of(s, c, ET_PHASE_OPTIMIZER, b, NULL);
+            clock += out->optimizer;
+            break;
+        case ET_STEP_ZERO_GATHER:
+            out->zero_gather = et_ring_allgather_time(dp, param_bytes);
+            clock += out->zero_gather;
+            break;
+        default:
+            break;
+        }
+        at[i] = e->stream == ET_STREAM_COMM ? comm : clock;
+    }
+    free(t), free(ready), free(at);
+    return 0;
+}
+
 /* One pipeline stage's part of the estimate (memory always, the largest kept; times when it is the busiest
  * so far by *best_stage_time, a micro-batch's compute and blocking communication): its graph, classes,
- * buckets, overlap of the gradient collectives, optimizer and parameter gathers. */
+ * buckets and step schedule, played with the closed forms. */
 static int estimate_stage(const et_scenario *s, int stage, const et_batch_shape *b, const et_comm_group *dp,
                           double *best_stage_time, et_estimate *out, et_error *err)
 {
-    const double m = (double)s->batch.grad_accum;
-    const int pp = s->parallel.pipeline;
     et_graph_options o = et_scenario_graph_options(s, stage);
     /* a twin of an earlier stage has its times, and no more memory: fewer micro-batches in flight */
     if (et_graph_stage_twin(&s->model, &o) != stage) return 0;
     stage_graph x;
     if (stage_graph_get(s, &o, b, &x, err)) return -1;
     const et_graph g = x.g;
-    const et_op_classes *classes = x.c;
     const et_batch_shape worst = et_batch_worst_case(s);
     et_memory mem = et_memory_estimate(s, &g, &worst);
     if (mem.total > out->memory.total) out->memory = mem;
     double tp_f = 0, tp_b = 0;
-    double F = et_phase_time_of(s, classes, ET_PHASE_FORWARD, b, &tp_f);
-    double Bw = et_phase_time_of(s, classes, ET_PHASE_BACKWARD, b, &tp_b);
+    const double F = et_phase_time_of(s, x.c, ET_PHASE_FORWARD, b, &tp_f);
+    const double Bw = et_phase_time_of(s, x.c, ET_PHASE_BACKWARD, b, &tp_b);
     if (F + Bw + tp_f + tp_b <= *best_stage_time) {
         stage_graph_release(&x);
         return 0;
     }
     *best_stage_time = F + Bw + tp_f + tp_b;
+    /* the busiest stage so far: its step, from a clean breakdown */
+    out->forward = out->backward = out->clip = out->tp_comm = out->ep_comm = out->cp_comm = out->pp_comm = 0;
+    out->bubble = out->dp_comm = out->dp_comm_exposed = out->zero_gather = out->clip_allreduce = 0;
+    out->optimizer = 0;
     out->busiest_stage = stage;
     out->params_per_gpu = g.param_count;
     out->galore_projected = g.galore_projected;
     et_bucket *buckets;
     int nb;
-    double ge = et_precision_bytes(s->precision);
+    const double ge = et_precision_bytes(s->precision);
     if (et_buckets_build(&g, s->parallel.bucket_bytes, ge, &buckets, &nb, err)) {
         stage_graph_release(&x);
         return -1;
     }
-    const int v = s->parallel.virtual_pipeline;
-    double send = et_pipeline_send_time(s, b);
-    out->forward = m * F;
-    out->backward = m * Bw;
-    out->tp_comm = m * (tp_f + tp_b);
-    /* the experts' all-to-alls and ring attention's exposed exchanges, counted in the blocking
-     * communication above: shown apart */
-    out->ep_comm = out->cp_comm = 0;
-    const et_comm_group tp = et_tp_group(s);
-    for (int ph = ET_PHASE_FORWARD; ph <= ET_PHASE_BACKWARD; ph++)
-        for (int j = 0; j < classes->n_special[ph]; j++) {
-            const int i = classes->special[ph][j];
-            if (g.ops[i].kind == ET_OP_EP_ALLTOALL || g.ops[i].kind == ET_OP_CP_RING)
-                op_seconds(s, &g, i, b, classes, &tp,
-                           g.ops[i].kind == ET_OP_CP_RING ? &out->cp_comm : &out->ep_comm);
-        }
-    out->ep_comm *= m;
-    out->cp_comm *= m;
-    out->tp_comm = fmax(0, out->tp_comm - out->ep_comm - out->cp_comm);
-    out->pp_comm = m * 2 * send;
-    out->bubble = et_pipeline_bubble_micro_batches(pp, v) * (F + Bw + tp_f + tp_b + 2 * send);
-    double comm_total = 0, clip = 0;
-    out->dp_comm_exposed = et_scenario_grad_ranks(s) > 1
-                               ? overlap_buckets(s, classes, b, buckets, nb, dp, &comm_total, &clip)
-                               : 0;
-    if (out->dp_comm_exposed < 0) {
-        free(buckets);
-        stage_graph_release(&x);
-        return et_error_set_code(err, ET_ERROR_MEMORY, NULL, 0, 0, NULL,
-                                 "out of memory laying out the gradient buckets");
-    }
-    if (et_scenario_grad_ranks(s) <= 1 && s->optimizer.clip == ET_CLIP_PER_BUCKET)
-        for (int k = 0; k < nb; k++)
-            clip += et_bucket_clip_time(s, buckets[k].bytes);
-    out->dp_comm = et_scenario_grad_ranks(s) > 1 ? comm_total : 0;
-    out->clip = clip;
+    et_step_schedule q;
+    int rc = et_step_schedule_build(s, x.c, stage, buckets, nb, s->parallel.overlap, &q, err);
+    if (!rc && play_schedule(s, &q, x.c, buckets, b, dp, g.param_count * ge, out))
+        rc = et_error_set_code(err, ET_ERROR_MEMORY, NULL, 0, 0, NULL,
+                               "out of memory playing the step schedule");
+    et_step_schedule_free(&q);
     out->n_buckets = nb;
     out->bucket_bytes_max = 0;
     for (int k = 0; k < nb; k++)
         if (buckets[k].bytes > out->bucket_bytes_max) out->bucket_bytes_max = buckets[k].bytes;
     et_bucket_comm_time(s, dp, out->bucket_bytes_max, &out->algo);
-    out->optimizer = et_phase_time_of(s, classes, ET_PHASE_OPTIMIZER, b, NULL);
-    if (et_scenario_grad_ranks(s) > 1 && et_scenario_gathers_parameters(s))
-        out->zero_gather = et_ring_allgather_time(dp, g.param_count * ge);
-    if (s->parallel.zero_stage >= 3) {
-        /* parameters gathered again before forward and backward, prefetched under compute */
-        double gathers = 2 * m * et_ring_allgather_time(dp, g.param_count * ge);
-        out->dp_comm += gathers;
-        out->dp_comm_exposed += fmax(0, gathers - (out->forward + out->backward));
-    }
     free(buckets);
     stage_graph_release(&x);
-    return 0;
+    return rc;
 }
 
 static int estimate_phase(const et_scenario *s, et_estimate *out, et_error *err)
@@ -637,8 +505,6 @@ static int estimate_phase(const et_scenario *s, et_estimate *out, et_error *err)
     double best_stage_time = -1;
     for (int stage = 0; stage < pp; stage++)
         if (estimate_stage(s, stage, &b, &dp, &best_stage_time, out, err)) return -1;
-    if (s->optimizer.clip == ET_CLIP_AFTER_ALLREDUCE && et_scenario_grad_ranks(s) > 1)
-        out->clip_allreduce = et_allreduce_time(&dp, ET_COLL_AUTO, 4, NULL);
     out->compute = out->forward + out->backward + out->clip + out->tp_comm + out->ep_comm + out->cp_comm +
                    out->pp_comm + out->bubble;
     out->step_time_balanced =

@@ -1,12 +1,12 @@
 /* analytic: the closed-form estimate of one training step and of time-to-train.
  *
- * The step on the busiest pipeline stage is laid out on two streams: compute (forward, backward with
- * recomputation, per-bucket clipping kernels, tensor-parallel all-reduces and pipeline sends, which all
- * block compute) and data-parallel communication (one collective per gradient bucket, started when the
- * bucket is ready and the previous collective has ended; alpha-beta times from collectives.h). Exposed
- * communication is what the communication stream runs past the end of backward; with overlap off, all of
- * it. The optimizer and any ZeRO parameter all-gather follow. The SimGrid simulator (sim/) plays the same
- * step as actors and flows and is checked against this function.
+ * The busiest pipeline stage's step schedule (step_schedule.h: the step's events on the compute and
+ * communication streams, in order, with what waits for what) is evaluated with the closed forms of
+ * phase_time.h and collectives.h at the expected batch shape: compute-stream events add up; each
+ * communication-stream event starts at the later of what it waits for and the previous one's end; exposed
+ * communication is what the communication stream runs past the end of backward (with overlap off, all of
+ * it). The SimGrid simulator (sim/) plays the same schedule as actors and flows and is checked against this
+ * function (tests/sim/analytic_vs_sim.sh).
  *
  * Contract: et_analytic_estimate() fills *out (times in seconds, FLOPs, bytes); it fails only when the graph
  * cannot be built (out of memory). The scenario's `parallel.overlap` selects overlap. */
@@ -18,6 +18,7 @@
 #include "graph.h"
 #include "memory.h"
 #include "op_classes.h"
+#include "phase_time.h"
 #include "scenario.h"
 #include "scenario_graph.h"
 
@@ -103,53 +104,5 @@ int et_analytic_estimate(const et_scenario *s, et_estimate *out, et_error *err);
  * raised to the largest micro-batch sampled (component-wise). Returns -1 on out of memory. */
 int et_straggler_factor(const et_scenario *s, const et_graph *g, int steps, double *factor,
                         et_batch_shape *largest);
-
-/* Collective time of one gradient bucket under the scenario's data parallelism and ZeRO stage. */
-double et_bucket_comm_time(const et_scenario *s, const et_comm_group *dp, double bytes, et_coll_algo *chosen);
-/* The group a bucket is reduced over: the ranks holding the same experts for an expert bucket under expert
- * parallelism (et_ep_data_group), else the data-parallel one (dp, as given). */
-et_comm_group et_bucket_group(const et_scenario *s, const et_bucket *bucket, const et_comm_group *dp);
-
-/* Time of the clipping kernel of one bucket: read for the norm, then read and write to scale. */
-double et_bucket_clip_time(const et_scenario *s, double bytes);
-
-/* Sum of op times of a phase for one micro-batch; TP all-reduce ops are added as communication. */
-double et_phase_time(const et_scenario *s, const et_graph *g, et_phase phase, const et_batch_shape *b,
-                     double *tp_comm);
-
-/* The same from a graph's op classes timed at shape b (et_op_classes_times): the plain ops summed by
- * class, the others (communication, experts' ops) one by one. */
-double et_phase_time_of(const et_scenario *s, const et_op_classes *c, et_phase phase, const et_batch_shape *b,
-                        double *tp_comm);
-
-/* Pipeline activation sends of one micro-batch in one direction, seconds (0 with one stage): one per model
- * chunk boundary, so v with v virtual stages. */
-double et_pipeline_send_time(const et_scenario *s, const et_batch_shape *b);
-
-/* Seconds of one tensor-parallel collective op (all-reduce, all-gather or reduce-scatter of `bytes`, the
- * full activation) on the tensor-parallel group, ring algorithm. */
-double et_tp_comm_time(const et_comm_group *tp, et_op_kind kind, double bytes);
-
-/* Splits one micro-batch's backward at the points where buckets become ready: seg[k] (k < nb) is the compute
- * time from the previous ready point to bucket k's, seg[nb] the rest of backward. Clipping is not included;
- * tensor-parallel all-reduces are added to *tp_comm (may be NULL), as et_phase_time does.
- * Returns the whole backward compute time. The graph's op classes must be timed at b (et_op_classes_times).
- */
-double et_backward_segments_of(const et_scenario *s, const et_op_classes *c, const et_bucket *buckets, int nb,
-                               const et_batch_shape *b, double *seg, double *tp_comm);
-
-/* One micro-batch's phase cut at its experts' all-to-alls and, when buckets are given, at the points
- * where buckets become ready: cut j ends with all-to-all op `op` (>= 0), with bucket `bucket` ready (>= 0),
- * or with the phase (both -1, always the last cut); `compute` is the seconds since the previous cut
- * (blocking tensor-parallel collectives included), `expert` the part of it spent in expert ops at the
- * balanced load, which a rank's routed rows scale (moe.h). Host-bound phases are stretched as
- * et_phase_time_of does. Returns the number of cuts, -1 when more than max. The simulator plays a mixture
- * of experts' steps from these. */
-typedef struct et_phase_cut {
-    int op, bucket;
-    double compute, expert;
-} et_phase_cut;
-int et_phase_cuts(const et_scenario *s, const et_op_classes *c, et_phase phase, const et_bucket *buckets,
-                  int nb, const et_batch_shape *b, et_phase_cut *cut, int max);
 
 #endif

@@ -9,6 +9,7 @@
 #include <xbt/asserts.h>
 
 #include "batch.h"
+#include "moe.h"
 #include "rng.h"
 #include "sim_world.h"
 
@@ -26,48 +27,6 @@ static double noise_factor(const sim_world *w, int rank, int step)
         et_rng_mix(w->s->simulation.seed ^ et_rng_mix((unsigned long long)step * 1000003ULL + rank));
     const double z = et_rng_normal(&st);
     return exp(sigma * z - sigma * sigma / 2);
-}
-
-void sim_rank_plan(sim_world *w, int rank, int step, sim_plan *plan)
-{
-    const et_scenario *s = w->s;
-    const sim_rank *r = &w->ranks[rank];
-    sim_stage *st = &w->stages[r->stage];
-    const int m = (int)s->batch.grad_accum, p = s->parallel.pipeline, nb = st->n_buckets;
-    const double f = noise_factor(w, rank, step) / (w->gpu_speed ? w->gpu_speed[rank] : 1);
-    plan->f = f;
-    /* every micro-batch but the last runs forward and backward whole; the last one's backward is split at
-     * the bucket-ready points; the 1F1B bubble costs (p - 1) / v average micro-batches */
-    double pre = 0, mean_micro = 0, tp_f = 0, tp_b = 0, F = 0, Bw = 0, send = 0;
-    for (int i = 0; i < m; i++) {
-        const et_batch_shape *b = sim_shape(w, rank, step, i);
-        et_op_classes_times(&st->classes, b, &s->cluster.device, s->precision, NULL);
-        tp_f = tp_b = 0;
-        F = et_phase_time_of(s, &st->classes, ET_PHASE_FORWARD, b, &tp_f);
-        send = et_pipeline_send_time(s, b);
-        if (i < m - 1) {
-            Bw = et_phase_time_of(s, &st->classes, ET_PHASE_BACKWARD, b, &tp_b);
-            pre += F + tp_f + Bw + tp_b + 2 * send;
-            mean_micro += (F + tp_f + Bw + tp_b + 2 * send) / m;
-        } else {
-            Bw = et_backward_segments_of(s, &st->classes, st->buckets, nb, b, plan->seg, &tp_b);
-            mean_micro += (F + tp_f + Bw + tp_b + 2 * send) / m;
-            pre += F + tp_f + send;
-            plan->opt = et_phase_time_of(s, &st->classes, ET_PHASE_OPTIMIZER, b, NULL) * f;
-        }
-        if (plan->fwd) {
-            plan->fwd[i] = F * f, plan->tp_fwd[i] = tp_f * f, plan->send[i] = send * f;
-            plan->bwd[i] = Bw * f, plan->tp_bwd[i] = tp_b * f;
-        }
-    }
-    plan->bubble = et_pipeline_bubble_micro_batches(p, s->parallel.virtual_pipeline) * mean_micro * f;
-    pre += et_pipeline_bubble_micro_batches(p, s->parallel.virtual_pipeline) * mean_micro;
-    /* tensor-parallel all-reduces block compute: spread them over backward in proportion */
-    double stretch = Bw > 0 ? (Bw + tp_b) / Bw : 1;
-    for (int k = 0; k <= nb; k++)
-        plan->seg[k] *= stretch * f;
-    plan->seg[nb] += send * f;
-    plan->pre = pre * f;
 }
 
 static int traced(const sim_rank *r)
@@ -110,16 +69,6 @@ static void barrier(sim_rank *r, sg_bar_t bar, int step, const char *name)
     sim_trace_note(r, 1, arrive, start - arrive, "%s", name);
 }
 
-/* Announces when this rank's buckets will be ready; the last rank of the group to announce opens the
- * communicator's gate for the step. */
-static void announce(sim_group *grp, int step, int nb, int overlap, const double *ready)
-{
-    double *latest = grp->latest + (size_t)step * (nb + 1);
-    for (int k = 0; k < nb; k++)
-        latest[k] = fmax(latest[k], overlap ? ready[k] : ready[nb]);
-    if (++grp->announced[step] == grp->size) sg_sem_release(grp->announce_gate);
-}
-
 /* After meeting the communicator: this rank's view of the bucket collectives it played (idle time while
  * waiting for later ranks, and the trace). */
 static void account_buckets(sim_rank *r, const sim_group *grp, const sim_stage *st, int step, int overlap,
@@ -150,142 +99,282 @@ static void account_buckets(sim_rank *r, const sim_group *grp, const sim_stage *
     }
 }
 
-/* The trace of `pre` on a traced rank: its micro-batches in 1F1B order from `t` (forward of the first
- * min(p - stage - 1, m) micro-batches, then one forward and one backward at a time, then the remaining
- * backwards but the last, which the bucket segments show), each with its blocking tensor-parallel
- * communication and pipeline send on the communication lane; the bubble as idle time, the share of a
- * stage's upstream stages before its first forward and the rest before the cool-down backwards. The
- * events add up to `pre` exactly. Interleaved schedules (virtual_pipeline > 1) are drawn in the same
- * order, model chunks merged. */
-static void trace_forward(const sim_rank *r, const sim_plan *plan, int i, double *t)
+/* A rank playing its stage's step schedule (model/step_schedule.h). The compute stream's clock runs ahead
+ * of SimGrid's: compute waits for nothing until backward is done but the experts' all-to-alls, so the
+ * events' times are known in advance and run as one execution, cut only where the rank meets its expert
+ * group. Each bucket is announced to the communicator as soon as its ready time is known. */
+typedef struct rank_play {
+    sim_world *w;
+    sim_rank *r;
+    sim_stage *st;
+    int step;
+    double f;               /* this step's compute factor: noise over the GPU's speed */
+    double t;               /* the compute stream's clock */
+    double pending;         /* compute seconds not executed yet (t's lead over SimGrid's clock) */
+    double busy;            /* this step's compute-stream seconds */
+    double bubble;          /* the stage's whole bubble this step */
+    int bubbles;            /* bubble events played (the first is the fill) */
+    et_segment_time *times; /* [n_segments]: each pass's segments at the shape it was last timed at */
+    bool timed[ET_PASSES];
+    et_batch_shape shape[ET_PASSES];
+    double *ready; /* [n_buckets + 1] */
+    double *load;  /* [expert group size]: the routing's draw for (load_micro, load_layer) */
+    int load_micro, load_layer;
+    sg_comm_t *comms;
+} rank_play;
+
+static int same_shape(const et_batch_shape *a, const et_batch_shape *b)
 {
-    sim_trace_note(r, 0, *t, plan->fwd[i], "forward micro-batch %d", i);
-    *t += plan->fwd[i];
-    sim_trace_note(r, 1, *t, plan->tp_fwd[i], "tensor-parallel communication (forward %d)", i);
-    *t += plan->tp_fwd[i];
-    sim_trace_note(r, 1, *t, plan->send[i], "send activations %d", i);
-    *t += plan->send[i];
+    return a->sequences == b->sequences && a->tokens == b->tokens && a->tokens_sq == b->tokens_sq &&
+           a->predictions == b->predictions;
 }
 
-static void trace_backward(const sim_rank *r, const sim_plan *plan, int i, double *t)
+/* Pass p's segments at micro-batch i's shape (timed again only when the shape differs). */
+static const et_segment_time *timed_pass(rank_play *x, et_step_pass p, int i)
 {
-    sim_trace_note(r, 0, *t, plan->bwd[i], "backward micro-batch %d", i);
-    *t += plan->bwd[i];
-    sim_trace_note(r, 1, *t, plan->tp_bwd[i], "tensor-parallel communication (backward %d)", i);
-    *t += plan->tp_bwd[i];
-    sim_trace_note(r, 1, *t, plan->send[i], "send gradients %d", i);
-    *t += plan->send[i];
-}
-
-static void trace_micro_batches(const sim_rank *r, const sim_plan *plan, double t)
-{
-    const et_scenario *s = sim_w->s;
-    const int m = (int)s->batch.grad_accum, p = s->parallel.pipeline, st = r->stage;
-    const double fill = p > 1 ? plan->bubble * st / (p - 1) : 0, drain = plan->bubble - fill;
-    const int warm = p - st - 1 < m ? p - st - 1 : m;
-    sim_trace_note(r, 0, t, fill, "pipeline bubble (fill)");
-    t += fill;
-    for (int i = 0; i < warm; i++)
-        trace_forward(r, plan, i, &t);
-    if (warm == m) {
-        sim_trace_note(r, 0, t, drain, "pipeline bubble (drain)");
-        t += drain;
+    const et_scenario *s = x->w->s;
+    const et_batch_shape *b = sim_shape(x->w, x->r->rank, x->step, i);
+    if (!x->timed[p] || !same_shape(&x->shape[p], b)) {
+        et_op_classes_times(&x->st->classes, b, &s->cluster.device, s->precision, NULL);
+        et_step_time_pass(&x->st->schedule, s, &x->st->classes, p, b,
+                          x->times + x->st->schedule.segment_first[p]);
+        x->timed[p] = true;
+        x->shape[p] = *b;
     }
-    for (int k = 0; k < m - warm; k++) {
-        trace_forward(r, plan, warm + k, &t);
-        if (warm + k == m - 1) {
-            sim_trace_note(r, 0, t, drain, "pipeline bubble (drain)");
-            t += drain;
+    return x->times;
+}
+
+/* The stage's bubble this step: (p - 1) / v mean micro-batches of this rank's. */
+static double bubble_seconds(rank_play *x)
+{
+    const et_scenario *s = x->w->s;
+    const double units = et_pipeline_bubble_micro_batches(s->parallel.pipeline, s->parallel.virtual_pipeline);
+    const int m = (int)s->batch.grad_accum;
+    if (units <= 0) return 0;
+    double sum = 0, last = 0;
+    const et_batch_shape *previous = NULL;
+    for (int i = 0; i < m; i++) {
+        const et_batch_shape *b = sim_shape(x->w, x->r->rank, x->step, i);
+        if (!previous || !same_shape(previous, b)) {
+            timed_pass(x, ET_PASS_FORWARD, i);
+            timed_pass(x, ET_PASS_BACKWARD, i);
+            last = et_step_micro_batch_seconds(&x->st->schedule, s, b, x->times);
         }
-        if (k < m - 1) trace_backward(r, plan, k, &t);
+        previous = b;
+        sum += last;
     }
-    for (int k = m - warm; k < m - 1; k++)
-        trace_backward(r, plan, k, &t);
+    return units * sum / m;
 }
 
-/* Forward's compute of a step on rank r: busy, and traced micro-batch by micro-batch when traced. */
-static void account_forward(sim_rank *r, const sim_plan *p, int step, double step_start)
+/* Advances the compute stream by d seconds (an event on lane 0, compute, or 1, its blocking communication).
+ */
+static void advance(rank_play *x, double d, int lane, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void advance(rank_play *x, double d, int lane, const char *fmt, ...)
 {
-    r->busy[step] += p->pre;
-    if (p->fwd)
-        trace_micro_batches(r, p, step_start);
+    if (d <= 0) return;
+    if (traced(x->r)) {
+        char name[96];
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(name, sizeof name, fmt, ap);
+        va_end(ap);
+        sim_trace_add(&sim_w->trace, x->r->rank, lane, name, x->t, d);
+    }
+    x->t += d, x->pending += d, x->busy += d;
+}
+
+/* Runs what the compute stream is ahead by, so that SimGrid's clock catches up with it. */
+static void catch_up(rank_play *x)
+{
+    if (x->pending > 0) sg_actor_execute(x->pending * sg_host_get_speed(x->r->host));
+    x->pending = 0;
+    x->t = simgrid_get_clock();
+}
+
+static void announce(rank_play *x, int k, double ready)
+{
+    sim_group *grp = &x->w->groups[x->r->group];
+    const size_t at = (size_t)x->step * (x->st->n_buckets + 1) + k;
+    grp->latest[at] = fmax(grp->latest[at], ready);
+    if (++grp->bucket_announced[at] == grp->size) sg_sem_release(grp->bucket_gate);
+}
+
+/* The routed rows of this rank's experts for layer `layer` of micro-batch i, over the balanced rows. */
+static const double *layer_loads(rank_play *x, int i, int layer)
+{
+    if (x->load_micro != i || x->load_layer != layer) {
+        sim_moe_loads(x->w, x->r, x->step, i, layer, x->load);
+        x->load_micro = i, x->load_layer = layer;
+    }
+    return x->load;
+}
+
+static void play_compute(rank_play *x, et_step_pass p, int i, const et_step_event *e,
+                         const et_step_event *next, double expected_load)
+{
+    const et_step_schedule *q = &x->st->schedule;
+    const et_segment_time *t = &x->times[e->segment];
+    const int layer = q->segments[e->segment].expert_layer;
+    const double load = x->w->moe && layer >= 0 ? layer_loads(x, i, layer)[x->r->ep_index] : expected_load;
+    const double compute = (t->compute + t->expert * (load - 1)) * x->f;
+    const bool fwd = p == ET_PASS_FORWARD;
+    if (p == ET_PASS_LAST_BACKWARD && next && next->bucket >= 0)
+        advance(x, compute, 0, "backward to bucket %d", next->bucket);
+    else if (p == ET_PASS_LAST_BACKWARD && !next)
+        advance(x, compute, 0, "backward (rest)");
     else
-        sim_trace_note(r, 0, step_start, p->pre, "forward");
+        advance(x, compute, 0, "%s micro-batch %d", fwd ? "forward" : "backward", i);
+    advance(x, t->comm * x->f, 1, "tensor-parallel communication (%s %d)", fwd ? "forward" : "backward", i);
 }
 
-/* A dense step's forward and backward on rank r: bucket k is ready after backward's segment k and its
- * clipping kernel (ready[k]); they never wait for other ranks, so the times are known once forward starts.
- * Starts the execution that plays them (*exec, or NULL when empty) and returns backward's end. */
-static double play_dense(sim_world *w, sim_rank *r, int step, const sim_plan *p, double *ready, double now,
-                         double step_start, sg_exec_t *exec)
+static void play_pass(rank_play *x, et_step_pass p, int i)
 {
+    sim_world *w = x->w;
     const et_scenario *s = w->s;
-    const sim_stage *st = &w->stages[r->stage];
-    const int nb = st->n_buckets, dp = w->dp.ranks > 1;
-    const int overlap = s->parallel.overlap && !w->o->force_no_overlap;
-    const int clip = s->optimizer.clip == ET_CLIP_PER_BUCKET;
-    sim_group *grp = &w->groups[r->group];
-    const int zero3 = s->parallel.zero_stage >= 3 && dp;
-    if (zero3) {
-        /* parameters gathered before forward and backward (the communicator plays the gathers),
-         * prefetched under the forward pass */
-        sg_exec_t fwd = sg_actor_exec_async(p->pre * sg_host_get_speed(r->host));
-        barrier(r, grp->meet, step, "wait for other ranks");
-        sg_barrier_wait(grp->meet);
-        sg_exec_wait(fwd);
-        account_forward(r, p, step, step_start);
-    }
-    double t0 = zero3 ? simgrid_get_clock() : step_start + p->pre, t = t0;
-    for (int k = 0; k <= nb; k++) {
-        if (k < nb)
-            sim_trace_note(r, 0, t, p->seg[k], "backward to bucket %d", k);
-        else
-            sim_trace_note(r, 0, t, p->seg[k], "backward (rest)");
-        t += p->seg[k];
-        if (k < nb && clip) {
-            sim_trace_note(r, 0, t, st->clip[k], "clip bucket %d", k);
-            t += st->clip[k];
+    const et_step_schedule *q = &x->st->schedule;
+    const int overlap = q->overlap, dp = w->dp.ranks > 1;
+    timed_pass(x, p, i);
+    const double expected_load = et_moe_imbalance(s, sim_shape(w, x->r->rank, x->step, i));
+    const et_step_event *items = q->items + q->pass_first[p];
+    for (int j = 0; j < q->pass_items[p]; j++) {
+        const et_step_event *e = &items[j], *next = j + 1 < q->pass_items[p] ? &items[j + 1] : NULL;
+        switch (e->kind) {
+        case ET_STEP_COMPUTE:
+            play_compute(x, p, i, e, next, expected_load);
+            break;
+        case ET_STEP_ALLTOALL:
+            if (w->moe) { /* the group meets: the compute before it runs first */
+                catch_up(x);
+                sim_moe_alltoall(w, x->r, x->step, i, e, layer_loads(x, i, q->graph->ops[e->op].layer),
+                                 x->comms);
+                x->t = simgrid_get_clock();
+            } else {
+                advance(x, et_step_alltoall_seconds(s, q->graph, e->op, sim_shape(w, x->r->rank, x->step, i)),
+                        1, "%s", q->graph->ops[e->op].id);
+            }
+            break;
+        case ET_STEP_CLIP:
+            advance(x, x->st->clip[e->bucket], 0, "clip bucket %d", e->bucket);
+            break;
+        case ET_STEP_BUCKET_READY:
+            x->ready[e->bucket] = x->t;
+            if (overlap && dp) announce(x, e->bucket, x->t);
+            break;
+        default:
+            break;
         }
-        ready[k] = t;
     }
-    if (dp) announce(grp, step, nb, overlap, ready);
-    /* the previous optimizer (if folded), forward (unless ZeRO-3 ran it under the gathers) and
-     * backward: one execution */
-    const double exec_start = zero3 ? t0 : now;
-    if (!zero3 && p->pre > 0) {
-        account_forward(r, p, step, step_start);
-    }
-    *exec = t > exec_start ? sg_actor_exec_async((t - exec_start) * sg_host_get_speed(r->host)) : NULL;
-    r->busy[step] += t - t0;
-    return t;
 }
 
-/* Compute never waits for communication during backward, so its timeline is known in advance: backward
- * runs as one asynchronous execution, and the rank announces when each bucket will be ready, which hands
- * the bucket to the communicator's actor (the communication stream). */
+/* The compute stream from the step's start to the end of backward: the events before the schedule's
+ * backward_done. Returns backward's end. */
+static double play_to_backward_done(rank_play *x)
+{
+    sim_world *w = x->w;
+    const et_scenario *s = w->s;
+    const et_step_schedule *q = &x->st->schedule;
+    x->bubble = bubble_seconds(x);
+    x->bubbles = 0;
+    for (int i = 0; i < q->backward_done; i++) {
+        const et_step_event *e = &q->events[i];
+        switch (e->kind) {
+        case ET_STEP_BUBBLE:
+            advance(x, e->share * x->bubble * x->f, 0, "pipeline bubble (%s)",
+                    x->bubbles++ ? "drain" : "fill");
+            break;
+        case ET_STEP_PASS:
+            play_pass(x, e->pass, e->micro);
+            break;
+        case ET_STEP_SEND:
+            advance(x, et_pipeline_send_time(s, sim_shape(w, x->r->rank, x->step, e->micro)) * x->f, 1,
+                    "send %s %d", e->pass == ET_PASS_FORWARD ? "activations" : "gradients", e->micro);
+            break;
+        default: /* the communication stream's: the communicator plays them */
+            break;
+        }
+    }
+    if (!q->overlap && w->dp.ranks > 1)
+        for (int k = 0; k < q->n_buckets; k++)
+            announce(x, k, x->t);
+    return x->t;
+}
+
+/* Rank r's step from where its backward is done: waits for the communicator (gradients reduced), the
+ * global-norm all-reduce, the optimizer (folded into the next step's execution when nothing waits between),
+ * the ZeRO parameter all-gather. */
+static void play_after_backward(rank_play *x, double bwd_end, sg_exec_t exec, int fold_optimizer,
+                                double *optimizer_pending)
+{
+    sim_world *w = x->w;
+    sim_rank *r = x->r;
+    const et_scenario *s = w->s;
+    const et_step_schedule *q = &x->st->schedule;
+    const int dp = w->dp.ranks > 1, step = x->step;
+    sim_group *grp = &w->groups[r->group];
+    *optimizer_pending = 0;
+    for (int i = q->backward_done + 1; i < q->n_events; i++) {
+        switch (q->events[i].kind) {
+        case ET_STEP_GRADS_REDUCED:
+            if (dp) {
+                sg_barrier_wait(grp->meet); /* the communicator has played every bucket's collective */
+                account_buckets(r, grp, x->st, step, q->overlap, x->ready, bwd_end);
+            }
+            if (exec) sg_exec_wait(exec);
+            r->bwd_end[step] = bwd_end;
+            break;
+        case ET_STEP_GLOBAL_NORM: { /* a latency-bound all-reduce of one value */
+            barrier(r, grp->compute_barrier, step, "wait for other ranks");
+            const double c0 = simgrid_get_clock();
+            sg_actor_sleep_for(et_allreduce_time(&w->dp, ET_COLL_AUTO, 4, NULL));
+            sim_trace_note(r, 1, c0, simgrid_get_clock() - c0, "global-norm all-reduce");
+            break;
+        }
+        case ET_STEP_OPTIMIZER: {
+            const et_batch_shape *b = sim_shape(w, r->rank, step, q->micro_batches - 1);
+            et_op_classes_times(&x->st->classes, b, &s->cluster.device, s->precision, NULL);
+            const double opt = et_phase_time_of(s, &x->st->classes, ET_PHASE_OPTIMIZER, b, NULL) * x->f;
+            if (fold_optimizer && step < w->steps - 1)
+                *optimizer_pending = opt;
+            else
+                sim_exec(r, opt, "optimizer", step);
+            break;
+        }
+        case ET_STEP_ZERO_GATHER: {
+            barrier(r, grp->meet, step, "wait for other ranks");
+            const double g0 = simgrid_get_clock();
+            sg_barrier_wait(grp->meet); /* the communicator has gathered the updated parameters */
+            sim_trace_note(r, 1, g0, simgrid_get_clock() - g0, "ZeRO parameter all-gather");
+            break;
+        }
+        default:
+            break;
+        }
+    }
+    if (*optimizer_pending <= 0) r->step_end[step] = simgrid_get_clock();
+}
+
+/* Every rank plays its stage's step schedule; the communicator's actor plays the communication stream. */
 static void gpu_actor(int argc, char **argv)
 {
     (void)argc;
     sim_world *w = sim_w;
     sim_rank *r = &w->ranks[atoi(argv[1])];
-    const sim_stage *st = &w->stages[r->stage];
+    sim_stage *st = &w->stages[r->stage];
     const et_scenario *s = w->s;
-    const int nb = st->n_buckets, dp = w->dp.ranks > 1;
-    const int overlap = s->parallel.overlap && !w->o->force_no_overlap;
+    const int dp = w->dp.ranks > 1;
     sim_group *grp = &w->groups[r->group];
-    sim_plan plan = {0};
-    plan.seg = malloc(((size_t)nb + 1) * sizeof *plan.seg);
-    const size_t m = (size_t)s->batch.grad_accum;
-    double *parts = traced(r) ? malloc(5 * m * sizeof *parts) : NULL;
-    if (parts)
-        plan.fwd = parts, plan.bwd = parts + m, plan.tp_fwd = parts + 2 * m, plan.tp_bwd = parts + 3 * m,
-        plan.send = parts + 4 * m;
-    double *ready = malloc(((size_t)nb + 1) * sizeof *ready);
+    rank_play x = {.w = w, .r = r, .st = st, .load_micro = -1};
+    const int members = w->moe ? w->ep_groups[r->ep_group].size : 1;
+    x.times = malloc(((size_t)st->schedule.n_segments + 1) * sizeof *x.times);
+    x.ready = malloc(((size_t)st->n_buckets + 1) * sizeof *x.ready);
+    x.load = malloc((size_t)members * sizeof *x.load);
+    x.comms = malloc((size_t)members * sizeof *x.comms);
     /* an actor has no error path: out of memory stops the simulation, and etsim reports SimGrid's stop */
-    xbt_assert(plan.seg && ready && (parts || !traced(r)), "etsim: out of memory for the plan of rank %d",
+    xbt_assert(x.times && x.ready && x.load && x.comms, "etsim: out of memory for the step of rank %d",
                r->rank);
     /* With nothing to wait for between meeting the communicator and the optimizer, nor after it, a step's
-     * optimizer runs in one execution with the next step's forward and backward: one wake-up less a step. */
+     * optimizer runs in one execution with the next step's compute: one wake-up less a step. */
     const int fold_optimizer =
         !w->moe &&
         !(dp && (s->optimizer.clip == ET_CLIP_AFTER_ALLREDUCE || et_scenario_gathers_parameters(s)));
@@ -304,53 +393,29 @@ static void gpu_actor(int argc, char **argv)
         if (step == w->steps - 1 && r->rank == 0) w->trace.window_start = step_start;
         r->step_start[step] = step_start;
         r->bwd_end[step] = INFINITY; /* nothing counts as idle before backward has ended */
-        sim_rank_plan(w, r->rank, step, &plan);
-        if (w->moe) {
-            /* experts' all-to-alls as flows: compute waits for them, buckets are announced as they become
-             * ready (sim_moe.c) */
-            const double bwd_end = sim_moe_compute(w, r, step, &plan, ready);
-            if (dp) {
-                sg_barrier_wait(grp->meet);
-                account_buckets(r, grp, st, step, overlap, ready, bwd_end);
-            }
-            r->bwd_end[step] = bwd_end;
-        } else {
-            sg_exec_t bwd;
-            const double bwd_end = play_dense(w, r, step, &plan, ready, now, step_start, &bwd);
-            if (dp) {
-                sg_barrier_wait(grp->meet); /* the communicator has played every bucket's collective */
-                account_buckets(r, grp, st, step, overlap, ready, bwd_end);
-            }
-            if (bwd) sg_exec_wait(bwd);
-            r->bwd_end[step] = bwd_end;
-        }
-        if (s->optimizer.clip == ET_CLIP_AFTER_ALLREDUCE && dp) {
-            /* global norm: a latency-bound all-reduce of one value */
-            barrier(r, grp->compute_barrier, step, "wait for other ranks");
-            double c0 = simgrid_get_clock();
-            sg_actor_sleep_for(et_allreduce_time(&w->dp, ET_COLL_AUTO, 4, NULL));
-            sim_trace_note(r, 1, c0, simgrid_get_clock() - c0, "global-norm all-reduce");
-        }
-        if (fold_optimizer && step < w->steps - 1) {
-            optimizer_pending = plan.opt;
-            continue;
-        }
-        sim_exec(r, plan.opt, "optimizer", step);
-        if (et_scenario_gathers_parameters(s) && dp) {
+        x.step = step;
+        x.f = noise_factor(w, r->rank, step) / (w->gpu_speed ? w->gpu_speed[r->rank] : 1);
+        x.t = step_start, x.pending = optimizer_pending, x.busy = 0;
+        if (dp && st->schedule.n_events && st->schedule.events[0].kind == ET_STEP_PARAM_GATHERS) {
+            /* the communicator starts the parameter gathers when the group has started the step */
             barrier(r, grp->meet, step, "wait for other ranks");
-            double g0 = simgrid_get_clock();
-            sg_barrier_wait(grp->meet); /* the communicator has gathered the updated parameters */
-            sim_trace_note(r, 1, g0, simgrid_get_clock() - g0, "ZeRO parameter all-gather");
+            x.t = simgrid_get_clock();
         }
-        r->step_end[step] = simgrid_get_clock();
+        const double bwd_end = play_to_backward_done(&x);
+        sg_exec_t exec = x.pending > 0 ? sg_actor_exec_async(x.pending * sg_host_get_speed(r->host)) : NULL;
+        r->busy[step] += x.busy;
+        play_after_backward(&x, bwd_end, exec, fold_optimizer, &optimizer_pending);
     }
-    free(plan.seg);
-    free(parts);
-    free(ready);
+    free(x.times);
+    free(x.ready);
+    free(x.load);
+    free(x.comms);
 }
 
-/* The communication stream of a data-parallel group: per step, the ZeRO-3 parameter gathers, then each
- * bucket's collective from the latest ready time of its ranks, then the ZeRO parameter all-gather. */
+/* The communication stream of a data-parallel group, as the stage's step schedule lays it out: per step,
+ * ZeRO 3's parameter gathers from the step's start, each bucket's collective from the latest ready time its
+ * ranks announce (or the previous collective's end), then the ranks meet it; the ZeRO parameter all-gather
+ * after the optimizer. */
 static void communicator_actor(int argc, char **argv)
 {
     (void)argc;
@@ -358,39 +423,49 @@ static void communicator_actor(int argc, char **argv)
     const int id = atoi(argv[1]);
     sim_group *g = &w->groups[id];
     const sim_stage *st = &w->stages[g->stage];
+    const et_step_schedule *q = &st->schedule;
     const et_scenario *s = w->s;
-    const int nb = st->n_buckets, zero = s->parallel.zero_stage;
+    const int nb = st->n_buckets;
     const double param_bytes = st->graph.param_count * et_precision_bytes(s->precision);
     for (int step = 0; step < w->steps; step++) {
-        if (zero >= 3) {
-            sg_barrier_wait(g->meet);
-            for (int i = 0; i < 2 * s->batch.grad_accum; i++)
-                sim_ring_gather(g, param_bytes, 1, simgrid_get_clock());
-            sg_barrier_wait(g->meet);
-        }
-        if (!w->moe) sg_sem_acquire(g->announce_gate);
         const double *latest = g->latest + (size_t)step * (nb + 1);
         double *start = g->coll_start + (size_t)step * (nb + 1), *end = g->coll_end + (size_t)step * (nb + 1);
-        for (int k = 0; k < nb; k++) {
-            if (w->moe) sg_sem_acquire(g->bucket_gate); /* bucket k announced by every rank */
-            start[k] = fmax(latest[k], simgrid_get_clock());
-            /* expert buckets: over the ranks holding the same experts */
-            sim_group *over = w->moe && st->buckets[k].expert ? &w->expert_groups[id] : g;
-            if (et_scenario_reduce_scatters_gradients(s))
-                sim_ring_gather(over, st->buckets[k].bytes, 1, start[k]);
-            else
-                sim_allreduce(over, st->algo[k], st->buckets[k].bytes, start[k]);
-            end[k] = simgrid_get_clock();
-            if (id == 0) {
-                w->bucket_start[step * nb + k] = start[k];
-                w->bucket_end[step * nb + k] = end[k];
+        for (int i = 0; i < q->n_events; i++) {
+            const et_step_event *e = &q->events[i];
+            switch (e->kind) {
+            case ET_STEP_PARAM_GATHERS: /* before forward and backward of every micro-batch, prefetched */
+                sg_barrier_wait(g->meet);
+                for (int j = 0; j < 2 * q->micro_batches; j++)
+                    sim_ring_gather(g, param_bytes, 1, simgrid_get_clock());
+                break;
+            case ET_STEP_COLLECTIVE: {
+                const int k = e->bucket;
+                sg_sem_acquire(g->bucket_gate); /* bucket k announced by every rank */
+                start[k] = fmax(latest[k], simgrid_get_clock());
+                /* expert buckets: over the ranks holding the same experts */
+                sim_group *over = w->moe && st->buckets[k].expert ? &w->expert_groups[id] : g;
+                if (et_scenario_reduce_scatters_gradients(s))
+                    sim_ring_gather(over, st->buckets[k].bytes, 1, start[k]);
+                else
+                    sim_allreduce(over, st->algo[k], st->buckets[k].bytes, start[k]);
+                end[k] = simgrid_get_clock();
+                if (id == 0) {
+                    w->bucket_start[step * nb + k] = start[k];
+                    w->bucket_end[step * nb + k] = end[k];
+                }
+                break;
             }
-        }
-        sg_barrier_wait(g->meet);
-        if (et_scenario_gathers_parameters(s)) {
-            sg_barrier_wait(g->meet);
-            sim_ring_gather(g, param_bytes, 1, simgrid_get_clock());
-            sg_barrier_wait(g->meet);
+            case ET_STEP_GRADS_REDUCED:
+                sg_barrier_wait(g->meet);
+                break;
+            case ET_STEP_ZERO_GATHER:
+                sg_barrier_wait(g->meet);
+                sim_ring_gather(g, param_bytes, 1, simgrid_get_clock());
+                sg_barrier_wait(g->meet);
+                break;
+            default: /* the compute stream's: the ranks play them */
+                break;
+            }
         }
     }
 }

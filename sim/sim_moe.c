@@ -1,7 +1,7 @@
 /* Mixture of experts in the simulation: every all-to-all of the experts' tokens (dispatch and combine, in
  * forward, recomputation and backward) played as flows among the ranks of an expert-parallel group, on the
- * same links as the data-parallel all-reduce; compute waits for each, so buckets are announced to the
- * communicator as they become ready instead of ahead.
+ * same links as the data-parallel all-reduce; compute waits for each (the step schedule's all-to-all
+ * items, played by sim_actors.c).
  *
  * An all-to-all starts when the last rank of its group arrives (NCCL's grouped send/receive needs every
  * peer), pays the closed form's latency term, then rank i sends rank j its rows for j's experts: the bytes
@@ -51,12 +51,23 @@ int sim_moe_build(sim_world *w)
     return 0;
 }
 
-/* One all-to-all of op `op` for micro-batch i: `to_experts` (dispatch, and combine's gradient) sends each
- * peer its share of this rank's rows; otherwise (combine, dispatch's gradient) each peer gets back its own
- * rows that this rank's experts processed. */
-static void alltoall(sim_world *w, sim_rank *r, int step, int i, const et_op *op, int to_experts,
-                     const double *load, sg_comm_t *comms)
+void sim_moe_loads(const sim_world *w, const sim_rank *r, int step, int i, int layer, double *load)
 {
+    const et_scenario *s = w->s;
+    et_moe_rank_loads(s, w->moe_tokens,
+                      et_rng_stream(s->simulation.seed,
+                                    ((unsigned long long)step * s->batch.grad_accum + i) * 100003ULL +
+                                        (unsigned long long)layer,
+                                    (unsigned long long)r->ep_group + 1),
+                      load);
+}
+
+/* `to_experts` (dispatch, and combine's gradient) sends each peer its share of this rank's rows; otherwise
+ * (combine, dispatch's gradient) each peer gets back its own rows that this rank's experts processed. */
+void sim_moe_alltoall(sim_world *w, sim_rank *r, int step, int i, const et_step_event *e, const double *load,
+                      sg_comm_t *comms)
+{
+    const et_op *op = &w->stages[r->stage].graph.ops[e->op];
     const sim_ep_group *grp = &w->ep_groups[r->ep_group];
     const int x = grp->size;
     const double arrive = simgrid_get_clock();
@@ -68,7 +79,7 @@ static void alltoall(sim_world *w, sim_rank *r, int step, int i, const et_op *op
     for (int j = 0; j < x; j++) {
         if (j == r->ep_index) continue;
         const int peer = grp->members[j];
-        double bytes = to_experts
+        double bytes = e->to_experts
                            ? mine * load[j] / x
                            : et_linear_eval(&op->bytes, sim_shape(w, peer, step, i)) * load[r->ep_index] / x;
         if (bytes > 0) comms[n++] = et_sendto_async(r->host, w->ranks[peer].host, bytes);
@@ -83,110 +94,6 @@ static void alltoall(sim_world *w, sim_rank *r, int step, int i, const et_op *op
     w->flows_modelled += n, w->flows_simulated += n;
     sim_trace_note(r, 1, arrive, start - arrive, "wait for expert peers");
     sim_trace_note(r, 1, start, end - start, "%s", op->id);
-}
-
-/* Plays one phase of micro-batch i: compute to each cut, then its all-to-all or bucket. Returns the time at
- * its end. */
-/* Scratch of one rank's step. */
-typedef struct moe_scratch {
-    et_phase_cut *cut;
-    int max;
-    double *load;
-    sg_comm_t *comms;
-} moe_scratch;
-
-static void announce_bucket(sim_world *w, const sim_rank *r, int step, int k, double ready);
-
-static void play_phase(sim_world *w, sim_rank *r, int step, int i, et_phase phase, int with_buckets, double f,
-                       double *ready, moe_scratch *sc)
-{
-    et_phase_cut *cut = sc->cut;
-    double *load = sc->load;
-    const et_scenario *s = w->s;
-    sim_stage *st = &w->stages[r->stage];
-    const et_batch_shape *b = sim_shape(w, r->rank, step, i);
-    et_op_classes_times(&st->classes, b, &s->cluster.device, s->precision, NULL);
-    const int nb = st->n_buckets;
-    const int n =
-        et_phase_cuts(s, &st->classes, phase, with_buckets ? st->buckets : NULL, nb, b, cut, sc->max);
-    xbt_assert(n > 0, "etsim: more cuts than ops in a phase");
-    const int clip = s->optimizer.clip == ET_CLIP_PER_BUCKET;
-    const int overlap = s->parallel.overlap && !w->o->force_no_overlap;
-    const double tokens = w->moe_tokens;
-    int a2a = 0, layer = -2;
-    for (int j = 0; j < n; j++) {
-        const et_op *op = cut[j].op >= 0 ? &st->graph.ops[cut[j].op] : NULL;
-        if (op && op->layer != layer) {
-            /* the layer's routing for this micro-batch, the same draw on every member of the group */
-            layer = op->layer;
-            et_moe_rank_loads(s, tokens,
-                              et_rng_stream(s->simulation.seed,
-                                            ((unsigned long long)step * s->batch.grad_accum + i) * 100003ULL +
-                                                (unsigned long long)layer,
-                                            (unsigned long long)r->ep_group + 1),
-                              load);
-        }
-        double seconds = cut[j].compute + cut[j].expert * ((op ? load[r->ep_index] : 1) - 1);
-        sim_exec(r, seconds * f, et_phase_names[phase], step);
-        if (op) {
-            alltoall(w, r, step, i, op, a2a % 2 == 0, load, sc->comms);
-            a2a++;
-        } else if (cut[j].bucket >= 0) {
-            if (clip) sim_exec(r, st->clip[cut[j].bucket], "clip bucket", step);
-            ready[cut[j].bucket] = simgrid_get_clock();
-            if (overlap && w->dp.ranks > 1) announce_bucket(w, r, step, cut[j].bucket, ready[cut[j].bucket]);
-        }
-    }
-}
-
-static void announce_bucket(sim_world *w, const sim_rank *r, int step, int k, double ready)
-{
-    sim_group *grp = &w->groups[r->group];
-    const int nb = w->stages[r->stage].n_buckets;
-    const size_t at = (size_t)step * (nb + 1) + k;
-    grp->latest[at] = fmax(grp->latest[at], ready);
-    if (++grp->bucket_announced[at] == grp->size) sg_sem_release(grp->bucket_gate);
-}
-
-double sim_moe_compute(sim_world *w, sim_rank *r, int step, const sim_plan *plan, double *ready)
-{
-    const et_scenario *s = w->s;
-    const sim_stage *st = &w->stages[r->stage];
-    const int m = (int)s->batch.grad_accum, nb = st->n_buckets, dp = w->dp.ranks > 1;
-    const int overlap = s->parallel.overlap && !w->o->force_no_overlap;
-    const double f = plan->f;
-    const int x = w->ep_groups[r->ep_group].size;
-    moe_scratch sc = {.max = st->graph.n_ops + nb + 2};
-    sc.cut = malloc((size_t)sc.max * sizeof *sc.cut);
-    sc.load = malloc((size_t)x * sizeof *sc.load);
-    sc.comms = malloc((size_t)x * sizeof *sc.comms);
-    /* an actor has no error path: out of memory stops the simulation, and etsim reports SimGrid's stop */
-    xbt_assert(sc.cut && sc.load && sc.comms, "etsim: out of memory for the all-to-alls of rank %d", r->rank);
-    sim_exec(r, plan->bubble, "pipeline bubble", step);
-    double bwd_end = 0;
-    for (int i = 0; i < m; i++) {
-        const double send = et_pipeline_send_time(s, sim_shape(w, r->rank, step, i)) * f;
-        play_phase(w, r, step, i, ET_PHASE_FORWARD, 0, f, ready, &sc);
-        sim_exec(r, send, "send activations", step);
-        if (i < m - 1) {
-            play_phase(w, r, step, i, ET_PHASE_BACKWARD, 0, f, ready, &sc);
-            sim_exec(r, send, "send gradients", step);
-            continue;
-        }
-        /* the last backward: each bucket handed to the communicator when ready (or all at its end without
-         * overlap) */
-        for (int k = 0; k < nb; k++)
-            ready[k] = INFINITY;
-        play_phase(w, r, step, i, ET_PHASE_BACKWARD, 1, f, ready, &sc);
-        sim_exec(r, send, "send gradients", step);
-        bwd_end = simgrid_get_clock();
-        for (int k = 0; k < nb && dp && !overlap; k++)
-            announce_bucket(w, r, step, k, bwd_end);
-    }
-    free(sc.cut);
-    free(sc.load);
-    free(sc.comms);
-    return bwd_end;
 }
 
 json_t *sim_moe_results(const sim_world *w)

@@ -17,6 +17,7 @@
 #include "graph.h"
 #include "op_classes.h"
 #include "scenario.h"
+#include "step_schedule.h"
 #include "step_sim.h"
 #include "trace.h"
 
@@ -96,14 +97,11 @@ typedef struct sim_group {
     int *members;             /* global ranks: subgroup by subgroup, each in ring order */
     sg_bar_t meet;            /* the ranks and the communicator actor (size + 1) */
     sg_bar_t compute_barrier; /* the ranks: global-norm all-reduce after backward */
-    /* Bucket-ready times announced ahead: a collective starts at the latest announcement of its bucket (or
-     * when the previous collective ends, if later). */
+    /* Bucket-ready times, announced by each rank as soon as it knows them (ahead of time: compute waits for
+     * nothing but the experts' all-to-alls): a collective starts at the latest announcement of its bucket,
+     * or when the previous collective ends, if later. bucket_announced[step * (buckets + 1) + k] ranks have
+     * announced bucket k; bucket_gate is released once per bucket announced by all. */
     double *latest; /* [step * (buckets + 1) + k]: latest ready time of bucket k over the group's ranks */
-    int *announced; /* [step]: ranks that have announced */
-    sg_sem_t announce_gate; /* released once per step, by the last rank to announce */
-    /* with experts' all-to-alls (sim_moe.c) ranks announce bucket by bucket: bucket_announced[step * (buckets
-     * + 1) + k] ranks have announced bucket k, and bucket_gate is released once per bucket announced by all
-     */
     int *bucket_announced;
     sg_sem_t bucket_gate;
     /* what the communicator played, read by the ranks after they meet it */
@@ -134,6 +132,8 @@ typedef struct sim_stage {
     double *clip;       /* per bucket: clipping kernel seconds */
     et_coll_algo *algo; /* per bucket: the all-reduce algorithm (auto resolved) */
     et_op_classes classes;
+    et_step_schedule
+        schedule; /* one rank's step (model/step_schedule.h), which every rank of the stage plays */
 } sim_stage;
 
 /* An expert-parallel group: `size` consecutive data-parallel ranks of one stage and tensor rank, whose
@@ -181,21 +181,6 @@ typedef struct sim_world {
 
 extern sim_world *sim_w;
 
-/* Compute-time plan of one rank for one step (seconds). seg has n_buckets + 1 entries. */
-typedef struct sim_plan {
-    double pre;  /* forward and every micro-batch before the last backward, bubble and blocking comm */
-    double *seg; /* last backward, split at bucket-ready points */
-    double opt;
-    /* the parts of `pre`, per micro-batch (grad_accum entries; NULL: not kept), for the trace: forward,
-     * backward (the last one's is seg), their blocking tensor-parallel communication, the pipeline send
-     * after each; and the 1F1B bubble */
-    double *fwd, *bwd, *tp_fwd, *tp_bwd, *send;
-    double bubble;
-    double f; /* the rank's compute factor this step: noise over its GPU's speed */
-} sim_plan;
-
-void sim_rank_plan(sim_world *w, int rank, int step, sim_plan *plan);
-
 /* The batch of rank `rank` for micro-batch i of a step (its context-parallel share). */
 static inline const et_batch_shape *sim_shape(const sim_world *w, int rank, int step, int i)
 {
@@ -223,12 +208,14 @@ void sim_exec(sim_rank *r, double seconds, const char *name, int step);
 void sim_trace_note(const sim_rank *r, int lane, double start, double duration, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
 
-/* Mixture of experts (sim_moe.c): the expert-parallel groups and the records (-1 when out of memory); a
- * rank's compute of one step from its start to the end of its last backward, with every all-to-all played
- * as flows among its group, buckets announced as they become ready (ready[k] set); returns backward's end.
- * The all-to-all records as JSON. */
+/* Mixture of experts (sim_moe.c): the expert-parallel groups and the records (-1 when out of memory); the
+ * loads of layer `layer`'s expert ranks for micro-batch i (the routing's draw, the same on every member of
+ * the group; load[j] times the balanced rows on member j); one all-to-all item of the step schedule played
+ * as flows among the rank's group (comms: scratch of one entry per member); the records as JSON. */
 int sim_moe_build(sim_world *w);
-double sim_moe_compute(sim_world *w, sim_rank *r, int step, const sim_plan *plan, double *ready);
+void sim_moe_loads(const sim_world *w, const sim_rank *r, int step, int i, int layer, double *load);
+void sim_moe_alltoall(sim_world *w, sim_rank *r, int step, int i, const et_step_event *e, const double *load,
+                      sg_comm_t *comms);
 json_t *sim_moe_results(const sim_world *w);
 
 /* Creates the actor of every rank. */

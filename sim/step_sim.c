@@ -106,7 +106,7 @@ static int expert_groups(sim_world *w)
     return 0;
 }
 
-/* Every pipeline stage's graph, buckets, op classes, clipping times and bucket algorithms. */
+/* Every pipeline stage's graph, buckets, op classes, step schedule, clipping times and bucket algorithms. */
 static int build_stages(sim_world *w, json_t **result)
 {
     const et_scenario *s = w->s;
@@ -123,6 +123,9 @@ static int build_stages(sim_world *w, json_t **result)
         stage->algo = calloc((size_t)stage->n_buckets + 1, sizeof *stage->algo);
         if (!stage->clip || !stage->algo || et_op_classes_build(&stage->graph, &stage->classes))
             return fail_as(result, ET_ERROR_MEMORY, "out of memory for %s", "bucket plans");
+        if (et_step_schedule_build(s, &stage->classes, st, stage->buckets, stage->n_buckets,
+                                   s->parallel.overlap && !w->o->force_no_overlap, &stage->schedule, &err))
+            return fail_as(result, err.code, "%s", err.text);
         for (int k = 0; k < stage->n_buckets; k++) {
             stage->clip[k] = et_bucket_clip_time(s, stage->buckets[k].bytes);
             const et_comm_group group = et_bucket_group(s, &stage->buckets[k], &w->dp);
@@ -154,12 +157,9 @@ static int build_groups(sim_world *w, int merge, json_t **result)
         grp->latest = malloc(sizeof(double) * records);
         grp->coll_start = calloc(records, sizeof(double));
         grp->coll_end = calloc(records, sizeof(double));
-        grp->announced = calloc((size_t)w->steps, sizeof(int));
-        grp->announce_gate = sg_sem_init(0);
         grp->bucket_announced = calloc(records, sizeof(int));
         grp->bucket_gate = sg_sem_init(0);
-        if (!grp->latest || !grp->coll_start || !grp->coll_end || !grp->announced || !grp->bucket_announced ||
-            flow_buffers(grp))
+        if (!grp->latest || !grp->coll_start || !grp->coll_end || !grp->bucket_announced || flow_buffers(grp))
             return fail_as(result, ET_ERROR_MEMORY, "out of memory for %s", "collective schedules");
         for (size_t i = 0; i < records; i++)
             grp->latest[i] = -INFINITY;
@@ -245,11 +245,6 @@ static int build_world(sim_world *w, json_t **result)
     const et_cluster *cl = &s->cluster;
     /* experts' all-to-alls as flows (sim_moe.c); their tensor ranks route differently, never merged */
     w->moe = s->model.moe.experts > 0 && s->parallel.expert > 1 && w->o->bench_sizes == 0;
-    if (w->moe && s->parallel.zero_stage >= 3)
-        return fail(
-            result, "%s",
-            "ZeRO-3 with experts' all-to-alls is not simulated (its parameter gathers under forward); "
-            "use --analytic or zero_stage 2");
     const int merge = t > 1 && !w->moe && !w->o->all_groups && s->simulation.straggler_sigma <= 0 &&
                       !cl->platform_file[0] && cl->n_faults == 0 && !cl->random_faults.set;
     w->n_groups = merge ? pp : pp * t;

@@ -1,0 +1,129 @@
+#include "phase_time.h"
+
+#include <math.h>
+
+#include "moe.h"
+#include "schedule.h"
+
+double et_bucket_comm_time(const et_scenario *s, const et_comm_group *dp, double bytes, et_coll_algo *chosen)
+{
+    if (et_scenario_reduce_scatters_gradients(s)) {
+        if (chosen) *chosen = ET_COLL_RING;
+        return et_ring_reduce_scatter_time(dp, bytes);
+    }
+    return et_allreduce_time(dp, s->parallel.allreduce, bytes, chosen);
+}
+
+et_comm_group et_bucket_group(const et_scenario *s, const et_bucket *bucket, const et_comm_group *dp)
+{
+    return bucket->expert && s->parallel.expert > 1 ? et_ep_data_group(s) : *dp;
+}
+
+double et_bucket_clip_time(const et_scenario *s, double bytes)
+{
+    return et_kernel_time(&s->cluster.device, ET_FP32, 0, 3 * bytes / et_precision_bytes(s->precision),
+                          3 * bytes, 0, 0, 0);
+}
+
+double et_tp_comm_time(const et_comm_group *tp, et_op_kind kind, double bytes)
+{
+    switch (kind) {
+    case ET_OP_TP_ALLGATHER:
+        return et_ring_allgather_time(tp, bytes);
+    case ET_OP_TP_REDUCE_SCATTER:
+        return et_ring_reduce_scatter_time(tp, bytes);
+    default:
+        return et_ring_allreduce_time(tp, bytes);
+    }
+}
+
+/* Op j's compute seconds: its class's at the last timed shape, or from the cost model (c NULL). */
+static double op_compute(const et_scenario *s, const et_graph *g, int j, const et_batch_shape *b,
+                         const et_op_classes *c)
+{
+    return c ? c->class_time[c->class_of[j]] : et_op_time(&g->ops[j], b, &s->cluster.device, s->precision);
+}
+
+double et_op_seconds_balanced(const et_scenario *s, const et_graph *g, int i, const et_batch_shape *b,
+                              const et_op_classes *c, const et_comm_group *tp, double *tp_comm)
+{
+    const et_op *op = &g->ops[i];
+    if (op->kind == ET_OP_CP_RING) {
+        /* c - 1 steps, each hidden behind one chunk's share of the attention op before it */
+        const int cp_ranks = s->parallel.context;
+        et_comm_group cp = et_cp_group(s);
+        double step = et_ring_step_time(&cp, et_linear_eval(&op->bytes, b)), chunk = 0;
+        if (i > 0 && g->ops[i - 1].kind == ET_OP_ATTENTION) chunk = op_compute(s, g, i - 1, b, c) / cp_ranks;
+        if (tp_comm) *tp_comm += (cp_ranks - 1) * fmax(0, step - chunk);
+        return 0;
+    }
+    if (op->kind == ET_OP_EP_ALLTOALL) {
+        /* the busiest expert rank receives imbalance x the mean rows */
+        double t = et_moe_alltoall_time(s, et_linear_eval(&op->bytes, b)) * et_moe_imbalance(s, b);
+        if (tp_comm) *tp_comm += t;
+        return 0;
+    }
+    if (et_op_is_comm(op->kind)) {
+        double t = et_tp_comm_time(tp, op->kind, et_linear_eval(&op->bytes, b));
+        if (s->parallel.tp_overlap) {
+            /* split into chunks pipelined with the product it feeds (an all-gather: the next op) or drains
+             * (a reduce-scatter or all-reduce: the previous op), only what that product cannot hide shows */
+            int j = op->kind == ET_OP_TP_ALLGATHER ? i + 1 : i - 1;
+            if (j >= 0 && j < g->n_ops && g->ops[j].kind == ET_OP_GEMM && g->ops[j].phase == op->phase) {
+                double gemm = op_compute(s, g, j, b, c);
+                t = t > gemm ? t - gemm : 0;
+            }
+        }
+        if (tp_comm) *tp_comm += t;
+        return 0;
+    }
+    return op_compute(s, g, i, b, c);
+}
+
+static double op_seconds(const et_scenario *s, const et_graph *g, int i, const et_batch_shape *b,
+                         const et_op_classes *c, const et_comm_group *tp, double *tp_comm)
+{
+    const double t = et_op_seconds_balanced(s, g, i, b, c, tp, tp_comm);
+    /* every expert rank waits for the busiest at the next all-to-all */
+    return g->ops[i].expert ? t * et_moe_imbalance(s, b) : t;
+}
+
+double et_phase_time(const et_scenario *s, const et_graph *g, et_phase phase, const et_batch_shape *b,
+                     double *tp_comm)
+{
+    double t = 0, kernels = 0;
+    et_comm_group tp = et_tp_group(s);
+    for (int i = 0; i < g->n_ops; i++)
+        if (g->ops[i].phase == phase) {
+            t += op_seconds(s, g, i, b, NULL, &tp, tp_comm);
+            kernels += et_op_launches(&g->ops[i], b);
+        }
+    return et_host_bound(t, kernels, s->host.per_kernel);
+}
+
+double et_phase_time_of(const et_scenario *s, const et_op_classes *c, et_phase phase, const et_batch_shape *b,
+                        double *tp_comm)
+{
+    double kernels = 0, t = et_op_classes_plain(c, phase, &kernels);
+    et_comm_group tp = et_tp_group(s);
+    for (int j = 0; j < c->n_special[phase]; j++) {
+        const int i = c->special[phase][j];
+        t += op_seconds(s, c->graph, i, b, c, &tp, tp_comm);
+        kernels += et_op_launches(&c->graph->ops[i], b);
+    }
+    return et_host_bound(t, kernels, s->host.per_kernel);
+}
+
+double et_pipeline_send_time(const et_scenario *s, const et_batch_shape *b)
+{
+    if (s->parallel.pipeline <= 1) return 0;
+    const et_cluster *c = &s->cluster;
+    double bytes = b->tokens * s->model.hidden * et_precision_bytes(s->precision) / s->parallel.tensor;
+    int stage_gpus = s->parallel.tensor * s->parallel.pipeline;
+    double bw = stage_gpus <= c->gpus_per_node
+                    ? et_cluster_nvlink_bandwidth(c)
+                    : c->nics_per_node * et_cluster_nic_bandwidth(c) / c->gpus_per_node;
+    double lat = stage_gpus <= c->gpus_per_node ? c->intra_node_latency : c->nic_latency + c->switch_latency;
+    return (lat + bytes / bw) *
+           et_pipeline_sends_per_micro_batch(s->parallel.pipeline, s->parallel.virtual_pipeline);
+}

@@ -1,0 +1,52 @@
+/* phase_time: the seconds of the pieces a training step is made of, from the cost model: an op (its
+ * compute, or the blocking communication it stands for), a phase of one micro-batch, a pipeline send, one
+ * gradient bucket's collective and clipping kernel. The step schedule (step_schedule.h) places them; the
+ * analytic model and the simulator both read them from here.
+ *
+ * Contract: pure functions of the scenario, the graph (or its op classes timed at the shape given,
+ * et_op_classes_times) and the batch shape; nothing is allocated. */
+#ifndef ET_PHASE_TIME_H
+#define ET_PHASE_TIME_H
+
+#include "buckets.h"
+#include "collectives.h"
+#include "graph.h"
+#include "op_classes.h"
+#include "scenario.h"
+
+/* Collective time of one gradient bucket under the scenario's data parallelism and ZeRO stage. */
+double et_bucket_comm_time(const et_scenario *s, const et_comm_group *dp, double bytes, et_coll_algo *chosen);
+/* The group a bucket is reduced over: the ranks holding the same experts for an expert bucket under expert
+ * parallelism (et_ep_data_group), else the data-parallel one (dp, as given). */
+et_comm_group et_bucket_group(const et_scenario *s, const et_bucket *bucket, const et_comm_group *dp);
+
+/* Time of the clipping kernel of one bucket: read for the norm, then read and write to scale. */
+double et_bucket_clip_time(const et_scenario *s, double bytes);
+
+/* Op i's seconds at the rank's own (balanced) rows, from its class (c timed at b) or the cost model (c
+ * NULL). A communication op (tensor-parallel collective, experts' all-to-all, ring attention's exchange)
+ * returns 0 and adds what of it blocks compute to *tp_comm (when not NULL): with tp_overlap, what the GEMM
+ * it feeds or drains cannot hide; an all-to-all at the busiest expert rank's rows. */
+double et_op_seconds_balanced(const et_scenario *s, const et_graph *g, int i, const et_batch_shape *b,
+                              const et_op_classes *c, const et_comm_group *tp, double *tp_comm);
+
+/* Sum of op times of a phase for one micro-batch (expert ops at the busiest expert rank's rows);
+ * communication is added to *tp_comm as et_op_seconds_balanced does; a host slower than the device bounds
+ * the compute (schedule.h). */
+double et_phase_time(const et_scenario *s, const et_graph *g, et_phase phase, const et_batch_shape *b,
+                     double *tp_comm);
+
+/* The same from a graph's op classes timed at shape b (et_op_classes_times): the plain ops summed by
+ * class, the others (communication, experts' ops) one by one. */
+double et_phase_time_of(const et_scenario *s, const et_op_classes *c, et_phase phase, const et_batch_shape *b,
+                        double *tp_comm);
+
+/* Pipeline activation sends of one micro-batch in one direction, seconds (0 with one stage): one per model
+ * chunk boundary, so v with v virtual stages. */
+double et_pipeline_send_time(const et_scenario *s, const et_batch_shape *b);
+
+/* Seconds of one tensor-parallel collective op (all-reduce, all-gather or reduce-scatter of `bytes`, the
+ * full activation) on the tensor-parallel group, ring algorithm. */
+double et_tp_comm_time(const et_comm_group *tp, et_op_kind kind, double bytes);
+
+#endif

@@ -1,0 +1,324 @@
+#include "step_schedule.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "moe.h"
+#include "phase_time.h"
+#include "schedule.h"
+
+const char *const et_step_event_names[] = {"bubble",
+                                           "pass",
+                                           "send",
+                                           "backward done",
+                                           "parameter gathers",
+                                           "collective",
+                                           "gradients reduced",
+                                           "global norm",
+                                           "optimizer",
+                                           "ZeRO gather",
+                                           "compute",
+                                           "all-to-all",
+                                           "clip",
+                                           "bucket ready"};
+_Static_assert(sizeof et_step_event_names / sizeof *et_step_event_names == ET_STEP_BUCKET_READY + 1,
+               "a name for every step event kind");
+
+/* A growing array of events (or segments): -1 when out of memory. */
+static int push_event(et_step_event **a, int *n, int *cap, et_step_event e)
+{
+    if (*n == *cap) {
+        const int bigger = *cap ? 2 * *cap : 64;
+        et_step_event *p = realloc(*a, (size_t)bigger * sizeof *p);
+        if (!p) return -1;
+        *a = p, *cap = bigger;
+    }
+    (*a)[(*n)++] = e;
+    return 0;
+}
+
+typedef struct builder {
+    et_step_schedule *q;
+    int cap_events, cap_items, cap_segments, n_items;
+} builder;
+
+static int event(builder *b, et_step_event e)
+{
+    return push_event(&b->q->events, &b->q->n_events, &b->cap_events, e);
+}
+
+static int item(builder *b, et_step_event e)
+{
+    e.stream = ET_STREAM_COMPUTE;
+    return push_event(&b->q->items, &b->n_items, &b->cap_items, e);
+}
+
+/* Closes the segment [first, end) of `phase` and adds its compute item. */
+static int segment(builder *b, et_phase phase, int first, int end, int layer)
+{
+    et_step_schedule *q = b->q;
+    if (q->n_segments == b->cap_segments) {
+        const int bigger = b->cap_segments ? 2 * b->cap_segments : 64;
+        et_step_segment *p = realloc(q->segments, (size_t)bigger * sizeof *p);
+        if (!p) return -1;
+        q->segments = p, b->cap_segments = bigger;
+    }
+    q->segments[q->n_segments] = (et_step_segment){phase, first, end, layer};
+    return item(b,
+                (et_step_event){.kind = ET_STEP_COMPUTE, .segment = q->n_segments++, .bucket = -1, .op = -1});
+}
+
+/* Bucket k's clipping (when clipping per bucket) and readiness. */
+static int bucket_items(builder *b, int k, bool clip)
+{
+    if (clip && item(b, (et_step_event){.kind = ET_STEP_CLIP, .bucket = k, .op = -1})) return -1;
+    return item(b, (et_step_event){.kind = ET_STEP_BUCKET_READY, .bucket = k, .op = -1});
+}
+
+/* A pass's items: the phase's ops in graph order cut at each experts' all-to-all and, for the last backward,
+ * where each bucket becomes ready. Only the ops that can cut or carry experts are visited: the classes'
+ * special ops of the phase (communication, experts' ops, in graph order) merged with the buckets' ready
+ * ops. */
+static int build_pass(builder *b, const et_scenario *s, const et_op_classes *c, et_step_pass pass,
+                      const et_bucket *buckets, int nb)
+{
+    et_step_schedule *q = b->q;
+    const et_graph *g = q->graph;
+    const et_phase phase = pass == ET_PASS_FORWARD ? ET_PHASE_FORWARD : ET_PHASE_BACKWARD;
+    const bool clip = s->optimizer.clip == ET_CLIP_PER_BUCKET;
+    const int *special = c->special[phase], n_special = c->n_special[phase];
+    /* buckets are cut in backward order; one whose op is not in backward, and those after it, are ready at
+     * the pass's end */
+    int cuts = 0;
+    while (pass == ET_PASS_LAST_BACKWARD && cuts < nb && buckets[cuts].ready_op >= 0 &&
+           buckets[cuts].ready_op < g->n_ops && c->phase_of[buckets[cuts].ready_op] == phase &&
+           (cuts == 0 || buckets[cuts].ready_op >= buckets[cuts - 1].ready_op))
+        cuts++;
+    q->pass_first[pass] = b->n_items;
+    q->segment_first[pass] = q->n_segments;
+    int first = 0, k = 0, j = 0, alltoalls = 0, layer = -1;
+    while (j < n_special || k < cuts) {
+        const int i = j < n_special ? special[j] : g->n_ops;
+        if (k < cuts && buckets[k].ready_op < i) { /* bucket k ready after its op, before the next special */
+            if (segment(b, phase, first, buckets[k].ready_op + 1, layer) || bucket_items(b, k, clip))
+                return -1;
+            first = buckets[k++].ready_op + 1, layer = -1;
+            continue;
+        }
+        const et_op *op = &g->ops[i];
+        j++;
+        if (op->kind == ET_OP_EP_ALLTOALL) {
+            /* dispatch then combine in forward; combine's gradient then dispatch's in backward: the first of
+             * each pair sends each rank's rows to the experts' ranks */
+            if (segment(b, phase, first, i, layer) ||
+                item(b, (et_step_event){.kind = ET_STEP_ALLTOALL,
+                                        .op = i,
+                                        .to_experts = alltoalls++ % 2 == 0,
+                                        .bucket = -1}))
+                return -1;
+            q->has_alltoall = true;
+            first = i + 1, layer = -1;
+            continue;
+        }
+        if (op->expert) layer = op->layer;
+        while (k < cuts && buckets[k].ready_op == i) {
+            if (segment(b, phase, first, i + 1, layer) || bucket_items(b, k++, clip)) return -1;
+            first = i + 1, layer = -1;
+        }
+    }
+    if (segment(b, phase, first, g->n_ops, layer)) return -1;
+    for (k = cuts; pass == ET_PASS_LAST_BACKWARD && k < nb; k++)
+        if (bucket_items(b, k, clip)) return -1;
+    q->pass_items[pass] = b->n_items - q->pass_first[pass];
+    q->pass_segments[pass] = q->n_segments - q->segment_first[pass];
+    return 0;
+}
+
+static int pass_events(builder *b, int micro, et_step_pass pass)
+{
+    return event(
+               b,
+               (et_step_event){.kind = ET_STEP_PASS, .micro = micro, .pass = pass, .bucket = -1, .op = -1}) ||
+           event(b,
+                 (et_step_event){.kind = ET_STEP_SEND, .micro = micro, .pass = pass, .bucket = -1, .op = -1});
+}
+
+static int step_event(builder *b, et_step_event_kind kind, et_step_stream stream)
+{
+    return event(
+        b, (et_step_event){.kind = kind, .stream = stream, .micro = -1, .bucket = -1, .op = -1, .wait = -1});
+}
+
+/* The compute stream's micro-batches in 1F1B order (Narayanan et al. 2021, fig. 4): a stage `warm` deep runs
+ * that many forwards first, then one forward and one backward at a time, then the remaining backwards; the
+ * bubble's fill share before the first forward, its drain share after the last. */
+static int micro_batch_events(builder *b, const et_scenario *s, int stage)
+{
+    const int m = (int)s->batch.grad_accum, p = s->parallel.pipeline;
+    const int warm = p - stage - 1 < m ? p - stage - 1 : m;
+    const double fill = p > 1 ? (double)stage / (p - 1) : 0;
+    const et_step_event bubble_fill = {
+        .kind = ET_STEP_BUBBLE, .share = fill, .micro = -1, .bucket = -1, .op = -1};
+    et_step_event bubble_drain = bubble_fill;
+    bubble_drain.share = p > 1 ? 1 - fill : 0;
+    if (event(b, bubble_fill)) return -1;
+    for (int i = 0; i < warm; i++)
+        if (pass_events(b, i, ET_PASS_FORWARD)) return -1;
+    if (warm == m && event(b, bubble_drain)) return -1;
+    for (int k = 0; k < m - warm; k++) {
+        if (pass_events(b, warm + k, ET_PASS_FORWARD)) return -1;
+        if (warm + k == m - 1 && event(b, bubble_drain)) return -1;
+        if (k < m - 1 && pass_events(b, k, ET_PASS_BACKWARD)) return -1;
+    }
+    for (int k = m - warm; k < m - 1; k++)
+        if (pass_events(b, k, ET_PASS_BACKWARD)) return -1;
+    return pass_events(b, m - 1, ET_PASS_LAST_BACKWARD);
+}
+
+static int build_events(builder *b, const et_scenario *s, int stage, int nb)
+{
+    et_step_schedule *q = b->q;
+    const bool dp = et_scenario_grad_ranks(s) > 1;
+    if (dp && s->parallel.zero_stage >= 3 && step_event(b, ET_STEP_PARAM_GATHERS, ET_STREAM_COMM)) return -1;
+    if (micro_batch_events(b, s, stage)) return -1;
+    q->backward_done = q->n_events;
+    if (step_event(b, ET_STEP_BACKWARD_DONE, ET_STREAM_COMPUTE)) return -1;
+    for (int k = 0; k < nb && dp; k++) {
+        et_step_event e = {
+            .kind = ET_STEP_COLLECTIVE, .stream = ET_STREAM_COMM, .micro = -1, .bucket = k, .op = -1};
+        e.wait = q->overlap ? -1 : q->backward_done;
+        if (event(b, e)) return -1;
+    }
+    if (step_event(b, ET_STEP_GRADS_REDUCED, ET_STREAM_COMPUTE)) return -1;
+    if (dp && s->optimizer.clip == ET_CLIP_AFTER_ALLREDUCE &&
+        step_event(b, ET_STEP_GLOBAL_NORM, ET_STREAM_COMPUTE))
+        return -1;
+    if (step_event(b, ET_STEP_OPTIMIZER, ET_STREAM_COMPUTE)) return -1;
+    if (dp && et_scenario_gathers_parameters(s) && step_event(b, ET_STEP_ZERO_GATHER, ET_STREAM_COMPUTE))
+        return -1;
+    return 0;
+}
+
+int et_step_schedule_build(const et_scenario *s, const et_op_classes *c, int stage, const et_bucket *buckets,
+                           int nb, bool overlap, et_step_schedule *q, et_error *err)
+{
+    memset(q, 0, sizeof *q);
+    q->graph = c->graph;
+    q->stage = stage;
+    q->micro_batches = (int)s->batch.grad_accum;
+    q->n_buckets = nb;
+    q->overlap = overlap;
+    builder b = {.q = q};
+    if (build_pass(&b, s, c, ET_PASS_FORWARD, buckets, nb) ||
+        build_pass(&b, s, c, ET_PASS_BACKWARD, buckets, nb) ||
+        build_pass(&b, s, c, ET_PASS_LAST_BACKWARD, buckets, nb) || build_events(&b, s, stage, nb)) {
+        et_step_schedule_free(q);
+        return et_error_set_code(err, ET_ERROR_MEMORY, NULL, 0, 0, NULL,
+                                 "out of memory for the step schedule");
+    }
+    return 0;
+}
+
+void et_step_schedule_free(et_step_schedule *q)
+{
+    free(q->events);
+    free(q->items);
+    free(q->segments);
+    memset(q, 0, sizeof *q);
+}
+
+/* Op i's share of a segment: compute at the balanced rows, the expert part, blocking communication. */
+static void add_op(const et_scenario *s, const et_graph *g, int i, const et_batch_shape *b,
+                   const et_op_classes *c, const et_comm_group *tp, et_segment_time *t)
+{
+    double comm = 0;
+    const double dt = et_op_seconds_balanced(s, g, i, b, c, tp, &comm);
+    t->compute += dt;
+    if (g->ops[i].expert) t->expert += dt;
+    t->comm += comm;
+    if (g->ops[i].kind == ET_OP_CP_RING) t->exchange += comm;
+}
+
+void et_step_time_pass(const et_step_schedule *q, const et_scenario *s, et_op_classes *c, et_step_pass p,
+                       const et_batch_shape *b, et_segment_time *t)
+{
+    const et_graph *g = q->graph;
+    const et_step_segment *seg = q->segments + q->segment_first[p];
+    const int n = q->pass_segments[p];
+    const et_phase phase = seg[0].phase;
+    const et_comm_group tp = et_tp_group(s);
+    memset(t, 0, (size_t)n * sizeof *t);
+    double kernels = 0;
+    if (n == 1 && q->pass_items[p] == 1) {
+        /* one segment, the whole phase: its plain ops summed by class, the others one by one */
+        t[0].compute = et_op_classes_plain(c, phase, &kernels);
+        for (int j = 0; j < c->n_special[phase]; j++) {
+            const int i = c->special[phase][j];
+            add_op(s, g, i, b, c, &tp, &t[0]);
+            kernels += et_op_launches(&g->ops[i], b);
+        }
+    } else {
+        int j = 0;
+        for (int i = 0; i < g->n_ops; i++) {
+            if (c->phase_of[i] != phase) continue;
+            if (g->ops[i].kind == ET_OP_EP_ALLTOALL) { /* an item of its own */
+                kernels += et_op_launches(&g->ops[i], b);
+                continue;
+            }
+            while (j < n - 1 && i >= seg[j].end_op)
+                j++;
+            if (c->plain[i]) { /* the compact arrays only: a walk over the large ops is most of its cost */
+                t[j].compute += c->class_time[c->class_of[i]];
+                kernels += c->class_kernels[c->class_of[i]];
+            } else {
+                add_op(s, g, i, b, c, &tp, &t[j]);
+                kernels += et_op_launches(&g->ops[i], b);
+            }
+        }
+    }
+    /* a host slower than the device stretches the pass's compute evenly */
+    const double imbalance = et_moe_imbalance(s, b);
+    double total = 0;
+    for (int j = 0; j < n; j++)
+        total += t[j].compute + t[j].expert * (imbalance - 1);
+    const double bound = et_host_bound(total, kernels, s->host.per_kernel);
+    if (bound > total && total > 0)
+        for (int j = 0; j < n; j++)
+            t[j].compute *= bound / total, t[j].expert *= bound / total;
+}
+
+double et_segment_seconds(const et_segment_time *t, double load)
+{
+    return t->compute + t->expert * (load - 1) + t->comm;
+}
+
+double et_step_alltoall_seconds(const et_scenario *s, const et_graph *g, int op, const et_batch_shape *b)
+{
+    const et_comm_group tp = et_tp_group(s);
+    double t = 0;
+    et_op_seconds_balanced(s, g, op, b, NULL, &tp, &t);
+    return t;
+}
+
+/* A pass's seconds from its timed segments, at the expected imbalance. */
+static double pass_seconds(const et_step_schedule *q, const et_scenario *s, et_step_pass p,
+                           const et_batch_shape *b, const et_segment_time *t)
+{
+    const double imbalance = et_moe_imbalance(s, b);
+    double sum = 0;
+    for (int j = 0; j < q->pass_items[p]; j++) {
+        const et_step_event *e = &q->items[q->pass_first[p] + j];
+        if (e->kind == ET_STEP_COMPUTE)
+            sum += et_segment_seconds(&t[e->segment], imbalance);
+        else if (e->kind == ET_STEP_ALLTOALL)
+            sum += et_step_alltoall_seconds(s, q->graph, e->op, b);
+    }
+    return sum;
+}
+
+double et_step_micro_batch_seconds(const et_step_schedule *q, const et_scenario *s, const et_batch_shape *b,
+                                   const et_segment_time *t)
+{
+    return pass_seconds(q, s, ET_PASS_FORWARD, b, t) + pass_seconds(q, s, ET_PASS_BACKWARD, b, t) +
+           2 * et_pipeline_send_time(s, b);
+}

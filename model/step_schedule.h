@@ -1,0 +1,136 @@
+/* step_schedule: one rank's training step as an ordered list of typed events, built once from the scenario,
+ * the stage's graph and its gradient buckets. It is the one place that decides the step's order (1F1B
+ * micro-batch order, where the pipeline bubble falls), what runs on which stream, what overlaps what and
+ * what waits for what. The analytic model (analytic.c) evaluates it with the closed forms; the simulator
+ * (sim/sim_actors.c) plays the same events as SimGrid executions and flows.
+ *
+ * Two streams. The compute stream runs, in order: the bubble's fill share, the micro-batches' forward and
+ * backward passes in 1F1B order (a stage p - 1 - stage micro-batches deep runs that many forwards first),
+ * each pass followed by its pipeline send, the bubble's drain share after the last forward, and the last
+ * micro-batch's backward, cut where gradient buckets become ready (each bucket's clipping kernel first when
+ * clipping per bucket); then the point where backward is done, a wait for the communication stream, the
+ * global-norm all-reduce, the optimizer and the ZeRO parameter all-gather. The communication stream runs
+ * ZeRO 3's parameter gathers (from the step's start, prefetched: no compute waits for them) and then one
+ * collective per bucket, each from when its bucket is ready on every rank of its group (with overlap off:
+ * from the end of backward) or when the previous collective ends, if later.
+ *
+ * A pass (forward, backward, or the last backward) is a list of items: compute segments (a run of the
+ * phase's ops in graph order, their blocking tensor-parallel and ring-attention communication included),
+ * each ended by an experts' all-to-all (every member of the expert-parallel group meets), a bucket's
+ * clipping and readiness, or the pass's end. Step events name the pass they run and the micro-batch.
+ *
+ * Contract: et_step_schedule_build fills *q from the stage graph's op classes (op_classes.h; free with
+ * et_step_schedule_free); the graph must outlive it. Fails with ET_ERROR_MEMORY only. et_step_time_pass times
+ * one pass's segments at a batch shape (the op classes timed at that shape); et_step_micro_batch_seconds is
+ * one micro-batch's forward and backward with their blocking communication and sends, the bubble's unit. */
+#ifndef ET_STEP_SCHEDULE_H
+#define ET_STEP_SCHEDULE_H
+
+#include <stdbool.h>
+
+#include "buckets.h"
+#include "et_error.h"
+#include "graph.h"
+#include "op_classes.h"
+#include "scenario.h"
+
+typedef enum et_step_stream { ET_STREAM_COMPUTE, ET_STREAM_COMM } et_step_stream;
+
+typedef enum et_step_pass {
+    ET_PASS_FORWARD,
+    ET_PASS_BACKWARD,
+    ET_PASS_LAST_BACKWARD,
+    ET_PASSES
+} et_step_pass;
+
+typedef enum et_step_event_kind {
+    /* the step's events */
+    ET_STEP_BUBBLE,        /* compute: `share` of the stage's 1F1B bubble */
+    ET_STEP_PASS,          /* compute: pass `pass` of micro-batch `micro` (its items, below) */
+    ET_STEP_SEND,          /* compute: the pipeline send after pass `pass` of micro-batch `micro` */
+    ET_STEP_BACKWARD_DONE, /* compute: a point, the last backward (and its send) has ended */
+    ET_STEP_PARAM_GATHERS, /* comm: ZeRO 3's parameter all-gathers, two per micro-batch, from the start */
+    ET_STEP_COLLECTIVE, /* comm: bucket `bucket`'s reduction, after event `wait` and the stream's previous */
+    ET_STEP_GRADS_REDUCED, /* compute: waits for the communication stream's last event */
+    ET_STEP_GLOBAL_NORM,   /* compute: the gradients' norm, one value all-reduced over the data-parallel ranks
+                            */
+    ET_STEP_OPTIMIZER,     /* compute */
+    ET_STEP_ZERO_GATHER,   /* compute waits: the updated parameters all-gathered (ZeRO, distributed optimizer)
+                            */
+    /* a pass's items */
+    ET_STEP_COMPUTE,      /* segment `segment`'s ops */
+    ET_STEP_ALLTOALL,     /* the experts' all-to-all op `op`, toward the experts when `to_experts` */
+    ET_STEP_CLIP,         /* bucket `bucket`'s clipping kernel */
+    ET_STEP_BUCKET_READY, /* a point: bucket `bucket`'s gradients are final on this rank */
+} et_step_event_kind;
+
+extern const char *const et_step_event_names[]; /* by kind: "bubble", "pass", ... */
+
+typedef struct et_step_event {
+    et_step_event_kind kind;
+    et_step_stream stream;
+    int micro;         /* PASS, SEND: the micro-batch (0 .. grad_accum - 1) */
+    et_step_pass pass; /* PASS, SEND */
+    int segment;       /* COMPUTE: index into the schedule's segments */
+    int op;            /* ALLTOALL: its graph op */
+    bool to_experts; /* ALLTOALL: dispatch and combine's gradient (each rank's rows to the experts' ranks) */
+    int bucket;      /* COLLECTIVE, CLIP, BUCKET_READY */
+    double share;    /* BUBBLE: of the stage's bubble (fill: stage / (p - 1), drain: the rest) */
+    int wait;        /* COLLECTIVE: the compute-stream event it waits for (index into events; the bucket's
+                        BUCKET_READY is an item, so -1 then: the bucket's readiness) */
+} et_step_event;
+
+/* A run of one phase's ops, [first_op, end_op) in graph order, ops of other phases and all-to-alls left out.
+ */
+typedef struct et_step_segment {
+    et_phase phase;
+    int first_op, end_op;
+    int expert_layer; /* the layer of its expert ops (whose rows the routing draws), -1 when none */
+} et_step_segment;
+
+typedef struct et_step_schedule {
+    const et_graph *graph;
+    int stage, micro_batches, n_buckets;
+    et_step_event *events; /* the step, both streams, in order */
+    int n_events;
+    et_step_event *items; /* the passes' items: pass p's are items[pass_first[p] .. + pass_items[p]] */
+    int pass_first[ET_PASSES], pass_items[ET_PASSES];
+    et_step_segment *segments;
+    int n_segments;
+    int segment_first[ET_PASSES], pass_segments[ET_PASSES]; /* each pass's segments, consecutive */
+    bool overlap;      /* collectives from their bucket's readiness (else from the end of backward) */
+    bool has_alltoall; /* some pass meets the expert-parallel group */
+    int backward_done; /* index of the ET_STEP_BACKWARD_DONE event */
+} et_step_schedule;
+
+int et_step_schedule_build(const et_scenario *s, const et_op_classes *c, int stage, const et_bucket *buckets,
+                           int nb, bool overlap, et_step_schedule *q, et_error *err);
+void et_step_schedule_free(et_step_schedule *q);
+
+/* One segment's seconds at a batch shape: `compute` (every op at the rank's own, balanced rows, experts'
+ * included), `expert` (the part of compute in expert ops, which a rank's routed rows scale: moe.h), `comm`
+ * (blocking communication: tensor-parallel collectives, ring attention's exchanges) and of it `exchange`
+ * (ring attention's). A host slower than the device stretches compute by the pass's ratio (schedule.h's
+ * bound, decided on the pass's compute at the expected expert imbalance). */
+typedef struct et_segment_time {
+    double compute, expert, comm, exchange;
+} et_segment_time;
+
+/* Times pass p's segments at shape b into t[0 .. pass_segments[p]) (c, the graph's classes, timed at b). */
+void et_step_time_pass(const et_step_schedule *q, const et_scenario *s, et_op_classes *c, et_step_pass p,
+                       const et_batch_shape *b, et_segment_time *t);
+
+/* The seconds of a segment with its experts at `load` times the balanced rows (the expected imbalance in the
+ * analytic model, the drawn one in the simulator), blocking communication included. */
+double et_segment_seconds(const et_segment_time *t, double load);
+
+/* An all-to-all item's closed form at shape b: the busiest expert rank's rows (moe.h). */
+double et_step_alltoall_seconds(const et_scenario *s, const et_graph *g, int op, const et_batch_shape *b);
+
+/* One micro-batch's forward and backward at shape b (experts at the expected imbalance, all-to-alls by
+ * their closed forms, blocking communication and both pipeline sends included): the bubble's unit. t holds
+ * the forward and backward passes' segments timed at b (et_step_time_pass), at their schedule indices. */
+double et_step_micro_batch_seconds(const et_step_schedule *q, const et_scenario *s, const et_batch_shape *b,
+                                   const et_segment_time *t);
+
+#endif
