@@ -8,9 +8,10 @@
 #ifndef ET_COLLECTIVE_BENCH_H
 #define ET_COLLECTIVE_BENCH_H
 
-#include <jansson.h>
 #include <stdio.h>
 
-int collective_bench_print(FILE *out, const json_t *result, double tolerance);
+#include "sim_result.h"
+
+int collective_bench_print(FILE *out, const sim_result *result, double tolerance);
 
 #endif

@@ -115,15 +115,15 @@ typedef struct side {
     double step, compute, exposed, idle, factor, mfu;
 } side;
 
-static side summarize(const et_scenario *s, const et_estimate *e, const json_t *sim)
+static side summarize(const et_scenario *s, const et_estimate *e, const sim_result *sim)
 {
     side x;
     if (sim) {
-        x.step = report_num(json_object_get(sim, "step_time_s"), "mean");
-        x.compute = report_num(sim, "compute_s");
-        x.exposed = report_num(sim, "exposed_comm_s");
-        x.idle = report_num(sim, "idle_s");
-        x.factor = report_num(sim, "straggler_factor");
+        x.step = sim->step.mean;
+        x.compute = sim->compute;
+        x.exposed = sim->exposed_comm;
+        x.idle = sim->idle;
+        x.factor = sim->straggler_factor;
     } else {
         x.step = e->step_time;
         x.compute = e->compute + e->optimizer;
@@ -231,7 +231,7 @@ static void print_layers(FILE *out, int n, const et_scenario *const *s)
 }
 
 void compare_print_many(FILE *out, int n, const et_scenario *const *s, const et_estimate *const *e,
-                        const json_t *const *sim, const json_t *const *docs)
+                        const sim_result *const *sim, const json_t *const *docs)
 {
     if (n > COMPARE_MAX) n = COMPARE_MAX;
     side x[COMPARE_MAX];

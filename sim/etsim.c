@@ -168,7 +168,7 @@ int etsim_check_outputs(const options *o, const et_scenario *s)
 static int collective_main(options *o, const et_scenario *s)
 {
     et_error err;
-    json_t *sim = NULL;
+    sim_result sim;
     double sizes[64];
     int n = 0;
     for (double b = (double)o->min_bytes; b <= (double)o->max_bytes && n < 64; b *= (double)o->step_factor)
@@ -177,29 +177,47 @@ static int collective_main(options *o, const et_scenario *s)
     o->sim.bench_bytes = sizes;
     o->sim.bench_op = o->collective;
     int rc = sim_run(s, &o->sim, &sim, &err);
-    if (rc) etsim_print_error(&err);
-    /* the JSON holds the measurements whatever the verdict */
-    if (sim) json_object_set_new(sim, "format_version", json_integer(REPORT_FORMAT_VERSION));
-    if (!rc && o->json_out && et_atomic_write_json(o->json_out, sim, &err)) {
+    if (rc) {
         etsim_print_error(&err);
-        rc = et_error_exit_status(&err);
+        return et_error_exit_status(&err);
     }
-    if (!rc) rc = collective_bench_print(stdout, sim, 0.02) ? 4 : 0;
-    json_decref(sim);
+    /* the JSON holds the measurements whatever the verdict */
+    if (o->json_out) {
+        json_t *j = sim_result_json(s, &sim);
+        if (j) json_object_set_new(j, "format_version", json_integer(REPORT_FORMAT_VERSION));
+        if (!j || et_atomic_write_json(o->json_out, j, &err)) {
+            if (j)
+                etsim_print_error(&err);
+            else
+                fputs("etsim: error: out of memory building the JSON report\n", stderr);
+            rc = j ? et_error_exit_status(&err) : 1;
+        }
+        json_decref(j);
+    }
+    if (!rc) rc = collective_bench_print(stdout, &sim, 0.02) ? 4 : 0;
+    sim_result_free(&sim);
     return rc;
 }
 
-/* One scenario's outputs beside its printed report: the JSON report and the CSV tables; an exit status. */
-static int write_reports(const options *o, const et_scenario *s, const et_estimate *e, json_t *sim)
+/* One scenario's outputs beside its printed report: the JSON report (its simulation section written from
+ * what the simulation measured, when it ran) and the CSV tables; an exit status. */
+static int write_reports(const options *o, const et_scenario *s, const et_estimate *e, const sim_result *sim)
 {
     et_error err;
     int rc = 0;
+    json_t *section = NULL;
+    if (sim && (o->json_out || o->csv_prefix)) {
+        section = report_json_simulation(s, e, sim);
+        if (!section) {
+            fputs("etsim: error: out of memory building the JSON report\n", stderr);
+            return 1;
+        }
+    }
     if (o->json_out) {
         json_t *j = report_json_analytic(s, e);
-        if (j && sim) {
+        if (j && section) {
             json_object_set_new(j, "engine", json_string("simgrid"));
-            json_object_set(j, "simulation", sim);
-            json_object_set_new(sim, "headline", report_sim_headline(s, e, sim));
+            json_object_set(j, "simulation", section);
         }
         if (!j || et_atomic_write_json(o->json_out, j, &err)) {
             if (j)
@@ -210,10 +228,11 @@ static int write_reports(const options *o, const et_scenario *s, const et_estima
         }
         json_decref(j);
     }
-    if (o->csv_prefix && report_csv_write(o->csv_prefix, s, sim, &err)) {
+    if (o->csv_prefix && report_csv_write(o->csv_prefix, s, section, &err)) {
         etsim_print_error(&err);
         rc = et_error_exit_status(&err);
     }
+    json_decref(section);
     return rc;
 }
 
@@ -256,7 +275,7 @@ int main(int argc, char **argv)
         et_scenario_free(&s);
         return rc;
     }
-    json_t *sim = NULL;
+    sim_result sim = {0};
     /* the simulation runs in a child process: start it first and compute the analytic estimate meanwhile */
     o.sim.progress = !o.analytic && !o.quiet && isatty(2);
     sim_child child;
@@ -267,42 +286,43 @@ int main(int argc, char **argv)
         return et_error_exit_status(&err);
     }
     faults_runs faults = {0};
+    et_error ignored;
     if (early && faults_runs_start(&s, &o.sim, &faults, &err)) {
         etsim_print_error(&err);
-        if (!sim_finish(&child, &s, &sim, &err)) json_decref(sim);
+        if (!sim_finish(&child, &s, &sim, &ignored)) sim_result_free(&sim);
         et_scenario_free(&s);
         return et_error_exit_status(&err);
     }
     et_estimate e;
     if (et_analytic_estimate(&s, &e, &err)) {
         etsim_print_error(&err);
-        if (early && !sim_finish(&child, &s, &sim, &err)) json_decref(sim);
-        faults_runs_finish(&faults, NULL, &err);
+        if (early && !sim_finish(&child, &s, &sim, &ignored)) sim_result_free(&sim);
+        faults_runs_finish(&faults, NULL, &ignored);
         et_scenario_free(&s);
         return et_error_exit_status(&err);
     }
     if (!o.analytic) {
         if (early ? sim_finish(&child, &s, &sim, &err) : sim_run_phases(&s, &o.sim, &sim, &err)) {
             etsim_print_error(&err);
-            faults_runs_finish(&faults, NULL, &err);
+            faults_runs_finish(&faults, NULL, &ignored);
             et_scenario_free(&s);
             return et_error_exit_status(&err);
         }
-        if (faults_runs_finish(&faults, sim, &err)) {
+        if (faults_runs_finish(&faults, &sim, &err)) {
             etsim_print_error(&err);
-            json_decref(sim);
+            sim_result_free(&sim);
             et_scenario_free(&s);
             return et_error_exit_status(&err);
         }
-        report_print_simulated(stdout, &s, &e, sim);
-        faults_report_print(stdout, sim);
+        report_print_simulated(stdout, &s, &e, &sim);
+        faults_report_print(stdout, &sim);
     } else {
         report_print_analytic(stdout, &s, &e);
     }
     json_decref(report_tensor_train(stdout, &s));
     if (o.top_ops > 0) report_print_top_ops(stdout, &s, (int)o.top_ops, o.top_ops_by_layer);
-    int rc = write_reports(&o, &s, &e, sim);
-    json_decref(sim);
+    int rc = write_reports(&o, &s, &e, o.analytic ? NULL : &sim);
+    sim_result_free(&sim);
     if (!rc && !e.memory.fits) {
         fprintf(stderr,
                 "etsim: error: the plan does not fit: %.2f GiB per GPU needed, %s has %.2f GiB (try ZeRO, "

@@ -30,7 +30,8 @@ int etsim_compare_main(options *o)
     et_scenario sc[COMPARE_MAX];
     memset(sc, 0, sizeof sc); /* read only once loaded, but the compiler cannot follow that */
     et_estimate est[COMPARE_MAX];
-    json_t *sims[COMPARE_MAX] = {NULL};
+    sim_result sims[COMPARE_MAX];
+    memset(sims, 0, sizeof sims);
     json_t *docs[COMPARE_MAX] = {NULL};
     int loaded = 0, rc = 0;
     /* every scenario loaded before the outputs are checked: their files are inputs too (input_files.h) */
@@ -57,9 +58,10 @@ int etsim_compare_main(options *o)
     if (!rc) {
         const et_scenario *ps[COMPARE_MAX];
         const et_estimate *pe[COMPARE_MAX];
-        const json_t *pj[COMPARE_MAX], *pd[COMPARE_MAX];
+        const sim_result *pj[COMPARE_MAX];
+        const json_t *pd[COMPARE_MAX];
         for (int i = 0; i < n; i++)
-            ps[i] = &sc[i], pe[i] = &est[i], pj[i] = sims[i], pd[i] = docs[i];
+            ps[i] = &sc[i], pe[i] = &est[i], pj[i] = o->analytic ? NULL : &sims[i], pd[i] = docs[i];
         compare_print_many(stdout, n, ps, pe, pj, pd);
     }
     if (!rc && o->json_out) {
@@ -67,10 +69,8 @@ int etsim_compare_main(options *o)
         json_t *list = json_array();
         for (int i = 0; i < n && list; i++) {
             json_t *j = report_json_analytic(&sc[i], &est[i]);
-            if (j && sims[i]) {
-                json_object_set(j, "simulation", sims[i]);
-                json_object_set_new(sims[i], "headline", report_sim_headline(&sc[i], &est[i], sims[i]));
-            }
+            if (j && !o->analytic)
+                json_object_set_new(j, "simulation", report_json_simulation(&sc[i], &est[i], &sims[i]));
             json_array_append_new(list, j);
         }
         json_t *j = json_pack("{s:s, s:i, s:o}", "tool", "etsim", "format_version", REPORT_FORMAT_VERSION,
@@ -82,7 +82,7 @@ int etsim_compare_main(options *o)
         json_decref(j);
     }
     for (int i = 0; i < loaded; i++) {
-        json_decref(sims[i]);
+        sim_result_free(&sims[i]);
         json_decref(docs[i]);
         et_scenario_free(&sc[i]);
     }

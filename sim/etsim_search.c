@@ -424,24 +424,24 @@ static int simulate_best(const options *o, const search_result *r, int k, double
             }
         }
         for (int i = 0; i < n; i++) {
-            json_t *sim = NULL;
-            int bad = 0;
+            sim_result sim = {0};
+            int bad = 0, ran = 0;
             if (started[i])
-                bad = sim_finish(&child[i], &c[i], &sim, &err);
+                bad = sim_finish(&child[i], &c[i], &sim, &err), ran = 1;
             else if (parsed[i] && !rc)
-                bad = sim_run_phases(&c[i], &o->sim, &sim, &err);
+                bad = sim_run_phases(&c[i], &o->sim, &sim, &err), ran = 1;
             if (bad && !rc) {
                 etsim_print_error(&err);
                 rc = et_error_exit_status(&err);
             }
-            if (sim && !rc) {
-                const double sim_step = report_num(json_object_get(sim, "step_time_s"), "mean");
+            if (ran && !bad && !rc) {
+                const double sim_step = sim.step.mean;
                 const int at = first + i;
                 if (simulated) simulated[at] = sim_step;
                 printf("%-21s %4d %14.4f %14.4f %20.3f\n", "", at + 1, r->best[at].step_s, sim_step,
                        r->best[at].step_s > 0 ? sim_step / r->best[at].step_s : 0);
             }
-            json_decref(sim);
+            sim_result_free(&sim);
             if (parsed[i]) et_scenario_free(&c[i]);
         }
     }

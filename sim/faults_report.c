@@ -2,12 +2,9 @@
 
 #include "faults.h"
 
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
-
-static double step_mean(const json_t *sim)
-{
-    return json_real_value(json_object_get(json_object_get(sim, "step_time_s"), "mean"));
-}
 
 int faults_runs_start(const et_scenario *s, const sim_options *o, faults_runs *runs, et_error *err)
 {
@@ -33,8 +30,9 @@ int faults_runs_start(const et_scenario *s, const sim_options *o, faults_runs *r
         return -1;
     }
     if (sim_start(&runs->slowest, &quiet, &runs->slowest_child, err)) {
-        json_t *j;
-        if (!sim_finish(&runs->healthy_child, &runs->healthy, &j, err)) json_decref(j);
+        sim_result r;
+        et_error ignored;
+        if (!sim_finish(&runs->healthy_child, &runs->healthy, &r, &ignored)) sim_result_free(&r);
         et_fabric_free(&runs->fabric);
         return -1;
     }
@@ -42,69 +40,67 @@ int faults_runs_start(const et_scenario *s, const sim_options *o, faults_runs *r
     return 0;
 }
 
-int faults_runs_finish(faults_runs *runs, json_t *sim, et_error *err)
+/* A fault's part, place, factor, bandwidth or speed left and effect. */
+static void part_of(const et_fabric_effect *e, sim_fault_part *p)
+{
+    p->part = (int)e->fault.part;
+    et_fault_describe(&e->fault, p->where, sizeof p->where);
+    p->factor = e->fault.factor;
+    p->fraction_left = e->fraction;
+    snprintf(p->effect, sizeof p->effect, "%s", e->text);
+}
+
+int faults_runs_finish(faults_runs *runs, sim_result *sim, et_error *err)
 {
     if (!runs->active) return 0;
     runs->active = 0;
-    json_t *healthy = NULL, *slowest = NULL;
+    sim_result healthy, slowest;
     int bad = sim_finish(&runs->healthy_child, &runs->healthy, &healthy, err);
     et_error second;
     if (sim_finish(&runs->slowest_child, &runs->slowest, &slowest, bad ? &second : err)) bad = 1;
     const et_fabric *f = &runs->fabric;
-    if (!bad && sim) {
-        json_t *parts = json_array();
-        for (int i = 0; i < f->n_effects; i++) {
-            char where[96];
-            const et_fabric_effect *e = &f->effects[i];
-            json_array_append_new(
-                parts, json_pack("{s:s, s:s, s:f, s:f, s:s}", "part", et_fault_part_names[e->fault.part],
-                                 "where", et_fault_describe(&e->fault, where, sizeof where), "factor",
-                                 e->fault.factor, "fraction_left", e->fraction, "effect", e->text));
+    sim_faults *out = sim ? &sim->faults : NULL;
+    if (!bad && out && f->n_effects > 0) {
+        out->parts = calloc((size_t)f->n_effects, sizeof *out->parts);
+        if (!out->parts) {
+            bad = 1;
+            et_error_set_code(err, ET_ERROR_MEMORY, NULL, 0, 0, NULL, "out of memory for the faults' report");
         }
-        const double given = step_mean(sim), base = step_mean(healthy), alone = step_mean(slowest);
-        json_t *out = json_pack("{s:i, s:o, s:f, s:f, s:f}", "count", f->n_effects, "parts", parts,
-                                "healthy_step_s", base, "step_s", given, "cost_s", given - base);
-        if (f->slowest >= 0) {
-            const et_fabric_effect *e = &f->effects[f->slowest];
-            char where[96];
-            json_object_set_new(out, "slowest",
-                                json_pack("{s:s, s:s, s:f, s:f, s:f}", "part",
-                                          et_fault_part_names[e->fault.part], "where",
-                                          et_fault_describe(&e->fault, where, sizeof where), "fraction_left",
-                                          e->fraction, "step_alone_s", alone, "cost_alone_s", alone - base));
-        }
-        json_object_set_new(sim, "faults", out);
     }
-    json_decref(healthy);
-    json_decref(slowest);
+    if (!bad && out && f->n_effects > 0) {
+        out->count = f->n_effects;
+        for (int i = 0; i < f->n_effects; i++)
+            part_of(&f->effects[i], &out->parts[i]);
+        out->step = sim->step.mean, out->healthy_step = healthy.step.mean;
+        out->cost = out->step - out->healthy_step;
+        if (f->slowest >= 0) {
+            out->has_slowest = true;
+            part_of(&f->effects[f->slowest], &out->slowest);
+            out->slowest_step_alone = slowest.step.mean;
+            out->slowest_cost_alone = slowest.step.mean - out->healthy_step;
+        }
+    }
+    sim_result_free(&healthy);
+    sim_result_free(&slowest);
     et_fabric_free(&runs->fabric);
     return bad ? -1 : 0;
 }
 
-void faults_report_print(FILE *out, const json_t *sim)
+void faults_report_print(FILE *out, const sim_result *sim)
 {
-    const json_t *f = json_object_get(sim, "faults");
-    if (!f) return;
-    const json_t *parts = json_object_get(f, "parts");
-    double cost = json_real_value(json_object_get(f, "cost_s")),
-           base = json_real_value(json_object_get(f, "healthy_step_s"));
+    const sim_faults *f = &sim->faults;
+    if (!f->count) return;
     fprintf(out,
-            "\nfaults       %lld part%s: the step takes %.2f ms, %.2f ms (%+.1f%%) more than on the healthy "
+            "\nfaults       %d part%s: the step takes %.2f ms, %.2f ms (%+.1f%%) more than on the healthy "
             "cluster\n",
-            json_integer_value(json_object_get(f, "count")),
-            json_integer_value(json_object_get(f, "count")) == 1 ? "" : "s",
-            json_real_value(json_object_get(f, "step_s")) * 1e3, cost * 1e3,
-            base > 0 ? 100 * cost / base : 0);
-    const json_t *slow = json_object_get(f, "slowest");
-    if (slow)
-        fprintf(out, "slowest part %s (%.0f%% left): alone it costs the step %.2f ms\n",
-                json_string_value(json_object_get(slow, "where")),
-                100 * json_real_value(json_object_get(slow, "fraction_left")),
-                json_real_value(json_object_get(slow, "cost_alone_s")) * 1e3);
-    size_t n = json_array_size(parts), shown = n < 8 ? n : 8;
-    for (size_t i = 0; i < shown; i++)
-        fprintf(out, "             %s\n",
-                json_string_value(json_object_get(json_array_get(parts, i), "effect")));
-    if (n > shown)
-        fprintf(out, "             ... and %zu more (the JSON report lists them all)\n", n - shown);
+            f->count, f->count == 1 ? "" : "s", f->step * 1e3, f->cost * 1e3,
+            f->healthy_step > 0 ? 100 * f->cost / f->healthy_step : 0);
+    if (f->has_slowest)
+        fprintf(out, "slowest part %s (%.0f%% left): alone it costs the step %.2f ms\n", f->slowest.where,
+                100 * f->slowest.fraction_left, f->slowest_cost_alone * 1e3);
+    const int shown = f->count < 8 ? f->count : 8;
+    for (int i = 0; i < shown; i++)
+        fprintf(out, "             %s\n", f->parts[i].effect);
+    if (f->count > shown)
+        fprintf(out, "             ... and %d more (the JSON report lists them all)\n", f->count - shown);
 }

@@ -7,12 +7,11 @@
  *
  * Contract: faults_runs_start() starts the two extra simulations when the scenario has faults (none
  * otherwise; returns -1 with *err when the fabric cannot be built or a child cannot start);
- * faults_runs_finish() waits for them and adds "faults" to `sim` (the simulation section of the scenario as
- * given); every started run must be finished. faults_report_print() prints the section, if any. */
+ * faults_runs_finish() waits for them and fills sim->faults (the simulation of the scenario as given); every
+ * started run must be finished. faults_report_print() prints the section, if any. */
 #ifndef ET_FAULTS_REPORT_H
 #define ET_FAULTS_REPORT_H
 
-#include <jansson.h>
 #include <stdio.h>
 
 #include "fabric.h"
@@ -26,7 +25,7 @@ typedef struct faults_runs {
 } faults_runs;
 
 int faults_runs_start(const et_scenario *s, const sim_options *o, faults_runs *runs, et_error *err);
-int faults_runs_finish(faults_runs *runs, json_t *sim, et_error *err);
-void faults_report_print(FILE *out, const json_t *sim);
+int faults_runs_finish(faults_runs *runs, sim_result *sim, et_error *err);
+void faults_report_print(FILE *out, const sim_result *sim);
 
 #endif

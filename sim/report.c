@@ -263,19 +263,39 @@ json_t *report_json_analytic_core(const et_scenario *s, const et_estimate *e)
                      "estimate", est, "caveats", report_json_caveats(s), "warnings", warnings);
 }
 
-json_t *report_sim_headline(const et_scenario *s, const et_estimate *e, const json_t *sim)
+report_headline report_sim_headline(const et_scenario *s, const et_estimate *e, const sim_result *sim)
 {
-    const double mean = report_num(json_object_get(sim, "step_time_s"), "mean");
+    const double mean = sim->step.mean;
     const int gpus = et_scenario_gpus(s);
     const double train = report_sim_train_time(e, sim), total = train + e->eval_time;
     const double flops_rate = mean > 0 ? e->model_flops_per_step / mean : 0;
-    return json_pack("{s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f}", "step_s", mean, "mfu",
-                     flops_rate / (gpus * s->cluster.device.peak_flops[s->precision]), "tflops_per_gpu",
-                     et_tflops_per_gpu(s, e->model_flops_per_step, mean), "samples_per_second",
-                     mean > 0 ? s->batch.global / mean : 0, "tokens_per_second",
-                     mean > 0 ? e->tokens_per_step / mean : 0, "train_s", train, "eval_s", e->eval_time,
-                     "time_to_train_s", total, "gpu_hours", et_gpu_hours(s, total),
-                     "time_to_train_with_failures_s", total * e->goodput.factor);
+    return (report_headline){.step = mean,
+                             .mfu = flops_rate / (gpus * s->cluster.device.peak_flops[s->precision]),
+                             .tflops_per_gpu = et_tflops_per_gpu(s, e->model_flops_per_step, mean),
+                             .samples_per_second = mean > 0 ? s->batch.global / mean : 0,
+                             .tokens_per_second = mean > 0 ? e->tokens_per_step / mean : 0,
+                             .train = train,
+                             .eval = e->eval_time,
+                             .time_to_train = total,
+                             .gpu_hours = et_gpu_hours(s, total),
+                             .time_to_train_with_failures = total * e->goodput.factor};
+}
+
+json_t *report_headline_json(const report_headline *h)
+{
+    return json_pack("{s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f}", "step_s", h->step, "mfu", h->mfu,
+                     "tflops_per_gpu", h->tflops_per_gpu, "samples_per_second", h->samples_per_second,
+                     "tokens_per_second", h->tokens_per_second, "train_s", h->train, "eval_s", h->eval,
+                     "time_to_train_s", h->time_to_train, "gpu_hours", h->gpu_hours,
+                     "time_to_train_with_failures_s", h->time_to_train_with_failures);
+}
+
+json_t *report_json_simulation(const et_scenario *s, const et_estimate *e, const sim_result *sim)
+{
+    json_t *section = sim_result_json(s, sim);
+    const report_headline h = report_sim_headline(s, e, sim);
+    if (section) json_object_set_new(section, "headline", report_headline_json(&h));
+    return section;
 }
 
 void report_print_header(FILE *out, const et_scenario *s, const et_estimate *e, const char *engine)
@@ -417,90 +437,73 @@ double report_num(const json_t *o, const char *key)
     return json_number_value(json_object_get(o, key));
 }
 
-double report_sim_train_time(const et_estimate *e, const json_t *sim)
+double report_sim_train_time(const et_estimate *e, const sim_result *sim)
 {
-    const json_t *phases = json_object_get(sim, "phases");
-    if (!phases || (int)json_array_size(phases) != e->n_phases)
-        return e->steps * report_num(json_object_get(sim, "step_time_s"), "mean");
+    if (sim->n_phases != e->n_phases || sim->n_phases == 0) return e->steps * sim->step.mean;
     double t = 0;
     for (int i = 0; i < e->n_phases; i++)
-        t += e->phases[i].steps *
-             report_num(json_object_get(json_array_get(phases, (size_t)i), "step_time_s"), "mean");
+        t += e->phases[i].steps * sim->phases[i].step.mean;
     return t;
 }
 
-void report_print_simulated(FILE *out, const et_scenario *s, const et_estimate *e, const json_t *sim)
+void report_print_simulated(FILE *out, const et_scenario *s, const et_estimate *e, const sim_result *sim)
 {
     report_print_header(out, s, e, "simgrid");
     report_print_memory(out, &e->memory);
-    const json_t *st = json_object_get(sim, "step_time_s");
-    double mean = report_num(st, "mean");
+    const double mean = sim->step.mean;
     /* a 99th percentile of fewer than 100 steps is their maximum: say so */
-    const int n_steps = (int)json_integer_value(json_object_get(sim, "simulated_steps"));
     fprintf(out, "\nsimulated    steps  mean[ms]  p50[ms]  %s  compute[ms]  exposed_comm[ms]  idle[ms]\n",
-            n_steps >= 100 ? "p99[ms]" : "max[ms]");
-    fprintf(out, "             %5d %9.2f %8.2f %8.2f %12.2f %17.2f %9.2f\n",
-            (int)json_integer_value(json_object_get(sim, "simulated_steps")), mean * 1e3,
-            report_num(st, "p50") * 1e3, report_num(st, "p99") * 1e3, report_num(sim, "compute_s") * 1e3,
-            report_num(sim, "exposed_comm_s") * 1e3, report_num(sim, "idle_s") * 1e3);
+            sim->simulated_steps >= 100 ? "p99[ms]" : "max[ms]");
+    fprintf(out, "             %5d %9.2f %8.2f %8.2f %12.2f %17.2f %9.2f\n", sim->simulated_steps, mean * 1e3,
+            sim->step.p50 * 1e3, sim->step.p99 * 1e3, sim->compute * 1e3, sim->exposed_comm * 1e3,
+            sim->idle * 1e3);
     fprintf(
         out,
         "balance      straggler factor max/mean compute %.3f simulated, %.3f sampled by the analytic model\n",
-        report_num(sim, "straggler_factor"), e->straggler_factor);
+        sim->straggler_factor, e->straggler_factor);
     fprintf(out,
             "analytic     step %.2f ms: compute %.2f ms, exposed communication %.2f ms, optimizer %.2f ms, "
             "stragglers %.2f ms\n",
             e->step_time * 1e3, e->compute * 1e3,
             (e->dp_comm_exposed + e->zero_gather + e->clip_allreduce) * 1e3, e->optimizer * 1e3,
             e->straggler_delay * 1e3);
-    const json_t *a2a = json_object_get(sim, "alltoall");
-    if (a2a)
+    if (sim->has_alltoall)
         fprintf(
             out,
             "experts      %.0f all-to-alls a step: %.2f ms per rank (closed form %.2f ms: balanced, nothing "
             "else on the links), waiting for expert peers %.2f ms (analytic %.2f ms in all)\n",
-            report_num(a2a, "per_step"), report_num(a2a, "time_s") * 1e3,
-            report_num(a2a, "closed_form_s") * 1e3, report_num(a2a, "wait_s") * 1e3, e->ep_comm * 1e3);
-    const json_t *buckets = json_object_get(sim, "buckets");
-    size_t nb = json_array_size(buckets);
-    if (nb && s->parallel.data > 1) {
+            sim->alltoall.per_step, sim->alltoall.time * 1e3, sim->alltoall.closed_form * 1e3,
+            sim->alltoall.wait * 1e3, e->ep_comm * 1e3);
+    if (sim->n_collectives && s->parallel.data > 1) {
         /* the largest bucket's collective, nccl-tests style */
-        const json_t *big = NULL;
-        for (size_t i = 0; i < nb; i++) {
-            const json_t *b = json_array_get(buckets, i);
-            if (!big || report_num(b, "bytes") > report_num(big, "bytes")) big = b;
-        }
+        const sim_collective_record *big = &sim->collectives[0];
+        for (int i = 1; i < sim->n_collectives; i++)
+            if (sim->collectives[i].bytes > big->bytes) big = &sim->collectives[i];
         fprintf(
             out,
             "\ncollective   size[MiB]  algorithm      time[us]  algbw[GB/s]  busbw[GB/s]  closed_form[us]\n");
-        fprintf(out, "             %9.1f  %-12s %10.1f %12.1f %12.1f %16.1f\n",
-                report_num(big, "bytes") / 1048576.0, json_string_value(json_object_get(big, "algorithm")),
-                report_num(big, "time_s") * 1e6, report_num(big, "algbw_GBps"), report_num(big, "busbw_GBps"),
-                report_num(big, "closed_form_s") * 1e6);
+        fprintf(out, "             %9.1f  %-12s %10.1f %12.1f %12.1f %16.1f\n", big->bytes / 1048576.0,
+                big->algorithm, big->time * 1e6, big->algbw_GBps, big->busbw_GBps, big->closed_form * 1e6);
     }
-    json_t *headline = report_sim_headline(s, e, sim);
-    const json_t *phases = json_object_get(sim, "phases");
-    if (phases) {
+    const report_headline headline = report_sim_headline(s, e, sim);
+    if (sim->n_phases) {
         fprintf(out,
                 "\nrank phases  from[%%]  rank  steps  simulated_step[ms]  analytic_step[ms]  parameters\n");
-        for (size_t i = 0; i < json_array_size(phases) && (int)i < e->n_phases; i++)
+        for (int i = 0; i < sim->n_phases && i < e->n_phases; i++)
             fprintf(out, "             %7.1f %5d %6lld %19.3f %18.3f %11.4g\n", 100 * e->phases[i].from,
-                    e->phases[i].rank, e->phases[i].steps,
-                    report_num(json_object_get(json_array_get(phases, i), "step_time_s"), "mean") * 1e3,
+                    e->phases[i].rank, e->phases[i].steps, sim->phases[i].step.mean * 1e3,
                     e->phases[i].step_time * 1e3, e->phases[i].params);
     }
     char a[32], b[32], c[32];
-    report_format_duration(a, sizeof a, report_num(headline, "train_s"));
+    report_format_duration(a, sizeof a, headline.train);
     report_format_duration(b, sizeof b, e->eval_time);
-    report_format_duration(c, sizeof c, report_num(headline, "time_to_train_s"));
-    fprintf(out, "\nthroughput   MFU %.1f%%, %.0f samples/s, %.0f tokens/s\n",
-            100 * report_num(headline, "mfu"), report_num(headline, "samples_per_second"),
-            report_num(headline, "tokens_per_second"));
+    report_format_duration(c, sizeof c, headline.time_to_train);
+    fprintf(out, "\nthroughput   MFU %.1f%%, %.0f samples/s, %.0f tokens/s\n", 100 * headline.mfu,
+            headline.samples_per_second, headline.tokens_per_second);
     fprintf(out, "time-to-train %lld steps: %s training + %s evaluation = %s\n", e->steps, a, b, c);
-    report_print_band(out, s, mean, report_num(headline, "time_to_train_s"));
-    report_print_goodput(out, s, &e->goodput, report_num(headline, "time_to_train_s"));
+    report_print_band(out, s, mean, headline.time_to_train);
+    report_print_goodput(out, s, &e->goodput, headline.time_to_train);
     report_print_energy(out, s, e);
-    json_decref(headline);
     report_print_caveats(out, s);
 }
 

@@ -11,6 +11,7 @@
 
 #include "analytic.h"
 #include "scenario.h"
+#include "sim_result.h"
 
 json_t *report_json_scenario(const et_scenario *s);
 json_t *report_json_estimate(const et_estimate *e);
@@ -18,9 +19,18 @@ json_t *report_json_analytic(const et_scenario *s, const et_estimate *e);
 json_t *report_json_analytic_core(const et_scenario *s, const et_estimate *e);
 /* What the prediction leaves out (model/caveats.h): a JSON array, and the text report's "left out" line. */
 json_t *report_json_caveats(const et_scenario *s);
-/* The simulated run's headline figures (what the text prints), as a new object: step_s, mfu,
- * tflops_per_gpu, samples_per_second, tokens_per_second, train_s, eval_s, time_to_train_s, gpu_hours. */
-json_t *report_sim_headline(const et_scenario *s, const et_estimate *e, const json_t *sim);
+/* The simulated run's headline figures (what the text prints), and them as a new JSON object: step_s, mfu,
+ * tflops_per_gpu, samples_per_second, tokens_per_second, train_s, eval_s, time_to_train_s, gpu_hours,
+ * time_to_train_with_failures_s. */
+typedef struct report_headline {
+    double step, mfu, tflops_per_gpu, samples_per_second, tokens_per_second, train, eval, time_to_train,
+        gpu_hours, time_to_train_with_failures;
+} report_headline;
+report_headline report_sim_headline(const et_scenario *s, const et_estimate *e, const sim_result *sim);
+json_t *report_headline_json(const report_headline *h);
+/* The JSON report's "simulation" section: what the simulation measured (sim_result_json) and its headline
+ * figures; NULL when out of memory. */
+json_t *report_json_simulation(const et_scenario *s, const et_estimate *e, const sim_result *sim);
 
 /* Version of the JSON reports' layout (docs/report-format.md); raised when a key changes meaning. */
 #define REPORT_FORMAT_VERSION 1
@@ -30,14 +40,14 @@ json_t *report_tensor_train(FILE *out, const et_scenario *s);
 void report_print_header(FILE *out, const et_scenario *s, const et_estimate *e, const char *engine);
 void report_print_memory(FILE *out, const et_memory *m);
 void report_print_analytic(FILE *out, const et_scenario *s, const et_estimate *e);
-/* Human summary of a simulated run: `sim` is the object sim_run() returned. */
-void report_print_simulated(FILE *out, const et_scenario *s, const et_estimate *e, const json_t *sim);
+/* Human summary of a simulated run: `sim` is what sim_run() measured. */
+void report_print_simulated(FILE *out, const et_scenario *s, const et_estimate *e, const sim_result *sim);
 /* The `count` most expensive ops of one micro-batch on stage 0 (time, FLOPs, bytes, share of the step). */
 /* The `count` most expensive ops of one micro-batch of stage 0 (the optimizer apart), each op or, with
  * `by_layer`, each op summed over the layers; shares of the micro-batch's forward + backward. */
 void report_print_top_ops(FILE *out, const et_scenario *s, int count, int by_layer);
 /* Training time from a simulation: steps x mean simulated step, phase by phase under a rank schedule. */
-double report_sim_train_time(const et_estimate *e, const json_t *sim);
+double report_sim_train_time(const et_estimate *e, const sim_result *sim);
 /* A number member of a JSON object (0 when absent). */
 double report_num(const json_t *o, const char *key);
 /* Writes a duration with a unit chosen for readability (s, min, h, days). */

@@ -96,7 +96,7 @@ void sim_moe_alltoall(sim_world *w, sim_rank *r, int step, int i, const et_step_
     sim_trace_note(r, 1, start, end - start, "%s", op->id);
 }
 
-json_t *sim_moe_results(const sim_world *w)
+void sim_moe_results(const sim_world *w, sim_alltoall_stats *out)
 {
     double time = 0, wait = 0, closed = 0;
     long long count = 0;
@@ -105,6 +105,5 @@ json_t *sim_moe_results(const sim_world *w)
         count += w->a2a_count[r];
     }
     const double per = (double)w->n_ranks * w->steps;
-    return json_pack("{s:f, s:f, s:f, s:f}", "per_step", count / per, "time_s", time / per, "wait_s",
-                     wait / per, "closed_form_s", closed / per);
+    *out = (sim_alltoall_stats){count / per, time / per, wait / per, closed / per};
 }

@@ -211,12 +211,13 @@ void sim_trace_note(const sim_rank *r, int lane, double start, double duration, 
 /* Mixture of experts (sim_moe.c): the expert-parallel groups and the records (-1 when out of memory); the
  * loads of layer `layer`'s expert ranks for micro-batch i (the routing's draw, the same on every member of
  * the group; load[j] times the balanced rows on member j); one all-to-all item of the step schedule played
- * as flows among the rank's group (comms: scratch of one entry per member); the records as JSON. */
+ * as flows among the rank's group (comms: scratch of one entry per member); the records, per rank and step.
+ */
 int sim_moe_build(sim_world *w);
 void sim_moe_loads(const sim_world *w, const sim_rank *r, int step, int i, int layer, double *load);
 void sim_moe_alltoall(sim_world *w, sim_rank *r, int step, int i, const et_step_event *e, const double *load,
                       sg_comm_t *comms);
-json_t *sim_moe_results(const sim_world *w);
+void sim_moe_results(const sim_world *w, sim_alltoall_stats *out);
 
 /* Creates the actor of every rank. */
 void sim_start_actors(sim_world *w);

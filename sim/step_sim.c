@@ -25,16 +25,22 @@
 
 const char *const sim_bench_op_names[] = {"allreduce", "reduce_scatter", "allgather", NULL};
 
-/* The child's failure, as {"error": text, "code": et_error_code} for sim_finish. */
-static int fail_as(json_t **result, et_error_code code, const char *fmt, const char *a)
-{
+/* The child's failure, sent to sim_finish in place of the results. */
+typedef struct sim_failure {
+    int failed;
+    int code; /* et_error_code */
     char text[1200];
-    snprintf(text, sizeof text, fmt, a);
-    *result = json_pack("{s:s, s:i}", "error", text, "code", (int)code);
+} sim_failure;
+
+static int fail_as(sim_failure *result, et_error_code code, const char *fmt, const char *a)
+{
+    result->failed = 1;
+    result->code = (int)code;
+    snprintf(result->text, sizeof result->text, fmt, a);
     return -1;
 }
 
-static int fail(json_t **result, const char *fmt, const char *a)
+static int fail(sim_failure *result, const char *fmt, const char *a)
 {
     return fail_as(result, ET_ERROR_INPUT, fmt, a);
 }
@@ -107,7 +113,7 @@ static int expert_groups(sim_world *w)
 }
 
 /* Every pipeline stage's graph, buckets, op classes, step schedule, clipping times and bucket algorithms. */
-static int build_stages(sim_world *w, json_t **result)
+static int build_stages(sim_world *w, sim_failure *result)
 {
     const et_scenario *s = w->s;
     const int pp = s->parallel.pipeline;
@@ -136,7 +142,7 @@ static int build_stages(sim_world *w, json_t **result)
 }
 
 /* The data-parallel communicators (merged per stage when `merge`), their members and schedules. */
-static int build_groups(sim_world *w, int merge, json_t **result)
+static int build_groups(sim_world *w, int merge, sim_failure *result)
 {
     const et_scenario *s = w->s;
     const int t = s->parallel.tensor,
@@ -168,7 +174,7 @@ static int build_groups(sim_world *w, int merge, json_t **result)
 }
 
 /* Every rank: its stage, communicator, host and per-step records. */
-static int build_ranks(sim_world *w, int merge, json_t **result)
+static int build_ranks(sim_world *w, int merge, sim_failure *result)
 {
     const et_scenario *s = w->s;
     const int gpus = et_scenario_gpus(s), t = s->parallel.tensor, pp = s->parallel.pipeline,
@@ -209,7 +215,7 @@ static int build_ranks(sim_world *w, int merge, json_t **result)
 }
 
 /* Each data-parallel rank's batch of every micro-batch of every step, from the sampling library. */
-static int sample_batches(sim_world *w, json_t **result)
+static int sample_batches(sim_world *w, sim_failure *result)
 {
     const et_scenario *s = w->s;
     const int dp = et_scenario_grad_ranks(s);
@@ -233,7 +239,7 @@ static int sample_batches(sim_world *w, json_t **result)
     return 0;
 }
 
-static int build_world(sim_world *w, json_t **result)
+static int build_world(sim_world *w, sim_failure *result)
 {
     const et_scenario *s = w->s;
     const int gpus = et_scenario_gpus(s), t = s->parallel.tensor, pp = s->parallel.pipeline;
@@ -297,151 +303,152 @@ static int compare_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-static json_t *results(const sim_world *w)
+/* The bucket collectives of the last step on stage 0's first communicator, or the benchmark's sizes. */
+static void collective_record(sim_collective_record *c, double bytes, const char *algorithm, double t,
+                              double closed, double busbw_factor)
+{
+    c->bytes = bytes;
+    snprintf(c->algorithm, sizeof c->algorithm, "%s", algorithm);
+    c->time = t;
+    c->closed_form = closed;
+    c->algbw_GBps = t > 0 ? bytes / t / 1e9 : 0;
+    c->busbw_GBps = c->algbw_GBps * busbw_factor;
+    c->error = closed > 0 ? t / closed - 1 : 0;
+}
+
+static void bucket_records(const sim_world *w, sim_result *out)
 {
     const et_scenario *s = w->s;
+    const sim_stage *st0 = &w->stages[0];
+    for (int k = 0; k < out->n_collectives; k++) {
+        const int i = (w->steps - 1) * st0->n_buckets + k;
+        const double bytes = st0->buckets[k].bytes;
+        et_coll_algo algo;
+        const et_comm_group group = et_bucket_group(s, &st0->buckets[k], &w->dp);
+        const double closed = et_bucket_comm_time(s, &group, bytes, &algo);
+        const int scatter = et_scenario_reduce_scatters_gradients(s);
+        collective_record(&out->collectives[k], bytes, scatter ? "reduce_scatter" : et_coll_algo_names[algo],
+                          w->bucket_end[i] - w->bucket_start[i], closed,
+                          scatter ? et_busbw_factor_gather(group.ranks)
+                                  : et_busbw_factor_allreduce(group.ranks));
+    }
+}
+
+/* Per step, per rank and over the run: step times, compute, exposed communication, idle time. */
+static void step_records(const sim_world *w, sim_result *out, double *sorted)
+{
     const int S = w->steps, N = w->n_ranks;
-    double *step = calloc((size_t)S, sizeof *step), *sorted = calloc((size_t)S, sizeof *sorted);
-    json_t *steps = json_array(), *ranks = json_array(), *buckets = json_array(), *ops = json_array();
-    double prev_end = 0, busy_sum = 0, idle_sum = 0, exposed_sum = 0;
-    double factor_sum = 0;
+    double prev_end = 0;
     for (int k = 0; k < S; k++) {
         double end = 0, busy = 0, idle = 0, exposed = 0, busiest = 0;
-        json_t *loads = json_array();
         for (int r = 0; r < N; r++) {
             const sim_rank *x = &w->ranks[r];
             end = fmax(end, x->step_end[k]);
             busiest = fmax(busiest, x->busy[k]);
-            json_array_append_new(loads, json_real(x->busy[k]));
+            out->rank_compute[(size_t)k * N + r] = x->busy[k];
             busy += x->busy[k];
             idle += x->idle[k];
             exposed += (x->step_end[k] - x->step_start[k]) - x->busy[k] - x->idle[k];
         }
-        step[k] = end - prev_end;
+        sim_step_record *rec = &out->steps[k];
+        *rec = (sim_step_record){end - prev_end, busy / N, fmax(0, exposed / N), idle / N,
+                                 busy > 0 ? busiest / (busy / N) : 1};
         prev_end = end;
-        busy_sum += busy / N;
-        idle_sum += idle / N;
-        exposed_sum += exposed / N;
-        double factor = busy > 0 ? busiest / (busy / N) : 1;
-        factor_sum += factor;
-        json_array_append_new(steps, json_pack("{s:i, s:f, s:f, s:f, s:f, s:f, s:o}", "step", k, "time_s",
-                                               step[k], "compute_s", busy / N, "exposed_comm_s",
-                                               fmax(0, exposed / N), "idle_s", idle / N, "straggler_factor",
-                                               factor, "rank_compute_s", loads));
+        out->compute += busy / N / S;
+        out->idle += idle / N / S;
+        out->exposed_comm += exposed / N / S;
+        out->straggler_factor += rec->straggler_factor / S;
+        out->step.mean += rec->time / S;
+        sorted[k] = rec->time;
     }
-    memcpy(sorted, step, (size_t)S * sizeof *step);
+    out->exposed_comm = fmax(0, out->exposed_comm);
     qsort(sorted, (size_t)S, sizeof *sorted, compare_double);
-    double mean = 0;
-    for (int k = 0; k < S; k++)
-        mean += step[k] / S;
+    out->step.p50 = et_quantile_sorted(sorted, S, 0.5);
+    out->step.p99 = et_quantile_sorted(sorted, S, 0.99);
+    out->step.min = sorted[0];
+    out->step.max = sorted[S - 1];
     for (int r = 0; r < N; r++) {
         const sim_rank *x = &w->ranks[r];
-        double busy = 0, idle = 0, exposed = 0;
+        sim_rank_record *rec = &out->ranks[r];
+        *rec = (sim_rank_record){.rank = r, .stage = x->stage};
         for (int k = 0; k < S; k++) {
-            busy += x->busy[k] / S;
-            idle += x->idle[k] / S;
-            exposed += ((x->step_end[k] - x->step_start[k]) - x->busy[k] - x->idle[k]) / S;
+            rec->compute += x->busy[k] / S;
+            rec->idle += x->idle[k] / S;
+            rec->exposed_comm += ((x->step_end[k] - x->step_start[k]) - x->busy[k] - x->idle[k]) / S;
         }
-        json_array_append_new(ranks, json_pack("{s:i, s:i, s:f, s:f, s:f}", "rank", r, "stage", x->stage,
-                                               "compute_s", busy, "idle_s", idle, "exposed_comm_s",
-                                               fmax(0, exposed)));
+        rec->exposed_comm = fmax(0, rec->exposed_comm);
     }
-    const sim_stage *st0 = &w->stages[0];
-    for (int k = 0; k < st0->n_buckets; k++) {
-        int i = (S - 1) * st0->n_buckets + k;
-        double t = w->bucket_end[i] - w->bucket_start[i], bytes = st0->buckets[k].bytes;
-        et_coll_algo algo;
-        const et_comm_group group = et_bucket_group(s, &st0->buckets[k], &w->dp);
-        double closed = et_bucket_comm_time(s, &group, bytes, &algo);
-        double factor = et_scenario_reduce_scatters_gradients(s) ? et_busbw_factor_gather(group.ranks)
-                                                                 : et_busbw_factor_allreduce(group.ranks);
-        json_array_append_new(
-            buckets,
-            json_pack("{s:i, s:f, s:s, s:f, s:f, s:f, s:f}", "bucket", k, "bytes", bytes, "algorithm",
-                      et_scenario_reduce_scatters_gradients(s) ? "reduce_scatter" : et_coll_algo_names[algo],
-                      "time_s", t, "closed_form_s", closed, "algbw_GBps", t > 0 ? bytes / t / 1e9 : 0,
-                      "busbw_GBps", t > 0 ? bytes / t / 1e9 * factor : 0));
-    }
-    /* per op of stage 0, over its ranks and the simulated steps: seconds per step */
-    const et_batch_shape b = et_batch_expected(s);
-    json_decref(ops);
-    ops = report_op_rows(s, &st0->graph, &b);
-    json_t *out = json_pack(
-        "{s:s, s:i, s:b, s:{s:f, s:f, s:f, s:f, s:f}, s:f, s:f, s:f, s:f, s:o, s:o, s:o, s:o}", "engine",
-        "simgrid", "simulated_steps", S, "detailed_collectives", w->o->detailed, "step_time_s", "mean", mean,
-        "p50", et_quantile_sorted(sorted, S, 0.5), "p99", et_quantile_sorted(sorted, S, 0.99), "min",
-        sorted[0], "max", sorted[S - 1], "compute_s", busy_sum / S, "exposed_comm_s",
-        fmax(0, exposed_sum / S), "idle_s", idle_sum / S, "straggler_factor", factor_sum / S, "steps", steps,
-        "buckets", buckets, "ops", ops, "ranks", ranks);
-    if (out && w->moe) json_object_set_new(out, "alltoall", sim_moe_results(w));
-    free(step);
-    free(sorted);
-    return out;
 }
 
-static json_t *bench_results(const sim_world *w)
+/* What the training steps measured; -1 when out of memory. */
+static int results(const sim_world *w, sim_result *out)
+{
+    const int S = w->steps, N = w->n_ranks;
+    memset(out, 0, sizeof *out);
+    out->simulated_steps = S;
+    out->detailed = w->o->detailed;
+    out->n_steps = S, out->n_ranks = N;
+    out->n_collectives = w->stages[0].n_buckets;
+    out->steps = calloc((size_t)S, sizeof *out->steps);
+    out->rank_compute = calloc((size_t)S * N, sizeof *out->rank_compute);
+    out->ranks = calloc((size_t)N, sizeof *out->ranks);
+    out->collectives = calloc((size_t)out->n_collectives + 1, sizeof *out->collectives);
+    double *sorted = calloc((size_t)S, sizeof *sorted);
+    if (!out->steps || !out->rank_compute || !out->ranks || !out->collectives || !sorted) {
+        free(sorted);
+        sim_result_free(out);
+        return -1;
+    }
+    step_records(w, out, sorted);
+    free(sorted);
+    bucket_records(w, out);
+    if (w->moe) {
+        out->has_alltoall = true;
+        sim_moe_results(w, &out->alltoall);
+    }
+    return 0;
+}
+
+static int bench_results(const sim_world *w, sim_result *out)
 {
     const sim_options *o = w->o;
-    json_t *rows = json_array();
-    int N = w->dp.ranks;
+    const int N = w->dp.ranks;
+    memset(out, 0, sizeof *out);
+    out->bench = true;
+    snprintf(out->collective, sizeof out->collective, "%s", sim_bench_op_names[o->bench_op]);
+    out->bench_ranks = N, out->bench_nodes = w->dp.nodes, out->bench_ranks_per_node = w->dp.ranks_per_node;
+    out->n_collectives = o->bench_sizes;
+    out->collectives = calloc((size_t)o->bench_sizes + 1, sizeof *out->collectives);
+    if (!out->collectives) return -1;
     for (int i = 0; i < o->bench_sizes; i++) {
-        double bytes = o->bench_bytes[i], t = w->bucket_end[i] - w->bucket_start[i], closed;
+        const double bytes = o->bench_bytes[i];
         et_coll_algo algo = ET_COLL_RING;
-        if (o->bench_op == 0)
-            closed = et_allreduce_time(&w->dp, o->bench_algo, bytes, &algo);
-        else
-            closed = et_ring_reduce_scatter_time(&w->dp, bytes);
-        double factor = o->bench_op == 0 ? et_busbw_factor_allreduce(N) : et_busbw_factor_gather(N);
-        json_array_append_new(
-            rows, json_pack("{s:f, s:s, s:f, s:f, s:f, s:f, s:f}", "bytes", bytes, "algorithm",
-                            et_coll_algo_names[algo], "time_s", t, "closed_form_s", closed, "algbw_GBps",
-                            t > 0 ? bytes / t / 1e9 : 0, "busbw_GBps", t > 0 ? bytes / t / 1e9 * factor : 0,
-                            "error", closed > 0 ? t / closed - 1 : 0));
+        const double closed = o->bench_op == 0 ? et_allreduce_time(&w->dp, o->bench_algo, bytes, &algo)
+                                               : et_ring_reduce_scatter_time(&w->dp, bytes);
+        collective_record(&out->collectives[i], bytes, et_coll_algo_names[algo],
+                          w->bucket_end[i] - w->bucket_start[i], closed,
+                          o->bench_op == 0 ? et_busbw_factor_allreduce(N) : et_busbw_factor_gather(N));
     }
-    return json_pack("{s:s, s:s, s:i, s:i, s:i, s:o}", "engine", "simgrid", "collective",
-                     sim_bench_op_names[o->bench_op], "ranks", N, "nodes", w->dp.nodes, "ranks_per_node",
-                     w->dp.ranks_per_node, "results", rows);
+    return 0;
 }
 
-/* One buffer, written in large chunks (json_dumpfd writes piecemeal). */
-static int write_json_fd(int fd, json_t *j)
+/* The child's failure (what sim_finish reports), sent in place of the results: 1, the child's exit status. */
+static int send_failure(int fd, const sim_failure *f)
 {
-    char *text = json_dumps(j, JSON_COMPACT | JSON_REAL_PRECISION(17));
-    json_decref(j);
-    if (!text) return -1;
-    size_t len = strlen(text), done = 0;
-    while (done < len) {
-        ssize_t n = write(fd, text + done, len - done);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) break;
-        done += (size_t)n;
-    }
-    free(text);
-    return done == len ? 0 : -1;
+    sim_result_send_failure(fd, (et_error_code)f->code, f->text);
+    return 1;
 }
 
-/* Reads a whole pipe into memory and parses it (json_loadfd reads byte by byte). */
-static json_t *read_json_fd(int fd)
+static int send_results(int fd, const sim_world *w)
 {
-    size_t cap = 1 << 16, len = 0;
-    char *buf = malloc(cap);
-    while (buf) {
-        if (len == cap) {
-            char *bigger = realloc(buf, cap *= 2);
-            if (!bigger) break;
-            buf = bigger;
-        }
-        ssize_t n = read(fd, buf + len, cap - len);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) {
-            json_t *j = len ? json_loadb(buf, len, 0, NULL) : NULL;
-            free(buf);
-            return j;
-        }
-        len += (size_t)n;
+    sim_result r;
+    if ((w->o->bench_sizes > 0 ? bench_results(w, &r) : results(w, &r))) {
+        sim_result_send_failure(fd, ET_ERROR_MEMORY, "out of memory for the results");
+        return 1;
     }
-    free(buf);
-    return NULL;
+    const int rc = sim_result_send(fd, &r) ? 1 : 0;
+    sim_result_free(&r);
+    return rc;
 }
 
 /* --stats: what the simulation cost, for the scaling benchmark (bench/sim_scaling.sh). The peak resident
@@ -459,7 +466,7 @@ static void print_stats(const sim_world *w, double setup_s, double run_s)
 
 int sim_child_main(const et_scenario *s, const sim_options *o, int fd)
 {
-    json_t *result = NULL;
+    sim_failure result = {0};
     const double t_begin = et_wall_seconds();
     const int generated = !s->cluster.platform_file[0];
     /* etsim's defaults, then the user's --cfg and --log (later ones win). Actors here are shallow: 128 KiB
@@ -491,8 +498,7 @@ int sim_child_main(const et_scenario *s, const sim_options *o, int fd)
         char text[600];
         snprintf(text, sizeof text, "--cfg %s: %s", o->simgrid_args[i] + 6, why);
         fail(&result, "%s", text);
-        write_json_fd(fd, result);
-        return 1;
+        return send_failure(fd, &result);
     }
     et_fabric fabric = {.slowest = -1};
     if (generated) {
@@ -500,13 +506,11 @@ int sim_child_main(const et_scenario *s, const sim_options *o, int fd)
         char text[512];
         if (et_fabric_build(&s->cluster, &fabric, &err)) {
             fail_as(&result, err.code, "%s", err.text);
-            write_json_fd(fd, result);
-            return 1;
+            return send_failure(fd, &result);
         }
         if (et_fabric_zone_create(&fabric, text, sizeof text)) {
             fail_as(&result, ET_ERROR_INTERNAL, "%s", text);
-            write_json_fd(fd, result);
-            return 1;
+            return send_failure(fd, &result);
         }
     } else {
         char text[600];
@@ -514,8 +518,7 @@ int sim_child_main(const et_scenario *s, const sim_options *o, int fd)
             char full[1200];
             snprintf(full, sizeof full, "%s: %s", s->cluster.platform_file, text);
             fail(&result, "%s", full);
-            write_json_fd(fd, result);
-            return 1;
+            return send_failure(fd, &result);
         }
     }
     sim_world w = {.s = s,
@@ -523,15 +526,11 @@ int sim_child_main(const et_scenario *s, const sim_options *o, int fd)
                    .steps = o->steps > 0 ? o->steps : s->simulation.steps,
                    .gpu_speed = generated ? fabric.gpu_speed : NULL};
     sim_w = &w;
-    if (build_world(&w, &result)) {
-        write_json_fd(fd, result);
-        return 1;
-    }
+    if (build_world(&w, &result)) return send_failure(fd, &result);
     char missing[1200];
     if (!generated && sim_check_routes(&w, missing, sizeof missing)) {
         fail(&result, "%s", missing);
-        write_json_fd(fd, result);
-        return 1;
+        return send_failure(fd, &result);
     }
     sim_start_actors(&w);
     const double t_run = et_wall_seconds();
@@ -549,11 +548,10 @@ int sim_child_main(const et_scenario *s, const sim_options *o, int fd)
         free(stage);
         if (bad) {
             fail_as(&result, stage ? err.code : ET_ERROR_MEMORY, "cannot write the trace: %s", err.text);
-            write_json_fd(fd, result);
-            return 1;
+            return send_failure(fd, &result);
         }
     }
-    return write_json_fd(fd, o->bench_sizes > 0 ? bench_results(&w) : results(&w)) ? 1 : 0;
+    return send_results(fd, &w);
 }
 
 int sim_check_size(const et_scenario *s, et_error *err)
@@ -599,42 +597,32 @@ int sim_start(const et_scenario *s, const sim_options *o, sim_child *child, et_e
     return 0;
 }
 
-int sim_finish(sim_child *child, const et_scenario *s, json_t **out, et_error *err)
+int sim_finish(sim_child *child, const et_scenario *s, sim_result *out, et_error *err)
 {
-    *out = NULL;
-    json_t *j = read_json_fd(child->fd);
+    et_error received;
+    const int bad = sim_result_receive(child->fd, out, &received);
     close(child->fd);
     int status = 0;
     waitpid(child->pid, &status, 0);
     child->pid = -1;
     child->fd = -1;
-    json_t *e = j ? json_object_get(j, "error") : NULL;
-    if (e) {
-        json_t *code = json_object_get(j, "code");
-        et_error_set_code(err,
-                          json_is_integer(code) ? (et_error_code)json_integer_value(code) : ET_ERROR_INTERNAL,
-                          s->source, 0, 0, NULL, "simulation failed: %s", json_string_value(e));
-        json_decref(j);
-        return -1;
-    }
-    if (!j || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-        json_decref(j);
-        if (WIFSIGNALED(status))
-            return et_error_set_code(err, ET_ERROR_INTERNAL, s->source, 0, 0, NULL,
-                                     "simulation failed: SimGrid stopped with signal %d "
-                                     "(see its messages above)",
-                                     WTERMSIG(status));
+    if (!bad && WIFEXITED(status) && WEXITSTATUS(status) == 0) return 0;
+    sim_result_free(out);
+    if (bad == -1) /* the child's own failure, or out of memory here */
+        return et_error_set_code(err, received.code, s->source, 0, 0, NULL, "simulation failed: %s",
+                                 received.text);
+    if (WIFSIGNALED(status))
         return et_error_set_code(err, ET_ERROR_INTERNAL, s->source, 0, 0, NULL,
-                                 "simulation failed (see SimGrid's messages above)");
-    }
-    *out = j;
-    return 0;
+                                 "simulation failed: SimGrid stopped with signal %d (see its messages above)",
+                                 WTERMSIG(status));
+    return et_error_set_code(err, ET_ERROR_INTERNAL, s->source, 0, 0, NULL,
+                             "simulation failed (see SimGrid's messages above)");
 }
 
-int sim_run(const et_scenario *s, const sim_options *o, json_t **out, et_error *err)
+int sim_run(const et_scenario *s, const sim_options *o, sim_result *out, et_error *err)
 {
     sim_child child;
-    *out = NULL;
+    memset(out, 0, sizeof *out);
     if (sim_start(s, o, &child, err)) return -1;
     return sim_finish(&child, s, out, err);
 }
@@ -645,30 +633,30 @@ int sim_runs_once(const et_scenario *s, const sim_options *o)
     return m->kind != ET_METHOD_TENSOR_TRAIN || m->n_phases <= 1 || o->bench_sizes > 0;
 }
 
-int sim_run_phases(const et_scenario *s, const sim_options *o, json_t **out, et_error *err)
+int sim_run_phases(const et_scenario *s, const sim_options *o, sim_result *out, et_error *err)
 {
     const et_method *m = &s->method;
     if (sim_runs_once(s, o)) return sim_run(s, o, out, err);
-    json_t *phases = json_array(), *first = NULL;
+    sim_phase_record *phases = calloc((size_t)m->n_phases, sizeof *phases);
+    if (!phases)
+        return et_error_set_code(err, ET_ERROR_MEMORY, NULL, 0, 0, NULL, "out of memory for the phases");
     et_scenario phase = *s;
     phase.method.n_phases = 1;
     for (int i = 0; i < m->n_phases; i++) {
         phase.method.tt_rank = m->phases[i].rank;
-        json_t *sim;
-        if (sim_run(&phase, o, &sim, err)) {
-            json_decref(phases);
-            json_decref(first);
+        sim_result r;
+        if (sim_run(&phase, o, &r, err)) {
+            free(phases);
+            if (i > 0) sim_result_free(out);
             return -1;
         }
-        json_array_append_new(phases, json_pack("{s:f, s:i, s:O}", "from", m->phases[i].from, "rank",
-                                                m->phases[i].rank, "step_time_s",
-                                                json_object_get(sim, "step_time_s")));
+        phases[i] = (sim_phase_record){m->phases[i].from, m->phases[i].rank, r.step};
         if (i == 0)
-            first = sim;
+            *out = r;
         else
-            json_decref(sim);
+            sim_result_free(&r);
     }
-    json_object_set_new(first, "phases", phases);
-    *out = first;
+    out->phases = phases;
+    out->n_phases = m->n_phases;
     return 0;
 }

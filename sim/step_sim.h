@@ -8,8 +8,8 @@
  * (graph.h) for each rank's own batch of the step.
  *
  * Contract: sim_run() runs the simulation in a child process (SimGrid keeps global state and may abort on
- * platform errors; the child isolates both) and returns the simulation section of the report as a new
- * JSON object in *out (caller decrefs). It fails with *err filled when the child fails. Output is
+ * platform errors; the child isolates both) and fills *out with what it measured (sim_result.h; the caller
+ * frees it with sim_result_free). It fails with *err filled when the child fails. Output is
  * deterministic for a scenario, options and seed. */
 #ifndef ET_STEP_SIM_H
 #define ET_STEP_SIM_H
@@ -19,6 +19,7 @@
 
 #include "et_error.h"
 #include "scenario.h"
+#include "sim_result.h"
 
 #define SIM_MAX_SIMGRID_ARGS 32
 
@@ -47,7 +48,7 @@ typedef struct sim_options {
 
 extern const char *const sim_bench_op_names[]; /* "allreduce", "reduce_scatter", "allgather", NULL */
 
-int sim_run(const et_scenario *s, const sim_options *o, json_t **out, et_error *err);
+int sim_run(const et_scenario *s, const sim_options *o, sim_result *out, et_error *err);
 
 /* sim_run in two halves, so the caller can work while the child simulates: sim_start forks the child,
  * sim_finish waits for it and returns its result as sim_run does. Every started child must be finished. */
@@ -59,16 +60,17 @@ int sim_start(const et_scenario *s, const sim_options *o, sim_child *child, et_e
 /* Refuses (-1, *err) a scenario with more GPUs than the simulator plays (ET_MAX_SIMULATED_GPUS); sim_start
  * checks it too, before anything is written. */
 int sim_check_size(const et_scenario *s, et_error *err);
-int sim_finish(sim_child *child, const et_scenario *s, json_t **out, et_error *err);
+int sim_finish(sim_child *child, const et_scenario *s, sim_result *out, et_error *err);
 
 /* Whether sim_run_phases runs the simulation once (everything but tensor-train rank schedules). */
 int sim_runs_once(const et_scenario *s, const sim_options *o);
 
 /* Like sim_run, once per phase of a tensor-train rank schedule: the result is the first phase's simulation
- * with a "phases" array ({from, rank, step_time_s}) added. Other scenarios: exactly sim_run. */
-int sim_run_phases(const et_scenario *s, const sim_options *o, json_t **out, et_error *err);
+ * with every phase's step times in `phases`. Other scenarios: exactly sim_run. */
+int sim_run_phases(const et_scenario *s, const sim_options *o, sim_result *out, et_error *err);
 
-/* The child side, run inside the forked process: simulate and write the JSON to fd. Returns 0 on success. */
+/* The child side, run inside the forked process: simulate and send the results to fd. Returns 0 on success.
+ */
 int sim_child_main(const et_scenario *s, const sim_options *o, int fd);
 
 #endif

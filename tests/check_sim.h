@@ -6,17 +6,26 @@
 #include "scenario.h"
 #include "step_sim.h"
 
+/* A simulation as the report's JSON section (sim_result_json), run with options o; a failure is a failed
+ * check naming the scenario and the error, and NULL. The caller decrefs. */
+static inline json_t *check_simulate_with(const et_scenario *s, const sim_options *o, et_error *err)
+{
+    sim_result r;
+    if (sim_run(s, o, &r, err)) return NULL;
+    json_t *out = sim_result_json(s, &r);
+    sim_result_free(&r);
+    CHECK(out != NULL, "the simulation of %s as JSON", s->name);
+    return out;
+}
+
 /* The simulation section of s's report over `steps` steps (collectives after backward when no_overlap);
  * a failure is a failed check naming the scenario and the error, and NULL. The caller decrefs. */
 static inline json_t *check_simulate(const et_scenario *s, int steps, int no_overlap)
 {
     sim_options o = {.steps = steps, .force_no_overlap = no_overlap};
-    json_t *out = NULL;
     et_error err;
-    if (sim_run(s, &o, &out, &err)) {
-        CHECK(0, "simulation of %s failed: %s", s->name, err.text);
-        return NULL;
-    }
+    json_t *out = check_simulate_with(s, &o, &err);
+    if (!out) CHECK(0, "simulation of %s failed: %s", s->name, err.text);
     return out;
 }
 

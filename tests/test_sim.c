@@ -153,7 +153,7 @@ static void same_report_for(json_t *root, const char *label, int c, const sim_op
         return;
     }
     json_t *a = NULL, *b = NULL;
-    if (sim_run(&s, x, &a, &err) || sim_run(&s, y, &b, &err))
+    if (!(a = check_simulate_with(&s, x, &err)) || !(b = check_simulate_with(&s, y, &err)))
         CHECK(cut_off_ok && strstr(err.text, "cut off") != NULL, "%s %d simulates: %s\n%s", label, c,
               err.text, text);
     else
