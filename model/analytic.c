@@ -84,6 +84,7 @@ static int graph_for(const et_model_config *model, const et_graph_options *o, et
     key.options.attention = o->attention, key.options.sequence_parallel = o->sequence_parallel;
     key.options.optimizer = o->optimizer, key.options.optimizer_shards = o->optimizer_shards;
     key.options.clip_global = o->clip_global, key.options.tokens_hint = o->tokens_hint;
+    key.options.loss_fp32 = o->loss_fp32;
     key.options.tt_rank = o->tt_rank;
     key.options.expert = o->expert, key.options.context = o->context, key.options.galore = o->galore;
     if (o->method) memcpy(&key.method, o->method, sizeof key.method);
@@ -291,8 +292,8 @@ static double bucket_seconds(const et_scenario *s, const et_bucket *bucket, cons
 /* A pass's items on the compute stream at the expected shape (imbalance: the experts' expected load):
  * each part of the step's breakdown into *sum, the clock, and each bucket's ready time. */
 static void play_pass(const et_scenario *s, const et_step_schedule *q, et_step_pass p,
-                      const et_segment_time *t, const et_bucket *buckets, const et_batch_shape *b,
-                      double imbalance, double *clock, double *ready, et_estimate *sum)
+                      const et_segment_time *t, const et_batch_shape *b, double imbalance, double *clock,
+                      double *ready, et_estimate *sum)
 {
     for (int j = 0; j < q->pass_items[p]; j++) {
         const et_step_event *e = &q->items[q->pass_first[p] + j];
@@ -312,8 +313,12 @@ static void play_pass(const et_scenario *s, const et_step_schedule *q, et_step_p
             sum->ep_comm += d;
             break;
         case ET_STEP_CLIP:
-            d = et_bucket_clip_time(s, buckets[e->bucket].bytes);
+            d = et_step_fixed_seconds(q, s, e);
             sum->clip += d;
+            break;
+        case ET_STEP_ACCUMULATE_BUCKET:
+            d = et_step_fixed_seconds(q, s, e);
+            sum->accumulate += d;
             break;
         case ET_STEP_BUCKET_READY:
             ready[e->bucket] = *clock;
@@ -329,6 +334,7 @@ static void play_pass(const et_scenario *s, const et_step_schedule *q, et_step_p
 static void add_parts(et_estimate *out, const et_estimate *x, double n)
 {
     out->forward += n * x->forward, out->backward += n * x->backward, out->clip += n * x->clip;
+    out->accumulate += n * x->accumulate;
     out->tp_comm += n * x->tp_comm, out->ep_comm += n * x->ep_comm, out->cp_comm += n * x->cp_comm;
 }
 
@@ -359,7 +365,7 @@ static int play_schedule(const et_scenario *s, const et_step_schedule *q, et_op_
     et_estimate once[2] = {{0}};
     double pass_time[2] = {0, 0};
     for (int p = ET_PASS_FORWARD; p <= ET_PASS_BACKWARD; p++)
-        play_pass(s, q, p, t, buckets, b, imbalance, &pass_time[p], ready, &once[p]);
+        play_pass(s, q, p, t, b, imbalance, &pass_time[p], ready, &once[p]);
     double clock = 0, comm = 0;
     bucket_memo memo;
     for (int i = 0; i < 16; i++)
@@ -373,7 +379,7 @@ static int play_schedule(const et_scenario *s, const et_step_schedule *q, et_op_
             break;
         case ET_STEP_PASS:
             if (e->pass == ET_PASS_LAST_BACKWARD) {
-                play_pass(s, q, e->pass, t, buckets, b, imbalance, &clock, ready, out);
+                play_pass(s, q, e->pass, t, b, imbalance, &clock, ready, out);
             } else {
                 add_parts(out, &once[e->pass], 1);
                 clock += pass_time[e->pass];
@@ -404,8 +410,16 @@ static int play_schedule(const et_scenario *s, const et_step_schedule *q, et_op_
             clock += out->clip_allreduce;
             break;
         case ET_STEP_OPTIMIZER:
-            out->optimizer = et_phase_time_of(s, c, ET_PHASE_OPTIMIZER, b, NULL);
+            out->optimizer = et_step_optimizer_seconds(q, s, c, b);
             clock += out->optimizer;
+            break;
+        case ET_STEP_SYNC:
+            out->host_sync += et_step_fixed_seconds(q, s, e);
+            clock += et_step_fixed_seconds(q, s, e);
+            break;
+        case ET_STEP_ACCUMULATE:
+            out->accumulate += et_step_fixed_seconds(q, s, e);
+            clock += et_step_fixed_seconds(q, s, e);
             break;
         case ET_STEP_ZERO_GATHER:
             out->zero_gather = et_ring_allgather_time(dp, param_bytes);
@@ -446,6 +460,7 @@ static int estimate_stage(const et_scenario *s, int stage, const et_batch_shape 
     /* the busiest stage so far: its step, from a clean breakdown */
     out->forward = out->backward = out->clip = out->tp_comm = out->ep_comm = out->cp_comm = out->pp_comm = 0;
     out->bubble = out->dp_comm = out->dp_comm_exposed = out->zero_gather = out->clip_allreduce = 0;
+    out->accumulate = out->host_sync = 0;
     out->optimizer = 0;
     out->busiest_stage = stage;
     out->params_per_gpu = g.param_count;
@@ -505,8 +520,8 @@ static int estimate_phase(const et_scenario *s, et_estimate *out, et_error *err)
     double best_stage_time = -1;
     for (int stage = 0; stage < pp; stage++)
         if (estimate_stage(s, stage, &b, &dp, &best_stage_time, out, err)) return -1;
-    out->compute = out->forward + out->backward + out->clip + out->tp_comm + out->ep_comm + out->cp_comm +
-                   out->pp_comm + out->bubble;
+    out->compute = out->forward + out->backward + out->clip + out->accumulate + out->host_sync +
+                   out->tp_comm + out->ep_comm + out->cp_comm + out->pp_comm + out->bubble;
     out->step_time_balanced =
         out->compute + out->dp_comm_exposed + out->clip_allreduce + out->optimizer + out->zero_gather;
     /* the headline waits for the slowest rank, as every synchronous step does */
@@ -548,7 +563,8 @@ static void add_goodput(const et_scenario *s, et_estimate *out)
      * the step (communication exposed, bubble, waits); evaluations compute; failures repeat work at the
      * step's mix; the facility adds its PUE (docs/cost-model.md, "Energy") */
     const et_device_profile *d = &s->cluster.device;
-    const double gpus = et_scenario_gpus(s), busy = out->forward + out->backward + out->clip + out->optimizer;
+    const double gpus = et_scenario_gpus(s),
+                 busy = out->forward + out->backward + out->clip + out->accumulate + out->optimizer;
     const double idle = out->step_time > busy ? out->step_time - busy : 0;
     out->energy_step_j = gpus * (d->power_busy_w * busy + d->power_idle_w * idle);
     const double run_j = out->train_time / (out->step_time > 0 ? out->step_time : 1) * out->energy_step_j +

@@ -46,16 +46,19 @@ typedef struct et_estimate {
     int busiest_stage;
 
     /* per step, seconds, on the busiest stage */
-    double forward;  /* all micro-batches */
-    double backward; /* includes recomputation */
-    double clip;     /* per-bucket clipping kernels */
-    double tp_comm;  /* tensor-parallel all-reduces (blocking) */
-    double ep_comm;  /* experts' all-to-alls (blocking; mixture of experts with expert parallelism) */
+    double forward;    /* all micro-batches */
+    double backward;   /* includes recomputation */
+    double clip;       /* per-bucket clipping kernels */
+    double accumulate; /* the stack's gradient accumulation passes (software.grad_accumulation) */
+    double host_sync;  /* the stack's host synchronisations: the device idles while the host re-issues */
+    double tp_comm;    /* tensor-parallel all-reduces (blocking) */
+    double ep_comm;    /* experts' all-to-alls (blocking; mixture of experts with expert parallelism) */
     double
         cp_comm; /* ring attention's key/value exchanges not hidden behind attention (context parallelism) */
     double pp_comm; /* pipeline activation sends (blocking) */
     double bubble;  /* 1F1B fill and drain */
-    double compute; /* forward + backward + clip + tp_comm + ep_comm + cp_comm + pp_comm + bubble */
+    double compute; /* forward + backward + clip + accumulate + host_sync + tp_comm + ep_comm + cp_comm +
+                       pp_comm + bubble */
     double dp_comm; /* sum of bucket collectives */
     double dp_comm_exposed;
     double zero_gather;    /* ZeRO parameter all-gather after the update (exposed) */

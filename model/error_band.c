@@ -24,14 +24,39 @@ int et_error_band_shape(const et_scenario *s)
            3 * (s->parallel.zero_stage >= 2);
 }
 
+static const char *const shapes[ET_BAND_SHAPES] = {"data",         "tensor",         "pipeline",
+                                                   "data sharded", "tensor sharded", "pipeline sharded"};
+
+/* The device generation: A100-SXM4-80GB is an A100. */
+static void generation_of(const et_scenario *s, char *out, size_t size)
+{
+    snprintf(out, size, "%.40s", s->cluster.device.name);
+    out[strcspn(out, "- ")] = 0;
+}
+
+/* "A100 megatron-lm-2022 pipeline": the generation, the stack, the shape; a scenario that names no stack
+ * (the preset "fused") is of "A100 pipeline, any stack". */
 static void family_of(const et_scenario *s, char *out, size_t size)
 {
-    static const char *const shapes[ET_BAND_SHAPES] = {"data",         "tensor",         "pipeline",
-                                                       "data sharded", "tensor sharded", "pipeline sharded"};
-    char device[sizeof s->cluster.device.name];
-    snprintf(device, sizeof device, "%s", s->cluster.device.name);
-    device[strcspn(device, "- ")] = 0; /* the generation: A100-SXM4-80GB is an A100 */
-    snprintf(out, size, "%.40s %s", device, shapes[et_error_band_shape(s)]);
+    char device[48];
+    generation_of(s, device, sizeof device);
+    if (s->software.stack == ET_STACK_FUSED)
+        snprintf(out, size, "%s %s, any stack", device, shapes[et_error_band_shape(s)]);
+    else
+        snprintf(out, size, "%s %s %s", device, et_stack_names[s->software.stack],
+                 shapes[et_error_band_shape(s)]);
+}
+
+/* Whether a row of errors.csv is of the scenario's family: the same family, or for a scenario that names no
+ * stack, the same generation and shape under any stack. */
+static int same_family(const et_scenario *s, const char *family, const char *row)
+{
+    if (!strcmp(family, row)) return 1;
+    if (s->software.stack != ET_STACK_FUSED) return 0;
+    char device[48], row_device[48], stack[48], shape[48];
+    generation_of(s, device, sizeof device);
+    return sscanf(row, "%47s %47s %47[^\n]", row_device, stack, shape) == 3 && !strcmp(row_device, device) &&
+           !strcmp(shape, shapes[et_error_band_shape(s)]);
 }
 
 void et_error_band_edges(const et_scenario *s, double edge[ET_BAND_SHAPES])
@@ -39,7 +64,7 @@ void et_error_band_edges(const et_scenario *s, double edge[ET_BAND_SHAPES])
     for (int k = 0; k < ET_BAND_SHAPES; k++) { /* a scenario of each shape: et_error_band_shape's inverse */
         et_scenario shape = *s;
         shape.parallel.tensor = k % 3 == 1 ? 2 : 1, shape.parallel.pipeline = k % 3 == 2 ? 2 : 1;
-        shape.parallel.zero_stage = k >= 3 ? 3 : 0;
+        shape.parallel.zero_stage = k >= 3 ? 3 : 0; /* the stack is s's */
         et_error_band b;
         et_error_band_of(&shape, &b);
         edge[k] = b.rows >= 3 ? b.high : 1;
@@ -65,7 +90,7 @@ void et_error_band_of(const et_scenario *s, et_error_band *out)
         double row_gpus, error;
         /* scenario,family,gpus,error (the header and anything else that does not parse is skipped) */
         if (sscanf(line, "%95[^,],%63[^,],%lf,%lf", name, family, &row_gpus, &error) != 4) continue;
-        if (strcmp(family, out->family) || !(error > -1) || !(row_gpus > 0)) continue;
+        if (!same_family(s, out->family, family) || !(error > -1) || !(row_gpus > 0)) continue;
         snprintf(names[n], sizeof names[n], "%s", name);
         ratio[n] = 1 / (1 + error);
         distance[n] = fabs(log(row_gpus / gpus));

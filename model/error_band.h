@@ -3,11 +3,12 @@
  * bench/validation.sh writes scenarios/data/validation/errors.csv: for every published run ET expresses
  * (scenarios/validation/), its family and ET's signed error against the published step. A prediction's
  * family is its device generation (the profile name's first word: A100, H100, B200, GB200, ...), its
- * parallel shape (data: tensor and pipeline 1; tensor: tensor > 1, pipeline 1; pipeline: pipeline > 1) and
- * whether ZeRO 2 or 3 shards it over the data ranks ("sharded").
+ * software stack (software.h), its parallel shape (data: tensor and pipeline 1; tensor: tensor > 1,
+ * pipeline 1; pipeline: pipeline > 1) and whether ZeRO 2 or 3 shards it over the data ranks ("sharded"). A
+ * scenario that names no stack (the preset "fused") takes the rows of its generation and shape under every
+ * stack, and its family says "any stack".
  * The band is the p10 and p90 (nearest rank, quantile.h) of measured / ET over that family's rows: the
  * step a run of this kind took, for each second ET predicts. Fewer than three rows: no band, said so.
- * No software stack enters the family yet (issue 33), so rows of other stacks are mixed in.
  *
  * Contract: et_error_band_of() never fails: a missing or unreadable errors.csv, or a family without
  * rows, gives rows 0 (or fewer than 3) and the text says which; nothing is allocated. */
@@ -19,7 +20,7 @@
 #define ET_BAND_NEAREST 3
 
 typedef struct et_error_band {
-    char family[64];   /* "H100, pipeline" */
+    char family[64];   /* "H100 megatron-core pipeline", "H100 pipeline, any stack" */
     int rows;          /* validated rows of the family */
     double low, high;  /* p10 and p90 of measured / ET (the band is step x low .. step x high) */
     double mean_error; /* mean signed error of ET against the rows, (ET - published) / published */

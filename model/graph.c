@@ -755,12 +755,16 @@ static void head_forward(builder *b, const dims *d, const et_model_config *m)
         elementwise(b, ET_PHASE_FORWARD, -1, PRED(8 * H), PRED(2 * e * H), "head.mlm.layernorm");
         weight_forward(b, ET_PHASE_FORWARD, -1, decoder_group, PRED(1), H, Vt, 1, "head.mlm.decoder");
     }
-    /* softmax cross-entropy: read logits, fp32 reductions, write the logit gradient (fused fwd+bwd) */
+    /* softmax cross-entropy: read logits, fp32 reductions, write the logit gradient (fused fwd+bwd); or
+     * Megatron's vocabulary-parallel one over fp32 logits: the upcast copy (read e, write 4), forward's
+     * max, subtract, exp, sum and divide (read 4 each, write 4 for the three in place), backward's multiply
+     * (read and write 4) and the cast back (read 4, write e): 48 + 2e bytes a logit, 8 kernels */
     et_op *op = add_op(b, ET_OP_LOSS, ET_PHASE_FORWARD, -1, "head.loss");
     if (op) {
         op->flops = PRED(6 * Vt);
-        op->bytes = PRED(2 * e * Vt);
+        op->bytes = b->g->options.loss_fp32 ? PRED((48 + 2 * e) * Vt) : PRED(2 * e * Vt);
         op->special = PRED(Vt); /* an exp per logit */
+        if (b->g->options.loss_fp32) op->kernels = 8;
     }
 }
 

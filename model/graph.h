@@ -123,6 +123,7 @@ typedef struct et_graph_options {
     et_optimizer optimizer;
     int optimizer_shards;    /* ZeRO: optimizer states split over this many ranks (1 = none) */
     bool clip_global;        /* clip after the all-reduce: a global-norm op before the update */
+    bool loss_fp32;          /* the loss over fp32 logits in separate passes (software.cross_entropy) */
     et_galore galore;        /* GaLore's low-rank projected optimizer states (rank 0: off) */
     const et_method *method; /* NULL = dense */
     double tokens_hint;      /* tokens per micro-batch the tensor-train contraction orders are chosen for */

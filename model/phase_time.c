@@ -98,7 +98,7 @@ double et_phase_time(const et_scenario *s, const et_graph *g, et_phase phase, co
             t += op_seconds(s, g, i, b, NULL, &tp, tp_comm);
             kernels += et_op_launches(&g->ops[i], b);
         }
-    return et_host_bound(t, kernels, s->host.per_kernel);
+    return et_host_time(s, t, kernels);
 }
 
 double et_phase_time_of(const et_scenario *s, const et_op_classes *c, et_phase phase, const et_batch_shape *b,
@@ -111,7 +111,7 @@ double et_phase_time_of(const et_scenario *s, const et_op_classes *c, et_phase p
         t += op_seconds(s, c->graph, i, b, c, &tp, tp_comm);
         kernels += et_op_launches(&c->graph->ops[i], b);
     }
-    return et_host_bound(t, kernels, s->host.per_kernel);
+    return et_host_time(s, t, kernels);
 }
 
 double et_pipeline_send_time(const et_scenario *s, const et_batch_shape *b)
@@ -126,4 +126,48 @@ double et_pipeline_send_time(const et_scenario *s, const et_batch_shape *b)
     double lat = stage_gpus <= c->gpus_per_node ? c->intra_node_latency : c->nic_latency + c->switch_latency;
     return (lat + bytes / bw) *
            et_pipeline_sends_per_micro_batch(s->parallel.pipeline, s->parallel.virtual_pipeline);
+}
+
+double et_host_time(const et_scenario *s, double device, double kernels)
+{
+    if (s->software.launch_blocking) return device + kernels * s->host.per_kernel;
+    return et_host_bound(device, kernels, s->host.per_kernel);
+}
+
+double et_sync_time(const et_scenario *s)
+{
+    return s->host.per_kernel;
+}
+
+/* A memory-bound pass of `kernels` launches over `bytes`, `flops` of fp32 math. */
+static double pass_time(const et_scenario *s, double flops, double bytes, double kernels)
+{
+    return et_host_time(s, et_kernel_time(&s->cluster.device, ET_FP32, 0, flops, bytes, 0, 0, 0), kernels);
+}
+
+double et_accumulate_time(const et_scenario *s, double elements, double tensors)
+{
+    const et_software *w = &s->software;
+    const double e = et_precision_bytes(s->precision), a = w->accumulate_bytes;
+    switch (w->grad_accumulation) {
+    case ET_ACCUMULATE_ADD: /* read the new gradient and the sum, write the sum */
+        return elements > 0 ? pass_time(s, elements, (e + 2 * a) * elements, tensors) : 0;
+    case ET_ACCUMULATE_CAST_ADD: /* the cast (read e, write 4), then the fp32 add (read 8, write 4) */
+        return elements > 0 ? pass_time(s, elements, (e + 4 + 12) * elements, 2 * tensors) : 0;
+    default:
+        return 0;
+    }
+}
+
+double et_optimizer_stack_time(const et_scenario *s, double params, double shard)
+{
+    const et_software *w = &s->software;
+    const double e = et_precision_bytes(s->precision);
+    if (e >= 4 || w->optimizer == ET_OPTIMIZER_FUSED) return 0; /* fp32 training keeps one copy */
+    /* the fp32 weights read again to write the 16-bit copy (the fused update writes it as it goes) */
+    double bytes = 4 * shard, kernels = 1;
+    if (w->optimizer == ET_OPTIMIZER_FP16_MASTER && w->accumulate_bytes < 4)
+        bytes += (w->accumulate_bytes + 4) * params, kernels++; /* 16-bit gradients copied to fp32 */
+    if (w->optimizer == ET_OPTIMIZER_BF16_SHARDS) bytes += (4 - e) * params, kernels++; /* norm over fp32 */
+    return pass_time(s, 0, bytes, kernels);
 }

@@ -49,4 +49,20 @@ double et_pipeline_send_time(const et_scenario *s, const et_batch_shape *b);
  * full activation) on the tensor-parallel group, ring algorithm. */
 double et_tp_comm_time(const et_comm_group *tp, et_op_kind kind, double bytes);
 
+/* The host's wall time for `kernels` launches around `device` seconds of work: the slower of the two
+ * (schedule.h), or their sum when every launch waits for its kernel (software.launch_blocking). */
+double et_host_time(const et_scenario *s, double device, double kernels);
+
+/* One host synchronisation: the device's queue drains and the next kernel reaches it one host launch
+ * later (host.per_kernel). */
+double et_sync_time(const et_scenario *s);
+
+/* One micro-batch's gradients of `tensors` parameters, `elements` values, accumulated into the gradient that
+ * is reduced, as the stack does it (software.grad_accumulation; 0 when fused into the GEMMs). */
+double et_accumulate_time(const et_scenario *s, double elements, double tensors);
+
+/* The optimizer's passes beyond the graph's (software.optimizer) for `params` local parameters of which
+ * `shard` are this rank's to update. */
+double et_optimizer_stack_time(const et_scenario *s, double params, double shard);
+
 #endif

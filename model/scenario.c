@@ -1093,10 +1093,10 @@ int et_scenario_gpus(const et_scenario *s)
 int et_scenario_read(json_t *root, const char *source, const char *const *extra_keys, et_scenario *out,
                      et_error *err)
 {
-    const char *keys[24] = {"name",   "description", "model",     "method",      "data",
-                            "batch",  "optimizer",   "precision", "parallelism", "cluster",
-                            "target", "simulation",  "host",      "resilience",  "energy"};
-    int n_keys = 15;
+    const char *keys[24] = {"name",      "description", "model",       "method",  "data",   "batch",
+                            "optimizer", "precision",   "parallelism", "cluster", "target", "simulation",
+                            "host",      "software",    "resilience",  "energy"};
+    int n_keys = 16;
     for (int i = 0; extra_keys && extra_keys[i] && n_keys < 23; i++)
         keys[n_keys++] = extra_keys[i];
     keys[n_keys] = NULL;
@@ -1127,6 +1127,7 @@ int et_scenario_read(json_t *root, const char *source, const char *const *extra_
     if (read_target(r, root, out)) goto done;
     if (read_simulation(r, root, out)) goto done;
     if (read_host(r, root, out)) goto done;
+    if (et_software_read(r, root, &out->software)) goto done;
     if (read_resilience(r, root, out)) goto done;
     if (read_energy(r, root, out)) goto done;
     rc = 0;

@@ -25,6 +25,7 @@
 #include "resilience.h"
 #include "sampling.h"
 #include "schedule.h"
+#include "software.h"
 
 #define ET_MAX_PIPELINE 4096
 #define ET_MAX_LAYERS 10000            /* transformer layers of a model */
@@ -103,6 +104,7 @@ typedef struct et_scenario {
         et_launch_mode mode;
         double per_kernel; /* host seconds per launched kernel (0 on CPU devices: no separate host) */
     } host;
+    et_software software;     /* the training stack's terms (model/software.h) */
     et_op_scales op_scales;   /* etsim --op-times: measured / modelled per op id (owned; n = 0: none) */
     et_resilience resilience; /* failures and checkpoints (model/resilience.h), defaults when absent */
     struct {

@@ -19,6 +19,7 @@ et_graph_options et_scenario_graph_options(const et_scenario *s, int stage)
         .optimizer_shards =
             s->parallel.zero_stage >= 1 || s->parallel.distributed_optimizer ? et_scenario_grad_ranks(s) : 1,
         .clip_global = s->optimizer.clip == ET_CLIP_AFTER_ALLREDUCE,
+        .loss_fp32 = s->software.cross_entropy == ET_CROSS_ENTROPY_FP32,
         .galore = s->optimizer.galore,
         .method = &s->method,
         .tt_rank = 0,

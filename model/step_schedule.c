@@ -17,11 +17,14 @@ const char *const et_step_event_names[] = {"bubble",
                                            "global norm",
                                            "optimizer",
                                            "ZeRO gather",
+                                           "sync",
+                                           "accumulate",
                                            "compute",
                                            "all-to-all",
                                            "clip",
-                                           "bucket ready"};
-_Static_assert(sizeof et_step_event_names / sizeof *et_step_event_names == ET_STEP_BUCKET_READY + 1,
+                                           "bucket ready",
+                                           "accumulate bucket"};
+_Static_assert(sizeof et_step_event_names / sizeof *et_step_event_names == ET_STEP_ACCUMULATE_BUCKET + 1,
                "a name for every step event kind");
 
 /* A growing array of events (or segments): -1 when out of memory. */
@@ -68,9 +71,20 @@ static int segment(builder *b, et_phase phase, int first, int end, int layer)
                 (et_step_event){.kind = ET_STEP_COMPUTE, .segment = q->n_segments++, .bucket = -1, .op = -1});
 }
 
-/* Bucket k's clipping (when clipping per bucket) and readiness. */
-static int bucket_items(builder *b, int k, bool clip)
+/* Whether micro-batch i's gradients are accumulated by a pass of the stack's own: autograd's add from the
+ * second micro-batch on, DeepSpeed's cast and add after every one. */
+static bool accumulates(const et_scenario *s, int i)
 {
+    const et_grad_accumulation a = s->software.grad_accumulation;
+    return a == ET_ACCUMULATE_CAST_ADD || (a == ET_ACCUMULATE_ADD && i > 0);
+}
+
+/* Bucket k's accumulation (the last micro-batch's share), clipping (when clipping per bucket) and
+ * readiness. */
+static int bucket_items(builder *b, int k, bool accumulate, bool clip)
+{
+    if (accumulate && item(b, (et_step_event){.kind = ET_STEP_ACCUMULATE_BUCKET, .bucket = k, .op = -1}))
+        return -1;
     if (clip && item(b, (et_step_event){.kind = ET_STEP_CLIP, .bucket = k, .op = -1})) return -1;
     return item(b, (et_step_event){.kind = ET_STEP_BUCKET_READY, .bucket = k, .op = -1});
 }
@@ -86,6 +100,7 @@ static int build_pass(builder *b, const et_scenario *s, const et_op_classes *c, 
     const et_graph *g = q->graph;
     const et_phase phase = pass == ET_PASS_FORWARD ? ET_PHASE_FORWARD : ET_PHASE_BACKWARD;
     const bool clip = s->optimizer.clip == ET_CLIP_PER_BUCKET;
+    const bool accumulate = accumulates(s, (int)s->batch.grad_accum - 1);
     const int *special = c->special[phase], n_special = c->n_special[phase];
     /* buckets are cut in backward order; one whose op is not in backward, and those after it, are ready at
      * the pass's end */
@@ -100,7 +115,8 @@ static int build_pass(builder *b, const et_scenario *s, const et_op_classes *c, 
     while (j < n_special || k < cuts) {
         const int i = j < n_special ? special[j] : g->n_ops;
         if (k < cuts && buckets[k].ready_op < i) { /* bucket k ready after its op, before the next special */
-            if (segment(b, phase, first, buckets[k].ready_op + 1, layer) || bucket_items(b, k, clip))
+            if (segment(b, phase, first, buckets[k].ready_op + 1, layer) ||
+                bucket_items(b, k, accumulate, clip))
                 return -1;
             first = buckets[k++].ready_op + 1, layer = -1;
             continue;
@@ -122,25 +138,46 @@ static int build_pass(builder *b, const et_scenario *s, const et_op_classes *c, 
         }
         if (op->expert) layer = op->layer;
         while (k < cuts && buckets[k].ready_op == i) {
-            if (segment(b, phase, first, i + 1, layer) || bucket_items(b, k++, clip)) return -1;
+            if (segment(b, phase, first, i + 1, layer) || bucket_items(b, k++, accumulate, clip)) return -1;
             first = i + 1, layer = -1;
         }
     }
     if (segment(b, phase, first, g->n_ops, layer)) return -1;
     for (k = cuts; pass == ET_PASS_LAST_BACKWARD && k < nb; k++)
-        if (bucket_items(b, k, clip)) return -1;
+        if (bucket_items(b, k, accumulate, clip)) return -1;
     q->pass_items[pass] = b->n_items - q->pass_first[pass];
     q->pass_segments[pass] = q->n_segments - q->segment_first[pass];
     return 0;
 }
 
-static int pass_events(builder *b, int micro, et_step_pass pass)
+static int step_event(builder *b, et_step_event_kind kind, et_step_stream stream);
+
+static int sync_event(builder *b, int count)
 {
+    return count > 0 &&
+           event(b,
+                 (et_step_event){
+                     .kind = ET_STEP_SYNC, .count = count, .micro = -1, .bucket = -1, .op = -1, .wait = -1});
+}
+
+/* A pass of micro-batch `micro` and what the stack does after it: the timers' synchronisations (half after
+ * forward, the rest after backward), the accumulation pass after an earlier backward; then the pipeline
+ * send, and a synchronisation after it when the stack's p2p synchronises. */
+static int pass_events(builder *b, const et_scenario *s, int micro, et_step_pass pass)
+{
+    const et_software *w = &s->software;
+    const int half = w->syncs_per_micro_batch / 2;
+    if (event(b,
+              (et_step_event){.kind = ET_STEP_PASS, .micro = micro, .pass = pass, .bucket = -1, .op = -1}) ||
+        sync_event(b, pass == ET_PASS_FORWARD ? half : w->syncs_per_micro_batch - half))
+        return -1;
+    if (pass == ET_PASS_BACKWARD && accumulates(s, micro) &&
+        event(b, (et_step_event){.kind = ET_STEP_ACCUMULATE, .micro = micro, .bucket = -1, .op = -1}))
+        return -1;
     return event(
                b,
-               (et_step_event){.kind = ET_STEP_PASS, .micro = micro, .pass = pass, .bucket = -1, .op = -1}) ||
-           event(b,
-                 (et_step_event){.kind = ET_STEP_SEND, .micro = micro, .pass = pass, .bucket = -1, .op = -1});
+               (et_step_event){.kind = ET_STEP_SEND, .micro = micro, .pass = pass, .bucket = -1, .op = -1}) ||
+           sync_event(b, w->p2p_sync && s->parallel.pipeline > 1);
 }
 
 static int step_event(builder *b, et_step_event_kind kind, et_step_stream stream)
@@ -163,16 +200,16 @@ static int micro_batch_events(builder *b, const et_scenario *s, int stage)
     bubble_drain.share = p > 1 ? 1 - fill : 0;
     if (event(b, bubble_fill)) return -1;
     for (int i = 0; i < warm; i++)
-        if (pass_events(b, i, ET_PASS_FORWARD)) return -1;
+        if (pass_events(b, s, i, ET_PASS_FORWARD)) return -1;
     if (warm == m && event(b, bubble_drain)) return -1;
     for (int k = 0; k < m - warm; k++) {
-        if (pass_events(b, warm + k, ET_PASS_FORWARD)) return -1;
+        if (pass_events(b, s, warm + k, ET_PASS_FORWARD)) return -1;
         if (warm + k == m - 1 && event(b, bubble_drain)) return -1;
-        if (k < m - 1 && pass_events(b, k, ET_PASS_BACKWARD)) return -1;
+        if (k < m - 1 && pass_events(b, s, k, ET_PASS_BACKWARD)) return -1;
     }
     for (int k = m - warm; k < m - 1; k++)
-        if (pass_events(b, k, ET_PASS_BACKWARD)) return -1;
-    return pass_events(b, m - 1, ET_PASS_LAST_BACKWARD);
+        if (pass_events(b, s, k, ET_PASS_BACKWARD)) return -1;
+    return pass_events(b, s, m - 1, ET_PASS_LAST_BACKWARD);
 }
 
 static int build_events(builder *b, const et_scenario *s, int stage, int nb)
@@ -190,6 +227,9 @@ static int build_events(builder *b, const et_scenario *s, int stage, int nb)
         if (event(b, e)) return -1;
     }
     if (step_event(b, ET_STEP_GRADS_REDUCED, ET_STREAM_COMPUTE)) return -1;
+    /* the host reads the gradient norm, and under fp16 the loss scaler's overflow flag */
+    if (sync_event(b, s->software.syncs_per_step + (s->software.loss_scale_sync && s->precision == ET_FP16)))
+        return -1;
     if (dp && s->optimizer.clip == ET_CLIP_AFTER_ALLREDUCE &&
         step_event(b, ET_STEP_GLOBAL_NORM, ET_STREAM_COMPUTE))
         return -1;
@@ -204,6 +244,7 @@ int et_step_schedule_build(const et_scenario *s, const et_op_classes *c, int sta
 {
     memset(q, 0, sizeof *q);
     q->graph = c->graph;
+    q->buckets = buckets;
     q->stage = stage;
     q->micro_batches = (int)s->batch.grad_accum;
     q->n_buckets = nb;
@@ -281,7 +322,7 @@ void et_step_time_pass(const et_step_schedule *q, const et_scenario *s, et_op_cl
     double total = 0;
     for (int j = 0; j < n; j++)
         total += t[j].compute + t[j].expert * (imbalance - 1);
-    const double bound = et_host_bound(total, kernels, s->host.per_kernel);
+    const double bound = et_host_time(s, total, kernels);
     if (bound > total && total > 0)
         for (int j = 0; j < n; j++)
             t[j].compute *= bound / total, t[j].expert *= bound / total;
@@ -321,4 +362,30 @@ double et_step_micro_batch_seconds(const et_step_schedule *q, const et_scenario 
 {
     return pass_seconds(q, s, ET_PASS_FORWARD, b, t) + pass_seconds(q, s, ET_PASS_BACKWARD, b, t) +
            2 * et_pipeline_send_time(s, b);
+}
+
+double et_step_fixed_seconds(const et_step_schedule *q, const et_scenario *s, const et_step_event *e)
+{
+    const et_graph *g = q->graph;
+    switch (e->kind) {
+    case ET_STEP_SYNC:
+        return e->count * et_sync_time(s);
+    case ET_STEP_ACCUMULATE:
+        return et_accumulate_time(s, g->grad_elems, g->n_params);
+    case ET_STEP_ACCUMULATE_BUCKET:
+        return et_accumulate_time(s, q->buckets[e->bucket].elements, q->buckets[e->bucket].param_count);
+    case ET_STEP_CLIP:
+        return et_bucket_clip_time(s, q->buckets[e->bucket].bytes);
+    default:
+        return 0;
+    }
+}
+
+double et_step_optimizer_seconds(const et_step_schedule *q, const et_scenario *s, const et_op_classes *c,
+                                 const et_batch_shape *b)
+{
+    const et_graph *g = q->graph;
+    const double shards = g->options.optimizer_shards > 0 ? g->options.optimizer_shards : 1;
+    return et_phase_time_of(s, c, ET_PHASE_OPTIMIZER, b, NULL) +
+           et_optimizer_stack_time(s, g->param_count, g->param_count / shards);
 }

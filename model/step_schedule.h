@@ -8,8 +8,10 @@
  * backward passes in 1F1B order (a stage p - 1 - stage micro-batches deep runs that many forwards first),
  * each pass followed by its pipeline send, the bubble's drain share after the last forward, and the last
  * micro-batch's backward, cut where gradient buckets become ready (each bucket's clipping kernel first when
- * clipping per bucket); then the point where backward is done, a wait for the communication stream, the
- * global-norm all-reduce, the optimizer and the ZeRO parameter all-gather. The communication stream runs
+ * clipping per bucket, and its gradients accumulated first when the stack accumulates in a pass of its own);
+ * the stack's host synchronisations after the passes and sends it synchronises, and its accumulation pass
+ * after every earlier backward; then the point where backward is done, a wait for the communication stream,
+ * the global-norm all-reduce, the optimizer and the ZeRO parameter all-gather. The communication stream runs
  * ZeRO 3's parameter gathers (from the step's start, prefetched: no compute waits for them) and then one
  * collective per bucket, each from when its bucket is ready on every rank of its group (with overlap off:
  * from the end of backward) or when the previous collective ends, if later.
@@ -20,9 +22,10 @@
  * clipping and readiness, or the pass's end. Step events name the pass they run and the micro-batch.
  *
  * Contract: et_step_schedule_build fills *q from the stage graph's op classes (op_classes.h; free with
- * et_step_schedule_free); the graph must outlive it. Fails with ET_ERROR_MEMORY only. et_step_time_pass times
- * one pass's segments at a batch shape (the op classes timed at that shape); et_step_micro_batch_seconds is
- * one micro-batch's forward and backward with their blocking communication and sends, the bubble's unit. */
+ * et_step_schedule_free); the graph and the buckets must outlive it. Fails with ET_ERROR_MEMORY only.
+ * et_step_time_pass times one pass's segments at a batch shape (the op classes timed at that shape);
+ * et_step_micro_batch_seconds is one micro-batch's forward and backward with their blocking communication and
+ * sends, the bubble's unit. */
 #ifndef ET_STEP_SCHEDULE_H
 #define ET_STEP_SCHEDULE_H
 
@@ -57,11 +60,14 @@ typedef enum et_step_event_kind {
     ET_STEP_OPTIMIZER,     /* compute */
     ET_STEP_ZERO_GATHER,   /* compute waits: the updated parameters all-gathered (ZeRO, distributed optimizer)
                             */
+    ET_STEP_SYNC,       /* compute: `count` host synchronisations (the stack's timers, p2p, .item() reads) */
+    ET_STEP_ACCUMULATE, /* compute: micro-batch `micro`'s gradients accumulated (the stack's pass) */
     /* a pass's items */
-    ET_STEP_COMPUTE,      /* segment `segment`'s ops */
-    ET_STEP_ALLTOALL,     /* the experts' all-to-all op `op`, toward the experts when `to_experts` */
-    ET_STEP_CLIP,         /* bucket `bucket`'s clipping kernel */
-    ET_STEP_BUCKET_READY, /* a point: bucket `bucket`'s gradients are final on this rank */
+    ET_STEP_COMPUTE,           /* segment `segment`'s ops */
+    ET_STEP_ALLTOALL,          /* the experts' all-to-all op `op`, toward the experts when `to_experts` */
+    ET_STEP_CLIP,              /* bucket `bucket`'s clipping kernel */
+    ET_STEP_BUCKET_READY,      /* a point: bucket `bucket`'s gradients are final on this rank */
+    ET_STEP_ACCUMULATE_BUCKET, /* bucket `bucket`'s gradients accumulated (the last backward's share) */
 } et_step_event_kind;
 
 extern const char *const et_step_event_names[]; /* by kind: "bubble", "pass", ... */
@@ -76,6 +82,7 @@ typedef struct et_step_event {
     bool to_experts; /* ALLTOALL: dispatch and combine's gradient (each rank's rows to the experts' ranks) */
     int bucket;      /* COLLECTIVE, CLIP, BUCKET_READY */
     double share;    /* BUBBLE: of the stage's bubble (fill: stage / (p - 1), drain: the rest) */
+    int count;       /* SYNC: synchronisations */
     int wait;        /* COLLECTIVE: the compute-stream event it waits for (index into events; the bucket's
                         BUCKET_READY is an item, so -1 then: the bucket's readiness) */
 } et_step_event;
@@ -90,6 +97,7 @@ typedef struct et_step_segment {
 
 typedef struct et_step_schedule {
     const et_graph *graph;
+    const et_bucket *buckets; /* the stage's gradient buckets (the caller's) */
     int stage, micro_batches, n_buckets;
     et_step_event *events; /* the step, both streams, in order */
     int n_events;
@@ -132,5 +140,14 @@ double et_step_alltoall_seconds(const et_scenario *s, const et_graph *g, int op,
  * the forward and backward passes' segments timed at b (et_step_time_pass), at their schedule indices. */
 double et_step_micro_batch_seconds(const et_step_schedule *q, const et_scenario *s, const et_batch_shape *b,
                                    const et_segment_time *t);
+
+/* The seconds of an event or item that does not depend on the batch: a host synchronisation, an
+ * accumulation pass (a micro-batch's, or a bucket's in the last backward), a bucket's clipping kernel;
+ * 0 for the others. */
+double et_step_fixed_seconds(const et_step_schedule *q, const et_scenario *s, const et_step_event *e);
+
+/* The optimizer event: the graph's optimizer ops (c timed at b) and the stack's passes beyond them. */
+double et_step_optimizer_seconds(const et_step_schedule *q, const et_scenario *s, const et_op_classes *c,
+                                 const et_batch_shape *b);
 
 #endif

@@ -29,11 +29,13 @@ void report_format_duration(char *buf, size_t size, double s)
         snprintf(buf, size, "%.3g years", s / 3.15576e7);
 }
 
+static json_t *software_json(const et_software *w);
+
 json_t *report_json_scenario(const et_scenario *s)
 {
     const et_model_config *m = &s->model;
     const et_cluster *c = &s->cluster;
-    return json_pack(
+    json_t *j = json_pack(
         "{s:s, s:s, s:{s:s, s:i, s:i, s:i, s:i, s:i, s:s, s:s}, s:{s:i, s:s, s:b, s:f, s:f}, s:{s:I, s:I, "
         "s:I},"
         " s:s, s:s, s:s, s:{s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:s, s:b, s:s, s:f, s:s, s:b}, s:{s:s, s:i, "
@@ -55,6 +57,20 @@ json_t *report_json_scenario(const et_scenario *s)
         s->parallel.bucket_bytes / 1048576.0, "allreduce", et_coll_algo_names[s->parallel.allreduce],
         "overlap", s->parallel.overlap, "cluster", "device", c->device.name, "nodes", c->nodes,
         "gpus_per_node", c->gpus_per_node, "gpus", et_scenario_gpus(s));
+    if (j) json_object_set_new(j, "software", software_json(&s->software));
+    return j;
+}
+
+/* The scenario's software stack as the report echoes it (scenario.software). */
+static json_t *software_json(const et_software *w)
+{
+    return json_pack("{s:s, s:s, s:f, s:s, s:s, s:i, s:b, s:i, s:b, s:b}", "stack", et_stack_names[w->stack],
+                     "grad_accumulation", et_grad_accumulation_names[w->grad_accumulation],
+                     "grad_accumulation_bytes", w->accumulate_bytes, "optimizer",
+                     et_optimizer_path_names[w->optimizer], "cross_entropy",
+                     et_cross_entropy_names[w->cross_entropy], "syncs_per_micro_batch",
+                     w->syncs_per_micro_batch, "p2p_sync", w->p2p_sync, "syncs_per_step", w->syncs_per_step,
+                     "loss_scale_sync", w->loss_scale_sync, "launch_blocking", w->launch_blocking);
 }
 
 static json_t *memory_json(const et_memory *m)
@@ -75,6 +91,10 @@ json_t *report_json_estimate(const et_estimate *e)
                   e->zero_gather, "clip_allreduce_s", e->clip_allreduce, "cp_comm_s", e->cp_comm, "ep_comm_s",
                   e->ep_comm, "optimizer_s", e->optimizer, "balanced_step_s", e->step_time_balanced, "step_s",
                   e->step_time, "busiest_stage", (double)e->busiest_stage);
+    if (step) {
+        json_object_set_new(step, "accumulate_s", json_real(e->accumulate));
+        json_object_set_new(step, "host_sync_s", json_real(e->host_sync));
+    }
     json_t *j = json_pack(
         "{s:f, s:f, s:f, s:f, s:f, s:o, s:o, s:{s:i, s:f, s:s}, s:f, s:f, s:f, s:{s:I, s:f, s:f, s:f}}",
         "params_total", e->params_total, "params_per_gpu", e->params_per_gpu, "model_flops_per_step",
@@ -406,6 +426,11 @@ void report_print_analytic(FILE *out, const et_scenario *s, const et_estimate *e
             (e->tp_comm + e->ep_comm + e->cp_comm + e->pp_comm) * 1e3, e->bubble * 1e3, e->dp_comm * 1e3,
             (e->dp_comm_exposed + e->zero_gather + e->clip_allreduce) * 1e3, e->optimizer * 1e3,
             e->step_time_balanced * 1e3);
+    if (s->software.stack != ET_STACK_FUSED)
+        fprintf(out,
+                "stack        %s: gradient accumulation %.2f ms, host synchronisations %.2f ms (in the step "
+                "above; docs/cost-model.md, \"The software stack\")\n",
+                et_stack_names[s->software.stack], e->accumulate * 1e3, e->host_sync * 1e3);
     char train[32], eval[32], total[32];
     report_format_duration(train, sizeof train, e->train_time);
     report_format_duration(eval, sizeof eval, e->eval_time);

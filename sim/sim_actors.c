@@ -255,7 +255,10 @@ static void play_pass(rank_play *x, et_step_pass p, int i)
             }
             break;
         case ET_STEP_CLIP:
-            advance(x, x->st->clip[e->bucket], 0, "clip bucket %d", e->bucket);
+            advance(x, et_step_fixed_seconds(q, s, e), 0, "clip bucket %d", e->bucket);
+            break;
+        case ET_STEP_ACCUMULATE_BUCKET:
+            advance(x, et_step_fixed_seconds(q, s, e) * x->f, 0, "accumulate bucket %d", e->bucket);
             break;
         case ET_STEP_BUCKET_READY:
             x->ready[e->bucket] = x->t;
@@ -289,6 +292,12 @@ static double play_to_backward_done(rank_play *x)
         case ET_STEP_SEND:
             advance(x, et_pipeline_send_time(s, sim_shape(w, x->r->rank, x->step, e->micro)) * x->f, 1,
                     "send %s %d", e->pass == ET_PASS_FORWARD ? "activations" : "gradients", e->micro);
+            break;
+        case ET_STEP_SYNC:
+            advance(x, et_step_fixed_seconds(q, s, e), 0, "host synchronisation");
+            break;
+        case ET_STEP_ACCUMULATE:
+            advance(x, et_step_fixed_seconds(q, s, e) * x->f, 0, "accumulate gradients %d", e->micro);
             break;
         default: /* the communication stream's: the communicator plays them */
             break;
@@ -333,13 +342,16 @@ static void play_after_backward(rank_play *x, double bwd_end, sg_exec_t exec, in
         case ET_STEP_OPTIMIZER: {
             const et_batch_shape *b = sim_shape(w, r->rank, step, q->micro_batches - 1);
             et_op_classes_times(&x->st->classes, b, &s->cluster.device, s->precision, NULL);
-            const double opt = et_phase_time_of(s, &x->st->classes, ET_PHASE_OPTIMIZER, b, NULL) * x->f;
+            const double opt = et_step_optimizer_seconds(q, s, &x->st->classes, b) * x->f;
             if (fold_optimizer && step < w->steps - 1)
                 *optimizer_pending = opt;
             else
                 sim_exec(r, opt, "optimizer", step);
             break;
         }
+        case ET_STEP_SYNC:
+            sim_exec(r, et_step_fixed_seconds(q, s, &q->events[i]), "host synchronisation", step);
+            break;
         case ET_STEP_ZERO_GATHER: {
             barrier(r, grp->meet, step, "wait for other ranks");
             const double g0 = simgrid_get_clock();

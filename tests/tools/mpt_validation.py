@@ -54,6 +54,7 @@ def scenario(r, name, line):
         "optimizer": {"name": "adamw", "clip": "after_allreduce"},
         "precision": "fp8" if r["precision"] == "amp_fp8" else "bf16",
         "parallelism": par,
+        "software": {"stack": "pytorch-fsdp"},
         "cluster": cluster,
         "target": {"steps": 100},
         "simulation": {"steps": 1},

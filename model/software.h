@@ -1,0 +1,69 @@
+/* software: the training stack as an input. A named preset (what a framework launches, fuses, overlaps and
+ * syncs, from its public code: docs/cost-model.md, "The software stack") plus per-key overrides, read from
+ * the scenario's "software" section. Each key is one term the step schedule (step_schedule.h) places and
+ * phase_time.h prices; the presets differ only in these keys.
+ *
+ * Contract: et_software_preset fills *out with a named preset's terms (-1 for an unknown name);
+ * et_software_read reads "software" from the scenario root (absent: the preset "fused") with errors naming
+ * the JSON path; nothing is allocated. */
+#ifndef ET_SOFTWARE_H
+#define ET_SOFTWARE_H
+
+#include <stdbool.h>
+
+#include "json_reader.h"
+
+/* How a micro-batch's weight gradients reach the gradient that is reduced. */
+typedef enum {
+    ET_ACCUMULATE_FUSED,    /* the weight-gradient GEMM accumulates in place: no pass of its own */
+    ET_ACCUMULATE_ADD,      /* one add kernel per parameter per micro-batch after the first (autograd) */
+    ET_ACCUMULATE_CAST_ADD, /* a cast to fp32 and an add per parameter per micro-batch (DeepSpeed bf16) */
+} et_grad_accumulation;
+extern const char *const et_grad_accumulation_names[]; /* "fused", "add", "cast_add", NULL */
+
+/* The optimizer's passes beyond the graph's (unscale, gradient norm, and an update that writes the 16-bit
+ * weights as it goes). */
+typedef enum {
+    ET_OPTIMIZER_FUSED,       /* nothing more */
+    ET_OPTIMIZER_COPY_BACK,   /* the fp32 weights copied into the 16-bit ones by a pass of its own */
+    ET_OPTIMIZER_FP16_MASTER, /* that, and 16-bit accumulated gradients copied to fp32 first (Megatron's
+                                 Float16Optimizer, apex amp O2) */
+    ET_OPTIMIZER_BF16_SHARDS, /* the copy back on the shard, and the norm over the fp32 gradients (DeepSpeed's
+                                 BF16_Optimizer) */
+} et_optimizer_path;
+extern const char *const et_optimizer_path_names[]; /* "fused", "copy_back", "fp16_master", "bf16_shards" */
+
+/* The loss: one fused pass over the 16-bit logits, or Megatron's vocabulary-parallel cross-entropy over
+ * fp32 logits (an upcast copy, four in-place passes forward, two backward). */
+typedef enum { ET_CROSS_ENTROPY_FUSED, ET_CROSS_ENTROPY_FP32 } et_cross_entropy;
+extern const char *const et_cross_entropy_names[]; /* "fused", "fp32_passes", NULL */
+
+typedef enum {
+    ET_STACK_FUSED,
+    ET_STACK_MEGATRON_2021,
+    ET_STACK_MEGATRON_2022,
+    ET_STACK_MEGATRON_DEEPSPEED,
+    ET_STACK_MEGATRON_CORE,
+    ET_STACK_PYTORCH_APEX,
+    ET_STACK_PYTORCH_FSDP,
+    ET_STACKS
+} et_stack;
+extern const char *const et_stack_names[]; /* "fused", "megatron-lm-2021", ..., NULL */
+
+typedef struct et_software {
+    et_stack stack;
+    et_grad_accumulation grad_accumulation;
+    double accumulate_bytes; /* the accumulated gradient's element: 4 (fp32 main_grad) or 2 */
+    et_optimizer_path optimizer;
+    et_cross_entropy cross_entropy;
+    int syncs_per_micro_batch; /* host waits for the device each micro-batch (timers around its passes) */
+    bool p2p_sync;             /* and after every pipeline send (torch.cuda.synchronize after batched p2p) */
+    int syncs_per_step;        /* and each step (the gradient norm's .item()) */
+    bool loss_scale_sync;      /* and under fp16, the loss scaler's overflow check (found_inf.item()) */
+    bool launch_blocking;      /* CUDA_LAUNCH_BLOCKING=1: every launch waits for its kernel */
+} et_software;
+
+int et_software_preset(const char *name, et_software *out);
+int et_software_read(const et_json_reader *r, json_t *root, et_software *out);
+
+#endif

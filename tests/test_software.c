@@ -1,0 +1,189 @@
+/* The software stack's terms (model/software.h, phase_time.h) on hand-computed cases: the accumulation
+ * passes' bytes and launches, the optimizer's extra passes, the fp32 cross-entropy's bytes a logit, the
+ * host synchronisations the schedule places and what they cost, launches that block; and the presets,
+ * which differ only in the terms their stacks' code differs in (docs/cost-model.md, "The software stack"). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analytic.h"
+#include "batch.h"
+#include "check.h"
+#include "phase_time.h"
+#include "scenario_graph.h"
+#include "software.h"
+#include "step_schedule.h"
+
+static int load(const char *relative, et_scenario *s)
+{
+    et_error err;
+    char path[512];
+    snprintf(path, sizeof path, ET_SOURCE_DIR "/scenarios/%s", relative);
+    const int rc = et_scenario_load(path, s, &err);
+    CHECK(rc == 0, "%s loads: %s", path, err.text);
+    return rc;
+}
+
+/* The terms in which two presets differ, as a comma-separated list. */
+static void differences(const char *a, const char *b, char *out, size_t size)
+{
+    et_software x, y;
+    CHECK(!et_software_preset(a, &x) && !et_software_preset(b, &y), "presets %s and %s exist", a, b);
+    out[0] = '\0';
+#define DIFF(field)                                                                                          \
+    if (x.field != y.field) snprintf(out + strlen(out), size - strlen(out), "%s%s", out[0] ? "," : "", #field)
+    DIFF(grad_accumulation);
+    DIFF(accumulate_bytes);
+    DIFF(optimizer);
+    DIFF(cross_entropy);
+    DIFF(syncs_per_micro_batch);
+    DIFF(p2p_sync);
+    DIFF(syncs_per_step);
+    DIFF(loss_scale_sync);
+    DIFF(launch_blocking);
+#undef DIFF
+}
+
+static void test_presets(void)
+{
+    /* each pair: what their code differs in (shared/data/software-stacks.md, the per-stack tables) */
+    static const char *const pairs[][3] = {
+        /* v3 fused the accumulation into the weight-gradient GEMM over an fp32 main_grad (2022-02) */
+        {"megatron-lm-2021", "megatron-lm-2022", "grad_accumulation,accumulate_bytes"},
+        /* llm-foundry and torchtitan: nothing confirmed beyond the fused passes */
+        {"fused", "pytorch-fsdp", ""},
+        /* MCore: the distributed optimizer's copy back, the norm's .item() */
+        {"fused", "megatron-core", "optimizer,syncs_per_step,loss_scale_sync"},
+        /* BLOOM against v3: DeepSpeed's accumulation and optimizer, no timers, launches that block */
+        {"megatron-lm-2022", "megatron-deepspeed",
+         "grad_accumulation,optimizer,syncs_per_micro_batch,p2p_sync,syncs_per_step,loss_scale_sync,"
+         "launch_blocking"},
+        /* apex amp against SC21: no pipeline timers nor norm read */
+        {"megatron-lm-2021", "pytorch-apex", "syncs_per_micro_batch,p2p_sync,syncs_per_step"},
+    };
+    for (size_t i = 0; i < sizeof pairs / sizeof *pairs; i++) {
+        char got[256];
+        differences(pairs[i][0], pairs[i][1], got, sizeof got);
+        CHECK(!strcmp(got, pairs[i][2]), "%s against %s differ in {%s}, want {%s}", pairs[i][0], pairs[i][1],
+              got, pairs[i][2]);
+    }
+    et_software w;
+    CHECK(et_software_preset("tensorflow", &w) == -1, "an unknown stack is refused");
+}
+
+/* The accumulation and optimizer passes against their bytes, written out. */
+static void test_passes(void)
+{
+    et_scenario s;
+    if (load("validation/korthikanti-2022-gpt-22b-full.json", &s)) return;
+    const et_device_profile *d = &s.cluster.device;
+    const double N = 1e9, P = 200, h = s.host.per_kernel, e = 2;
+    s.precision = ET_BF16;
+    et_software_preset("megatron-lm-2021", &s.software); /* add, a = 2 */
+    CHECK_REL(et_accumulate_time(&s, N, P),
+              fmax(et_kernel_time(d, ET_FP32, 0, N, (e + 2 * 2) * N, 0, 0, 0), P * h), 1e-12,
+              "add: (e + 2a) N bytes, P launches");
+    s.software.grad_accumulation = ET_ACCUMULATE_CAST_ADD, s.software.accumulate_bytes = 4;
+    CHECK_REL(et_accumulate_time(&s, N, P),
+              fmax(et_kernel_time(d, ET_FP32, 0, N, (e + 16) * N, 0, 0, 0), 2 * P * h), 1e-12,
+              "cast_add: (e + 4 + 12) N bytes, 2P launches");
+    s.software.grad_accumulation = ET_ACCUMULATE_FUSED;
+    CHECK(et_accumulate_time(&s, N, P) == 0, "fused: no pass");
+    /* the optimizer: fp16_master with 16-bit accumulation copies the gradients (2 + 4 bytes) and copies back
+     * the shard (4 bytes) */
+    s.software.optimizer = ET_OPTIMIZER_FP16_MASTER, s.software.accumulate_bytes = 2;
+    const double shard = N / 8;
+    CHECK_REL(et_optimizer_stack_time(&s, N, shard),
+              fmax(et_kernel_time(d, ET_FP32, 0, 0, 4 * shard + 6 * N, 0, 0, 0), 2 * h), 1e-12,
+              "fp16_master: 4 shard + (a + 4) N bytes");
+    s.software.accumulate_bytes = 4;
+    CHECK_REL(et_optimizer_stack_time(&s, N, shard),
+              fmax(et_kernel_time(d, ET_FP32, 0, 0, 4 * shard, 0, 0, 0), h), 1e-12,
+              "fp16_master over fp32 main grads: the copy back alone");
+    s.software.optimizer = ET_OPTIMIZER_BF16_SHARDS;
+    CHECK_REL(et_optimizer_stack_time(&s, N, shard),
+              fmax(et_kernel_time(d, ET_FP32, 0, 0, 4 * shard + 2 * N, 0, 0, 0), 2 * h), 1e-12,
+              "bf16_shards: the copy back and the norm's extra (4 - e) N bytes");
+    s.precision = ET_FP32;
+    CHECK(et_optimizer_stack_time(&s, N, shard) == 0, "fp32 training keeps one copy of the weights");
+    /* launches that block: host and device times add */
+    s.software.launch_blocking = true;
+    CHECK_REL(et_host_time(&s, 1e-3, 100), 1e-3 + 100 * h, 1e-12,
+              "blocking launches: device + kernels x host");
+    s.software.launch_blocking = false;
+    CHECK_REL(et_host_time(&s, 1e-3, 100), fmax(1e-3, 100 * h), 1e-12,
+              "queued launches: the slower of the two");
+}
+
+/* The loss op's bytes: 2e a logit fused, 48 + 2e over fp32 logits. */
+static void test_cross_entropy(void)
+{
+    et_scenario s;
+    if (load("validation/korthikanti-2022-gpt-22b-full.json", &s)) return;
+    const et_batch_shape b = et_batch_expected(&s);
+    double bytes[2];
+    for (int fp32 = 0; fp32 <= 1; fp32++) {
+        et_graph_options o = et_scenario_graph_options(&s, s.parallel.pipeline - 1);
+        o.loss_fp32 = fp32;
+        et_graph g;
+        et_error err;
+        bytes[fp32] = -1;
+        if (et_graph_build(&s.model, &o, &g, &err)) continue;
+        for (int i = 0; i < g.n_ops; i++)
+            if (g.ops[i].kind == ET_OP_LOSS) bytes[fp32] = et_linear_eval(&g.ops[i].bytes, &b);
+        et_graph_free(&g);
+    }
+    const double logits = b.predictions * s.model.vocab / s.parallel.tensor,
+                 e = et_precision_bytes(s.precision);
+    CHECK_REL(bytes[0], 2 * e * logits, 1e-12, "fused cross-entropy: 2e bytes a logit");
+    CHECK_REL(bytes[1], (48 + 2 * e) * logits, 1e-12, "fp32 cross-entropy: 48 + 2e bytes a logit");
+}
+
+/* SC21 on 2 stages and 2 micro-batches: 4 timer syncs a micro-batch, one after each of 4 sends, the norm's
+ * and fp16's overflow reads: 14 synchronisations, each the host's cost per kernel, in the analytic step. */
+static void test_syncs(void)
+{
+    et_scenario s;
+    if (load("validation/korthikanti-2022-gpt-22b-full.json", &s)) return;
+    s.parallel.pipeline = 2, s.parallel.data = 1, s.batch.local = 1, s.batch.grad_accum = 2,
+    s.batch.global = 2;
+    s.precision = ET_FP16;
+    et_software_preset("megatron-lm-2021", &s.software);
+    et_graph g;
+    et_error err;
+    et_graph_options o = et_scenario_graph_options(&s, 0);
+    if (et_graph_build(&s.model, &o, &g, &err)) {
+        CHECK(0, "graph: %s", err.text);
+        return;
+    }
+    et_op_classes c;
+    et_step_schedule q;
+    if (et_op_classes_build(&g, &c) || et_step_schedule_build(&s, &c, 0, NULL, 0, true, &q, &err)) {
+        CHECK(0, "schedule");
+        et_graph_free(&g);
+        return;
+    }
+    int syncs = 0, accumulations = 0;
+    for (int i = 0; i < q.n_events; i++) {
+        syncs += q.events[i].kind == ET_STEP_SYNC ? q.events[i].count : 0;
+        accumulations += q.events[i].kind == ET_STEP_ACCUMULATE;
+    }
+    CHECK(syncs == 2 * 4 + 4 + 1 + 1, "SC21's synchronisations: %d, want 14", syncs);
+    /* autograd's add after the second micro-batch's backward: the last, so per bucket (none here) */
+    CHECK(accumulations == 0, "no whole-gradient accumulation with 2 micro-batches: %d", accumulations);
+    et_step_schedule_free(&q);
+    et_op_classes_free(&c);
+    et_graph_free(&g);
+    et_estimate e;
+    if (et_analytic_estimate(&s, &e, &err) == 0)
+        CHECK_REL(e.host_sync, 14 * s.host.per_kernel, 1e-12, "the analytic step's synchronisations");
+}
+
+int main(void)
+{
+    test_presets();
+    test_passes();
+    test_cross_entropy();
+    test_syncs();
+    return check_summary("test_software");
+}
