@@ -118,13 +118,25 @@ double et_pipeline_send_time(const et_scenario *s, const et_batch_shape *b)
 {
     if (s->parallel.pipeline <= 1) return 0;
     const et_cluster *c = &s->cluster;
-    double bytes = b->tokens * s->model.hidden * et_precision_bytes(s->precision) / s->parallel.tensor;
-    int stage_gpus = s->parallel.tensor * s->parallel.pipeline;
+    const int t = s->parallel.tensor;
+    /* the activation crossing a stage boundary, and what one rank sends of it: sequence-parallel
+     * activations are already split over the t tensor ranks; otherwise the stack sends 1/t and gathers it
+     * over the tensor ranks on arrival, or sends it whole (software.pipeline_sends) */
+    const double whole = b->tokens * s->model.hidden * et_precision_bytes(s->precision);
+    const et_pipeline_sends mode =
+        s->parallel.sequence_parallel || t == 1 ? ET_SENDS_SHARDED : s->software.pipeline_sends;
+    const double bytes = mode == ET_SENDS_FULL ? whole : whole / t;
+    int stage_gpus = t * s->parallel.pipeline;
     double bw = stage_gpus <= c->gpus_per_node
                     ? et_cluster_nvlink_bandwidth(c)
                     : c->nics_per_node * et_cluster_nic_bandwidth(c) / c->gpus_per_node;
     double lat = stage_gpus <= c->gpus_per_node ? c->intra_node_latency : c->nic_latency + c->switch_latency;
-    return (lat + bytes / bw) *
+    double gather = 0;
+    if (mode == ET_SENDS_SCATTER_GATHER) {
+        const et_comm_group tp = et_tp_group(s);
+        gather = et_ring_allgather_time(&tp, whole);
+    }
+    return (lat + bytes / bw + gather) *
            et_pipeline_sends_per_micro_batch(s->parallel.pipeline, s->parallel.virtual_pipeline);
 }
 

@@ -42,7 +42,9 @@ double et_phase_time_of(const et_scenario *s, const et_op_classes *c, et_phase p
                         double *tp_comm);
 
 /* Pipeline activation sends of one micro-batch in one direction, seconds (0 with one stage): one per model
- * chunk boundary, so v with v virtual stages. */
+ * chunk boundary, so v with v virtual stages; each rank's share of the activation as the stack sends it
+ * (software.pipeline_sends: 1/t, 1/t and an all-gather over the tensor ranks, or whole), 1/t under
+ * sequence parallelism. */
 double et_pipeline_send_time(const et_scenario *s, const et_batch_shape *b);
 
 /* Seconds of one tensor-parallel collective op (all-reduce, all-gather or reduce-scatter of `bytes`, the

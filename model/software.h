@@ -38,6 +38,13 @@ extern const char *const et_optimizer_path_names[]; /* "fused", "copy_back", "fp
 typedef enum { ET_CROSS_ENTROPY_FUSED, ET_CROSS_ENTROPY_FP32 } et_cross_entropy;
 extern const char *const et_cross_entropy_names[]; /* "fused", "fp32_passes", NULL */
 
+/* What a pipeline stage sends of the activation (without sequence parallelism, whose activations are
+ * already split over the tensor ranks): each tensor rank its 1/t share with nothing more (`sharded`, the
+ * lower bound), its share and then an all-gather over the tensor ranks on arrival (`scatter_gather`), or
+ * the whole activation (`full`). */
+typedef enum { ET_SENDS_SHARDED, ET_SENDS_SCATTER_GATHER, ET_SENDS_FULL } et_pipeline_sends;
+extern const char *const et_pipeline_sends_names[]; /* "sharded", "scatter_gather", "full", NULL */
+
 typedef enum {
     ET_STACK_FUSED,
     ET_STACK_MEGATRON_2021,
@@ -61,6 +68,7 @@ typedef struct et_software {
     int syncs_per_step;        /* and each step (the gradient norm's .item()) */
     bool loss_scale_sync;      /* and under fp16, the loss scaler's overflow check (found_inf.item()) */
     bool launch_blocking;      /* CUDA_LAUNCH_BLOCKING=1: every launch waits for its kernel */
+    et_pipeline_sends pipeline_sends;
 } et_software;
 
 int et_software_preset(const char *name, et_software *out);

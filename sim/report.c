@@ -64,13 +64,13 @@ json_t *report_json_scenario(const et_scenario *s)
 /* The scenario's software stack as the report echoes it (scenario.software). */
 static json_t *software_json(const et_software *w)
 {
-    return json_pack("{s:s, s:s, s:f, s:s, s:s, s:i, s:b, s:i, s:b, s:b}", "stack", et_stack_names[w->stack],
-                     "grad_accumulation", et_grad_accumulation_names[w->grad_accumulation],
-                     "grad_accumulation_bytes", w->accumulate_bytes, "optimizer",
-                     et_optimizer_path_names[w->optimizer], "cross_entropy",
-                     et_cross_entropy_names[w->cross_entropy], "syncs_per_micro_batch",
-                     w->syncs_per_micro_batch, "p2p_sync", w->p2p_sync, "syncs_per_step", w->syncs_per_step,
-                     "loss_scale_sync", w->loss_scale_sync, "launch_blocking", w->launch_blocking);
+    return json_pack(
+        "{s:s, s:s, s:f, s:s, s:s, s:i, s:b, s:i, s:b, s:b, s:s}", "stack", et_stack_names[w->stack],
+        "grad_accumulation", et_grad_accumulation_names[w->grad_accumulation], "grad_accumulation_bytes",
+        w->accumulate_bytes, "optimizer", et_optimizer_path_names[w->optimizer], "cross_entropy",
+        et_cross_entropy_names[w->cross_entropy], "syncs_per_micro_batch", w->syncs_per_micro_batch,
+        "p2p_sync", w->p2p_sync, "syncs_per_step", w->syncs_per_step, "loss_scale_sync", w->loss_scale_sync,
+        "launch_blocking", w->launch_blocking, "pipeline_sends", et_pipeline_sends_names[w->pipeline_sends]);
 }
 
 static json_t *memory_json(const et_memory *m)

@@ -9,6 +9,7 @@
 #include "analytic.h"
 #include "batch.h"
 #include "check.h"
+#include "collectives.h"
 #include "phase_time.h"
 #include "scenario_graph.h"
 #include "software.h"
@@ -41,6 +42,7 @@ static void differences(const char *a, const char *b, char *out, size_t size)
     DIFF(syncs_per_step);
     DIFF(loss_scale_sync);
     DIFF(launch_blocking);
+    DIFF(pipeline_sends);
 #undef DIFF
 }
 
@@ -50,16 +52,17 @@ static void test_presets(void)
     static const char *const pairs[][3] = {
         /* v3 fused the accumulation into the weight-gradient GEMM over an fp32 main_grad (2022-02) */
         {"megatron-lm-2021", "megatron-lm-2022", "grad_accumulation,accumulate_bytes"},
-        /* llm-foundry and torchtitan: nothing confirmed beyond the fused passes */
-        {"fused", "pytorch-fsdp", ""},
-        /* MCore: the distributed optimizer's copy back, the norm's .item() */
-        {"fused", "megatron-core", "optimizer,syncs_per_step,loss_scale_sync"},
+        /* llm-foundry and torchtitan: nothing confirmed beyond the fused passes (PyTorch sends whole
+         * tensors, were they pipelined) */
+        {"fused", "pytorch-fsdp", "pipeline_sends"},
+        /* MCore: the distributed optimizer's copy back, the norm's .item(), whole activations sent */
+        {"fused", "megatron-core", "optimizer,syncs_per_step,loss_scale_sync,pipeline_sends"},
         /* BLOOM against v3: DeepSpeed's accumulation and optimizer, no timers, launches that block */
         {"megatron-lm-2022", "megatron-deepspeed",
          "grad_accumulation,optimizer,syncs_per_micro_batch,p2p_sync,syncs_per_step,loss_scale_sync,"
          "launch_blocking"},
-        /* apex amp against SC21: no pipeline timers nor norm read */
-        {"megatron-lm-2021", "pytorch-apex", "syncs_per_micro_batch,p2p_sync,syncs_per_step"},
+        /* apex amp against SC21: no pipeline timers nor norm read, no scatter-gather */
+        {"megatron-lm-2021", "pytorch-apex", "syncs_per_micro_batch,p2p_sync,syncs_per_step,pipeline_sends"},
     };
     for (size_t i = 0; i < sizeof pairs / sizeof *pairs; i++) {
         char got[256];
@@ -179,8 +182,35 @@ static void test_syncs(void)
         CHECK_REL(e.host_sync, 14 * s.host.per_kernel, 1e-12, "the analytic step's synchronisations");
 }
 
+/* A pipeline send of 175B's activation (t 8, no sequence parallelism) as each stack sends it: 1/t, 1/t and
+ * an all-gather of the whole over the tensor ranks, or the whole; 1/t whatever the stack under sequence
+ * parallelism. */
+static void test_pipeline_sends(void)
+{
+    et_scenario s;
+    if (load("validation/korthikanti-2022-gpt-175b-full.json", &s)) return;
+    const et_batch_shape b = et_batch_expected(&s);
+    const double whole = b.tokens * s.model.hidden * et_precision_bytes(s.precision), t = s.parallel.tensor;
+    const double v = et_pipeline_sends_per_micro_batch(s.parallel.pipeline, s.parallel.virtual_pipeline);
+    double send[3];
+    for (int mode = 0; mode < 3; mode++) {
+        s.software.pipeline_sends = (et_pipeline_sends)mode;
+        send[mode] = et_pipeline_send_time(&s, &b) / v;
+    }
+    const et_comm_group tp = et_tp_group(&s);
+    const double per_byte = (send[ET_SENDS_FULL] - send[ET_SENDS_SHARDED]) / (whole - whole / t);
+    CHECK(per_byte > 0, "a whole activation takes longer than a share");
+    CHECK_REL(send[ET_SENDS_SCATTER_GATHER] - send[ET_SENDS_SHARDED], et_ring_allgather_time(&tp, whole),
+              1e-9, "scatter-gather: the share and an all-gather of the whole over the tensor ranks");
+    s.parallel.sequence_parallel = true;
+    s.software.pipeline_sends = ET_SENDS_FULL;
+    CHECK_REL(et_pipeline_send_time(&s, &b) / v, send[ET_SENDS_SHARDED], 1e-12,
+              "sequence-parallel activations go as 1/t shares whatever the stack");
+}
+
 int main(void)
 {
+    test_pipeline_sends();
     test_presets();
     test_passes();
     test_cross_entropy();
