@@ -344,7 +344,7 @@ static void add_parts(et_estimate *out, const et_estimate *x, double n)
  * step's breakdown in *out; -1 when out of memory. */
 static int play_schedule(const et_scenario *s, const et_step_schedule *q, et_op_classes *c,
                          const et_bucket *buckets, const et_batch_shape *b, const et_comm_group *dp,
-                         double param_bytes, et_estimate *out)
+                         double param_bytes, const et_segment_time whole[2], et_estimate *out)
 {
     et_segment_time *t = malloc(((size_t)q->n_segments + 1) * sizeof *t);
     double *ready = malloc(((size_t)q->n_buckets + 1) * sizeof *ready);
@@ -353,8 +353,12 @@ static int play_schedule(const et_scenario *s, const et_step_schedule *q, et_op_
         free(t), free(ready), free(at);
         return -1;
     }
+    /* passes without cuts are their phases, already timed (whole: forward, backward) */
     for (int p = 0; p < ET_PASSES; p++)
-        et_step_time_pass(q, s, c, p, b, t + q->segment_first[p]);
+        if (p != ET_PASS_LAST_BACKWARD && q->pass_segments[p] == 1 && q->pass_items[p] == 1)
+            t[q->segment_first[p]] = whole[p];
+        else
+            et_step_time_pass(q, s, c, p, b, t + q->segment_first[p]);
     const double micro = et_step_micro_batch_seconds(q, s, b, t);
     const double bubble =
                      et_pipeline_bubble_micro_batches(s->parallel.pipeline, s->parallel.virtual_pipeline) *
@@ -449,14 +453,18 @@ static int estimate_stage(const et_scenario *s, int stage, const et_batch_shape 
     const et_batch_shape worst = et_batch_worst_case(s);
     et_memory mem = et_memory_estimate(s, &g, &worst);
     if (mem.total > out->memory.total) out->memory = mem;
-    double tp_f = 0, tp_b = 0;
-    const double F = et_phase_time_of(s, x.c, ET_PHASE_FORWARD, b, &tp_f);
-    const double Bw = et_phase_time_of(s, x.c, ET_PHASE_BACKWARD, b, &tp_b);
-    if (F + Bw + tp_f + tp_b <= *best_stage_time) {
+    /* a micro-batch's forward and backward, blocking communication included, picks the busiest stage */
+    et_segment_time whole[2];
+    et_phase_whole_time(s, x.c, ET_PHASE_FORWARD, b, &whole[0]);
+    et_phase_whole_time(s, x.c, ET_PHASE_BACKWARD, b, &whole[1]);
+    const double imbalance = et_moe_imbalance(s, b);
+    const double stage_time =
+        et_segment_seconds(&whole[0], imbalance) + et_segment_seconds(&whole[1], imbalance);
+    if (stage_time <= *best_stage_time) {
         stage_graph_release(&x);
         return 0;
     }
-    *best_stage_time = F + Bw + tp_f + tp_b;
+    *best_stage_time = stage_time;
     /* the busiest stage so far: its step, from a clean breakdown */
     out->forward = out->backward = out->clip = out->tp_comm = out->ep_comm = out->cp_comm = out->pp_comm = 0;
     out->bubble = out->dp_comm = out->dp_comm_exposed = out->zero_gather = out->clip_allreduce = 0;
@@ -474,7 +482,7 @@ static int estimate_stage(const et_scenario *s, int stage, const et_batch_shape 
     }
     et_step_schedule q;
     int rc = et_step_schedule_build(s, x.c, stage, buckets, nb, s->parallel.overlap, &q, err);
-    if (!rc && play_schedule(s, &q, x.c, buckets, b, dp, g.param_count * ge, out))
+    if (!rc && play_schedule(s, &q, x.c, buckets, b, dp, g.param_count * ge, whole, out))
         rc = et_error_set_code(err, ET_ERROR_MEMORY, NULL, 0, 0, NULL,
                                "out of memory playing the step schedule");
     et_step_schedule_free(&q);

@@ -280,44 +280,11 @@ static void add_op(const et_scenario *s, const et_graph *g, int i, const et_batc
     if (g->ops[i].kind == ET_OP_CP_RING) t->exchange += comm;
 }
 
-void et_step_time_pass(const et_step_schedule *q, const et_scenario *s, et_op_classes *c, et_step_pass p,
-                       const et_batch_shape *b, et_segment_time *t)
+/* A host slower than the device stretches the segments' compute evenly (the pass's ratio, decided on its
+ * compute at the expected expert imbalance). */
+static void host_stretch(const et_scenario *s, const et_batch_shape *b, et_segment_time *t, int n,
+                         double kernels)
 {
-    const et_graph *g = q->graph;
-    const et_step_segment *seg = q->segments + q->segment_first[p];
-    const int n = q->pass_segments[p];
-    const et_phase phase = seg[0].phase;
-    const et_comm_group tp = et_tp_group(s);
-    memset(t, 0, (size_t)n * sizeof *t);
-    double kernels = 0;
-    if (n == 1 && q->pass_items[p] == 1) {
-        /* one segment, the whole phase: its plain ops summed by class, the others one by one */
-        t[0].compute = et_op_classes_plain(c, phase, &kernels);
-        for (int j = 0; j < c->n_special[phase]; j++) {
-            const int i = c->special[phase][j];
-            add_op(s, g, i, b, c, &tp, &t[0]);
-            kernels += et_op_launches(&g->ops[i], b);
-        }
-    } else {
-        int j = 0;
-        for (int i = 0; i < g->n_ops; i++) {
-            if (c->phase_of[i] != phase) continue;
-            if (g->ops[i].kind == ET_OP_EP_ALLTOALL) { /* an item of its own */
-                kernels += et_op_launches(&g->ops[i], b);
-                continue;
-            }
-            while (j < n - 1 && i >= seg[j].end_op)
-                j++;
-            if (c->plain[i]) { /* the compact arrays only: a walk over the large ops is most of its cost */
-                t[j].compute += c->class_time[c->class_of[i]];
-                kernels += c->class_kernels[c->class_of[i]];
-            } else {
-                add_op(s, g, i, b, c, &tp, &t[j]);
-                kernels += et_op_launches(&g->ops[i], b);
-            }
-        }
-    }
-    /* a host slower than the device stretches the pass's compute evenly */
     const double imbalance = et_moe_imbalance(s, b);
     double total = 0;
     for (int j = 0; j < n; j++)
@@ -326,6 +293,57 @@ void et_step_time_pass(const et_step_schedule *q, const et_scenario *s, et_op_cl
     if (bound > total && total > 0)
         for (int j = 0; j < n; j++)
             t[j].compute *= bound / total, t[j].expert *= bound / total;
+}
+
+void et_phase_whole_time(const et_scenario *s, const et_op_classes *c, et_phase phase,
+                         const et_batch_shape *b, et_segment_time *t)
+{
+    const et_graph *g = c->graph;
+    const et_comm_group tp = et_tp_group(s);
+    double kernels = 0;
+    memset(t, 0, sizeof *t);
+    /* its plain ops summed by class, the others one by one */
+    t->compute = et_op_classes_plain(c, phase, &kernels);
+    for (int j = 0; j < c->n_special[phase]; j++) {
+        const int i = c->special[phase][j];
+        add_op(s, g, i, b, c, &tp, t);
+        kernels += et_op_launches(&g->ops[i], b);
+    }
+    host_stretch(s, b, t, 1, kernels);
+}
+
+void et_step_time_pass(const et_step_schedule *q, const et_scenario *s, et_op_classes *c, et_step_pass p,
+                       const et_batch_shape *b, et_segment_time *t)
+{
+    const et_graph *g = q->graph;
+    const et_step_segment *seg = q->segments + q->segment_first[p];
+    const int n = q->pass_segments[p];
+    const et_phase phase = seg[0].phase;
+    if (n == 1 && q->pass_items[p] == 1) { /* one segment, the whole phase */
+        et_phase_whole_time(s, c, phase, b, t);
+        return;
+    }
+    const et_comm_group tp = et_tp_group(s);
+    memset(t, 0, (size_t)n * sizeof *t);
+    double kernels = 0;
+    int j = 0;
+    for (int i = 0; i < g->n_ops; i++) {
+        if (c->phase_of[i] != phase) continue;
+        if (g->ops[i].kind == ET_OP_EP_ALLTOALL) { /* an item of its own */
+            kernels += et_op_launches(&g->ops[i], b);
+            continue;
+        }
+        while (j < n - 1 && i >= seg[j].end_op)
+            j++;
+        if (c->plain[i]) { /* the compact arrays only: a walk over the large ops is most of its cost */
+            t[j].compute += c->class_time[c->class_of[i]];
+            kernels += c->class_kernels[c->class_of[i]];
+        } else {
+            add_op(s, g, i, b, c, &tp, &t[j]);
+            kernels += et_op_launches(&g->ops[i], b);
+        }
+    }
+    host_stretch(s, b, t, n, kernels);
 }
 
 double et_segment_seconds(const et_segment_time *t, double load)

@@ -124,6 +124,11 @@ typedef struct et_segment_time {
     double compute, expert, comm, exchange;
 } et_segment_time;
 
+/* A whole phase of one micro-batch as one segment (c, a graph's classes, timed at b): what a pass without
+ * cuts takes, and what picks the busiest pipeline stage. */
+void et_phase_whole_time(const et_scenario *s, const et_op_classes *c, et_phase phase,
+                         const et_batch_shape *b, et_segment_time *t);
+
 /* Times pass p's segments at shape b into t[0 .. pass_segments[p]) (c, the graph's classes, timed at b). */
 void et_step_time_pass(const et_step_schedule *q, const et_scenario *s, et_op_classes *c, et_step_pass p,
                        const et_batch_shape *b, et_segment_time *t);
