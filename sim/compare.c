@@ -103,7 +103,7 @@ static void row(FILE *out, const char *name, const double *v, int n, double scal
         fprintf(out, " %14.3f", v[i] * scale);
     for (int i = 1; i < n; i++) {
         double ratio = time ? (v[i] > 0 ? v[0] / v[i] : NAN) : (v[0] > 0 ? v[i] / v[0] : NAN);
-        if (v[0] == 0 && v[i] == 0)
+        if (!isfinite(ratio)) /* both zero, or one side has none of it */
             fprintf(out, " %12s", "-");
         else
             fprintf(out, " %11.2fx", ratio);
@@ -261,6 +261,8 @@ void compare_print_many(FILE *out, int n, const et_scenario *const *s, const et_
     ROW("    forward* [ms]", e[i]->forward, 1e3, 1);
     ROW("    backward* [ms]", e[i]->backward, 1e3, 1);
     ROW("    clipping per bucket* [ms]", e[i]->clip, 1e3, 1);
+    ROW("    gradient accumulation* [ms]", e[i]->accumulate, 1e3, 1);
+    ROW("    host synchronisation* [ms]", e[i]->host_sync, 1e3, 1);
     ROW("    optimizer* [ms]", e[i]->optimizer, 1e3, 1);
     ROW("  exposed communication [ms]", x[i].exposed, 1e3, 1);
     ROW("  idle, waiting for stragglers [ms]", x[i].idle, 1e3, 1);
