@@ -24,6 +24,8 @@ int et_caveats(const et_scenario *s, const char **out, int max)
     if (s->parallel.sequence_parallel && s->parallel.tensor > 1)
         ADD("no extra all-gather of layer inputs for weight gradients under sequence parallelism");
     if (s->model.dropout <= 0) ADD("no dropout kernels (model.dropout 0)");
+    if (et_model_head_dim(&s->model) * s->model.heads != s->model.hidden)
+        ADD("activation memory of attention at the hidden width (Korthikanti's terms), not heads x head_dim");
     if (s->parallel.attention == ET_ATTENTION_STANDARD)
         ADD("attention materialises the scores per head (no fused flash-style kernel)");
     else if (s->cluster.device.flash_attention_efficiency > 0)

@@ -430,12 +430,14 @@ static et_op *expert_gemm(builder *b, et_phase phase, int layer, int dir, et_lin
 
 typedef struct dims {
     double H, A, D, F, V, t, Ht, Ft, At, e;
-    int flash;  /* attention as one fused kernel */
-    double KVt; /* key/value width per tensor rank: kv_heads x D / t (grouped-query attention) */
-    int bias;   /* linear layers carry biases */
-    int swiglu; /* gated MLP: gate and up in one product of 2 Ft outputs, SiLU(gate) x up */
-    int rms;    /* RMSNorm: a weight, no bias */
-    int rope;   /* rotary positions: q and k rotated after their projection, no position table */
+    int flash;   /* attention as one fused kernel */
+    double KVt;  /* key/value width per tensor rank: kv_heads x D / t (grouped-query attention) */
+    double Qt;   /* query (and context) width per tensor rank: heads x D / t, Ht unless head_dim is set */
+    int qk_norm; /* RMSNorm of each head's query and key */
+    int bias;    /* linear layers carry biases */
+    int swiglu;  /* gated MLP: gate and up in one product of 2 Ft outputs, SiLU(gate) x up */
+    int rms;     /* RMSNorm: a weight, no bias */
+    int rope;    /* rotary positions: q and k rotated after their projection, no position table */
     double
         causal_share; /* of the l x l products a fused causal kernel computes: 1/2 (decoder, flash), else 1 */
     double St;        /* token share of the sequence-parallel region (layer norms, dropouts): 1/t or 1 */
@@ -486,14 +488,14 @@ static void cp_ring(builder *b, const dims *d, et_phase phase, int layer, int te
 static void attention_core(builder *b, const dims *d, int i, et_phase phase, const char *suffix)
 {
     char id[80];
-    const double Ht = d->Ht, At = d->At, e = d->e;
+    const double Qt = d->Qt, At = d->At, e = d->e;
 #define ID(name) (id_printf(id, sizeof id, "layer.%d.%s%s", i, name, suffix), id)
     et_op *op;
     if (d->flash) {
         if ((op = add_op(b, ET_OP_ATTENTION, phase, i, "%s", ID("attn.flash")))) {
             op->k = FIX(d->D);
-            op->flops = SQ(4 * Ht * d->causal_share);
-            op->bytes = TOK(4 * e * Ht + 4 * At);   /* q, k, v, context; fp32 log-sum-exp per row and head */
+            op->flops = SQ(4 * Qt * d->causal_share);
+            op->bytes = TOK(4 * e * Qt + 4 * At);   /* q, k, v, context; fp32 log-sum-exp per row and head */
             op->special = SQ(At * d->causal_share); /* an exp per score */
             op->fused = true;
         }
@@ -502,8 +504,8 @@ static void attention_core(builder *b, const dims *d, int i, et_phase phase, con
     op = add_op(b, ET_OP_ATTENTION, phase, i, "%s", ID("attn.scores"));
     if (op) {
         op->k = FIX(d->D);
-        op->flops = SQ(2 * Ht);
-        op->bytes = lin_add(TOK(2 * e * Ht), SQ(e * At));
+        op->flops = SQ(2 * Qt);
+        op->bytes = lin_add(TOK(2 * e * Qt), SQ(e * At));
     }
     /* an exp per live score: all l^2 of a sequence, or under a causal mask l (l + 1) / 2 (sum over its rows,
      * Q / 2 + T / 2: the masked ones are set to zero, not exponentiated, as etrun's and Megatron's fused
@@ -514,8 +516,8 @@ static void attention_core(builder *b, const dims *d, int i, et_phase phase, con
     op = add_op(b, ET_OP_ATTENTION, phase, i, "%s", ID("attn.context"));
     if (op) {
         op->k = FIX(d->D);
-        op->flops = SQ(2 * Ht);
-        op->bytes = lin_add(TOK(2 * e * Ht), SQ(e * At));
+        op->flops = SQ(2 * Qt);
+        op->bytes = lin_add(TOK(2 * e * Qt), SQ(e * At));
     }
 #undef ID
 }
@@ -618,13 +620,17 @@ static void layer_forward(builder *b, const dims *d, int i, int decoder, et_phas
     if (b->method->kind == ET_METHOD_TENSOR_TRAIN && b->method->tt_group[ET_GROUP_ATTENTION])
         weight_forward(b, phase, i, ET_GROUP_ATTENTION, TOK(1), H, Ht, 3, ID("attn.qkv"));
     else
-        weight_forward(b, phase, i, ET_GROUP_ATTENTION, TOK(1), H, Ht + 2 * d->KVt, 1, ID("attn.qkv"));
+        weight_forward(b, phase, i, ET_GROUP_ATTENTION, TOK(1), H, d->Qt + 2 * d->KVt, 1, ID("attn.qkv"));
+    /* each head's query and key normalised (RMSNorm over D: a square, a sum, a scale per element) */
+    if (d->qk_norm)
+        elementwise(b, phase, i, TOK(4 * (d->Qt + d->KVt)), TOK(2 * e * (d->Qt + d->KVt)),
+                    ID("attn.qk_norm"));
     /* rotary positions: q and k rotated pairwise (a multiply-add per element and its cos/sin lookup) */
     if (d->rope)
-        elementwise(b, phase, i, TOK(6 * (Ht + d->KVt)), TOK(2 * e * (Ht + d->KVt)), ID("attn.rope"));
+        elementwise(b, phase, i, TOK(6 * (d->Qt + d->KVt)), TOK(2 * e * (d->Qt + d->KVt)), ID("attn.rope"));
     attention_core(b, d, i, phase, suffix);
     cp_ring(b, d, phase, i, 2, ID("attn.cp_ring"));
-    weight_forward(b, phase, i, ET_GROUP_ATTENTION, TOK(1), Ht, H, 1, ID("attn.out"));
+    weight_forward(b, phase, i, ET_GROUP_ATTENTION, TOK(1), d->Qt, H, 1, ID("attn.out"));
     tp_boundary(b, d, phase, i, 0, d->sp ? ID("attn.tp_reduce_scatter") : ID("attn.tp_allreduce"));
     dropout_op(b, d, phase, i, TOK(H * St), reads, ID("attn.out.dropout"));
     /* encoder (post-LN): residual add fused with layer norm after each block */
@@ -662,7 +668,7 @@ static void layernorm_backward(builder *b, const dims *d, int layer, const char 
 static void layer_backward(builder *b, const dims *d, int i, int decoder, et_recompute recompute)
 {
     char name[80];
-    const double H = d->H, Ht = d->Ht, Ft = d->Ft, At = d->At, e = d->e, St = d->St;
+    const double H = d->H, Ht = d->Ht, Qt = d->Qt, Ft = d->Ft, At = d->At, e = d->e, St = d->St;
     if (recompute == ET_RECOMPUTE_FULL) layer_forward(b, d, i, decoder, ET_PHASE_BACKWARD, ".recompute");
 #define NAME(s) (id_printf(name, sizeof name, "layer.%d.%s", i, s), name)
     if (!decoder) layernorm_backward(b, d, i, NAME("mlp.layernorm"), TOK(St));
@@ -688,14 +694,14 @@ static void layer_backward(builder *b, const dims *d, int i, int decoder, et_rec
     layernorm_backward(b, d, i, decoder ? NAME("mlp.layernorm") : NAME("attn.layernorm"), TOK(St));
     dropout_op(b, d, ET_PHASE_BACKWARD, i, TOK(H * St), 1, NAME("attn.out.dropout.bwd"));
     tp_boundary(b, d, ET_PHASE_BACKWARD, i, 1, NAME("attn.tp_allgather.bwd"));
-    weight_backward(b, i, ET_GROUP_ATTENTION, TOK(1), Ht, H, 1, NAME("attn.out"), d->bias, 1);
+    weight_backward(b, i, ET_GROUP_ATTENTION, TOK(1), Qt, H, 1, NAME("attn.out"), d->bias, 1);
     et_op *op;
     if (d->flash) {
         /* the fused backward recomputes the scores itself: nothing for selective recomputation to repeat */
         if ((op = add_op(b, ET_OP_ATTENTION, ET_PHASE_BACKWARD, i, "%s", NAME("attn.flash.bwd")))) {
             op->k = FIX(d->D);
-            op->flops = SQ(10 * Ht * d->causal_share);
-            op->bytes = TOK(8 * e * Ht + 4 * At);   /* q, k, v, context, its gradient in; dq, dk, dv out */
+            op->flops = SQ(10 * Qt * d->causal_share);
+            op->bytes = TOK(8 * e * Qt + 4 * At);   /* q, k, v, context, its gradient in; dq, dk, dv out */
             op->special = SQ(At * d->causal_share); /* the scores' exps again */
             op->fused = true;
         }
@@ -707,25 +713,31 @@ static void layer_backward(builder *b, const dims *d, int i, int decoder, et_rec
     if (!d->flash &&
         (op = add_op(b, ET_OP_ATTENTION, ET_PHASE_BACKWARD, i, "%s", NAME("attn.context.bwd")))) {
         op->k = FIX(d->D);
-        op->flops = SQ(4 * Ht);
-        op->bytes = lin_add(TOK(4 * e * Ht), SQ(2 * e * At));
+        op->flops = SQ(4 * Qt);
+        op->bytes = lin_add(TOK(4 * e * Qt), SQ(2 * e * At));
     }
     if (!d->flash) {
         dropout_op(b, d, ET_PHASE_BACKWARD, i, SQ(At), 1, NAME("attn.dropout.bwd"));
         elementwise(b, ET_PHASE_BACKWARD, i, SQ(4 * At), SQ(3 * e * At), NAME("attn.softmax.bwd"));
         if ((op = add_op(b, ET_OP_ATTENTION, ET_PHASE_BACKWARD, i, "%s", NAME("attn.scores.bwd")))) {
             op->k = FIX(d->D);
-            op->flops = SQ(4 * Ht);
-            op->bytes = lin_add(TOK(4 * e * Ht), SQ(e * At));
+            op->flops = SQ(4 * Qt);
+            op->bytes = lin_add(TOK(4 * e * Qt), SQ(e * At));
         }
     }
     if (b->method->kind == ET_METHOD_TENSOR_TRAIN && b->method->tt_group[ET_GROUP_ATTENTION])
         weight_backward(b, i, ET_GROUP_ATTENTION, TOK(1), H, Ht, 3, NAME("attn.qkv"), 1, 1);
     else {
         if (d->rope)
-            elementwise(b, ET_PHASE_BACKWARD, i, TOK(6 * (Ht + d->KVt)), TOK(2 * e * (Ht + d->KVt)),
+            elementwise(b, ET_PHASE_BACKWARD, i, TOK(6 * (Qt + d->KVt)), TOK(2 * e * (Qt + d->KVt)),
                         NAME("attn.rope.bwd"));
-        weight_backward(b, i, ET_GROUP_ATTENTION, TOK(1), H, Ht + 2 * d->KVt, 1, NAME("attn.qkv"), d->bias,
+        if (d->qk_norm) { /* as a layer norm's backward over q and k; each norm's weight of D */
+            elementwise(b, ET_PHASE_BACKWARD, i, TOK(10 * (Qt + d->KVt)), TOK(4 * e * (Qt + d->KVt)),
+                        NAME("attn.qk_norm.bwd"));
+            add_grad(b, i, d->D, "layer.%d.attn.q_norm.weight", i);
+            add_grad(b, i, d->D, "layer.%d.attn.k_norm.weight", i);
+        }
+        weight_backward(b, i, ET_GROUP_ATTENTION, TOK(1), H, Qt + 2 * d->KVt, 1, NAME("attn.qkv"), d->bias,
                         1);
     }
     tp_boundary(b, d, ET_PHASE_BACKWARD, i, 0,
@@ -1036,12 +1048,13 @@ static int build(const et_model_config *m, const et_graph_options *o, et_graph *
     b.tt_rank = o->tt_rank > 0 ? o->tt_rank : b.method->tt_rank;
     dims d = {.H = m->hidden,
               .A = m->heads,
-              .D = (double)m->hidden / m->heads,
+              .D = et_model_head_dim(m),
               .F = m->ffn,
               .V = m->vocab,
               .t = o->tensor,
               .e = b.e};
     d.Ht = d.H / d.t;
+    d.Qt = d.A * d.D / d.t;
     d.Ft = d.F / d.t;
     d.At = d.A / d.t;
     d.sp = o->sequence_parallel && o->tensor > 1;
@@ -1052,6 +1065,7 @@ static int build(const et_model_config *m, const et_graph_options *o, et_graph *
     d.swiglu = m->mlp == ET_MLP_SWIGLU;
     d.rms = m->norm == ET_NORM_RMSNORM;
     d.rope = m->position == ET_POSITION_ROPE;
+    d.qk_norm = m->qk_norm;
     /* a fused causal kernel skips the blocks above the diagonal; materialised scores are computed whole */
     d.causal_share = m->arch == ET_ARCH_DECODER && o->attention == ET_ATTENTION_FLASH ? 0.5 : 1;
     d.causal = m->arch == ET_ARCH_DECODER;

@@ -10,8 +10,9 @@ const char *const et_norm_names[] = {"layernorm", "rmsnorm", NULL};
 const char *const et_position_names[] = {"learned", "rope", "none", NULL};
 const char *const et_routing_names[] = {"uniform", "zipf", NULL};
 const char *const et_model_preset_names[] = {
-    "bert-base", "bert-large", "gpt3-13b",    "encoder-6x768", "llama2-7b",    "llama2-13b", "llama2-70b",
-    "llama3-8b", "llama3-70b", "llama3-405b", "mistral-7b",    "mixtral-8x7b", NULL};
+    "bert-base",  "bert-large",   "gpt3-13b",      "encoder-6x768",   "llama2-7b",
+    "llama2-13b", "llama2-70b",   "llama3-8b",     "llama3-70b",      "llama3-405b",
+    "mistral-7b", "mixtral-8x7b", "qwen3-30b-a3b", "qwen3-235b-a22b", NULL};
 
 /* The Llama family: pre-norm decoders with RMSNorm, SwiGLU, rotary positions, no biases, untied output
  * (dimensions from the models' published configurations: Touvron et al. 2023, Meta's Llama 3 model cards,
@@ -95,6 +96,18 @@ int et_model_preset(const char *name, et_model_config *out)
         *out = llama(name, 32, 4096, 32, 8, 14336, 32000, 32768);
         out->moe = (et_moe){.experts = 8, .top_k = 2, .every = 1};
         out->rope_base = 1000000;
+    } else if (strcmp(name, "qwen3-30b-a3b") == 0 || strcmp(name, "qwen3-235b-a22b") == 0) {
+        /* Qwen3's mixtures (Qwen Team 2025; Megatron-Bridge's Qwen3MoEModelProvider30B_A3B and 235B_A22B,
+         * qwen_provider.py @v0.2.0, as the NeMo rows cite them): heads of width 128 apart from hidden /
+         * heads, RMSNorm on each head's query and key, every MLP 128 SwiGLU experts of which each token uses
+         * 8, no shared expert, untied output, vocabulary 151,936, rotary base 10^6 */
+        const int big = strcmp(name, "qwen3-235b-a22b") == 0;
+        *out = llama(name, big ? 94 : 48, big ? 4096 : 2048, big ? 64 : 32, 4, big ? 12288 : 6144, 151936,
+                     40960);
+        out->head_dim = 128;
+        out->qk_norm = true;
+        out->moe = (et_moe){.experts = 128, .top_k = 8, .every = 1, .ffn = big ? 1536 : 768};
+        out->rope_base = 1000000;
     } else if (strcmp(name, "gpt3-13b") == 0) {
         et_model_config m = {
             .layers = 40,
@@ -149,6 +162,11 @@ int et_model_config_check(const et_model_config *m, const char *source, const ch
         return et_error_set(err, source, 0, 0, p, "a masked-LM head needs max_predictions >= 1");
     }
     return 0;
+}
+
+int et_model_head_dim(const et_model_config *m)
+{
+    return m->head_dim > 0 ? m->head_dim : m->hidden / m->heads;
 }
 
 bool et_model_layer_is_moe(const et_model_config *m, int layer)

@@ -66,7 +66,12 @@ typedef struct et_model_config {
                                 * (Megatron's attention_dropout = hidden_dropout); 0 = no dropout kernels */
     et_moe moe;
     double rope_base; /* rotary positions' base (theta): 10000 (Llama 2), 500000 (Llama 3); 0 = 10000 */
+    int head_dim;     /* each attention head's width; 0 = hidden / heads (Qwen3: 128 whatever the hidden) */
+    bool qk_norm;     /* RMSNorm of each head's query and key before attention (Qwen3) */
 } et_model_config;
+
+/* Each attention head's width: head_dim, or hidden / heads. */
+int et_model_head_dim(const et_model_config *m);
 
 /* Whether layer i's MLP is a mixture of experts, how many of layers first..last (inclusive) are, and each
  * expert's hidden width. */

@@ -112,6 +112,8 @@ static int read_model(const et_json_reader *r, json_t *root, et_model_config *m)
                                        "bias",
                                        "moe",
                                        "rope_theta",
+                                       "head_dim",
+                                       "qk_norm",
                                        NULL};
     json_t *o;
     if (et_json_get_object(r, root, "$", "model", true, keys, &o)) return -1;
@@ -182,6 +184,9 @@ static int read_model(const et_json_reader *r, json_t *root, et_model_config *m)
     if (et_json_get_number(r, o, "$.model", "rope_theta", false, m->rope_base > 0 ? m->rope_base : 10000, 1,
                            1e12, &m->rope_base))
         return -1;
+    if (et_json_get_int(r, o, "$.model", "head_dim", false, m->head_dim, 0, 1 << 16, &v)) return -1;
+    m->head_dim = (int)v;
+    if (et_json_get_bool(r, o, "$.model", "qk_norm", false, m->qk_norm, &m->qk_norm)) return -1;
     return et_model_config_check(m, r->source, "$.model", r->err);
 }
 
@@ -691,8 +696,14 @@ static int read_tensor_train(const et_json_reader *r, json_t *method, et_scenari
         if (tf->d_in + tf->d_out > ET_TT_MAX_CORES)
             FAIL(path, "at most %d cores in all, got %d", ET_TT_MAX_CORES, tf->d_in + tf->d_out);
     }
-    /* every tensor-train layer of the model needs a factorisation */
+    /* every tensor-train layer of the model needs a factorisation; the attention's are H x H each (q, k, v)
+     */
     const int H = s->model.hidden, F = s->model.ffn;
+    if (m->tt_group[ET_GROUP_ATTENTION] && et_model_head_dim(&s->model) * s->model.heads != H)
+        FAIL("$.method.tensor_train.layers",
+             "tensor-train attention layers are H x H: heads x head_dim (%d) "
+             "must equal hidden (%d)",
+             et_model_head_dim(&s->model) * s->model.heads, H);
     int need[3][3] = {{ET_GROUP_ATTENTION, H, H}, {ET_GROUP_MLP, H, F}, {ET_GROUP_MLP, F, H}};
     for (int i = 0; i < 3; i++)
         if (m->tt_group[need[i][0]] && !et_method_factors(m, need[i][1], need[i][2]))

@@ -36,6 +36,14 @@ static int refuse_unsupported(const et_scenario *s, et_error *err)
         return et_error_set(err, s->source, 0, 0, "$.model.moe.capacity_factor",
                             "etrun routes dropless (capacity_factor 0); a fixed capacity is costed and "
                             "simulated by etsim only for now");
+    if (et_model_head_dim(mc) * mc->heads != mc->hidden)
+        return et_error_set(err, s->source, 0, 0, "$.model.head_dim",
+                            "etrun runs heads of hidden / heads (%d); a head width of %d is costed by etsim "
+                            "only for now",
+                            mc->hidden / mc->heads, et_model_head_dim(mc));
+    if (mc->qk_norm)
+        return et_error_set(err, s->source, 0, 0, "$.model.qk_norm",
+                            "etrun has no query and key norms; they are costed by etsim only for now");
     if (s->model.head == ET_HEAD_MLM_NSP)
         return et_error_set(
             err, s->source, 0, 0, "$.model.loss_head",

@@ -313,6 +313,75 @@ static void test_llama_presets(void)
     }
 }
 
+/* Qwen3's mixtures against an independent count from their published configurations (Megatron-Bridge's
+ * Qwen3MoEModelProvider, as the NeMo rows cite it): per layer q and the output H x A D, k and v H x kv D,
+ * each head's query and key norm D, two RMSNorms, the router H E and E SwiGLU experts 3 H Fe; embeddings
+ * and output V H each, the final norm. The Qwen team publishes 30.5B total / 3.3B active and 235B / 22B. */
+/* 1 when got equals want (and a failed check otherwise). */
+static int equal_checked(double got, double want)
+{
+    CHECK(got == want, "got %.9g, want %.9g", got, want);
+    return got == want;
+}
+
+static void test_qwen3(void)
+{
+    static const struct {
+        const char *name;
+        double total_b, active_b, digit; /* billions as published, truncated to the digit they give */
+    } models[] = {{"qwen3-30b-a3b", 30.5, 3.3, 0.1}, {"qwen3-235b-a22b", 235, 22, 1}};
+    for (int i = 0; i < 2; i++) {
+        et_model_config m;
+        if (et_model_preset(models[i].name, &m)) {
+            CHECK(0, "%s preset exists", models[i].name);
+            continue;
+        }
+        const double H = m.hidden, V = m.vocab, L = m.layers, D = 128, A = m.heads, kv = m.kv_heads;
+        const double E = m.moe.experts, k = m.moe.top_k, Fe = m.moe.ffn;
+        const double attention = 2 * H * A * D + 2 * H * kv * D + 2 * D;
+        const double layer = attention + 2 * H + H * E + E * 3 * H * Fe;
+        const double formula = 2 * V * H + L * layer + H;
+        const double total = et_model_param_count(&m), active = et_model_active_param_count(&m);
+        CHECK(et_model_head_dim(&m) == 128 && m.qk_norm, "%s: heads of 128 with query and key norms",
+              models[i].name);
+        CHECK(total == formula, "%s: %.0f parameters, the formula %.0f", models[i].name, total, formula);
+        CHECK(active == formula - L * (E - k) * 3 * H * Fe, "%s: %.0f active parameters, the formula %.0f",
+              models[i].name, active, formula - L * (E - k) * 3 * H * Fe);
+        const double t = total / 1e9 - models[i].total_b, a = active / 1e9 - models[i].active_b;
+        CHECK(t >= 0 && t < models[i].digit && a >= 0 && a < models[i].digit,
+              "%s: %.2fB total and %.2fB active, as published (%.1fB, %.1fB)", models[i].name, total / 1e9,
+              active / 1e9, models[i].total_b, models[i].active_b);
+        /* on 2 tensor ranks: q, k, v of (A + 2 kv) D / 2 outputs, the output product's A D / 2 inputs, the
+         * norms over (A + kv) D / 2 values a token */
+        et_graph_options o = {.tensor = 2,
+                              .pipeline = 1,
+                              .expert = 1,
+                              .precision = ET_BF16,
+                              .optimizer = ET_OPT_ADAMW,
+                              .optimizer_shards = 1};
+        et_graph g;
+        et_error err;
+        if (et_graph_build(&m, &o, &g, &err)) {
+            CHECK(0, "%s graph: %s", models[i].name, err.text);
+            continue;
+        }
+        const et_batch_shape b = {.sequences = 1, .tokens = 1, .tokens_sq = 1, .predictions = 1};
+        int seen = 0;
+        for (int j = 0; j < g.n_ops; j++) {
+            const et_op *op = &g.ops[j];
+            if (!strcmp(op->id, "layer.0.attn.qkv"))
+                seen += equal_checked(et_linear_eval(&op->n, &b), (A + 2 * kv) * D / 2);
+            if (!strcmp(op->id, "layer.0.attn.out"))
+                seen += equal_checked(et_linear_eval(&op->k, &b), A * D / 2);
+            if (!strcmp(op->id, "layer.0.attn.qk_norm"))
+                seen += equal_checked(et_linear_eval(&op->bytes, &b), 2 * 2 * (A + kv) * D / 2);
+        }
+        CHECK(seen == 3, "%s: the q, k, v product, the output product and the norms at heads x 128 (%d of 3)",
+              models[i].name, seen);
+        et_graph_free(&g);
+    }
+}
+
 /* Mixtral 8x7B against its published configuration (32 layers, hidden 4096, 32 heads of which 8 key/value,
  * 8 SwiGLU experts of width 14336 per layer, top-2, vocabulary 32000, untied): per layer attention
  * 2 H^2 + 2 H kv D, router H E, experts E 3 H F, two norms; embeddings and output V H each, the final norm.
@@ -528,6 +597,7 @@ int main(void)
     test_flash_attention_rows();
     test_galore();
     test_moe();
+    test_qwen3();
     test_llama_presets();
     test_op_classes();
     test_param_counts();
