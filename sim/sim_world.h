@@ -129,7 +129,6 @@ typedef struct sim_stage {
     et_graph graph;
     et_bucket *buckets;
     int n_buckets;
-    double *clip;       /* per bucket: clipping kernel seconds */
     et_coll_algo *algo; /* per bucket: the all-reduce algorithm (auto resolved) */
     et_op_classes classes;
     et_step_schedule

@@ -112,7 +112,7 @@ static int expert_groups(sim_world *w)
     return 0;
 }
 
-/* Every pipeline stage's graph, buckets, op classes, step schedule, clipping times and bucket algorithms. */
+/* Every pipeline stage's graph, buckets, op classes, step schedule and bucket algorithms. */
 static int build_stages(sim_world *w, sim_failure *result)
 {
     const et_scenario *s = w->s;
@@ -125,15 +125,13 @@ static int build_stages(sim_world *w, sim_failure *result)
             et_buckets_build(&stage->graph, s->parallel.bucket_bytes, et_precision_bytes(s->precision),
                              &stage->buckets, &stage->n_buckets, &err))
             return fail_as(result, err.code, "%s", err.text);
-        stage->clip = calloc((size_t)stage->n_buckets + 1, sizeof *stage->clip);
         stage->algo = calloc((size_t)stage->n_buckets + 1, sizeof *stage->algo);
-        if (!stage->clip || !stage->algo || et_op_classes_build(&stage->graph, &stage->classes))
+        if (!stage->algo || et_op_classes_build(&stage->graph, &stage->classes))
             return fail_as(result, ET_ERROR_MEMORY, "out of memory for %s", "bucket plans");
         if (et_step_schedule_build(s, &stage->classes, st, stage->buckets, stage->n_buckets,
                                    s->parallel.overlap && !w->o->force_no_overlap, &stage->schedule, &err))
             return fail_as(result, err.code, "%s", err.text);
         for (int k = 0; k < stage->n_buckets; k++) {
-            stage->clip[k] = et_bucket_clip_time(s, stage->buckets[k].bytes);
             const et_comm_group group = et_bucket_group(s, &stage->buckets[k], &w->dp);
             et_bucket_comm_time(s, &group, stage->buckets[k].bytes, &stage->algo[k]);
         }
