@@ -250,7 +250,18 @@ int et_step_schedule_build(const et_scenario *s, const et_op_classes *c, int sta
     q->n_buckets = nb;
     q->overlap = overlap;
     builder b = {.q = q};
-    if (build_pass(&b, s, c, ET_PASS_FORWARD, buckets, nb) ||
+    /* sized once from what the passes and the step can hold (they grow past it if ever needed): a plan
+     * search builds a schedule per estimate */
+    const int m = (int)s->batch.grad_accum;
+    const int specials = c->n_special[ET_PHASE_FORWARD] + 2 * c->n_special[ET_PHASE_BACKWARD];
+    b.cap_items = 2 * specials + 3 * nb + 8;
+    b.cap_segments = specials + nb + 4;
+    b.cap_events = 8 * m + nb + 16;
+    q->items = malloc((size_t)b.cap_items * sizeof *q->items);
+    q->segments = malloc((size_t)b.cap_segments * sizeof *q->segments);
+    q->events = malloc((size_t)b.cap_events * sizeof *q->events);
+    if (!q->items || !q->segments || !q->events) b.cap_items = b.cap_segments = b.cap_events = 0;
+    if (!q->items || !q->segments || !q->events || build_pass(&b, s, c, ET_PASS_FORWARD, buckets, nb) ||
         build_pass(&b, s, c, ET_PASS_BACKWARD, buckets, nb) ||
         build_pass(&b, s, c, ET_PASS_LAST_BACKWARD, buckets, nb) || build_events(&b, s, stage, nb)) {
         et_step_schedule_free(q);
