@@ -53,9 +53,9 @@ static int same_family(const et_scenario *s, const char *family, const char *row
 {
     if (!strcmp(family, row)) return 1;
     if (s->software.stack != ET_STACK_FUSED) return 0;
-    char device[48], row_device[48], stack[48], shape[48];
+    char device[48], row_device[48], shape[48];
     generation_of(s, device, sizeof device);
-    return sscanf(row, "%47s %47s %47[^\n]", row_device, stack, shape) == 3 && !strcmp(row_device, device) &&
+    return sscanf(row, "%47s %*s %47[^\n]", row_device, shape) == 2 && !strcmp(row_device, device) &&
            !strcmp(shape, shapes[et_error_band_shape(s)]);
 }
 

@@ -1,6 +1,7 @@
 #include "phase_time.h"
 
 #include <math.h>
+#include <string.h>
 
 #include "moe.h"
 #include "schedule.h"
@@ -101,17 +102,59 @@ double et_phase_time(const et_scenario *s, const et_graph *g, et_phase phase, co
     return et_host_time(s, t, kernels);
 }
 
+void et_segment_add_op(const et_scenario *s, const et_graph *g, int i, const et_batch_shape *b,
+                       const et_op_classes *c, const et_comm_group *tp, et_segment_time *t)
+{
+    double comm = 0;
+    const double dt = et_op_seconds_balanced(s, g, i, b, c, tp, &comm);
+    t->compute += dt;
+    if (g->ops[i].expert) t->expert += dt;
+    t->comm += comm;
+    if (g->ops[i].kind == ET_OP_CP_RING) t->exchange += comm;
+}
+
+void et_segment_host_stretch(const et_scenario *s, const et_batch_shape *b, et_segment_time *t, int n,
+                             double kernels)
+{
+    const double imbalance = et_moe_imbalance(s, b);
+    double total = 0;
+    for (int j = 0; j < n; j++)
+        total += t[j].compute + t[j].expert * (imbalance - 1);
+    const double bound = et_host_time(s, total, kernels);
+    if (bound > total && total > 0)
+        for (int j = 0; j < n; j++)
+            t[j].compute *= bound / total, t[j].expert *= bound / total;
+}
+
+void et_phase_whole_time(const et_scenario *s, const et_op_classes *c, et_phase phase,
+                         const et_batch_shape *b, et_segment_time *t)
+{
+    const et_graph *g = c->graph;
+    const et_comm_group tp = et_tp_group(s);
+    double kernels = 0;
+    memset(t, 0, sizeof *t);
+    /* its plain ops summed by class, the others one by one */
+    t->compute = et_op_classes_plain(c, phase, &kernels);
+    for (int j = 0; j < c->n_special[phase]; j++) {
+        const int i = c->special[phase][j];
+        et_segment_add_op(s, g, i, b, c, &tp, t);
+        kernels += et_op_launches(&g->ops[i], b);
+    }
+    et_segment_host_stretch(s, b, t, 1, kernels);
+}
+
+double et_segment_seconds(const et_segment_time *t, double load)
+{
+    return t->compute + t->expert * (load - 1) + t->comm;
+}
+
 double et_phase_time_of(const et_scenario *s, const et_op_classes *c, et_phase phase, const et_batch_shape *b,
                         double *tp_comm)
 {
-    double kernels = 0, t = et_op_classes_plain(c, phase, &kernels);
-    et_comm_group tp = et_tp_group(s);
-    for (int j = 0; j < c->n_special[phase]; j++) {
-        const int i = c->special[phase][j];
-        t += op_seconds(s, c->graph, i, b, c, &tp, tp_comm);
-        kernels += et_op_launches(&c->graph->ops[i], b);
-    }
-    return et_host_time(s, t, kernels);
+    et_segment_time t;
+    et_phase_whole_time(s, c, phase, b, &t);
+    if (tp_comm) *tp_comm += t.comm;
+    return t.compute + t.expert * (et_moe_imbalance(s, b) - 1);
 }
 
 double et_pipeline_send_time(const et_scenario *s, const et_batch_shape *b)

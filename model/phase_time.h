@@ -30,14 +30,42 @@ double et_bucket_clip_time(const et_scenario *s, double bytes);
 double et_op_seconds_balanced(const et_scenario *s, const et_graph *g, int i, const et_batch_shape *b,
                               const et_op_classes *c, const et_comm_group *tp, double *tp_comm);
 
+/* One segment's seconds at a batch shape: `compute` (every op at the rank's own, balanced rows, experts'
+ * included), `expert` (the part of compute in expert ops, which a rank's routed rows scale: moe.h), `comm`
+ * (blocking communication: tensor-parallel collectives, ring attention's exchanges) and of it `exchange`
+ * (ring attention's). A host slower than the device stretches compute by the pass's ratio (schedule.h's
+ * bound, decided on the pass's compute at the expected expert imbalance). */
+typedef struct et_segment_time {
+    double compute, expert, comm, exchange;
+} et_segment_time;
+
+/* A whole phase of one micro-batch as one segment (c, a graph's classes, timed at b): what a pass without
+ * cuts takes, and what picks the busiest pipeline stage. */
+void et_phase_whole_time(const et_scenario *s, const et_op_classes *c, et_phase phase,
+                         const et_batch_shape *b, et_segment_time *t);
+
+/* The seconds of a segment with its experts at `load` times the balanced rows (the expected imbalance in the
+ * analytic model, the drawn one in the simulator), blocking communication included. */
+double et_segment_seconds(const et_segment_time *t, double load);
+
+/* Op i's share of a segment (c timed at b): its balanced compute, the expert part, its blocking
+ * communication (tp: the tensor-parallel group). */
+void et_segment_add_op(const et_scenario *s, const et_graph *g, int i, const et_batch_shape *b,
+                       const et_op_classes *c, const et_comm_group *tp, et_segment_time *t);
+
+/* A host slower than the device stretches n segments' compute evenly (their ratio, decided on their compute
+ * at the expected expert imbalance; `kernels` they launch). */
+void et_segment_host_stretch(const et_scenario *s, const et_batch_shape *b, et_segment_time *t, int n,
+                             double kernels);
+
 /* Sum of op times of a phase for one micro-batch (expert ops at the busiest expert rank's rows);
  * communication is added to *tp_comm as et_op_seconds_balanced does; a host slower than the device bounds
  * the compute (schedule.h). */
 double et_phase_time(const et_scenario *s, const et_graph *g, et_phase phase, const et_batch_shape *b,
                      double *tp_comm);
 
-/* The same from a graph's op classes timed at shape b (et_op_classes_times): the plain ops summed by
- * class, the others (communication, experts' ops) one by one. */
+/* The same from a graph's op classes timed at shape b (et_op_classes_times): et_phase_whole_time's
+ * compute at the expected expert imbalance, its blocking communication added to *tp_comm. */
 double et_phase_time_of(const et_scenario *s, const et_op_classes *c, et_phase phase, const et_batch_shape *b,
                         double *tp_comm);
 

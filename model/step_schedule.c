@@ -40,6 +40,8 @@ static int push_event(et_step_event **a, int *n, int *cap, et_step_event e)
     return 0;
 }
 
+static double fixed_seconds(const et_step_schedule *q, const et_scenario *s, const et_step_event *e);
+
 typedef struct builder {
     et_step_schedule *q;
     int cap_events, cap_items, cap_segments, n_items;
@@ -268,6 +270,10 @@ int et_step_schedule_build(const et_scenario *s, const et_op_classes *c, int sta
         return et_error_set_code(err, ET_ERROR_MEMORY, NULL, 0, 0, NULL,
                                  "out of memory for the step schedule");
     }
+    for (int k = 0; k < q->n_events; k++)
+        q->events[k].fixed = fixed_seconds(q, s, &q->events[k]);
+    for (int k = 0; k < b.n_items; k++)
+        q->items[k].fixed = fixed_seconds(q, s, &q->items[k]);
     return 0;
 }
 
@@ -277,50 +283,6 @@ void et_step_schedule_free(et_step_schedule *q)
     free(q->items);
     free(q->segments);
     memset(q, 0, sizeof *q);
-}
-
-/* Op i's share of a segment: compute at the balanced rows, the expert part, blocking communication. */
-static void add_op(const et_scenario *s, const et_graph *g, int i, const et_batch_shape *b,
-                   const et_op_classes *c, const et_comm_group *tp, et_segment_time *t)
-{
-    double comm = 0;
-    const double dt = et_op_seconds_balanced(s, g, i, b, c, tp, &comm);
-    t->compute += dt;
-    if (g->ops[i].expert) t->expert += dt;
-    t->comm += comm;
-    if (g->ops[i].kind == ET_OP_CP_RING) t->exchange += comm;
-}
-
-/* A host slower than the device stretches the segments' compute evenly (the pass's ratio, decided on its
- * compute at the expected expert imbalance). */
-static void host_stretch(const et_scenario *s, const et_batch_shape *b, et_segment_time *t, int n,
-                         double kernels)
-{
-    const double imbalance = et_moe_imbalance(s, b);
-    double total = 0;
-    for (int j = 0; j < n; j++)
-        total += t[j].compute + t[j].expert * (imbalance - 1);
-    const double bound = et_host_time(s, total, kernels);
-    if (bound > total && total > 0)
-        for (int j = 0; j < n; j++)
-            t[j].compute *= bound / total, t[j].expert *= bound / total;
-}
-
-void et_phase_whole_time(const et_scenario *s, const et_op_classes *c, et_phase phase,
-                         const et_batch_shape *b, et_segment_time *t)
-{
-    const et_graph *g = c->graph;
-    const et_comm_group tp = et_tp_group(s);
-    double kernels = 0;
-    memset(t, 0, sizeof *t);
-    /* its plain ops summed by class, the others one by one */
-    t->compute = et_op_classes_plain(c, phase, &kernels);
-    for (int j = 0; j < c->n_special[phase]; j++) {
-        const int i = c->special[phase][j];
-        add_op(s, g, i, b, c, &tp, t);
-        kernels += et_op_launches(&g->ops[i], b);
-    }
-    host_stretch(s, b, t, 1, kernels);
 }
 
 void et_step_time_pass(const et_step_schedule *q, const et_scenario *s, et_op_classes *c, et_step_pass p,
@@ -350,16 +312,11 @@ void et_step_time_pass(const et_step_schedule *q, const et_scenario *s, et_op_cl
             t[j].compute += c->class_time[c->class_of[i]];
             kernels += c->class_kernels[c->class_of[i]];
         } else {
-            add_op(s, g, i, b, c, &tp, &t[j]);
+            et_segment_add_op(s, g, i, b, c, &tp, &t[j]);
             kernels += et_op_launches(&g->ops[i], b);
         }
     }
-    host_stretch(s, b, t, n, kernels);
-}
-
-double et_segment_seconds(const et_segment_time *t, double load)
-{
-    return t->compute + t->expert * (load - 1) + t->comm;
+    et_segment_host_stretch(s, b, t, n, kernels);
 }
 
 double et_step_alltoall_seconds(const et_scenario *s, const et_graph *g, int op, const et_batch_shape *b)
@@ -393,7 +350,10 @@ double et_step_micro_batch_seconds(const et_step_schedule *q, const et_scenario 
            2 * et_pipeline_send_time(s, b);
 }
 
-double et_step_fixed_seconds(const et_step_schedule *q, const et_scenario *s, const et_step_event *e)
+/* The seconds of an event or item that does not depend on the batch: a host synchronisation, an
+ * accumulation pass (a micro-batch's, or a bucket's in the last backward), a bucket's clipping kernel;
+ * 0 for the others. */
+static double fixed_seconds(const et_step_schedule *q, const et_scenario *s, const et_step_event *e)
 {
     const et_graph *g = q->graph;
     switch (e->kind) {

@@ -35,6 +35,7 @@
 #include "et_error.h"
 #include "graph.h"
 #include "op_classes.h"
+#include "phase_time.h"
 #include "scenario.h"
 
 typedef enum et_step_stream { ET_STREAM_COMPUTE, ET_STREAM_COMM } et_step_stream;
@@ -83,8 +84,10 @@ typedef struct et_step_event {
     int bucket;      /* COLLECTIVE, CLIP, BUCKET_READY */
     double share;    /* BUBBLE: of the stage's bubble (fill: stage / (p - 1), drain: the rest) */
     int count;       /* SYNC: synchronisations */
-    int wait;        /* COLLECTIVE: the compute-stream event it waits for (index into events; the bucket's
-                        BUCKET_READY is an item, so -1 then: the bucket's readiness) */
+    double fixed; /* SYNC, ACCUMULATE, ACCUMULATE_BUCKET, CLIP: its seconds, which do not depend on the batch:
+                     priced once, when the schedule is built */
+    int wait;     /* COLLECTIVE: the compute-stream event it waits for (index into events; the bucket's
+                     BUCKET_READY is an item, so -1 then: the bucket's readiness) */
 } et_step_event;
 
 /* A run of one phase's ops, [first_op, end_op) in graph order, ops of other phases and all-to-alls left out.
@@ -115,27 +118,9 @@ int et_step_schedule_build(const et_scenario *s, const et_op_classes *c, int sta
                            int nb, bool overlap, et_step_schedule *q, et_error *err);
 void et_step_schedule_free(et_step_schedule *q);
 
-/* One segment's seconds at a batch shape: `compute` (every op at the rank's own, balanced rows, experts'
- * included), `expert` (the part of compute in expert ops, which a rank's routed rows scale: moe.h), `comm`
- * (blocking communication: tensor-parallel collectives, ring attention's exchanges) and of it `exchange`
- * (ring attention's). A host slower than the device stretches compute by the pass's ratio (schedule.h's
- * bound, decided on the pass's compute at the expected expert imbalance). */
-typedef struct et_segment_time {
-    double compute, expert, comm, exchange;
-} et_segment_time;
-
-/* A whole phase of one micro-batch as one segment (c, a graph's classes, timed at b): what a pass without
- * cuts takes, and what picks the busiest pipeline stage. */
-void et_phase_whole_time(const et_scenario *s, const et_op_classes *c, et_phase phase,
-                         const et_batch_shape *b, et_segment_time *t);
-
 /* Times pass p's segments at shape b into t[0 .. pass_segments[p]) (c, the graph's classes, timed at b). */
 void et_step_time_pass(const et_step_schedule *q, const et_scenario *s, et_op_classes *c, et_step_pass p,
                        const et_batch_shape *b, et_segment_time *t);
-
-/* The seconds of a segment with its experts at `load` times the balanced rows (the expected imbalance in the
- * analytic model, the drawn one in the simulator), blocking communication included. */
-double et_segment_seconds(const et_segment_time *t, double load);
 
 /* An all-to-all item's closed form at shape b: the busiest expert rank's rows (moe.h). */
 double et_step_alltoall_seconds(const et_scenario *s, const et_graph *g, int op, const et_batch_shape *b);
@@ -145,11 +130,6 @@ double et_step_alltoall_seconds(const et_scenario *s, const et_graph *g, int op,
  * the forward and backward passes' segments timed at b (et_step_time_pass), at their schedule indices. */
 double et_step_micro_batch_seconds(const et_step_schedule *q, const et_scenario *s, const et_batch_shape *b,
                                    const et_segment_time *t);
-
-/* The seconds of an event or item that does not depend on the batch: a host synchronisation, an
- * accumulation pass (a micro-batch's, or a bucket's in the last backward), a bucket's clipping kernel;
- * 0 for the others. */
-double et_step_fixed_seconds(const et_step_schedule *q, const et_scenario *s, const et_step_event *e);
 
 /* The optimizer event: the graph's optimizer ops (c timed at b) and the stack's passes beyond them. */
 double et_step_optimizer_seconds(const et_step_schedule *q, const et_scenario *s, const et_op_classes *c,

@@ -255,10 +255,10 @@ static void play_pass(rank_play *x, et_step_pass p, int i)
             }
             break;
         case ET_STEP_CLIP:
-            advance(x, et_step_fixed_seconds(q, s, e), 0, "clip bucket %d", e->bucket);
+            advance(x, e->fixed, 0, "clip bucket %d", e->bucket);
             break;
         case ET_STEP_ACCUMULATE_BUCKET:
-            advance(x, et_step_fixed_seconds(q, s, e) * x->f, 0, "accumulate bucket %d", e->bucket);
+            advance(x, e->fixed * x->f, 0, "accumulate bucket %d", e->bucket);
             break;
         case ET_STEP_BUCKET_READY:
             x->ready[e->bucket] = x->t;
@@ -294,10 +294,10 @@ static double play_to_backward_done(rank_play *x)
                     "send %s %d", e->pass == ET_PASS_FORWARD ? "activations" : "gradients", e->micro);
             break;
         case ET_STEP_SYNC:
-            advance(x, et_step_fixed_seconds(q, s, e), 0, "host synchronisation");
+            advance(x, e->fixed, 0, "host synchronisation");
             break;
         case ET_STEP_ACCUMULATE:
-            advance(x, et_step_fixed_seconds(q, s, e) * x->f, 0, "accumulate gradients %d", e->micro);
+            advance(x, e->fixed * x->f, 0, "accumulate gradients %d", e->micro);
             break;
         default: /* the communication stream's: the communicator plays them */
             break;
@@ -350,7 +350,7 @@ static void play_after_backward(rank_play *x, double bwd_end, sg_exec_t exec, in
             break;
         }
         case ET_STEP_SYNC:
-            sim_exec(r, et_step_fixed_seconds(q, s, &q->events[i]), "host synchronisation", step);
+            sim_exec(r, q->events[i].fixed, "host synchronisation", step);
             break;
         case ET_STEP_ZERO_GATHER: {
             barrier(r, grp->meet, step, "wait for other ranks");

@@ -25,22 +25,13 @@
 
 const char *const sim_bench_op_names[] = {"allreduce", "reduce_scatter", "allgather", NULL};
 
-/* The child's failure, sent to sim_finish in place of the results. */
-typedef struct sim_failure {
-    int failed;
-    int code; /* et_error_code */
-    char text[1200];
-} sim_failure;
-
-static int fail_as(sim_failure *result, et_error_code code, const char *fmt, const char *a)
+/* The child's failure (sent to sim_finish in place of the results): always -1. */
+static int fail_as(et_error *result, et_error_code code, const char *fmt, const char *a)
 {
-    result->failed = 1;
-    result->code = (int)code;
-    snprintf(result->text, sizeof result->text, fmt, a);
-    return -1;
+    return et_error_set_code(result, code, NULL, 0, 0, NULL, fmt, a);
 }
 
-static int fail(sim_failure *result, const char *fmt, const char *a)
+static int fail(et_error *result, const char *fmt, const char *a)
 {
     return fail_as(result, ET_ERROR_INPUT, fmt, a);
 }
@@ -113,7 +104,7 @@ static int expert_groups(sim_world *w)
 }
 
 /* Every pipeline stage's graph, buckets, op classes, step schedule and bucket algorithms. */
-static int build_stages(sim_world *w, sim_failure *result)
+static int build_stages(sim_world *w, et_error *result)
 {
     const et_scenario *s = w->s;
     const int pp = s->parallel.pipeline;
@@ -140,7 +131,7 @@ static int build_stages(sim_world *w, sim_failure *result)
 }
 
 /* The data-parallel communicators (merged per stage when `merge`), their members and schedules. */
-static int build_groups(sim_world *w, int merge, sim_failure *result)
+static int build_groups(sim_world *w, int merge, et_error *result)
 {
     const et_scenario *s = w->s;
     const int t = s->parallel.tensor,
@@ -172,7 +163,7 @@ static int build_groups(sim_world *w, int merge, sim_failure *result)
 }
 
 /* Every rank: its stage, communicator, host and per-step records. */
-static int build_ranks(sim_world *w, int merge, sim_failure *result)
+static int build_ranks(sim_world *w, int merge, et_error *result)
 {
     const et_scenario *s = w->s;
     const int gpus = et_scenario_gpus(s), t = s->parallel.tensor, pp = s->parallel.pipeline,
@@ -213,7 +204,7 @@ static int build_ranks(sim_world *w, int merge, sim_failure *result)
 }
 
 /* Each data-parallel rank's batch of every micro-batch of every step, from the sampling library. */
-static int sample_batches(sim_world *w, sim_failure *result)
+static int sample_batches(sim_world *w, et_error *result)
 {
     const et_scenario *s = w->s;
     const int dp = et_scenario_grad_ranks(s);
@@ -237,7 +228,7 @@ static int sample_batches(sim_world *w, sim_failure *result)
     return 0;
 }
 
-static int build_world(sim_world *w, sim_failure *result)
+static int build_world(sim_world *w, et_error *result)
 {
     const et_scenario *s = w->s;
     const int gpus = et_scenario_gpus(s), t = s->parallel.tensor, pp = s->parallel.pipeline;
@@ -431,9 +422,9 @@ static int bench_results(const sim_world *w, sim_result *out)
 }
 
 /* The child's failure (what sim_finish reports), sent in place of the results: 1, the child's exit status. */
-static int send_failure(int fd, const sim_failure *f)
+static int send_failure(int fd, const et_error *f)
 {
-    sim_result_send_failure(fd, (et_error_code)f->code, f->text);
+    sim_result_send_failure(fd, f->code, f->text);
     return 1;
 }
 
@@ -464,7 +455,7 @@ static void print_stats(const sim_world *w, double setup_s, double run_s)
 
 int sim_child_main(const et_scenario *s, const sim_options *o, int fd)
 {
-    sim_failure result = {0};
+    et_error result;
     const double t_begin = et_wall_seconds();
     const int generated = !s->cluster.platform_file[0];
     /* etsim's defaults, then the user's --cfg and --log (later ones win). Actors here are shallow: 128 KiB
