@@ -3,7 +3,6 @@
  * exits. */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
-#include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -108,11 +107,10 @@ static int parse_args(int argc, char **argv, options *o)
     return 0;
 }
 
-/* The backend the user asked for, else the plan's; "auto" is the CPU until a GPU backend is built. */
+/* The backend the user asked for, else the plan's ("auto": CUDA where built and a device answers). */
 static const char *backend_name(const options *o, const et_plan *p)
 {
-    const char *name = o->backend ? o->backend : p->backend;
-    return strcmp(name, "auto") == 0 ? "cpu" : name;
+    return o->backend ? o->backend : p->backend;
 }
 
 static void print_progress(long long step, int steps, double step_s, double tokens, double flops, double loss)
@@ -143,8 +141,8 @@ static void print_summary(const options *o, const et_plan *p, const rt_model *m,
 int main(int argc, char **argv)
 {
     rt_cpu_blas_select(argv); /* OpenBLAS's kernels for this CPU where it chose older ones: a restart */
-    MPI_Init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    rt_comm_init(&argc, &argv);
+    rank = rt_comm_world_rank();
     options o;
     int a = parse_args(argc, argv, &o);
     if (a == 2) { /* --info */
@@ -152,16 +150,18 @@ int main(int argc, char **argv)
         rt_cpu_blas_hint(hint, sizeof hint);
         const char *from = rt_cpu_blas_selected_from();
         if (!rank) {
-            printf("backends: cpu\nblas_core: %s\nblas_threads: %d\n", rt_cpu_blas_core(),
-                   rt_cpu_blas_threads());
+            fputs("backends:", stdout);
+            for (int i = 0; rt_backend_names[i]; i++)
+                printf(" %s", rt_backend_names[i]);
+            printf("\nblas_core: %s\nblas_threads: %d\n", rt_cpu_blas_core(), rt_cpu_blas_threads());
             if (from) printf("blas_core_detected: %s (OPENBLAS_CORETYPE set by etrun)\n", from);
             if (hint[0]) printf("warning: %s\n", hint);
         }
-        MPI_Finalize();
+        rt_comm_finalize();
         return 0;
     }
     if (a) {
-        MPI_Finalize();
+        rt_comm_finalize();
         return a > 0 ? 0 : EXIT_INPUT;
     }
     et_error err;
@@ -182,14 +182,14 @@ int main(int argc, char **argv)
     int status = EXIT_INPUT, saved_failed = 0, completed = 0;
     if (et_plan_load(o.plan, &plan, &err)) {
         fail_message(&err);
-        MPI_Finalize();
+        rt_comm_finalize();
         return EXIT_INPUT;
     }
     if (o.steps > 0) { /* --steps: the plan's warm-up stays, fewer when the run is shorter */
         plan.steps = o.steps;
         if (plan.warmup_steps >= plan.steps) plan.warmup_steps = plan.steps - 1;
     }
-    if (!(comm = rt_comm_mpi_create(&err))) goto fail;
+    if (!(comm = rt_comm_create(&err))) goto fail;
     {
         /* outputs checked before any work: none is an input, each can be written */
         char resumed[4400] = "";
@@ -207,6 +207,18 @@ int main(int argc, char **argv)
                      &err))
         goto fail;
     if (!(be = rt_backend_create(backend_name(&o, &plan), &err))) goto fail;
+    if (strcmp(be->name, "cpu") != 0 && comm->size > 1) {
+        et_error_set(
+            &err, NULL, 0, 0, NULL,
+            "the %s backend runs one rank for now: its NCCL communicator is not built yet (%d ranks)",
+            be->name, comm->size);
+        goto fail;
+    }
+    if (rank == 0 && !o.quiet) {
+        char about[256];
+        be->describe(be, about, sizeof about);
+        fprintf(stderr, "etrun: backend %s: %s\n", be->name, about);
+    }
     if (rank == 0 && strcmp(be->name, "cpu") == 0) {
         char hint[512];
         rt_cpu_blas_hint(hint, sizeof hint);
@@ -378,6 +390,6 @@ finish:
     rt_data_free(&data);
     rt_token_file_free(&file);
     et_plan_free(&plan);
-    MPI_Finalize();
+    rt_comm_finalize();
     return status;
 }

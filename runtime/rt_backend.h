@@ -71,12 +71,24 @@ typedef struct rt_adam_args {
  * adam_update (etcalib bench, bench/runtime_bench) */
 extern const rt_adam_args rt_adam_bench_args;
 
+/* The arithmetic of the matrix products: fp32 (every backend), tf32 (fp32 inputs rounded to 10-bit mantissas
+ * by the tensor cores), bf16 and fp16 (inputs rounded to 16 bits, as PyTorch's autocast does; fp32
+ * accumulation and fp32 outputs). Activations, master weights and optimizer states stay fp32 in every mode.
+ */
+typedef enum { RT_GEMM_FP32, RT_GEMM_TF32, RT_GEMM_BF16, RT_GEMM_FP16, RT_GEMM_MATH_COUNT } rt_gemm_math;
+extern const char *const rt_gemm_math_names[]; /* "fp32", "tf32", "bf16", "fp16" */
+
 typedef struct rt_backend rt_backend;
 struct rt_backend {
     const char *name; /* "cpu", "cuda" */
     void *ctx;        /* the backend's own state */
 
     bool (*supports)(const rt_backend *be, rt_kernel_family family);
+    /* the products' arithmetic from now on; -1 when the backend lacks it (the CPU backend: fp32 only) */
+    int (*set_gemm_math)(rt_backend *be, rt_gemm_math math);
+    /* one line of provenance: the library and device that run the kernels ("OpenBLAS Haswell, 2
+     * threads", "NVIDIA H200 (sm_90, 132 SMs), CUDA 13.0, cuBLASLt 130000") */
+    void (*describe)(const rt_backend *be, char *buf, size_t size);
 
     /* ---- buffers ---- */
     void *(*alloc)(rt_backend *be, size_t bytes); /* zero-filled; NULL when out of memory */
@@ -176,6 +188,9 @@ struct rt_backend {
     void (*op_timer_end)(rt_backend *be, int op);
     void (*op_timers_collect)(rt_backend *be, double *op_time, int n_ops);
     void (*sync)(rt_backend *be);
+    /* the first device error ("file:line: call: what (hint)"), NULL while there is none; after one, every
+     * call returns at once and the caller stops (the CPU backend has none) */
+    const char *(*failure)(const rt_backend *be);
 
     void (*destroy)(rt_backend *be);
 };
@@ -200,8 +215,16 @@ void rt_cpu_blas_select(char **argv);
 /* After rt_cpu_blas_select restarted the program: the kernels OpenBLAS had chosen ("Prescott"), else NULL. */
 const char *rt_cpu_blas_selected_from(void);
 
-/* The backend named `name` ("cpu"; "cuda" where etrun was built with CUDA), or NULL with *err naming the
- * backends this build has. */
+/* The CUDA backend (runtime/cuda/, where the build found nvcc): device `ordinal`'s memory, one compute and
+ * one communication stream, cuBLASLt products, CUDA-event op timers. NULL with *err when there is no usable
+ * device (the message names why: no driver, no device, an ordinal past the count) or memory runs out. */
+rt_backend *rt_backend_cuda_create(int ordinal, et_error *err);
+
+/* The backends this build has, in order ("cpu", then "cuda" where built), NULL-terminated. */
+extern const char *const rt_backend_names[];
+/* The backend named `name` ("cpu"; "cuda" where etrun was built with CUDA; "auto": CUDA where built and a
+ * device answers, else the CPU), or NULL with *err naming the backends this build has, or why the one
+ * named cannot start. */
 rt_backend *rt_backend_create(const char *name, et_error *err);
 
 #endif

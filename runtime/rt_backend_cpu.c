@@ -1,7 +1,6 @@
 /* The CPU backend (rt_backend.h): rt_kernels.h's float kernels (OpenBLAS GEMMs, rt_kernels_fast.c's
  * element-wise loops), host memory, vectorised glue and a fused optimizer pass, wall-clock op timers. */
 #define _POSIX_C_SOURCE 200809L
-#include <cblas.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +10,7 @@
 #include <unistd.h>
 
 #include "rt_backend.h"
+#include "rt_blas.h"
 #include "rt_kernels.h"
 #include "rt_vector.h"
 #include "wall_clock.h"
@@ -42,6 +42,20 @@ static bool cpu_supports(const rt_backend *be, rt_kernel_family family)
 {
     (void)be;
     return family >= 0 && family < RT_FAMILY_COUNT;
+}
+
+static int cpu_set_gemm_math(rt_backend *be, rt_gemm_math math)
+{
+    (void)be;
+    return math == RT_GEMM_FP32 ? 0 : -1;
+}
+
+static void cpu_describe(const rt_backend *be, char *buf, size_t size)
+{
+    (void)be;
+    snprintf(buf, size, "%s BLAS kernels \"%s\", %d thread%s",
+             strcmp(rt_blas_core_name(), "reference") == 0 ? "reference" : "OpenBLAS", rt_blas_core_name(),
+             rt_blas_thread_count(), rt_blas_thread_count() == 1 ? "" : "s");
 }
 
 /* ---- buffers ---- */
@@ -475,6 +489,12 @@ static void cpu_sync(rt_backend *be)
     (void)be;
 }
 
+static const char *cpu_failure(const rt_backend *be)
+{
+    (void)be;
+    return NULL;
+}
+
 static void cpu_destroy(rt_backend *be)
 {
     if (!be) return;
@@ -496,6 +516,8 @@ rt_backend *rt_backend_cpu_create(et_error *err)
         .name = "cpu",
         .ctx = c,
         .supports = cpu_supports,
+        .set_gemm_math = cpu_set_gemm_math,
+        .describe = cpu_describe,
         .alloc = cpu_alloc,
         .free = cpu_free,
         .upload = cpu_memcpy,
@@ -546,20 +568,33 @@ rt_backend *rt_backend_cpu_create(et_error *err)
         .op_timer_end = cpu_timer_end,
         .op_timers_collect = cpu_timers_collect,
         .sync = cpu_sync,
+        .failure = cpu_failure,
         .destroy = cpu_destroy,
     };
     return be;
 }
 
-/* OpenBLAS's own query (cblas.h in 0.3.x) */
-const char *rt_cpu_blas_core(void)
+#ifndef ET_REFERENCE_BLAS
+/* OpenBLAS's own queries (cblas.h in 0.3.x) */
+const char *rt_blas_core_name(void)
 {
     return openblas_get_corename();
 }
 
-int rt_cpu_blas_threads(void)
+int rt_blas_thread_count(void)
 {
     return openblas_get_num_threads();
+}
+#endif
+
+const char *rt_cpu_blas_core(void)
+{
+    return rt_blas_core_name();
+}
+
+int rt_cpu_blas_threads(void)
+{
+    return rt_blas_thread_count();
 }
 
 /* The kernels of this CPU's vector units when OpenBLAS chose older ones (and OPENBLAS_CORETYPE is unset),
@@ -608,13 +643,4 @@ void rt_cpu_blas_select(char **argv)
 const char *rt_cpu_blas_selected_from(void)
 {
     return getenv("ET_BLAS_SELECTED");
-}
-
-rt_backend *rt_backend_create(const char *name, et_error *err)
-{
-    if (strcmp(name, "cpu") == 0) return rt_backend_cpu_create(err);
-    et_error_set(err, NULL, 0, 0, NULL,
-                 "no backend \"%s\" in this build of etrun (it has: cpu; the CUDA backend is not built yet)",
-                 name);
-    return NULL;
 }

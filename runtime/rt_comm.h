@@ -41,7 +41,15 @@ struct rt_comm {
     void (*destroy)(rt_comm *c);
 };
 
-/* MPI_COMM_WORLD (MPI must be initialised); slots grow as all-reduces start. */
-rt_comm *rt_comm_mpi_create(et_error *err);
+/* The job's processes: rt_comm_init starts them (MPI_Init; nothing for a build of one rank alone),
+ * rt_comm_world_rank says which one this is, rt_comm_finalize ends them. */
+void rt_comm_init(int *argc, char ***argv);
+int rt_comm_world_rank(void);
+void rt_comm_finalize(void);
+
+/* Every rank of the job: MPI_COMM_WORLD in a normal build (rt_comm_mpi.c; slots grow as all-reduces
+ * start), one rank alone in a device build without MPI (rt_comm_single.c: every collective is the
+ * identity). */
+rt_comm *rt_comm_create(et_error *err);
 
 #endif

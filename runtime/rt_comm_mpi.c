@@ -142,7 +142,7 @@ static void mpi_destroy(rt_comm *c)
     free(c);
 }
 
-rt_comm *rt_comm_mpi_create(et_error *err)
+rt_comm *rt_comm_create(et_error *err)
 {
     rt_comm *c = calloc(1, sizeof *c);
     mpi_ctx *x = calloc(1, sizeof *x);
@@ -169,4 +169,21 @@ rt_comm *rt_comm_mpi_create(et_error *err)
     MPI_Comm_rank(MPI_COMM_WORLD, &c->rank);
     MPI_Comm_size(MPI_COMM_WORLD, &c->size);
     return c;
+}
+
+void rt_comm_init(int *argc, char ***argv)
+{
+    MPI_Init(argc, argv);
+}
+
+int rt_comm_world_rank(void)
+{
+    int r = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &r);
+    return r;
+}
+
+void rt_comm_finalize(void)
+{
+    MPI_Finalize();
 }

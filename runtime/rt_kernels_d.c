@@ -1,5 +1,5 @@
 /* double instantiation of the CPU kernels (gradient checks) */
-#include <cblas.h>
+#include "rt_blas.h"
 
 #include "rt_kernels.h"
 #define REAL double

@@ -1,5 +1,5 @@
 /* float instantiation of the CPU kernels (training) */
-#include <cblas.h>
+#include "rt_blas.h"
 
 #include "rt_kernels.h"
 #define REAL float

@@ -1,7 +1,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "rt_measured.h"
 
-#include <cblas.h>
+#include "rt_blas.h"
 #include <jansson.h>
 #include <limits.h>
 #include <stdio.h>
@@ -114,7 +114,7 @@ static json_t *provenance(const rt_model *m, const rt_comm *comm)
     strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", &tm);
     return json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:i, s:i, s:s}", "host", host, "cpu", cpu, "date", date,
                      "git_commit", ET_GIT_COMMIT, "backend", m->be->name, "communicator", comm->name, "ranks",
-                     comm->size, "blas_threads", openblas_get_num_threads(), "blas_core", rt_cpu_blas_core());
+                     comm->size, "blas_threads", rt_blas_thread_count(), "blas_core", rt_cpu_blas_core());
 }
 
 static json_t *doubles(const double *v, int n)

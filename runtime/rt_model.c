@@ -15,10 +15,6 @@ static int refuse_unsupported(const et_scenario *s, et_error *err)
         return et_error_set(err, s->source, 0, 0, "$.parallelism",
                             "etrun runs data and expert parallelism only: tensor, pipeline and context must "
                             "be 1 and ZeRO 0");
-    if (s->precision != ET_FP32)
-        return et_error_set(err, s->source, 0, 0, "$.precision",
-                            "the CPU backend trains in fp32, the plan says %s",
-                            et_precision_names[s->precision]);
     if (s->method.kind == ET_METHOD_TENSOR_TRAIN && s->method.tt_embedding)
         return et_error_set(
             err, s->source, 0, 0, "$.method.tensor_train.embedding",
@@ -48,6 +44,23 @@ static int refuse_unsupported(const et_scenario *s, et_error *err)
         return et_error_set(
             err, s->source, 0, 0, "$.model.loss_head",
             "etrun runs the \"mlm\" and \"causal_lm\" heads; \"mlm_nsp\" is not supported yet");
+    return 0;
+}
+
+/* The products' arithmetic from the plan's precision (rt_gemm_math): fp32 and tf32 as named, bf16 and fp16
+ * as 16-bit product inputs with everything else fp32; fp8 is refused. */
+static int choose_gemm_math(const et_scenario *s, rt_backend *be, et_error *err)
+{
+    const rt_gemm_math math = s->precision == ET_FP32   ? RT_GEMM_FP32
+                              : s->precision == ET_TF32 ? RT_GEMM_TF32
+                              : s->precision == ET_BF16 ? RT_GEMM_BF16
+                              : s->precision == ET_FP16 ? RT_GEMM_FP16
+                                                        : RT_GEMM_MATH_COUNT;
+    if (math == RT_GEMM_MATH_COUNT || be->set_gemm_math(be, math))
+        return et_error_set(err, s->source, 0, 0, "$.precision", "the %s backend cannot train in %s (%s)",
+                            be->name, et_precision_names[s->precision],
+                            strcmp(be->name, "cpu") == 0 ? "it trains in fp32"
+                                                         : "its products run fp32, tf32, bf16 and fp16");
     return 0;
 }
 
@@ -109,7 +122,7 @@ int rt_model_init_comm(rt_model *m, const et_scenario *s, rt_backend *be, unsign
     m->seed = seed;
     m->comm = comm;
     m->ep = s->parallel.expert > 1 ? s->parallel.expert : 1;
-    if (refuse_unsupported(s, err)) return -1;
+    if (refuse_unsupported(s, err) || choose_gemm_math(s, be, err)) return -1;
     if (m->ep > 1) {
         if (!comm || comm->size % m->ep)
             return et_error_set(err, s->source, 0, 0, "$.parallelism.expert",

@@ -121,7 +121,7 @@ case $mode in
     variant "$bert" '.model.loss_head = "mlm_nsp"' > nsp.json
     expect_error "$work/measured.json" '"mlm_nsp" is not supported yet' "$etrun" --out "$work/measured.json" nsp.json
     variant "$bert" '.precision = "fp16" | .cluster.device = "a100-sxm4-80gb"' > fp16.json
-    expect_error "$work/measured.json" "the CPU backend trains in fp32" "$etrun" --out "$work/measured.json" fp16.json
+    expect_error "$work/measured.json" "the cpu backend cannot train in fp16 (it trains in fp32)" "$etrun" --out "$work/measured.json" fp16.json
     expect_error "$work/measured.json" 'no backend "cuda" in this build' "$etrun" --backend cuda --out "$work/measured.json" "$bert"
     variant "$bert" '.run.backend = "tpu"' > tpu.json
     expect_error "$work/measured.json" '$.run.backend' "$etrun" --out "$work/measured.json" tpu.json ;;

@@ -1,0 +1,93 @@
+/* The CUDA backend's shared state and helpers (runtime/cuda/ only; C++ compiled by nvcc). The backend's
+ * table (rt_backend.h) is filled by one function per file: cu_table_buffers (cuda_backend.cu), cu_table_gemm
+ * (cuda_gemm.cu: linear layers and attention's products through cuBLASLt), cu_table_rows (cuda_rows.cu: row
+ * normalisations, softmax, cross-entropy), cu_table_elementwise (cuda_elementwise.cu), cu_table_optimizer
+ * (cuda_optimizer.cu).
+ *
+ * Errors: every CUDA and cuBLASLt call is checked (CU_CHECK, LT_CHECK) and the first failure is kept in the
+ * context as "file:line: call: what (hint)"; after it every operation returns at once and rt_backend's
+ * `failure` hands the text to the caller, which stops the run. Kernels launch on the compute stream and are
+ * checked with cudaGetLastError; the device's own faults surface at the next synchronising call. */
+#ifndef ET_CUDA_INTERNAL_H
+#define ET_CUDA_INTERNAL_H
+
+#include <cublasLt.h>
+#include <cuda_runtime.h>
+
+extern "C" {
+#include "rt_backend.h"
+}
+
+typedef struct cu_timer_pair {
+    int op;
+    cudaEvent_t begin, end;
+} cu_timer_pair;
+
+typedef struct cu_gemm_plan cu_gemm_plan; /* cuda_gemm.cu: cached descriptors and algorithm per shape */
+
+typedef struct cu_ctx {
+    int device;
+    cudaDeviceProp prop;
+    cudaStream_t compute, comm;
+    cublasLtHandle_t lt;
+    void *workspace;
+    size_t workspace_bytes;
+    rt_gemm_math math;
+    void *cast[2]; /* 16-bit copies of a product's two inputs (bf16 and fp16 modes) */
+    size_t cast_bytes[2];
+    double *scalars; /* device: the reductions' results (a loss, squared norms) */
+    /* op timers: a pool of event pairs, one taken per bracket, read at collect */
+    int n_ops, *open; /* per op: the pair its open bracket took, -1 when none */
+    cu_timer_pair *pairs;
+    int n_pairs, used_pairs;
+    cu_gemm_plan *plans;
+    int n_plans, cap_plans;
+    char failure[640];
+} cu_ctx;
+
+static inline cu_ctx *cu_of(const rt_backend *be)
+{
+    return (cu_ctx *)be->ctx;
+}
+
+void cu_fail(cu_ctx *c, const char *file, int line, const char *call, const char *what, const char *hint);
+const char *cu_lt_status_name(cublasStatus_t s);
+
+#define CU_CHECK(c, call, hint)                                                                              \
+    do {                                                                                                     \
+        if (!(c)->failure[0]) {                                                                              \
+            cudaError_t e_ = (call);                                                                         \
+            if (e_ != cudaSuccess) cu_fail((c), __FILE__, __LINE__, #call, cudaGetErrorString(e_), (hint));  \
+        }                                                                                                    \
+    } while (0)
+#define CU_CHECK_LAUNCH(c, kernel) CU_CHECK(c, cudaGetLastError(), "launching " kernel)
+#define LT_CHECK(c, call, hint)                                                                              \
+    do {                                                                                                     \
+        if (!(c)->failure[0]) {                                                                              \
+            cublasStatus_t s_ = (call);                                                                      \
+            if (s_ != CUBLAS_STATUS_SUCCESS)                                                                 \
+                cu_fail((c), __FILE__, __LINE__, #call, cu_lt_status_name(s_), (hint));                      \
+        }                                                                                                    \
+    } while (0)
+
+/* blocks of `threads` covering n items, capped for grid-stride loops */
+static inline unsigned cu_blocks(size_t n, int threads)
+{
+    size_t b = (n + (size_t)threads - 1) / (size_t)threads;
+    return (unsigned)(b < 1 ? 1 : b > 65535u * 8u ? 65535u * 8u : b);
+}
+
+/* Column sums: out[c] += sum_r in[r * ld + c] (a bias gradient, a layer norm's beta gradient). */
+void cu_colsum_acc(cu_ctx *c, float *out, const float *in, int ld, int rows, int cols);
+/* The reductions' device scalars zeroed, and read back (synchronises). */
+void cu_scalars_zero(cu_ctx *c, int n);
+void cu_scalars_read(cu_ctx *c, double *host, int n);
+
+void cu_table_buffers(rt_backend *be);
+void cu_table_gemm(rt_backend *be);
+void cu_table_rows(rt_backend *be);
+void cu_table_elementwise(rt_backend *be);
+void cu_table_optimizer(rt_backend *be);
+void cu_gemm_free_plans(cu_ctx *c);
+
+#endif

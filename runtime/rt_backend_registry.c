@@ -1,0 +1,34 @@
+/* The backends this build has, by name (rt_backend.h). */
+#include <stdio.h>
+#include <string.h>
+
+#include "rt_backend.h"
+
+const char *const rt_gemm_math_names[] = {"fp32", "tf32", "bf16", "fp16", NULL};
+
+#ifdef ET_HAVE_CUDA
+const char *const rt_backend_names[] = {"cpu", "cuda", NULL};
+#else
+const char *const rt_backend_names[] = {"cpu", NULL};
+#endif
+
+rt_backend *rt_backend_create(const char *name, et_error *err)
+{
+    if (strcmp(name, "cpu") == 0) return rt_backend_cpu_create(err);
+#ifdef ET_HAVE_CUDA
+    if (strcmp(name, "cuda") == 0) return rt_backend_cuda_create(0, err);
+    if (strcmp(name, "auto") == 0) {
+        et_error ignored;
+        rt_backend *be = rt_backend_cuda_create(0, &ignored);
+        return be ? be : rt_backend_cpu_create(err);
+    }
+#else
+    if (strcmp(name, "auto") == 0) return rt_backend_cpu_create(err);
+#endif
+    char have[64] = "";
+    for (int i = 0; rt_backend_names[i]; i++)
+        snprintf(have + strlen(have), sizeof have - strlen(have), "%s%s", i ? ", " : "", rt_backend_names[i]);
+    et_error_set(err, NULL, 0, 0, NULL, "backend \"%s\": not in this build of etrun (it has: %s%s)", name,
+                 have, strcmp(name, "cuda") == 0 ? "; the build found no nvcc" : "");
+    return NULL;
+}

@@ -1,0 +1,91 @@
+/* rt_elementwise: the per-element math of etrun's kernels, written once for the host and the device
+ * (llm.c's habit): every function is `__host__ __device__` under nvcc and `static inline` in C, so the CUDA
+ * kernels (runtime/cuda/) call exactly what tests/test_elementwise.c checks on the CPU against the double
+ * reference kernels (rt_kernels.h's _d instantiation). Float arithmetic throughout; the constants are the
+ * reference's (GELU's tanh approximation, Hendrycks and Gimpel 2016; SiLU, Elfwing et al. 2018; Adam,
+ * Kingma and Ba 2015, with decoupled decay, Loshchilov and Hutter 2019; LAMB's direction, You et al.
+ * 2020). */
+#ifndef ET_RT_ELEMENTWISE_H
+#define ET_RT_ELEMENTWISE_H
+
+#include <math.h>
+
+#ifdef __CUDACC__
+#define RT_HD __host__ __device__ static inline
+#else
+#define RT_HD static inline
+#endif
+
+#define RT_GELU_K 0.7978845608028654f /* sqrt(2/pi) */
+#define RT_GELU_C 0.044715f
+
+/* GELU(x) = x/2 (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) */
+RT_HD float rt_gelu_tanh(float x)
+{
+    return 0.5f * x * (1.0f + tanhf(RT_GELU_K * (x + RT_GELU_C * x * x * x)));
+}
+
+/* d GELU(x) / dx */
+RT_HD float rt_gelu_tanh_grad(float x)
+{
+    const float th = tanhf(RT_GELU_K * (x + RT_GELU_C * x * x * x));
+    const float du = RT_GELU_K * (1.0f + 3.0f * RT_GELU_C * x * x);
+    return 0.5f * (1.0f + th) + 0.5f * x * (1.0f - th * th) * du;
+}
+
+RT_HD float rt_sigmoid(float x)
+{
+    return 1.0f / (1.0f + expf(-x));
+}
+
+/* SwiGLU's output silu(gate) * up, and its gradients into gate and up given dy */
+RT_HD float rt_swiglu(float gate, float up)
+{
+    return gate * rt_sigmoid(gate) * up;
+}
+
+RT_HD void rt_swiglu_grad(float gate, float up, float dy, float *dgate, float *dup)
+{
+    const float sig = rt_sigmoid(gate), silu = gate * sig;
+    *dgate = dy * up * (sig + silu * (1.0f - sig));
+    *dup = dy * silu;
+}
+
+/* One Adam step's constants (rt_adam_args made ready for the loop: reciprocals taken once). */
+typedef struct rt_adam_consts {
+    float b1, b2, ob1, ob2, eps, ic1, isc2, lr, gs, wd;
+} rt_adam_consts;
+
+/* wd: the decoupled decay for Adam's update (AdamW; 0 for Adam), LAMB's decay for its direction */
+RT_HD rt_adam_consts rt_adam_make_consts(float lr, float beta1, float beta2, float eps, float c1, float c2,
+                                         float grad_scale, float wd)
+{
+    rt_adam_consts k;
+    k.b1 = beta1, k.b2 = beta2, k.ob1 = 1.0f - beta1, k.ob2 = 1.0f - beta2, k.eps = eps;
+    k.ic1 = 1.0f / c1, k.isc2 = 1.0f / sqrtf(c2), k.lr = lr, k.gs = grad_scale, k.wd = wd;
+    return k;
+}
+
+/* Moments updated from gradient g; returns the direction (m/c1) / (sqrt(v/c2) + eps) + wd w */
+RT_HD float rt_adam_direction(const rt_adam_consts *k, float w, float g, float *m, float *v)
+{
+    const float gi = k->gs * g, mi = k->b1 * *m + k->ob1 * gi, vi = k->b2 * *v + k->ob2 * gi * gi;
+    *m = mi, *v = vi;
+    return (mi * k->ic1) / (sqrtf(vi) * k->isc2 + k->eps) + k->wd * w;
+}
+
+/* Adam/AdamW on one value: w -= lr * mask * direction */
+RT_HD float rt_adam_step(const rt_adam_consts *k, float w, float g, float *m, float *v, float mask)
+{
+    return w - k->lr * mask * rt_adam_direction(k, w, g, m, v);
+}
+
+/* Rotary positions: the pair (a, b) turned by the angle whose cosine and sine are c and s */
+RT_HD void rt_rotate_pair(float *a, float *b, float c, float s)
+{
+    const float x = *a, y = *b;
+    *a = x * c - y * s;
+    *b = x * s + y * c;
+}
+
+#endif

@@ -1,0 +1,637 @@
+/* test_backend_ops: every kernel family of every backend this build has, forward and backward, against the
+ * double-precision reference kernels (rt_kernels.h's _d instantiation), in the style of ggml's
+ * test-backend-ops. Random inputs (a fixed seed), sequences of unequal lengths, grouped-query attention,
+ * accumulating outputs started from non-zero values, masked optimizer slices.
+ *
+ * The error of a result is max |got - ref| / max(max |ref|, 1e-3) (normalised to the tensor's scale), and
+ * its bound depends on the products' arithmetic (rt_gemm_math): fp32 1e-4 (float against double over sums of
+ * at most a few hundred terms), tf32 4e-3 (10-bit mantissas, 2^-11 relative a rounding), bf16 3e-2 (8-bit
+ * mantissas), fp16 4e-3 (11-bit). Kernels without products keep fp32's bound in every mode. Atomic sums on a
+ * GPU change the order of additions, not the bound.
+ *
+ * Usage: test_backend_ops [--backend NAME] [--math fp32|tf32|bf16|fp16]: every backend and every arithmetic
+ * it supports by default. Exit 0 all within bounds, 1 a failure, 77 (ctest's skip) when the one backend
+ * named cannot start here (the line says why). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rt_backend.h"
+#include "rt_kernels.h"
+#include "rt_tt.h"
+
+static int failures, checks;
+static rt_backend *be;
+static double tol_gemm, tol_plain = 1e-4;
+static const char *label; /* "cpu fp32" */
+
+/* ---- host data, device copies ---- */
+
+static unsigned long long rng = 0x9E3779B97F4A7C15ull;
+static double uniform(void) /* [-1, 1) */
+{
+    rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+    return (double)(rng >> 11) / 9007199254740992.0 * 2 - 1;
+}
+
+static float *randf(size_t n, double scale)
+{
+    float *x = malloc((n ? n : 1) * sizeof *x);
+    for (size_t i = 0; i < n; i++)
+        x[i] = (float)(uniform() * scale);
+    return x;
+}
+
+static double *to_d(const float *x, size_t n)
+{
+    double *d = malloc((n ? n : 1) * sizeof *d);
+    for (size_t i = 0; i < n; i++)
+        d[i] = x[i];
+    return d;
+}
+
+static void *dev(const void *host, size_t bytes)
+{
+    void *p = be->alloc(be, bytes);
+    if (!p) {
+        fprintf(stderr, "test_backend_ops: out of device memory (%zu bytes)\n", bytes);
+        exit(1);
+    }
+    if (host) be->upload(be, p, host, bytes);
+    return p;
+}
+
+static float *devf(const float *host, size_t n)
+{
+    return dev(host, n * sizeof(float));
+}
+
+static int *devi(const int *host, size_t n)
+{
+    return dev(host, n * sizeof(int));
+}
+
+/* the device result against the reference, within `tol` */
+static void check(const char *family, const char *what, const float *d_got, const double *ref, size_t n,
+                  double tol)
+{
+    float *got = malloc((n ? n : 1) * sizeof *got);
+    be->download(be, got, d_got, n * sizeof *got);
+    double scale = 1e-3, err = 0;
+    for (size_t i = 0; i < n; i++)
+        scale = fabs(ref[i]) > scale ? fabs(ref[i]) : scale;
+    for (size_t i = 0; i < n; i++) {
+        const double e = fabs(got[i] - ref[i]) / scale;
+        err = e > err || isnan(e) ? e : err;
+    }
+    const char *failure = be->failure(be);
+    const int ok = !failure && err <= tol && !isnan(err);
+    checks++;
+    if (!ok) failures++;
+    printf("%-4s %-10s %-15s %-26s error %.2e bound %.0e%s%s\n", ok ? "ok" : "FAIL", label, family, what, err,
+           tol, failure ? " device: " : "", failure ? failure : "");
+    free(got);
+}
+
+static void check_scalar(const char *family, const char *what, double got, double ref, double tol)
+{
+    const double err = fabs(got - ref) / (fabs(ref) > 1e-3 ? fabs(ref) : 1e-3);
+    const int ok = err <= tol && !be->failure(be);
+    checks++;
+    if (!ok) failures++;
+    printf("%-4s %-10s %-15s %-26s error %.2e bound %.0e\n", ok ? "ok" : "FAIL", label, family, what, err,
+           tol);
+}
+
+/* ---- a variable-length batch: sequences of 5, 17 and 33 tokens ---- */
+
+enum { NB = 3 };
+static const int offsets[NB + 1] = {0, 5, 22, 55};
+#define TT_TOKENS 55
+
+static size_t probs_size(int A)
+{
+    size_t n = 0;
+    for (int s = 0; s < NB; s++)
+        n += (size_t)A * (offsets[s + 1] - offsets[s]) * (offsets[s + 1] - offsets[s]);
+    return n;
+}
+
+static rt_dev_batch make_batch(int *positions, int *tokens, int *targets, int P, int V)
+{
+    rt_dev_batch b;
+    memset(&b, 0, sizeof b);
+    const int T = offsets[NB];
+    for (int s = 0; s < NB; s++)
+        for (int t = offsets[s]; t < offsets[s + 1]; t++)
+            positions[t] = t - offsets[s];
+    for (int t = 0; t < T; t++)
+        tokens[t] = (int)((uniform() + 1) / 2 * V) % V;
+    for (int p = 0; p < P; p++)
+        targets[p] = p % 5 == 3 ? -1 : (int)((uniform() + 1) / 2 * V) % V;
+    int *types = calloc((size_t)T, sizeof *types);
+    b.B = NB, b.T = T, b.P = P;
+    b.offsets_host = offsets;
+    b.tokens = devi(tokens, (size_t)T), b.positions = devi(positions, (size_t)T),
+    b.types = devi(types, (size_t)T);
+    b.offsets = devi(offsets, NB + 1), b.targets = devi(targets, (size_t)P);
+    free(types);
+    return b;
+}
+
+static void free_batch(rt_dev_batch *b)
+{
+    be->free(be, b->tokens), be->free(be, b->positions), be->free(be, b->types), be->free(be, b->offsets);
+    be->free(be, b->targets);
+}
+
+/* ---- the families ---- */
+
+static void test_linear(void)
+{
+    const int T = 37, n_in = 48, n_out = 40;
+    float *x = randf((size_t)T * n_in, 1), *W = randf((size_t)n_out * n_in, 0.3), *b = randf(n_out, 0.5);
+    float *dy = randf((size_t)T * n_out, 1), *dx0 = randf((size_t)T * n_in, 1),
+          *dW0 = randf((size_t)n_out * n_in, 1);
+    float *db0 = randf(n_out, 1);
+    double *xd = to_d(x, (size_t)T * n_in), *Wd = to_d(W, (size_t)n_out * n_in), *bd = to_d(b, n_out);
+    double *dyd = to_d(dy, (size_t)T * n_out), *dxd = to_d(dx0, (size_t)T * n_in);
+    double *dWd = to_d(dW0, (size_t)n_out * n_in), *dbd = to_d(db0, n_out),
+           *yd = calloc((size_t)T * n_out, 8);
+    float *X = devf(x, (size_t)T * n_in), *Wv = devf(W, (size_t)n_out * n_in), *B = devf(b, n_out);
+    float *Y = devf(NULL, (size_t)T * n_out), *DY = devf(dy, (size_t)T * n_out),
+          *DX = devf(dx0, (size_t)T * n_in);
+    float *DW = devf(dW0, (size_t)n_out * n_in), *DB = devf(db0, n_out);
+    be->linear_fwd(be, X, Wv, B, Y, T, n_in, n_out);
+    rt_linear_fwd_d(xd, Wd, bd, yd, T, n_in, n_out);
+    check("linear", "forward (bias)", Y, yd, (size_t)T * n_out, tol_gemm);
+    be->linear_bwd(be, X, Wv, DY, DX, DW, DB, T, n_in, n_out);
+    rt_linear_bwd_d(xd, Wd, dyd, dxd, dWd, dbd, T, n_in, n_out);
+    check("linear", "backward dx (+=)", DX, dxd, (size_t)T * n_in, tol_gemm);
+    check("linear", "backward dW (+=)", DW, dWd, (size_t)n_out * n_in, tol_gemm);
+    check("linear", "backward db (+=)", DB, dbd, n_out, tol_plain);
+    float *ptrs[] = {X, Wv, B, Y, DY, DX, DW, DB};
+    for (int i = 0; i < 8; i++)
+        be->free(be, ptrs[i]);
+    free(x), free(W), free(b), free(dy), free(dx0), free(dW0), free(db0);
+    free(xd), free(Wd), free(bd), free(dyd), free(dxd), free(dWd), free(dbd), free(yd);
+}
+
+static void test_norms(void)
+{
+    const int T = 19, n = 72;
+    const size_t N = (size_t)T * n;
+    float *x = randf(N, 2), *r = randf(N, 1), *g = randf(n, 1), *b = randf(n, 1), *dy = randf(N, 1);
+    float *dx0 = randf(N, 1), *dg0 = randf(n, 1), *db0 = randf(n, 1);
+    double *xd = to_d(x, N), *rd = to_d(r, N), *gd = to_d(g, n), *bd = to_d(b, n), *dyd = to_d(dy, N);
+    double *yd = calloc(N, 8), *sumd = calloc(N, 8), *md = calloc(T, 8), *rsd = calloc(T, 8);
+    float *X = devf(x, N), *R = devf(r, N), *G = devf(g, n), *Bv = devf(b, n), *Y = devf(NULL, N);
+    float *S = devf(NULL, N), *M = devf(NULL, T), *RS = devf(NULL, T), *DY = devf(dy, N);
+    float *DX = devf(dx0, N), *DG = devf(dg0, n), *DB = devf(db0, n);
+    if (be->supports(be, RT_FAMILY_LAYERNORM)) {
+        be->layernorm_fwd(be, X, G, Bv, Y, M, RS, T, n);
+        rt_layernorm_fwd_d(xd, gd, bd, yd, md, rsd, T, n);
+        check("layer norm", "forward", Y, yd, N, tol_plain);
+        check("layer norm", "forward rstd", RS, rsd, T, tol_plain);
+        be->add_layernorm_fwd(be, X, R, S, G, Bv, Y, M, RS, T, n);
+        rt_add_layernorm_fwd_d(xd, rd, sumd, gd, bd, yd, md, rsd, T, n);
+        check("layer norm", "add + forward", Y, yd, N, tol_plain);
+        check("layer norm", "add + forward sum", S, sumd, N, tol_plain);
+        double *dxd = to_d(dx0, N), *dgd = to_d(dg0, n), *dbd = to_d(db0, n);
+        be->layernorm_bwd(be, S, G, M, RS, DY, DX, DG, DB, T, n);
+        rt_layernorm_bwd_d(sumd, gd, md, rsd, dyd, dxd, dgd, dbd, T, n);
+        check("layer norm", "backward dx (+=)", DX, dxd, N, tol_plain);
+        check("layer norm", "backward dg (+=)", DG, dgd, n, tol_plain);
+        check("layer norm", "backward db (+=)", DB, dbd, n, tol_plain);
+        free(dxd), free(dgd), free(dbd);
+    }
+    if (be->supports(be, RT_FAMILY_RMSNORM)) {
+        be->upload(be, DX, dx0, N * 4), be->upload(be, DG, dg0, (size_t)n * 4);
+        double *dxd = to_d(dx0, N), *dgd = to_d(dg0, n);
+        be->rmsnorm_fwd(be, X, G, Y, RS, T, n);
+        rt_rmsnorm_fwd_d(xd, gd, yd, rsd, T, n);
+        check("RMSNorm", "forward", Y, yd, N, tol_plain);
+        be->rmsnorm_bwd(be, X, G, RS, DY, DX, DG, T, n);
+        rt_rmsnorm_bwd_d(xd, gd, rsd, dyd, dxd, dgd, T, n);
+        check("RMSNorm", "backward dx (+=)", DX, dxd, N, tol_plain);
+        check("RMSNorm", "backward dg (+=)", DG, dgd, n, tol_plain);
+        free(dxd), free(dgd);
+    }
+    float *ptrs[] = {X, R, G, Bv, Y, S, M, RS, DY, DX, DG, DB};
+    for (int i = 0; i < 12; i++)
+        be->free(be, ptrs[i]);
+    free(x), free(r), free(g), free(b), free(dy), free(dx0), free(dg0), free(db0);
+    free(xd), free(rd), free(gd), free(bd), free(dyd), free(yd), free(sumd), free(md), free(rsd);
+}
+
+static void test_pointwise(void)
+{
+    const int T = 23, F = 40;
+    const size_t n = (size_t)T * 2 * F;
+    float *u = randf(n, 3), *dy = randf(n, 1);
+    double *ud = to_d(u, n), *dyd = to_d(dy, n), *yd = calloc(n, 8), *dud = calloc(n, 8);
+    float *U = devf(u, n), *DY = devf(dy, n), *Y = devf(NULL, n), *DU = devf(NULL, n);
+    if (be->supports(be, RT_FAMILY_GELU)) {
+        be->gelu_fwd(be, U, Y, n);
+        rt_gelu_fwd_d(ud, yd, n);
+        check("GELU", "forward", Y, yd, n, tol_plain);
+        be->gelu_bwd(be, U, DY, DU, n);
+        rt_gelu_bwd_d(ud, dyd, dud, n);
+        check("GELU", "backward", DU, dud, n, tol_plain);
+    }
+    if (be->supports(be, RT_FAMILY_SWIGLU)) {
+        be->swiglu_fwd(be, U, Y, T, F);
+        rt_swiglu_fwd_d(ud, yd, T, F);
+        check("SwiGLU", "forward", Y, yd, (size_t)T * F, tol_plain);
+        be->swiglu_bwd(be, U, DY, DU, T, F);
+        rt_swiglu_bwd_d(ud, dyd, dud, T, F);
+        check("SwiGLU", "backward", DU, dud, n, tol_plain);
+    }
+    be->free(be, U), be->free(be, DY), be->free(be, Y), be->free(be, DU);
+    free(u), free(dy), free(ud), free(dyd), free(yd), free(dud);
+}
+
+/* attention at A heads over KV key/value heads (KV = A: multi-head) */
+static void test_attention(int A, int KV, int causal)
+{
+    const int H = 32 * A / 2, D = H / A, ld = H + 2 * KV * D, T = offsets[NB], V = 11;
+    const size_t nq = (size_t)T * ld, np = probs_size(A), nc = (size_t)T * H;
+    int positions[TT_TOKENS], tokens[TT_TOKENS], targets[TT_TOKENS];
+    rt_dev_batch b = make_batch(positions, tokens, targets, T, V);
+    float *qkv = randf(nq, 1), *dctx = randf(nc, 1);
+    double *qd = to_d(qkv, nq), *dcd = to_d(dctx, nc), *pd = calloc(np, 8), *cd = calloc(nc, 8);
+    double *dqd = calloc(nq, 8), *dpd = calloc(np, 8);
+    float *Q = devf(qkv, nq), *P = devf(NULL, np), *C = devf(NULL, nc), *DC = devf(dctx, nc);
+    float *DQ = devf(NULL, nq), *DP = devf(NULL, np);
+    char what[64];
+    const char *kind = KV == A ? (causal ? "causal" : "bidirectional") : (causal ? "causal GQA" : "GQA");
+    be->attn_scores_fwd(be, Q, P, &b, H, A, KV);
+    rt_attn_scores_fwd_d(qd, pd, offsets, NB, H, A, KV);
+    snprintf(what, sizeof what, "scores %s", kind);
+    check("attention", what, P, pd, np, tol_gemm);
+    {
+        float *pf = malloc(np * 4); /* the softmax from the reference's scores, so its error is its own */
+        for (size_t i = 0; i < np; i++)
+            pf[i] = (float)pd[i];
+        be->upload(be, P, pf, np * 4);
+        free(pf);
+    }
+    be->attn_softmax_fwd(be, P, &b, A, causal);
+    rt_attn_softmax_fwd_d(pd, offsets, NB, A, causal);
+    snprintf(what, sizeof what, "softmax %s", kind);
+    check("attention", what, P, pd, np, tol_plain);
+    be->attn_context_fwd(be, Q, P, C, &b, H, A, KV);
+    rt_attn_context_fwd_d(qd, pd, cd, offsets, NB, H, A, KV);
+    snprintf(what, sizeof what, "context %s", kind);
+    check("attention", what, C, cd, nc, tol_gemm);
+    be->attn_context_bwd(be, Q, P, DC, DQ, DP, &b, H, A, KV);
+    rt_attn_context_bwd_d(qd, pd, dcd, dqd, dpd, offsets, NB, H, A, KV);
+    snprintf(what, sizeof what, "context.bwd dP %s", kind);
+    check("attention", what, DP, dpd, np, tol_gemm);
+    be->attn_softmax_bwd(be, P, DP, &b, H, A);
+    rt_attn_softmax_bwd_d(pd, dpd, offsets, NB, H, A);
+    snprintf(what, sizeof what, "softmax.bwd %s", kind);
+    check("attention", what, DP, dpd, np, tol_gemm);
+    be->attn_scores_bwd(be, Q, DP, DQ, &b, H, A, KV);
+    rt_attn_scores_bwd_d(qd, dpd, dqd, offsets, NB, H, A, KV);
+    snprintf(what, sizeof what, "dqkv %s", kind);
+    check("attention", what, DQ, dqd, nq, tol_gemm);
+    if (be->supports(be, RT_FAMILY_ROPE) && causal) {
+        be->upload(be, Q, qkv, nq * 4);
+        for (size_t i = 0; i < nq; i++)
+            qd[i] = qkv[i];
+        be->rope(be, Q, &b, H, A, KV, 10000.0, false);
+        rt_rope_d(qd, positions, T, H, A, KV, 10000.0, 0);
+        snprintf(what, sizeof what, "forward %s", kind);
+        check("rotary", what, Q, qd, nq, tol_plain);
+        be->rope(be, Q, &b, H, A, KV, 10000.0, true);
+        rt_rope_d(qd, positions, T, H, A, KV, 10000.0, 1);
+        snprintf(what, sizeof what, "inverse %s", kind);
+        check("rotary", what, Q, qd, nq, tol_plain);
+    }
+    be->free(be, Q), be->free(be, P), be->free(be, C), be->free(be, DC), be->free(be, DQ), be->free(be, DP);
+    free_batch(&b);
+    free(qkv), free(dctx), free(qd), free(dcd), free(pd), free(cd), free(dqd), free(dpd);
+}
+
+static void test_embedding_head(void)
+{
+    const int T = offsets[NB], H = 24, V = 97, NP = 40, P = 17; /* positions up to 32 */
+    int positions[TT_TOKENS], tokens[TT_TOKENS], targets[TT_TOKENS], types[TT_TOKENS] = {0};
+    rt_dev_batch b = make_batch(positions, tokens, targets, P, V);
+    float *word = randf((size_t)V * H, 1), *pos = randf((size_t)NP * H, 1), *type = randf(2 * (size_t)H, 1);
+    float *dout = randf((size_t)T * H, 1);
+    double *wd = to_d(word, (size_t)V * H), *pd = to_d(pos, (size_t)NP * H), *td = to_d(type, 2 * (size_t)H);
+    double *dod = to_d(dout, (size_t)T * H), *od = calloc((size_t)T * H, 8);
+    float *W = devf(word, (size_t)V * H), *Pp = devf(pos, (size_t)NP * H), *Ty = devf(type, 2 * (size_t)H);
+    float *O = devf(NULL, (size_t)T * H), *DO = devf(dout, (size_t)T * H);
+    be->embedding_fwd(be, &b, W, Pp, Ty, O, H);
+    rt_embedding_fwd_d(tokens, positions, types, wd, pd, td, od, T, H);
+    check("embedding", "forward", O, od, (size_t)T * H, tol_plain);
+    be->embedding_bwd(be, &b, DO, W, Pp, Ty, H); /* accumulated into the tables themselves */
+    rt_embedding_bwd_d(tokens, positions, types, dod, wd, pd, td, T, H);
+    check("embedding", "backward word (+=)", W, wd, (size_t)V * H, tol_plain);
+    check("embedding", "backward position (+=)", Pp, pd, (size_t)NP * H, tol_plain);
+    check("embedding", "backward type (+=)", Ty, td, 2 * (size_t)H, tol_plain);
+    /* the head: P scored rows of logits over V */
+    float *z = randf((size_t)P * V, 4);
+    double *zd = to_d(z, (size_t)P * V), *dzd = calloc((size_t)P * V, 8);
+    float *Z = devf(z, (size_t)P * V), *DZ = devf(NULL, (size_t)P * V);
+    const double loss = be->cross_entropy(be, Z, &b, DZ, V, 7.0);
+    const double ref = rt_cross_entropy_d(zd, targets, dzd, P, V, 7.0);
+    check_scalar("cross-entropy", "loss", loss, ref, tol_plain);
+    check("cross-entropy", "dlogits", DZ, dzd, (size_t)P * V, tol_plain);
+    be->free(be, W), be->free(be, Pp), be->free(be, Ty), be->free(be, O), be->free(be, DO), be->free(be, Z);
+    be->free(be, DZ);
+    free_batch(&b);
+    free(word), free(pos), free(type), free(dout), free(wd), free(pd), free(td), free(dod), free(od), free(z);
+    free(zd), free(dzd);
+}
+
+static void test_glue(void)
+{
+    const int rows = 13, width = 21, ld = 25;
+    const size_t n = (size_t)rows * ld;
+    float *x = randf(n, 1), *y = randf(n, 1), *mask = randf(n, 1), *bias = randf(width, 1);
+    for (size_t i = 0; i < n; i++)
+        mask[i] = mask[i] > 0 ? 1.0f : 0.0f;
+    const int idx[6] = {3, 0, 12, 3, 7, 3}; /* repeated rows: the scatter adds them up */
+    double *ref = calloc(n, 8);
+    float *X = devf(x, n), *Y = devf(y, n), *O = devf(NULL, n), *M = devf(mask, n), *Bv = devf(bias, width);
+    int *I = devi(idx, 6);
+    be->add(be, O, X, Y, n);
+    for (size_t i = 0; i < n; i++)
+        ref[i] = (double)x[i] + y[i];
+    check("glue", "add", O, ref, n, tol_plain);
+    be->axpy(be, O, X, 0.75f, n);
+    for (size_t i = 0; i < n; i++)
+        ref[i] += 0.75 * x[i];
+    check("glue", "axpy", O, ref, n, tol_plain);
+    be->gather_rows(be, O, X, I, 6, ld);
+    for (int p = 0; p < 6; p++)
+        for (int c = 0; c < ld; c++)
+            ref[(size_t)p * ld + c] = x[(size_t)idx[p] * ld + c];
+    check("glue", "gather_rows", O, ref, 6 * (size_t)ld, tol_plain);
+    be->upload(be, O, y, n * 4);
+    be->scatter_add_rows(be, O, X, I, 6, ld);
+    for (size_t i = 0; i < n; i++)
+        ref[i] = y[i];
+    for (int p = 0; p < 6; p++)
+        for (int c = 0; c < ld; c++)
+            ref[(size_t)idx[p] * ld + c] += x[(size_t)p * ld + c];
+    check("glue", "scatter_add_rows", O, ref, n, tol_plain);
+    be->upload(be, O, x, n * 4);
+    be->mask_mul(be, O, M, n);
+    be->scale(be, O, -1.5f, n);
+    for (size_t i = 0; i < n; i++)
+        ref[i] = -1.5 * x[i] * mask[i];
+    check("glue", "mask_mul, scale", O, ref, n, tol_plain);
+    double ss = 0;
+    for (size_t i = 0; i < n; i++)
+        ss += (double)x[i] * x[i];
+    check_scalar("glue", "sum_sq", be->sum_sq(be, X, n), ss, tol_plain);
+    be->upload(be, O, y, n * 4);
+    be->add_bias(be, O, ld, Bv, rows, width);
+    for (size_t i = 0; i < n; i++)
+        ref[i] = y[i] + (i % ld < (size_t)width ? bias[i % ld] : 0);
+    check("glue", "add_bias (ld > cols)", O, ref, n, tol_plain);
+    be->bias_grad(be, Bv, X, ld, rows, width);
+    double bref[32];
+    for (int c = 0; c < width; c++) {
+        bref[c] = bias[c];
+        for (int r = 0; r < rows; r++)
+            bref[c] += x[(size_t)r * ld + c];
+    }
+    check("glue", "bias_grad (+=)", Bv, bref, width, tol_plain);
+    float out2[8];
+    float *P2 = devf(NULL, 8);
+    be->fill(be, P2, 2.5f, 8);
+    be->copy_2d(be, P2, 4, X, ld, 2, 3);
+    be->download(be, out2, P2, sizeof out2);
+    double r2[8];
+    for (int i = 0; i < 8; i++)
+        r2[i] = i % 4 < 3 ? x[(size_t)(i / 4) * ld + i % 4] : 2.5;
+    check("buffers", "fill, copy_2d", P2, r2, 8, 0);
+    be->free(be, X), be->free(be, Y), be->free(be, O), be->free(be, M), be->free(be, Bv), be->free(be, I);
+    be->free(be, P2);
+    free(x), free(y), free(mask), free(bias), free(ref);
+}
+
+static void adam_reference(double *w, const double *g, double *m, double *v, const float *mask, size_t n,
+                           const rt_adam_args *a, int lamb, double *w_sq, double *u_sq)
+{
+    *w_sq = *u_sq = 0;
+    for (size_t i = 0; i < n; i++) {
+        const double gi = a->grad_scale * g[i];
+        m[i] = a->beta1 * m[i] + (1 - a->beta1) * gi;
+        v[i] = a->beta2 * v[i] + (1 - a->beta2) * gi * gi;
+        const double wd = lamb || a->decoupled_decay ? a->weight_decay : 0;
+        const double u = (m[i] / a->c1) / (sqrt(v[i] / a->c2) + a->eps) + wd * w[i];
+        const double mk = mask ? mask[i] : 1;
+        if (lamb) {
+            *w_sq += w[i] * w[i];
+            *u_sq += u * mk * u * mk;
+            ((double *)g)[i] = u * mk;
+        } else {
+            w[i] -= a->lr * mk * u;
+        }
+    }
+}
+
+static void test_optimizer(int lamb, int masked)
+{
+    const size_t n = 4099;
+    float *w = randf(n, 1), *g = randf(n, 0.1), *m = randf(n, 0.01), *v = randf(n, 0.001),
+          *mask = randf(n, 1);
+    for (size_t i = 0; i < n; i++)
+        v[i] = fabsf(v[i]), mask[i] = mask[i] > -0.5f ? 1.0f : 0.0f;
+    double *wd = to_d(w, n), *gd = to_d(g, n), *md = to_d(m, n), *vd = to_d(v, n), ws = 0, us = 0;
+    float *W = devf(w, n), *G = devf(g, n), *M = devf(m, n), *Vv = devf(v, n),
+          *K = masked ? devf(mask, n) : NULL;
+    rt_adam_args a = rt_adam_bench_args;
+    a.grad_scale = 0.8f;
+    a.decoupled_decay = !lamb;
+    const char *fam = lamb ? "LAMB" : "AdamW";
+    adam_reference(wd, gd, md, vd, masked ? mask : NULL, n, &a, lamb, &ws, &us);
+    if (lamb) {
+        double w_sq, u_sq;
+        be->lamb_update(be, W, G, M, Vv, K, n, &a, &w_sq, &u_sq);
+        check(fam, masked ? "direction (masked)" : "direction", G, gd, n, tol_plain);
+        check_scalar(fam, "sum w^2", w_sq, ws, tol_plain);
+        check_scalar(fam, "sum u^2", u_sq, us, tol_plain);
+    } else {
+        be->adam_update(be, W, G, M, Vv, K, n, &a);
+        check(fam, masked ? "weights (masked)" : "weights", W, wd, n, tol_plain);
+    }
+    check(fam, "first moment", M, md, n, tol_plain);
+    check(fam, "second moment", Vv, vd, n, tol_plain);
+    be->free(be, W), be->free(be, G), be->free(be, M), be->free(be, Vv);
+    if (K) be->free(be, K);
+    free(w), free(g), free(m), free(v), free(mask), free(wd), free(gd), free(md), free(vd);
+}
+
+static void test_moe(void)
+{
+    const int T = 31, E = 8, k = 2, H = 40;
+    float *logits = randf((size_t)T * E, 2), *dw = randf((size_t)T * k, 1), *dout = randf((size_t)T * H, 1);
+    float *Yv = randf((size_t)T * k * H, 1);
+    double *ld_ = to_d(logits, (size_t)T * E), *dwd = to_d(dw, (size_t)T * k),
+           *dod = to_d(dout, (size_t)T * H);
+    double *Yd = to_d(Yv, (size_t)T * k * H), *wref = calloc((size_t)T * k, 8),
+           *dlref = calloc((size_t)T * E, 8);
+    double *oref = calloc((size_t)T * H, 8), *dYref = calloc((size_t)T * k * H, 8),
+           *dwref = calloc((size_t)T * k, 8);
+    int *idx_ref = calloc((size_t)T * k, sizeof(int)), pos[31 * 2];
+    for (int i = 0; i < T * k; i++) /* every row of Y some (t, j): a permutation */
+        pos[i] = (i * 7) % (T * k);
+    float *L = devf(logits, (size_t)T * E), *Wt = devf(NULL, (size_t)T * k), *DW = devf(dw, (size_t)T * k);
+    float *DL = devf(NULL, (size_t)T * E), *Y = devf(Yv, (size_t)T * k * H), *O = devf(NULL, (size_t)T * H);
+    float *DO = devf(dout, (size_t)T * H), *DY = devf(NULL, (size_t)T * k * H),
+          *DW2 = devf(NULL, (size_t)T * k);
+    int *I = devi(NULL, (size_t)T * k), *Pp = devi(pos, (size_t)T * k);
+    be->moe_route_fwd(be, L, I, Wt, T, E, k);
+    rt_moe_route_fwd_d(ld_, idx_ref, wref, T, E, k);
+    int idx[31 * 2];
+    be->download(be, idx, I, sizeof idx);
+    const int same = memcmp(idx, idx_ref, sizeof idx) == 0;
+    checks++, failures += !same;
+    printf("%-4s %-10s %-15s %-26s %s\n", same ? "ok" : "FAIL", label, "experts", "route choices", "exact");
+    check("experts", "route weights", Wt, wref, (size_t)T * k, tol_plain);
+    be->moe_route_bwd(be, I, Wt, DW, DL, T, E, k);
+    rt_moe_route_bwd_d(idx_ref, wref, dwd, dlref, T, E, k);
+    check("experts", "route backward", DL, dlref, (size_t)T * E, tol_plain);
+    be->moe_combine_fwd(be, Y, Pp, Wt, O, T, k, H);
+    rt_moe_combine_fwd_d(Yd, pos, wref, oref, T, k, H);
+    check("experts", "combine", O, oref, (size_t)T * H, tol_plain);
+    be->moe_combine_bwd(be, Y, Pp, Wt, DO, DY, DW2, T, k, H);
+    rt_moe_combine_bwd_d(Yd, pos, wref, dod, dYref, dwref, T, k, H);
+    check("experts", "combine backward dY", DY, dYref, (size_t)T * k * H, tol_plain);
+    check("experts", "combine backward dw", DW2, dwref, (size_t)T * k, tol_plain);
+    float *ptrs[] = {L, Wt, DW, DL, Y, O, DO, DY, DW2};
+    for (int i = 0; i < 9; i++)
+        be->free(be, ptrs[i]);
+    be->free(be, I), be->free(be, Pp);
+    free(logits), free(dw), free(dout), free(Yv), free(ld_), free(dwd), free(dod), free(Yd), free(wref);
+    free(dlref), free(oref), free(dYref), free(dwref), free(idx_ref);
+}
+
+static void test_tensor_train(void)
+{
+    const int in_f[2] = {4, 6}, out_f[2] = {5, 4}, T = 9;
+    et_tt_shape shape;
+    et_error err;
+    if (et_tt_linear(&shape, in_f, 2, out_f, 2, 3, &err)) {
+        printf("FAIL %-10s tensor-train: %s\n", label, err.text);
+        failures++;
+        return;
+    }
+    rt_tt_layer l;
+    rt_tt_layer_init(&l, &shape, T);
+    const size_t nc = l.core_offset[shape.d_in + shape.d_out], nw = rt_tt_workspace_size(&l, T);
+    const size_t nx = (size_t)T * 24, ny = (size_t)T * 20;
+    float *x = randf(nx, 1), *cores = randf(nc, 0.5), *dy = randf(ny, 1);
+    double *xd = to_d(x, nx), *cd = to_d(cores, nc), *dyd = to_d(dy, ny), *yd = calloc(ny, 8);
+    double *wd = calloc(nw, 8), *dxd = calloc(nx, 8), *dcd = calloc(nc, 8);
+    float *X = devf(x, nx), *C = devf(cores, nc), *Y = devf(NULL, ny), *Wk = devf(NULL, nw),
+          *DY = devf(dy, ny);
+    float *DX = devf(NULL, nx), *DC = devf(NULL, nc);
+    be->tt_fwd(be, &l, X, C, Y, Wk, T);
+    rt_tt_fwd_d(&l, xd, cd, yd, wd, T);
+    check("tensor-train", "forward", Y, yd, ny, tol_gemm);
+    be->tt_bwd(be, &l, X, C, DY, DX, DC, Wk, T);
+    rt_tt_bwd_d(&l, xd, cd, dyd, dxd, dcd, wd, T);
+    check("tensor-train", "backward dX", DX, dxd, nx, tol_gemm);
+    check("tensor-train", "backward dcores", DC, dcd, nc, tol_gemm);
+    float *ptrs[] = {X, C, Y, Wk, DY, DX, DC};
+    for (int i = 0; i < 7; i++)
+        be->free(be, ptrs[i]);
+    free(x), free(cores), free(dy), free(xd), free(cd), free(dyd), free(yd), free(wd), free(dxd), free(dcd);
+}
+
+static const double gemm_bounds[RT_GEMM_MATH_COUNT] = {1e-4, 4e-3, 3e-2, 4e-3};
+
+static void run_backend(const char *name, int math)
+{
+    for (int mth = 0; mth < RT_GEMM_MATH_COUNT; mth++) {
+        if (math >= 0 && mth != math) continue;
+        if (be->set_gemm_math(be, (rt_gemm_math)mth)) {
+            printf("skip %s %s: the backend's products have no %s arithmetic\n", name,
+                   rt_gemm_math_names[mth], rt_gemm_math_names[mth]);
+            continue;
+        }
+        char l[32];
+        snprintf(l, sizeof l, "%s %s", name, rt_gemm_math_names[mth]);
+        label = l;
+        tol_gemm = gemm_bounds[mth];
+        for (int f = 0; f < RT_FAMILY_COUNT; f++)
+            if (!be->supports(be, (rt_kernel_family)f))
+                printf("skip %-10s %s: not supported by this backend (etrun refuses plans that need it)\n",
+                       label, rt_kernel_family_names[f]);
+        if (be->supports(be, RT_FAMILY_LINEAR)) test_linear();
+        test_norms();
+        test_pointwise();
+        if (be->supports(be, RT_FAMILY_ATTENTION)) {
+            test_attention(4, 4, 0);
+            test_attention(4, 4, 1);
+            test_attention(4, 2, 1);
+        }
+        if (be->supports(be, RT_FAMILY_EMBEDDING) && be->supports(be, RT_FAMILY_CROSS_ENTROPY))
+            test_embedding_head();
+        if (be->supports(be, RT_FAMILY_GLUE)) test_glue();
+        if (be->supports(be, RT_FAMILY_ADAM)) test_optimizer(0, 0), test_optimizer(0, 1);
+        if (be->supports(be, RT_FAMILY_LAMB)) test_optimizer(1, 1);
+        if (be->supports(be, RT_FAMILY_MOE)) test_moe();
+        if (be->supports(be, RT_FAMILY_TENSOR_TRAIN)) test_tensor_train();
+    }
+    be->set_gemm_math(be, RT_GEMM_FP32);
+}
+
+int main(int argc, char **argv)
+{
+    const char *only = NULL;
+    int math = -1;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--backend") == 0 && i + 1 < argc) {
+            only = argv[++i];
+        } else if (strcmp(argv[i], "--math") == 0 && i + 1 < argc) {
+            const char *m = argv[++i];
+            for (int k = 0; k < RT_GEMM_MATH_COUNT; k++)
+                if (strcmp(m, rt_gemm_math_names[k]) == 0) math = k;
+            if (math < 0) {
+                fprintf(stderr, "test_backend_ops: --math expects fp32, tf32, bf16 or fp16, got \"%s\"\n", m);
+                return 2;
+            }
+        } else {
+            fprintf(stderr, "usage: test_backend_ops [--backend NAME] [--math fp32|tf32|bf16|fp16]\n");
+            return 2;
+        }
+    }
+    int ran = 0;
+    for (int i = 0; rt_backend_names[i]; i++) {
+        const char *name = rt_backend_names[i];
+        if (only && strcmp(only, name) != 0) continue;
+        et_error err;
+        be = rt_backend_create(name, &err);
+        if (!be) {
+            printf("skip %s: %s\n", name, err.text);
+            if (only) return 77;
+            continue;
+        }
+        char about[256];
+        be->describe(be, about, sizeof about);
+        printf("backend %s: %s\n", name, about);
+        run_backend(name, math);
+        be->destroy(be);
+        ran++;
+    }
+    if (only && !ran) {
+        printf("skip %s: not in this build (it has:", only);
+        for (int i = 0; rt_backend_names[i]; i++)
+            printf(" %s", rt_backend_names[i]);
+        printf(")\n");
+        return 77;
+    }
+    printf("%d passed, %d failed\n", checks - failures, failures);
+    return failures ? 1 : 0;
+}

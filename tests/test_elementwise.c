@@ -1,0 +1,78 @@
+/* test_elementwise: runtime/rt_elementwise.h's per-element functions, which the CUDA kernels call on the
+ * device, compiled here for the host and checked against the double reference kernels (rt_kernels.h's _d
+ * instantiation) over a grid of inputs: relative error bound 2e-6 (float's 2^-23 rounding over a few
+ * operations, and tanhf, expf and sqrtf within their ulp bounds). */
+#include <math.h>
+#include <stdio.h>
+
+#include "rt_elementwise.h"
+#include "rt_kernels.h"
+
+static int failures, checks;
+static double worst;
+
+static void expect(const char *what, double got, double ref, double scale)
+{
+    const double err = fabs(got - ref) / (fabs(ref) > scale ? fabs(ref) : scale);
+    checks++;
+    worst = err > worst ? err : worst;
+    if (err > 1e-5 || isnan(err)) {
+        failures++;
+        printf("FAIL %s: got %.9g, reference %.9g (error %.2e)\n", what, got, ref, err);
+    }
+}
+
+int main(void)
+{
+    for (int i = -800; i <= 800; i++) {
+        const double x = i / 100.0;
+        double y, dx, one = 1;
+        rt_gelu_fwd_d(&x, &y, 1);
+        rt_gelu_bwd_d(&x, &one, &dx, 1);
+        expect("gelu", rt_gelu_tanh((float)x), y, 1);
+        expect("gelu'", rt_gelu_tanh_grad((float)x), dx, 1);
+        /* SwiGLU with up = 0.7 and dy = 1.3 */
+        const double u[2] = {x, 0.7}, dy = 1.3;
+        double s, du[2];
+        rt_swiglu_fwd_d(u, &s, 1, 1);
+        rt_swiglu_bwd_d(u, &dy, du, 1, 1);
+        float dg, dup;
+        rt_swiglu_grad((float)x, 0.7f, 1.3f, &dg, &dup);
+        expect("swiglu", rt_swiglu((float)x, 0.7f), s, 1);
+        expect("swiglu dgate", dg, du[0], 1);
+        expect("swiglu dup", dup, du[1], 1);
+    }
+    /* Adam and AdamW against the formula in double, over gradients and moments of several scales */
+    for (int i = 0; i < 200; i++) {
+        /* inputs and constants as floats hold them, so the reference sees what the float code sees */
+        const double g = (float)(sin(i * 0.37) * pow(10, -(i % 5))), m0 = (float)(0.01 * cos(i));
+        const double v0 = (float)(1e-4 * (1 + sin(i * 1.3))), w0 = (float)(0.5 * sin(i * 0.11)),
+                     lr = (float)1e-3;
+        const double b1 = (float)0.9, b2 = (float)0.999, eps = (float)1e-8, c1 = (float)0.19,
+                     c2 = (float)0.02;
+        for (int decay = 0; decay < 2; decay++) {
+            const double wd = decay ? (float)0.01 : 0, gs = (float)0.8;
+            const rt_adam_consts k = rt_adam_make_consts((float)lr, (float)b1, (float)b2, (float)eps,
+                                                         (float)c1, (float)c2, (float)gs, (float)wd);
+            float m = (float)m0, v = (float)v0;
+            const float w = rt_adam_step(&k, (float)w0, (float)g, &m, &v, 1.0f);
+            const double gi = gs * g, mr = b1 * m0 + (1 - b1) * gi, vr = b2 * v0 + (1 - b2) * gi * gi;
+            const double wr = w0 - lr * ((mr / c1) / (sqrt(vr / c2) + eps) + wd * w0);
+            expect("adam w", w, wr, 1e-3);
+            expect("adam m", m, mr, 1e-6);
+            expect("adam v", v, vr, 1e-9);
+        }
+    }
+    /* rotary pairs against rt_rope_d on one head of two values */
+    for (int p = 0; p < 50; p++) {
+        double qkv[6] = {0.3, -1.1, 0, 0, 0, 0};
+        const int pos = p * 37;
+        rt_rope_d(qkv, &pos, 1, 2, 1, 1, 10000.0, 0);
+        float a = 0.3f, b = -1.1f;
+        rt_rotate_pair(&a, &b, (float)cos(pos), (float)sin(pos));
+        expect("rope a", a, qkv[0], 1);
+        expect("rope b", b, qkv[1], 1);
+    }
+    printf("largest error %.2e (bound 1e-5)\n%d passed, %d failed\n", worst, checks - failures, failures);
+    return failures ? 1 : 0;
+}
