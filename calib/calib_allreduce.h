@@ -8,7 +8,8 @@
  * calls); on rank 0 it returns the rows {bytes, ranks, seconds, algbw_GBps, busbw_GBps} and prints the
  * table to `out` (NULL: quiet), on the other ranks NULL. calib_allreduce_finish() ends MPI. The samples of
  * a micro.json's "allreduce" rows: calib_allreduce_samples() (one node, `ranks` GPUs per node), for
- * etcalib fit-network. */
+ * etcalib fit-network (calib_allreduce_rows.c). A device build without MPI has calib_allreduce_single.c:
+ * never active, one rank. */
 #ifndef ET_CALIB_ALLREDUCE_H
 #define ET_CALIB_ALLREDUCE_H
 
@@ -19,6 +20,7 @@
 
 int calib_allreduce_active(void);
 int calib_allreduce_init(int *argc, char ***argv, int *rank);
+int calib_allreduce_rank(void); /* this process's rank once started (0 otherwise) */
 json_t *calib_allreduce_bench(FILE *out, et_error *err);
 void calib_allreduce_finish(void);
 int calib_allreduce_samples(const json_t *micro, const char *source, calib_coll_sample **out, int *n,

@@ -39,6 +39,18 @@ json_t *calib_bench_run(const char *backend, const et_scenario *scenario, FILE *
 {
     rt_backend *be = rt_backend_create(backend, err);
     if (!be) return NULL;
+    /* the products in the scenario's arithmetic (bf16 plans time bf16 products), fp32 without one */
+    const et_precision p = scenario ? scenario->precision : ET_FP32;
+    const rt_gemm_math math = p == ET_TF32   ? RT_GEMM_TF32
+                              : p == ET_BF16 ? RT_GEMM_BF16
+                              : p == ET_FP16 ? RT_GEMM_FP16
+                                             : RT_GEMM_FP32;
+    if ((p != ET_FP32 && math == RT_GEMM_FP32) || be->set_gemm_math(be, math)) {
+        et_error_set(err, scenario->source, 0, 0, "$.precision",
+                     "the %s backend has no %s products to benchmark", be->name, et_precision_names[p]);
+        be->destroy(be);
+        return NULL;
+    }
     if (be->op_timers_init(be, 1)) {
         be->destroy(be);
         et_error_set_code(err, ET_ERROR_MEMORY, NULL, 0, 0, NULL, "out of memory");
@@ -157,8 +169,11 @@ json_t *calib_bench_run(const char *backend, const et_scenario *scenario, FILE *
         double t = et_wall_seconds() - t0;
         if (t < overhead) overhead = t;
     }
-    json_t *out = json_pack("{s:s, s:s, s:s, s:i, s:o, s:o, s:o, s:f}", "tool", "etcalib bench", "backend",
-                            be->name, "blas_core", strcmp(be->name, "cpu") == 0 ? rt_cpu_blas_core() : "",
+    char about[256];
+    be->describe(be, about, sizeof about);
+    json_t *out = json_pack("{s:s, s:s, s:s, s:s, s:s, s:i, s:o, s:o, s:o, s:f}", "tool", "etcalib bench",
+                            "backend", be->name, "device", about, "gemm_math", rt_gemm_math_names[math],
+                            "blas_core", strcmp(be->name, "cpu") == 0 ? rt_cpu_blas_core() : "",
                             "blas_threads", strcmp(be->name, "cpu") == 0 ? rt_cpu_blas_threads() : 0, "gemm",
                             gemm, "stream", stream, "optimizer", optimizer, "op_overhead_s", overhead);
     be->free(be, x), be->free(be, w), be->free(be, y);

@@ -7,7 +7,6 @@
 #define _POSIX_C_SOURCE 200809L
 #include <jansson.h>
 #include <math.h>
-#include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -663,8 +662,7 @@ static int cmd_bench(int argc, char **argv)
     json_t *allreduce = NULL;
     if (calib_allreduce_active()) {
         allreduce = calib_allreduce_bench(stderr, &err);
-        int rank = 0;
-        MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+        const int rank = calib_allreduce_rank();
         calib_allreduce_finish();
         if (rank != 0) return 0;
         if (!allreduce) {

@@ -273,7 +273,11 @@ int main(int argc, char **argv)
             red.active = micro == data.accum - 1;
             if (rt_data_batch(&data, (int)step, micro, &batch) ||
                 rt_model_step_micro(&model, &batch, norm, rt_reducer_on_grad_ready, &red)) {
-                if (model.comm_failed)
+                if (be->failure(be))
+                    et_error_set_code(&err, ET_ERROR_INTERNAL, NULL, 0, 0, NULL,
+                                      "the %s backend failed at step %lld: %s", be->name, step + 1,
+                                      be->failure(be));
+                else if (model.comm_failed)
                     et_error_set_code(&err, ET_ERROR_INTERNAL, o.plan, 0, 0, NULL,
                                       "an experts' all-to-all failed at step %lld", step);
                 else
@@ -304,6 +308,11 @@ int main(int argc, char **argv)
             break;
         }
         rt_model_update(&model, &plan.hyper);
+        if (be->failure(be)) { /* a device error: every backend call since has returned at once */
+            et_error_set_code(&err, ET_ERROR_INTERNAL, NULL, 0, 0, NULL,
+                              "the %s backend failed at step %lld: %s", be->name, step + 1, be->failure(be));
+            goto fail;
+        }
         if (!isfinite(model.last_grad_norm)) {
             et_error_set(
                 &diverged, o.plan, 0, 0, NULL,

@@ -7,7 +7,11 @@ GELU is the tanh approximation; layer norms use eps 1e-5; attention runs within 
 (causal for decoders), batched over sequences when a micro-batch's lengths are all equal. AdamW decays every
 parameter, as etrun does; Adam has no decay; clipping after the all-reduce is clip_grad_norm_.
 
-Usage: torch_twin.py EXPORT_DIR [--compile] [--warmup N] [--out result.json]
+Usage: torch_twin.py EXPORT_DIR [--compile] [--warmup N] [--device cpu|cuda] [--amp none|bf16|fp16]
+                     [--out result.json]
+--device cuda runs on the GPU (tests/gpu/run.sh), timing each step after torch.cuda.synchronize(); --amp
+wraps forward and loss in torch.autocast with that type (master weights and optimizer states fp32, as
+etrun's 16-bit products; no loss scaler, as etrun has none yet).
 Prints one JSON line: mode, step times, losses.
 """
 import argparse
@@ -38,12 +42,16 @@ def shape_of(pid, count, H, F_):
     return (count // H, H)
 
 
+DEVICE = "cpu"
+
+
 def build_params(meta, flat):
     H, F_ = meta["model"]["hidden"], meta["model"]["ffn"]
     params = {}
     for p in meta["params"]:
         t = torch.from_numpy(flat[p["offset"]:p["offset"] + p["count"]].copy())
-        params[p["id"]] = t.reshape(shape_of(p["id"], p["count"], H, F_)).requires_grad_(True)
+        t = t.reshape(shape_of(p["id"], p["count"], H, F_)).to(DEVICE)
+        params[p["id"]] = t.requires_grad_(True)
     return params
 
 
@@ -54,7 +62,7 @@ def batches(meta, ints):
         micro = []
         for mb in step["micro"]:
             B, T, P = mb["B"], mb["T"], mb["P"]
-            take = lambda n: torch.from_numpy(ints[at:at + n].astype(np.int64))
+            take = lambda n: torch.from_numpy(ints[at:at + n].astype(np.int64)).to(DEVICE)
             tokens = take(T); at += T
             positions = take(T); at += T
             offsets = take(B + 1); at += B + 1
@@ -147,8 +155,15 @@ def main():
     ap.add_argument("--compile", action="store_true")
     ap.add_argument("--warmup", type=int, default=2)
     ap.add_argument("--out")
+    ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+    ap.add_argument("--amp", default="none", choices=["none", "bf16", "fp16"])
     a = ap.parse_args()
-    torch.set_num_threads(1)
+    global DEVICE
+    DEVICE = a.device
+    if DEVICE == "cpu":
+        torch.set_num_threads(1)
+    amp = {"none": None, "bf16": torch.bfloat16, "fp16": torch.float16}[a.amp]
+    sync = torch.cuda.synchronize if DEVICE == "cuda" else (lambda: None)
     torch.manual_seed(0)
     meta, flat, ints = load(a.export_dir)
     model, opt = meta["model"], meta["optimizer"]
@@ -161,7 +176,8 @@ def main():
                     weight_decay=decay)
     blocks = make_blocks(a.compile)
     step_s, losses = [], []
-    for step, (norm, micro) in enumerate(batches(meta, ints)):
+    for step, (norm, micro) in enumerate(list(batches(meta, ints))):
+        sync()
         t0 = time.perf_counter()
         warm = opt["lr_warmup_steps"]
         for g in optimizer.param_groups:
@@ -169,16 +185,19 @@ def main():
         optimizer.zero_grad(set_to_none=False)
         total = 0.0
         for mb in micro:
-            loss = forward_loss(p, mb, model, norm, blocks)
+            with torch.autocast(DEVICE, dtype=amp, enabled=amp is not None):
+                loss = forward_loss(p, mb, model, norm, blocks)
             loss.backward()
             total += loss.item()
         if opt["clip"] == "after_allreduce":
             torch.nn.utils.clip_grad_norm_(list(p.values()), opt["max_grad_norm"])
         optimizer.step()
+        sync()
         step_s.append(time.perf_counter() - t0)
         losses.append(total)
     measured = sorted(step_s[a.warmup:]) or [float("nan")]
-    result = dict(mode="torch.compile" if a.compile else "eager", torch=torch.__version__, steps=len(step_s),
+    result = dict(mode="torch.compile" if a.compile else "eager", torch=torch.__version__, device=DEVICE,
+                  amp=a.amp, steps=len(step_s),
                   median_step_s=measured[len(measured) // 2], step_times_s=step_s, loss=losses)
     line = json.dumps(result)
     if a.out:

@@ -21,15 +21,24 @@ void cu_fail(cu_ctx *c, const char *file, int line, const char *call, const char
 const char *cu_lt_status_name(cublasStatus_t s)
 {
     switch (s) {
-    case CUBLAS_STATUS_NOT_INITIALIZED: return "CUBLAS_STATUS_NOT_INITIALIZED";
-    case CUBLAS_STATUS_ALLOC_FAILED: return "CUBLAS_STATUS_ALLOC_FAILED";
-    case CUBLAS_STATUS_INVALID_VALUE: return "CUBLAS_STATUS_INVALID_VALUE";
-    case CUBLAS_STATUS_ARCH_MISMATCH: return "CUBLAS_STATUS_ARCH_MISMATCH";
-    case CUBLAS_STATUS_MAPPING_ERROR: return "CUBLAS_STATUS_MAPPING_ERROR";
-    case CUBLAS_STATUS_EXECUTION_FAILED: return "CUBLAS_STATUS_EXECUTION_FAILED";
-    case CUBLAS_STATUS_INTERNAL_ERROR: return "CUBLAS_STATUS_INTERNAL_ERROR";
-    case CUBLAS_STATUS_NOT_SUPPORTED: return "CUBLAS_STATUS_NOT_SUPPORTED";
-    default: return "cuBLAS error";
+    case CUBLAS_STATUS_NOT_INITIALIZED:
+        return "CUBLAS_STATUS_NOT_INITIALIZED";
+    case CUBLAS_STATUS_ALLOC_FAILED:
+        return "CUBLAS_STATUS_ALLOC_FAILED";
+    case CUBLAS_STATUS_INVALID_VALUE:
+        return "CUBLAS_STATUS_INVALID_VALUE";
+    case CUBLAS_STATUS_ARCH_MISMATCH:
+        return "CUBLAS_STATUS_ARCH_MISMATCH";
+    case CUBLAS_STATUS_MAPPING_ERROR:
+        return "CUBLAS_STATUS_MAPPING_ERROR";
+    case CUBLAS_STATUS_EXECUTION_FAILED:
+        return "CUBLAS_STATUS_EXECUTION_FAILED";
+    case CUBLAS_STATUS_INTERNAL_ERROR:
+        return "CUBLAS_STATUS_INTERNAL_ERROR";
+    case CUBLAS_STATUS_NOT_SUPPORTED:
+        return "CUBLAS_STATUS_NOT_SUPPORTED";
+    default:
+        return "cuBLAS error";
     }
 }
 
@@ -58,15 +67,17 @@ void cu_colsum_acc(cu_ctx *c, float *out, const float *in, int ld, int rows, int
 
 void cu_scalars_zero(cu_ctx *c, int n)
 {
-    CU_CHECK(c, cudaMemsetAsync(c->scalars, 0, (size_t)n * sizeof(double), c->compute), "zeroing a reduction");
+    CU_CHECK(c, cudaMemsetAsync(c->scalars, 0, (size_t)n * sizeof(double), c->compute),
+             "zeroing a reduction");
 }
 
 void cu_scalars_read(cu_ctx *c, double *host, int n)
 {
     for (int i = 0; i < n; i++)
         host[i] = 0;
-    CU_CHECK(c, cudaMemcpyAsync(host, c->scalars, (size_t)n * sizeof(double), cudaMemcpyDeviceToHost, c->compute),
-             "reading a reduction back");
+    CU_CHECK(
+        c, cudaMemcpyAsync(host, c->scalars, (size_t)n * sizeof(double), cudaMemcpyDeviceToHost, c->compute),
+        "reading a reduction back");
     CU_CHECK(c, cudaStreamSynchronize(c->compute), "a kernel before this read failed on the device");
 }
 
@@ -102,7 +113,8 @@ static void cu_download(rt_backend *be, void *dst, const void *src, size_t bytes
 {
     cu_ctx *c = cu_of(be);
     if (!bytes) return;
-    CU_CHECK(c, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, c->compute), "copying device data out");
+    CU_CHECK(c, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, c->compute),
+             "copying device data out");
     CU_CHECK(c, cudaStreamSynchronize(c->compute), "a kernel before this copy failed on the device");
 }
 
@@ -132,13 +144,15 @@ static void cu_copy(rt_backend *be, float *dst, const float *src, size_t n)
                  "copying on the device");
 }
 
-static void cu_copy_2d(rt_backend *be, float *dst, int ld_dst, const float *src, int ld_src, int rows, int cols)
+static void cu_copy_2d(rt_backend *be, float *dst, int ld_dst, const float *src, int ld_src, int rows,
+                       int cols)
 {
     cu_ctx *c = cu_of(be);
     if (rows > 0 && cols > 0)
         CU_CHECK(c,
                  cudaMemcpy2DAsync(dst, (size_t)ld_dst * sizeof *dst, src, (size_t)ld_src * sizeof *src,
-                                   (size_t)cols * sizeof *dst, (size_t)rows, cudaMemcpyDeviceToDevice, c->compute),
+                                   (size_t)cols * sizeof *dst, (size_t)rows, cudaMemcpyDeviceToDevice,
+                                   c->compute),
                  "copying rows on the device");
 }
 
@@ -243,7 +257,8 @@ static void cu_describe(const rt_backend *be, char *buf, size_t size)
     int runtime = 0, driver = 0;
     cudaRuntimeGetVersion(&runtime);
     cudaDriverGetVersion(&driver);
-    snprintf(buf, size, "%s (sm_%d%d, %d SMs, %.0f GiB), CUDA runtime %d.%d, driver %d.%d, cuBLASLt %zu, products %s",
+    snprintf(buf, size,
+             "%s (sm_%d%d, %d SMs, %.0f GiB), CUDA runtime %d.%d, driver %d.%d, cuBLASLt %zu, products %s",
              c->prop.name, c->prop.major, c->prop.minor, c->prop.multiProcessorCount,
              c->prop.totalGlobalMem / 1073741824.0, runtime / 1000, runtime % 1000 / 10, driver / 1000,
              driver % 1000 / 10, cublasLtGetVersion(), rt_gemm_math_names[c->math]);
@@ -318,11 +333,13 @@ extern "C" rt_backend *rt_backend_cuda_create(int ordinal, et_error *err)
     CU_CHECK(c, cudaSetDevice(ordinal), "selecting the device");
     CU_CHECK(c, cudaGetDeviceProperties(&c->prop, ordinal), "reading the device's properties");
     CU_CHECK(c, cudaStreamCreateWithFlags(&c->compute, cudaStreamNonBlocking), "creating the compute stream");
-    CU_CHECK(c, cudaStreamCreateWithFlags(&c->comm, cudaStreamNonBlocking), "creating the communication stream");
+    CU_CHECK(c, cudaStreamCreateWithFlags(&c->comm, cudaStreamNonBlocking),
+             "creating the communication stream");
     LT_CHECK(c, cublasLtCreate(&c->lt), "creating the cuBLASLt handle");
     c->workspace_bytes = CU_WORKSPACE_BYTES;
     CU_CHECK(c, cudaMalloc(&c->workspace, c->workspace_bytes), "allocating cuBLASLt's workspace");
-    CU_CHECK(c, cudaMalloc((void **)&c->scalars, CU_SCALARS * sizeof(double)), "allocating reduction scalars");
+    CU_CHECK(c, cudaMalloc((void **)&c->scalars, CU_SCALARS * sizeof(double)),
+             "allocating reduction scalars");
     cu_table_buffers(be);
     cu_table_gemm(be);
     cu_table_rows(be);

@@ -8,13 +8,14 @@
 #include "cuda_internal.h"
 #include "rt_elementwise.h"
 
-#define GRID_LOOP(i, n)                                                                                     \
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < (n); i += (size_t)gridDim.x * blockDim.x)
+#define GRID_LOOP(i, n)                                                                                      \
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < (n);                                  \
+         i += (size_t)gridDim.x * blockDim.x)
 
 #define LAUNCH(c, kernel, n, ...)                                                                            \
     do {                                                                                                     \
         if (!(c)->failure[0] && (n) > 0) {                                                                   \
-            kernel<<<cu_blocks((n), 256), 256, 0, (c)->compute>>>(__VA_ARGS__);                             \
+            kernel<<<cu_blocks((n), 256), 256, 0, (c)->compute>>>(__VA_ARGS__);                              \
             CU_CHECK_LAUNCH((c), #kernel);                                                                   \
         }                                                                                                    \
     } while (0)
@@ -72,8 +73,8 @@ static void cu_swiglu_bwd(rt_backend *be, const float *u, const float *dy, float
 
 /* ---- rotary positions: one thread a (token, head, pair); the angle in double, as the reference ---- */
 
-__global__ void rope_kernel(float *qkv, const int *positions, int heads, int D, int ld, double base, int inverse,
-                            size_t n)
+__global__ void rope_kernel(float *qkv, const int *positions, int heads, int D, int ld, double base,
+                            int inverse, size_t n)
 {
     const int half = D / 2;
     GRID_LOOP(idx, n)
@@ -88,7 +89,8 @@ __global__ void rope_kernel(float *qkv, const int *positions, int heads, int D, 
     }
 }
 
-static void cu_rope(rt_backend *be, float *qkv, const rt_dev_batch *b, int H, int A, int KV, double base, bool inverse)
+static void cu_rope(rt_backend *be, float *qkv, const rt_dev_batch *b, int H, int A, int KV, double base,
+                    bool inverse)
 {
     const int D = H / A;
     const size_t n = (size_t)b->T * (A + KV) * (D / 2);
@@ -97,8 +99,9 @@ static void cu_rope(rt_backend *be, float *qkv, const rt_dev_batch *b, int H, in
 
 /* ---- embeddings ---- */
 
-__global__ void embedding_fwd_kernel(const int *tokens, const int *positions, const int *types, const float *word,
-                                     const float *pos, const float *type, float *out, int H, size_t n)
+__global__ void embedding_fwd_kernel(const int *tokens, const int *positions, const int *types,
+                                     const float *word, const float *pos, const float *type, float *out,
+                                     int H, size_t n)
 {
     GRID_LOOP(idx, n)
     {
@@ -128,13 +131,14 @@ static void cu_embedding_fwd(rt_backend *be, const rt_dev_batch *b, const float 
     LAUNCH(cu_of(be), embedding_fwd_kernel, n, b->tokens, b->positions, b->types, word, pos, type, out, H, n);
 }
 
-static void cu_embedding_bwd(rt_backend *be, const rt_dev_batch *b, const float *dout, float *dword, float *dpos,
-                             float *dtype, int H)
+static void cu_embedding_bwd(rt_backend *be, const rt_dev_batch *b, const float *dout, float *dword,
+                             float *dpos, float *dtype, int H)
 {
     cu_ctx *c = cu_of(be);
     const size_t n = (size_t)b->T * H;
     LAUNCH(c, embedding_bwd_kernel, n, b->tokens, b->positions, dout, dword, dpos, H, n);
-    /* every token's type is 0 (rt_dev_batch): type row 0 gathers the column sums, without a T-way contention */
+    /* every token's type is 0 (rt_dev_batch): type row 0 gathers the column sums, without a T-way contention
+     */
     if (dtype) cu_colsum_acc(c, dtype, dout, H, b->T, H);
 }
 
@@ -195,13 +199,15 @@ static void cu_axpy(rt_backend *be, float *y, const float *x, float a, size_t n)
     LAUNCH(cu_of(be), axpy_kernel, n, y, x, a, n);
 }
 
-static void cu_gather_rows(rt_backend *be, float *dst, const float *src, const int *rows, int n_rows, int width)
+static void cu_gather_rows(rt_backend *be, float *dst, const float *src, const int *rows, int n_rows,
+                           int width)
 {
     const size_t n = (size_t)n_rows * width;
     LAUNCH(cu_of(be), gather_rows_kernel, n, dst, src, rows, width, n);
 }
 
-static void cu_scatter_add_rows(rt_backend *be, float *dst, const float *src, const int *rows, int n_rows, int width)
+static void cu_scatter_add_rows(rt_backend *be, float *dst, const float *src, const int *rows, int n_rows,
+                                int width)
 {
     const size_t n = (size_t)n_rows * width;
     LAUNCH(cu_of(be), scatter_add_rows_kernel, n, dst, src, rows, width, n);
@@ -264,8 +270,8 @@ __global__ void moe_route_fwd_kernel(const float *logits, int *idx, float *w, in
         w[(size_t)t * k + j] = expf(z[ix[j]] - mx) / s;
 }
 
-__global__ void moe_route_bwd_kernel(const int *idx, const float *w, const float *dw, float *dlogits, int T, int E,
-                                     int k)
+__global__ void moe_route_bwd_kernel(const int *idx, const float *w, const float *dw, float *dlogits, int T,
+                                     int E, int k)
 {
     const int t = blockIdx.x * blockDim.x + threadIdx.x;
     if (t >= T) return;
@@ -279,7 +285,8 @@ __global__ void moe_route_bwd_kernel(const int *idx, const float *w, const float
         dz[idx[(size_t)t * k + j]] = w[(size_t)t * k + j] * (dw[(size_t)t * k + j] - dot);
 }
 
-__global__ void moe_combine_fwd_kernel(const float *Y, const int *pos, const float *w, float *out, int k, int H, size_t n)
+__global__ void moe_combine_fwd_kernel(const float *Y, const int *pos, const float *w, float *out, int k,
+                                       int H, size_t n)
 {
     GRID_LOOP(idx, n)
     {
@@ -292,8 +299,8 @@ __global__ void moe_combine_fwd_kernel(const float *Y, const int *pos, const flo
 }
 
 /* dY[pos[t, j]] = w[t, j] dout[t], one thread a value */
-__global__ void moe_combine_bwd_dy_kernel(const int *pos, const float *w, const float *dout, float *dY, int k, int H,
-                                          size_t n)
+__global__ void moe_combine_bwd_dy_kernel(const int *pos, const float *w, const float *dout, float *dY, int k,
+                                          int H, size_t n)
 {
     GRID_LOOP(idx, n)
     {
@@ -303,8 +310,8 @@ __global__ void moe_combine_bwd_dy_kernel(const int *pos, const float *w, const 
 }
 
 /* dw[t, j] = dout[t] . Y[pos[t, j]], a warp a (t, j) */
-__global__ void moe_combine_bwd_dw_kernel(const float *Y, const int *pos, const float *dout, float *dw, int T, int k,
-                                          int H)
+__global__ void moe_combine_bwd_dw_kernel(const float *Y, const int *pos, const float *dout, float *dw, int T,
+                                          int k, int H)
 {
     const size_t tj = (blockIdx.x * (size_t)blockDim.x + threadIdx.x) / 32;
     const int lane = threadIdx.x % 32;
@@ -323,21 +330,21 @@ static void cu_moe_route_fwd(rt_backend *be, const float *logits, int *idx, floa
     LAUNCH(cu_of(be), moe_route_fwd_kernel, (size_t)T, logits, idx, w, T, E, k);
 }
 
-static void cu_moe_route_bwd(rt_backend *be, const int *idx, const float *w, const float *dw, float *dlogits, int T,
-                             int E, int k)
+static void cu_moe_route_bwd(rt_backend *be, const int *idx, const float *w, const float *dw, float *dlogits,
+                             int T, int E, int k)
 {
     LAUNCH(cu_of(be), moe_route_bwd_kernel, (size_t)T, idx, w, dw, dlogits, T, E, k);
 }
 
-static void cu_moe_combine_fwd(rt_backend *be, const float *Y, const int *pos, const float *w, float *out, int T, int k,
-                               int H)
+static void cu_moe_combine_fwd(rt_backend *be, const float *Y, const int *pos, const float *w, float *out,
+                               int T, int k, int H)
 {
     const size_t n = (size_t)T * H;
     LAUNCH(cu_of(be), moe_combine_fwd_kernel, n, Y, pos, w, out, k, H, n);
 }
 
-static void cu_moe_combine_bwd(rt_backend *be, const float *Y, const int *pos, const float *w, const float *dout,
-                               float *dY, float *dw, int T, int k, int H)
+static void cu_moe_combine_bwd(rt_backend *be, const float *Y, const int *pos, const float *w,
+                               const float *dout, float *dY, float *dw, int T, int k, int H)
 {
     cu_ctx *c = cu_of(be);
     const size_t n = (size_t)T * k * H;

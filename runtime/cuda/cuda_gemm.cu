@@ -47,15 +47,16 @@ void cu_gemm_free_plans(cu_ctx *c)
 {
     for (int i = 0; i < c->n_plans; i++) {
         cu_gemm_plan *p = &c->plans[i];
-        cublasLtMatrixLayoutDestroy(p->a), cublasLtMatrixLayoutDestroy(p->b), cublasLtMatrixLayoutDestroy(p->c);
+        cublasLtMatrixLayoutDestroy(p->a), cublasLtMatrixLayoutDestroy(p->b),
+            cublasLtMatrixLayoutDestroy(p->c);
         cublasLtMatmulDescDestroy(p->desc);
     }
     free(c->plans);
     c->plans = NULL, c->n_plans = c->cap_plans = 0;
 }
 
-static cublasLtMatrixLayout_t make_layout(cu_ctx *c, cudaDataType_t type, int rows, int cols, int ld, int batch,
-                                          long long stride)
+static cublasLtMatrixLayout_t make_layout(cu_ctx *c, cudaDataType_t type, int rows, int cols, int ld,
+                                          int batch, long long stride)
 {
     cublasLtMatrixLayout_t l = NULL;
     LT_CHECK(c, cublasLtMatrixLayoutCreate(&l, type, (uint64_t)rows, (uint64_t)cols, (int64_t)ld),
@@ -65,8 +66,9 @@ static cublasLtMatrixLayout_t make_layout(cu_ctx *c, cudaDataType_t type, int ro
         int64_t s = stride;
         LT_CHECK(c, cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &b, sizeof b),
                  "setting a batch count");
-        LT_CHECK(c, cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &s, sizeof s),
-                 "setting a batch stride");
+        LT_CHECK(
+            c, cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &s, sizeof s),
+            "setting a batch stride");
     }
     return l;
 }
@@ -91,7 +93,8 @@ static cu_gemm_plan *plan_of(cu_ctx *c, const cu_gemm_key *key)
     const cudaDataType_t ab = (cudaDataType_t)key->ab_type;
     LT_CHECK(c, cublasLtMatmulDescCreate(&p->desc, (cublasComputeType_t)key->compute, CUDA_R_32F),
              "creating a product's descriptor");
-    const cublasOperation_t ta = key->ta ? CUBLAS_OP_T : CUBLAS_OP_N, tb = key->tb ? CUBLAS_OP_T : CUBLAS_OP_N;
+    const cublasOperation_t ta = key->ta ? CUBLAS_OP_T : CUBLAS_OP_N,
+                            tb = key->tb ? CUBLAS_OP_T : CUBLAS_OP_N;
     LT_CHECK(c, cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta),
              "setting op(A)");
     LT_CHECK(c, cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb),
@@ -101,39 +104,53 @@ static cu_gemm_plan *plan_of(cu_ctx *c, const cu_gemm_key *key)
         LT_CHECK(c, cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi),
                  "setting the bias epilogue");
     }
-    p->a = make_layout(c, ab, key->ta ? key->k : key->m, key->ta ? key->m : key->k, key->lda, key->batch, key->sa);
-    p->b = make_layout(c, ab, key->tb ? key->n : key->k, key->tb ? key->k : key->n, key->ldb, key->batch, key->sb);
+    p->a = make_layout(c, ab, key->ta ? key->k : key->m, key->ta ? key->m : key->k, key->lda, key->batch,
+                       key->sa);
+    p->b = make_layout(c, ab, key->tb ? key->n : key->k, key->tb ? key->k : key->n, key->ldb, key->batch,
+                       key->sb);
     p->c = make_layout(c, CUDA_R_32F, key->m, key->n, key->ldc, key->batch, key->sc);
     cublasLtMatmulPreference_t pref = NULL;
     LT_CHECK(c, cublasLtMatmulPreferenceCreate(&pref), "creating a heuristic preference");
     if (pref) {
         const uint64_t ws = c->workspace_bytes;
         const uint32_t aa = (uint32_t)key->align_a, ab_ = (uint32_t)key->align_b, ac = (uint32_t)key->align_c;
-        LT_CHECK(c, cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws),
+        LT_CHECK(c,
+                 cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws,
+                                                      sizeof ws),
                  "setting the workspace");
-        LT_CHECK(c, cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &aa, sizeof aa),
+        LT_CHECK(c,
+                 cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &aa,
+                                                      sizeof aa),
                  "setting A's alignment");
-        LT_CHECK(c, cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &ab_, sizeof ab_),
+        LT_CHECK(c,
+                 cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &ab_,
+                                                      sizeof ab_),
                  "setting B's alignment");
-        LT_CHECK(c, cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &ac, sizeof ac),
+        LT_CHECK(c,
+                 cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &ac,
+                                                      sizeof ac),
                  "setting C's alignment");
-        LT_CHECK(c, cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &ac, sizeof ac),
+        LT_CHECK(c,
+                 cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &ac,
+                                                      sizeof ac),
                  "setting D's alignment");
     }
     cublasLtMatmulHeuristicResult_t result;
     int found = 0;
     memset(&result, 0, sizeof result);
-    LT_CHECK(c, cublasLtMatmulAlgoGetHeuristic(c->lt, p->desc, p->a, p->b, p->c, p->c, pref, 1, &result, &found),
+    LT_CHECK(c,
+             cublasLtMatmulAlgoGetHeuristic(c->lt, p->desc, p->a, p->b, p->c, p->c, pref, 1, &result, &found),
              "asking cuBLASLt's heuristic for an algorithm");
     if (pref) cublasLtMatmulPreferenceDestroy(pref);
     if (!c->failure[0] && found == 0) {
         char what[200];
-        snprintf(what, sizeof what, "no algorithm for m %d n %d k %d (lda %d ldb %d ldc %d, batch %d)", key->m, key->n,
-                 key->k, key->lda, key->ldb, key->ldc, key->batch);
+        snprintf(what, sizeof what, "no algorithm for m %d n %d k %d (lda %d ldb %d ldc %d, batch %d)",
+                 key->m, key->n, key->k, key->lda, key->ldb, key->ldc, key->batch);
         cu_fail(c, __FILE__, __LINE__, "cublasLtMatmulAlgoGetHeuristic", what, "a shape cuBLASLt cannot run");
     }
     if (c->failure[0]) {
-        cublasLtMatrixLayoutDestroy(p->a), cublasLtMatrixLayoutDestroy(p->b), cublasLtMatrixLayoutDestroy(p->c);
+        cublasLtMatrixLayoutDestroy(p->a), cublasLtMatrixLayoutDestroy(p->b),
+            cublasLtMatrixLayoutDestroy(p->c);
         cublasLtMatmulDescDestroy(p->desc);
         return NULL;
     }
@@ -143,9 +160,9 @@ static cu_gemm_plan *plan_of(cu_ctx *c, const cu_gemm_key *key)
 }
 
 /* Column-major C[m, n] = alpha op(A) op(B) + beta C (+ bias[m] per column), `batch` strided products. */
-static void lt_gemm(cu_ctx *c, cublasComputeType_t compute, cudaDataType_t ab_type, bool ta, bool tb, int m, int n,
-                    int k, float alpha, const void *A, int lda, long long sa, const void *B, int ldb, long long sb,
-                    float beta, float *C, int ldc, long long sc, int batch, const float *bias)
+static void lt_gemm(cu_ctx *c, cublasComputeType_t compute, cudaDataType_t ab_type, bool ta, bool tb, int m,
+                    int n, int k, float alpha, const void *A, int lda, long long sa, const void *B, int ldb,
+                    long long sb, float beta, float *C, int ldc, long long sc, int batch, const float *bias)
 {
     if (c->failure[0] || m <= 0 || n <= 0 || batch <= 0) return;
     if (k <= 0) { /* an empty sum: accumulating nothing is nothing to do; anything else is not expected */
@@ -162,11 +179,12 @@ static void lt_gemm(cu_ctx *c, cublasComputeType_t compute, cudaDataType_t ab_ty
     cu_gemm_plan *p = plan_of(c, &key);
     if (!p) return;
     if (bias)
-        LT_CHECK(c, cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias),
-                 "setting the bias");
+        LT_CHECK(
+            c, cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias),
+            "setting the bias");
     LT_CHECK(c,
-             cublasLtMatmul(c->lt, p->desc, &alpha, A, p->a, B, p->b, &beta, C, p->c, C, p->c, &p->algo, c->workspace,
-                            c->workspace_bytes, c->compute),
+             cublasLtMatmul(c->lt, p->desc, &alpha, A, p->a, B, p->b, &beta, C, p->c, C, p->c, &p->algo,
+                            c->workspace, c->workspace_bytes, c->compute),
              "a matrix product");
 }
 
@@ -205,17 +223,19 @@ static const void *cast16(cu_ctx *c, int slot, const float *src, size_t n)
 }
 
 /* A linear layer's product on contiguous operands (a_count, b_count values), in the backend's arithmetic. */
-static void linear_gemm(cu_ctx *c, bool ta, bool tb, int m, int n, int k, const float *A, int lda, size_t a_count,
-                        const float *B, int ldb, size_t b_count, float beta, float *C, int ldc, const float *bias)
+static void linear_gemm(cu_ctx *c, bool ta, bool tb, int m, int n, int k, const float *A, int lda,
+                        size_t a_count, const float *B, int ldb, size_t b_count, float beta, float *C,
+                        int ldc, const float *bias)
 {
     if (c->math == RT_GEMM_BF16 || c->math == RT_GEMM_FP16) {
         const void *a16 = cast16(c, 0, A, a_count), *b16 = cast16(c, 1, B, b_count);
         if (!a16 || !b16) return;
-        lt_gemm(c, CUBLAS_COMPUTE_32F, c->math == RT_GEMM_BF16 ? CUDA_R_16BF : CUDA_R_16F, ta, tb, m, n, k, 1.0f,
-                a16, lda, 0, b16, ldb, 0, beta, C, ldc, 0, 1, bias);
+        lt_gemm(c, CUBLAS_COMPUTE_32F, c->math == RT_GEMM_BF16 ? CUDA_R_16BF : CUDA_R_16F, ta, tb, m, n, k,
+                1.0f, a16, lda, 0, b16, ldb, 0, beta, C, ldc, 0, 1, bias);
         return;
     }
-    const cublasComputeType_t compute = c->math == RT_GEMM_TF32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+    const cublasComputeType_t compute =
+        c->math == RT_GEMM_TF32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
     lt_gemm(c, compute, CUDA_R_32F, ta, tb, m, n, k, 1.0f, A, lda, 0, B, ldb, 0, beta, C, ldc, 0, 1, bias);
 }
 
@@ -224,32 +244,34 @@ static void attn_gemm(cu_ctx *c, bool ta, bool tb, int m, int n, int k, float al
                       long long sa, const float *B, int ldb, long long sb, float beta, float *C, int ldc,
                       long long sc, int batch)
 {
-    const cublasComputeType_t compute = c->math == RT_GEMM_FP32 ? CUBLAS_COMPUTE_32F : CUBLAS_COMPUTE_32F_FAST_TF32;
-    lt_gemm(c, compute, CUDA_R_32F, ta, tb, m, n, k, alpha, A, lda, sa, B, ldb, sb, beta, C, ldc, sc, batch, NULL);
+    const cublasComputeType_t compute =
+        c->math == RT_GEMM_FP32 ? CUBLAS_COMPUTE_32F : CUBLAS_COMPUTE_32F_FAST_TF32;
+    lt_gemm(c, compute, CUDA_R_32F, ta, tb, m, n, k, alpha, A, lda, sa, B, ldb, sb, beta, C, ldc, sc, batch,
+            NULL);
 }
 
 /* ---- linear layers: W[n_out, n_in], x[T, n_in], y[T, n_out] row-major ---- */
 
-static void cu_linear_fwd(rt_backend *be, const float *x, const float *W, const float *b, float *y, int T, int n_in,
-                          int n_out)
+static void cu_linear_fwd(rt_backend *be, const float *x, const float *W, const float *b, float *y, int T,
+                          int n_in, int n_out)
 {
     /* y^T[n_out, T] = W (column-major W^T[n_in, n_out] transposed) x^T[n_in, T] (+ b per column) */
-    linear_gemm(cu_of(be), true, false, n_out, T, n_in, W, n_in, (size_t)n_out * n_in, x, n_in, (size_t)T * n_in,
-                0.0f, y, n_out, b);
+    linear_gemm(cu_of(be), true, false, n_out, T, n_in, W, n_in, (size_t)n_out * n_in, x, n_in,
+                (size_t)T * n_in, 0.0f, y, n_out, b);
 }
 
-static void cu_linear_bwd(rt_backend *be, const float *x, const float *W, const float *dy, float *dx, float *dW,
-                          float *db, int T, int n_in, int n_out)
+static void cu_linear_bwd(rt_backend *be, const float *x, const float *W, const float *dy, float *dx,
+                          float *dW, float *db, int T, int n_in, int n_out)
 {
     cu_ctx *c = cu_of(be);
     /* dx^T[n_in, T] += W^T[n_in, n_out] dy^T[n_out, T] */
     if (dx)
-        linear_gemm(c, false, false, n_in, T, n_out, W, n_in, (size_t)n_out * n_in, dy, n_out, (size_t)T * n_out,
-                    1.0f, dx, n_in, NULL);
+        linear_gemm(c, false, false, n_in, T, n_out, W, n_in, (size_t)n_out * n_in, dy, n_out,
+                    (size_t)T * n_out, 1.0f, dx, n_in, NULL);
     /* dW^T[n_in, n_out] += x^T[n_in, T] (dy^T[n_out, T])^T */
     if (dW)
-        linear_gemm(c, false, true, n_in, n_out, T, x, n_in, (size_t)T * n_in, dy, n_out, (size_t)T * n_out, 1.0f,
-                    dW, n_in, NULL);
+        linear_gemm(c, false, true, n_in, n_out, T, x, n_in, (size_t)T * n_in, dy, n_out, (size_t)T * n_out,
+                    1.0f, dW, n_in, NULL);
     if (db) cu_colsum_acc(c, db, dy, n_out, T, n_out);
 }
 
@@ -278,8 +300,8 @@ static attn_geom geom(int H, int A, int KV)
 /* heads [h0, h0 + nh) of one sequence; batched when group == 1 */
 #define FOR_HEAD_RUNS(g, h0, nh) for (int h0 = 0, nh = (g).group == 1 ? (g).A : 1; h0 < (g).A; h0 += nh)
 
-static void cu_attn_scores_fwd(rt_backend *be, const float *qkv, float *probs, const rt_dev_batch *b, int H, int A,
-                               int KV)
+static void cu_attn_scores_fwd(rt_backend *be, const float *qkv, float *probs, const rt_dev_batch *b, int H,
+                               int A, int KV)
 {
     cu_ctx *c = cu_of(be);
     const attn_geom g = geom(H, A, KV);
@@ -289,17 +311,18 @@ static void cu_attn_scores_fwd(rt_backend *be, const float *qkv, float *probs, c
         const int o = b->offsets_host[s], l = b->offsets_host[s + 1] - o;
         FOR_HEAD_RUNS(g, h0, nh)
         {
-            const float *Q = qkv + (size_t)o * g.ld + h0 * g.D, *K = qkv + (size_t)o * g.ld + H + (h0 / g.group) * g.D;
+            const float *Q = qkv + (size_t)o * g.ld + h0 * g.D,
+                        *K = qkv + (size_t)o * g.ld + H + (h0 / g.group) * g.D;
             /* S^T (column-major [l, l]) = K Q^T: S[i][j] = Q_i . K_j */
-            attn_gemm(c, true, false, l, l, g.D, scale, K, g.ld, g.D, Q, g.ld, g.D, 0.0f, probs + p0 + (size_t)h0 * l * l,
-                      l, (long long)l * l, nh);
+            attn_gemm(c, true, false, l, l, g.D, scale, K, g.ld, g.D, Q, g.ld, g.D, 0.0f,
+                      probs + p0 + (size_t)h0 * l * l, l, (long long)l * l, nh);
         }
         p0 += (size_t)A * l * l;
     }
 }
 
-static void cu_attn_context_fwd(rt_backend *be, const float *qkv, const float *probs, float *ctx, const rt_dev_batch *b,
-                                int H, int A, int KV)
+static void cu_attn_context_fwd(rt_backend *be, const float *qkv, const float *probs, float *ctx,
+                                const rt_dev_batch *b, int H, int A, int KV)
 {
     cu_ctx *c = cu_of(be);
     const attn_geom g = geom(H, A, KV);
@@ -317,8 +340,8 @@ static void cu_attn_context_fwd(rt_backend *be, const float *qkv, const float *p
     }
 }
 
-static void cu_attn_context_bwd(rt_backend *be, const float *qkv, const float *probs, const float *dctx, float *dqkv,
-                                float *dprobs, const rt_dev_batch *b, int H, int A, int KV)
+static void cu_attn_context_bwd(rt_backend *be, const float *qkv, const float *probs, const float *dctx,
+                                float *dqkv, float *dprobs, const rt_dev_batch *b, int H, int A, int KV)
 {
     cu_ctx *c = cu_of(be);
     const attn_geom g = geom(H, A, KV);
@@ -332,8 +355,8 @@ static void cu_attn_context_bwd(rt_backend *be, const float *qkv, const float *p
             /* the query heads of a group add into its dV, the first writing it */
             const float beta_v = g.group > 1 && h0 % g.group ? 1.0f : 0.0f;
             /* dV[l, D] = P^T dC: column-major dV^T = dC^T P */
-            attn_gemm(c, false, true, g.D, l, l, 1.0f, dC, H, g.D, P, l, (long long)l * l, beta_v, dqkv + v, g.ld, g.D,
-                      nh);
+            attn_gemm(c, false, true, g.D, l, l, 1.0f, dC, H, g.D, P, l, (long long)l * l, beta_v, dqkv + v,
+                      g.ld, g.D, nh);
             /* dP[l, l] = dC V^T: column-major dP^T = V dC^T */
             attn_gemm(c, true, false, l, l, g.D, 1.0f, qkv + v, g.ld, g.D, dC, H, g.D, 0.0f,
                       dprobs + p0 + (size_t)h0 * l * l, l, (long long)l * l, nh);
@@ -356,11 +379,11 @@ static void cu_attn_scores_bwd(rt_backend *be, const float *qkv, const float *ds
             const float *dS = dscores + p0 + (size_t)h0 * l * l;
             const float beta_k = g.group > 1 && h0 % g.group ? 1.0f : 0.0f;
             /* dQ[l, D] = dS K: column-major dQ^T = K^T dS^T */
-            attn_gemm(c, false, false, g.D, l, l, 1.0f, qkv + k, g.ld, g.D, dS, l, (long long)l * l, 0.0f, dqkv + q, g.ld,
-                      g.D, nh);
+            attn_gemm(c, false, false, g.D, l, l, 1.0f, qkv + k, g.ld, g.D, dS, l, (long long)l * l, 0.0f,
+                      dqkv + q, g.ld, g.D, nh);
             /* dK[l, D] = dS^T Q: column-major dK^T = Q^T dS */
-            attn_gemm(c, false, true, g.D, l, l, 1.0f, qkv + q, g.ld, g.D, dS, l, (long long)l * l, beta_k, dqkv + k,
-                      g.ld, g.D, nh);
+            attn_gemm(c, false, true, g.D, l, l, 1.0f, qkv + q, g.ld, g.D, dS, l, (long long)l * l, beta_k,
+                      dqkv + k, g.ld, g.D, nh);
         }
         p0 += (size_t)A * l * l;
     }

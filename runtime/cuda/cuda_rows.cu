@@ -31,8 +31,8 @@ static unsigned row_blocks(int rows)
 /* ---- layer norm ---- */
 
 /* sum = x + r (when r is given), y = LN(sum) g + b; each lane re-reads only the values it wrote */
-__global__ void layernorm_fwd_kernel(const float *x, const float *r, float *sum, const float *g, const float *b,
-                                     float *y, float *mean, float *rstd, int T, int n)
+__global__ void layernorm_fwd_kernel(const float *x, const float *r, float *sum, const float *g,
+                                     const float *b, float *y, float *mean, float *rstd, int T, int n)
 {
     const int row = blockIdx.x * ROWS_PER_BLOCK + threadIdx.x / 32, lane = threadIdx.x % 32;
     if (row >= T) return;
@@ -62,13 +62,13 @@ __global__ void layernorm_fwd_kernel(const float *x, const float *r, float *sum,
     if (lane == 0) mean[row] = m, rstd[row] = rs;
 }
 
-static void cu_layernorm_fwd(rt_backend *be, const float *x, const float *g, const float *b, float *y, float *mean,
-                             float *rstd, int T, int n)
+static void cu_layernorm_fwd(rt_backend *be, const float *x, const float *g, const float *b, float *y,
+                             float *mean, float *rstd, int T, int n)
 {
     cu_ctx *c = cu_of(be);
     if (c->failure[0] || T <= 0) return;
-    layernorm_fwd_kernel<<<row_blocks(T), 32 * ROWS_PER_BLOCK, 0, c->compute>>>(x, NULL, NULL, g, b, y, mean, rstd, T,
-                                                                                 n);
+    layernorm_fwd_kernel<<<row_blocks(T), 32 * ROWS_PER_BLOCK, 0, c->compute>>>(x, NULL, NULL, g, b, y, mean,
+                                                                                rstd, T, n);
     CU_CHECK_LAUNCH(c, "layernorm_fwd_kernel");
 }
 
@@ -77,7 +77,8 @@ static void cu_add_layernorm_fwd(rt_backend *be, const float *x, const float *r,
 {
     cu_ctx *c = cu_of(be);
     if (c->failure[0] || T <= 0) return;
-    layernorm_fwd_kernel<<<row_blocks(T), 32 * ROWS_PER_BLOCK, 0, c->compute>>>(x, r, sum, g, b, y, mean, rstd, T, n);
+    layernorm_fwd_kernel<<<row_blocks(T), 32 * ROWS_PER_BLOCK, 0, c->compute>>>(x, r, sum, g, b, y, mean,
+                                                                                rstd, T, n);
     CU_CHECK_LAUNCH(c, "layernorm_fwd_kernel (residual add)");
 }
 
@@ -129,12 +130,14 @@ static void norm_param_grads(cu_ctx *c, const float *x, const float *mean, const
     CU_CHECK_LAUNCH(c, "norm_param_grads_kernel");
 }
 
-static void cu_layernorm_bwd(rt_backend *be, const float *x, const float *g, const float *mean, const float *rstd,
-                             const float *dy, float *dx, float *dg, float *db, int T, int n)
+static void cu_layernorm_bwd(rt_backend *be, const float *x, const float *g, const float *mean,
+                             const float *rstd, const float *dy, float *dx, float *dg, float *db, int T,
+                             int n)
 {
     cu_ctx *c = cu_of(be);
     if (c->failure[0] || T <= 0) return;
-    layernorm_bwd_dx_kernel<<<row_blocks(T), 32 * ROWS_PER_BLOCK, 0, c->compute>>>(x, g, mean, rstd, dy, dx, T, n);
+    layernorm_bwd_dx_kernel<<<row_blocks(T), 32 * ROWS_PER_BLOCK, 0, c->compute>>>(x, g, mean, rstd, dy, dx,
+                                                                                   T, n);
     CU_CHECK_LAUNCH(c, "layernorm_bwd_dx_kernel");
     norm_param_grads(c, x, mean, rstd, dy, dg, db, T, n);
 }
@@ -156,8 +159,8 @@ __global__ void rmsnorm_fwd_kernel(const float *x, const float *g, float *y, flo
 }
 
 /* dx += dy g rs - x (sum dy g x) rs^3 / n */
-__global__ void rmsnorm_bwd_dx_kernel(const float *x, const float *g, const float *rstd, const float *dy, float *dx,
-                                      int T, int n)
+__global__ void rmsnorm_bwd_dx_kernel(const float *x, const float *g, const float *rstd, const float *dy,
+                                      float *dx, int T, int n)
 {
     const int row = blockIdx.x * ROWS_PER_BLOCK + threadIdx.x / 32, lane = threadIdx.x % 32;
     if (row >= T) return;
@@ -171,7 +174,8 @@ __global__ void rmsnorm_bwd_dx_kernel(const float *x, const float *g, const floa
         dx[o + i] += dy[o + i] * g[i] * rs - x[o + i] * k;
 }
 
-static void cu_rmsnorm_fwd(rt_backend *be, const float *x, const float *g, float *y, float *rstd, int T, int n)
+static void cu_rmsnorm_fwd(rt_backend *be, const float *x, const float *g, float *y, float *rstd, int T,
+                           int n)
 {
     cu_ctx *c = cu_of(be);
     if (c->failure[0] || T <= 0) return;
@@ -234,16 +238,16 @@ static void cu_attn_softmax_fwd(rt_backend *be, float *probs, const rt_dev_batch
     for (int s = 0; s < b->B && !c->failure[0]; s++) {
         const int l = b->offsets_host[s + 1] - b->offsets_host[s];
         if (l > 0) {
-            attn_softmax_fwd_kernel<<<row_blocks(A * l), 32 * ROWS_PER_BLOCK, 0, c->compute>>>(probs + p0, A * l, l,
-                                                                                              causal);
+            attn_softmax_fwd_kernel<<<row_blocks(A * l), 32 * ROWS_PER_BLOCK, 0, c->compute>>>(
+                probs + p0, A * l, l, causal);
             CU_CHECK_LAUNCH(c, "attn_softmax_fwd_kernel");
         }
         p0 += (size_t)A * l * l;
     }
 }
 
-static void cu_attn_softmax_bwd(rt_backend *be, const float *probs, float *dprobs, const rt_dev_batch *b, int H,
-                                int A)
+static void cu_attn_softmax_bwd(rt_backend *be, const float *probs, float *dprobs, const rt_dev_batch *b,
+                                int H, int A)
 {
     cu_ctx *c = cu_of(be);
     const float scale = 1.0f / sqrtf((float)(H / A));
@@ -273,8 +277,8 @@ __device__ float block_reduce(float v, bool is_max)
     return is_max ? warp_max(v) : warp_sum(v);
 }
 
-__global__ void cross_entropy_kernel(const float *logits, const int *targets, float *dlogits, int V, float inv_norm,
-                                     double *loss)
+__global__ void cross_entropy_kernel(const float *logits, const int *targets, float *dlogits, int V,
+                                     float inv_norm, double *loss)
 {
     const int p = blockIdx.x, t = targets[p];
     const float *z = logits + (size_t)p * V;
@@ -298,15 +302,15 @@ __global__ void cross_entropy_kernel(const float *logits, const int *targets, fl
     if (threadIdx.x == 0) atomicAdd(loss, (double)logf(s) + (double)mx - (double)z[t]);
 }
 
-static double cu_cross_entropy(rt_backend *be, const float *logits, const rt_dev_batch *b, float *dlogits, int V,
-                               double norm)
+static double cu_cross_entropy(rt_backend *be, const float *logits, const rt_dev_batch *b, float *dlogits,
+                               int V, double norm)
 {
     cu_ctx *c = cu_of(be);
     double loss = 0;
     if (c->failure[0] || b->P <= 0) return 0;
     cu_scalars_zero(c, 1);
-    cross_entropy_kernel<<<(unsigned)b->P, 256, 0, c->compute>>>(logits, b->targets, dlogits, V, (float)(1.0 / norm),
-                                                                  c->scalars);
+    cross_entropy_kernel<<<(unsigned)b->P, 256, 0, c->compute>>>(logits, b->targets, dlogits, V,
+                                                                 (float)(1.0 / norm), c->scalars);
     CU_CHECK_LAUNCH(c, "cross_entropy_kernel");
     cu_scalars_read(c, &loss, 1);
     return loss;
