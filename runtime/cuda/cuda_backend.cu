@@ -275,6 +275,8 @@ static void cu_destroy(rt_backend *be)
         free(c->pairs), free(c->open);
         cu_gemm_free_plans(c);
         if (c->lt) cublasLtDestroy(c->lt);
+        if (c->blas) cublasDestroy(c->blas);
+        cudaFree((void *)c->ptrs);
         cudaFree(c->workspace), cudaFree(c->scalars), cudaFree(c->cast[0]), cudaFree(c->cast[1]);
         if (c->compute) cudaStreamDestroy(c->compute);
         if (c->comm) cudaStreamDestroy(c->comm);
@@ -336,12 +338,15 @@ extern "C" rt_backend *rt_backend_cuda_create(int ordinal, et_error *err)
     CU_CHECK(c, cudaStreamCreateWithFlags(&c->comm, cudaStreamNonBlocking),
              "creating the communication stream");
     LT_CHECK(c, cublasLtCreate(&c->lt), "creating the cuBLASLt handle");
+    LT_CHECK(c, cublasCreate(&c->blas), "creating the cuBLAS handle");
+    if (c->blas) LT_CHECK(c, cublasSetStream(c->blas, c->compute), "cuBLAS on the compute stream");
     c->workspace_bytes = CU_WORKSPACE_BYTES;
     CU_CHECK(c, cudaMalloc(&c->workspace, c->workspace_bytes), "allocating cuBLASLt's workspace");
     CU_CHECK(c, cudaMalloc((void **)&c->scalars, CU_SCALARS * sizeof(double)),
              "allocating reduction scalars");
     cu_table_buffers(be);
     cu_table_gemm(be);
+    cu_table_attention(be);
     cu_table_rows(be);
     cu_table_elementwise(be);
     cu_table_optimizer(be);

@@ -1,8 +1,8 @@
 /* The CUDA backend's shared state and helpers (runtime/cuda/ only; C++ compiled by nvcc). The backend's
  * table (rt_backend.h) is filled by one function per file: cu_table_buffers (cuda_backend.cu), cu_table_gemm
- * (cuda_gemm.cu: linear layers and attention's products through cuBLASLt), cu_table_rows (cuda_rows.cu: row
- * normalisations, softmax, cross-entropy), cu_table_elementwise (cuda_elementwise.cu), cu_table_optimizer
- * (cuda_optimizer.cu).
+ * (cuda_gemm.cu: linear layers through cuBLASLt, whose plans cuda_lt.cu keeps), cu_table_attention
+ * (cuda_attention.cu: attention's products and softmax), cu_table_rows (cuda_rows.cu: row normalisations,
+ * cross-entropy), cu_table_elementwise (cuda_elementwise.cu), cu_table_optimizer (cuda_optimizer.cu).
  *
  * Errors: every CUDA and cuBLASLt call is checked (CU_CHECK, LT_CHECK) and the first failure is kept in the
  * context as "file:line: call: what (hint)"; after it every operation returns at once and rt_backend's
@@ -12,6 +12,7 @@
 #define ET_CUDA_INTERNAL_H
 
 #include <cublasLt.h>
+#include <cublas_v2.h>
 #include <cuda_runtime.h>
 
 extern "C" {
@@ -23,7 +24,8 @@ typedef struct cu_timer_pair {
     cudaEvent_t begin, end;
 } cu_timer_pair;
 
-typedef struct cu_gemm_plan cu_gemm_plan; /* cuda_gemm.cu: cached descriptors and algorithm per shape */
+typedef struct cu_gemm_plan cu_gemm_plan;   /* cuda_lt.cu: cached descriptors and algorithm per shape */
+typedef struct cu_algo_entry cu_algo_entry; /* cuda_lt.cu: an algorithm per class of shapes */
 
 typedef struct cu_ctx {
     int device;
@@ -40,8 +42,14 @@ typedef struct cu_ctx {
     int n_ops, *open; /* per op: the pair its open bracket took, -1 when none */
     cu_timer_pair *pairs;
     int n_pairs, used_pairs;
-    cu_gemm_plan *plans;
+    cu_gemm_plan *plans; /* hash tables (cuda_lt.cu) */
     int n_plans, cap_plans;
+    cu_algo_entry *algos;
+    int n_algos, cap_algos;
+    cublasHandle_t blas; /* cuBLAS: attention's grouped products (cuda_attention.cu) */
+    int grouped_off;     /* cuBLAS answered that it cannot group these products: one call a sequence */
+    const void **ptrs;   /* device: the grouped products' operand pointers */
+    size_t ptrs_cap;
     char failure[640];
 } cu_ctx;
 
@@ -83,8 +91,15 @@ void cu_colsum_acc(cu_ctx *c, float *out, const float *in, int ld, int rows, int
 void cu_scalars_zero(cu_ctx *c, int n);
 void cu_scalars_read(cu_ctx *c, double *host, int n);
 
+/* Column-major C[m, n] = alpha op(A) op(B) + beta C (+ bias[m] per column), `batch` strided products, A and
+ * B of ab_type, C fp32 (cuda_lt.cu). */
+void cu_lt_gemm(cu_ctx *c, cublasComputeType_t compute, cudaDataType_t ab_type, bool ta, bool tb, int m,
+                int n, int k, float alpha, const void *A, int lda, long long sa, const void *B, int ldb,
+                long long sb, float beta, float *C, int ldc, long long sc, int batch, const float *bias);
+
 void cu_table_buffers(rt_backend *be);
 void cu_table_gemm(rt_backend *be);
+void cu_table_attention(rt_backend *be);
 void cu_table_rows(rt_backend *be);
 void cu_table_elementwise(rt_backend *be);
 void cu_table_optimizer(rt_backend *be);

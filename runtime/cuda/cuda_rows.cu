@@ -1,8 +1,8 @@
-/* Row kernels: layer norm (with the residual add before it), RMSNorm, attention's softmax and its backward,
- * and the cross-entropy of the head. One warp a row (rows of a hidden width or a sequence length), float
- * accumulation with warp shuffles; the cross-entropy takes a block a row (a vocabulary). Parameter
- * gradients (gamma, beta) are column sums over the rows, a chunk of rows a block and one atomic add per
- * chunk and column. The formulas are rt_kernels_impl.h's (eps 1e-5). */
+/* Row kernels: layer norm (with the residual add before it), RMSNorm and the cross-entropy of the head. One
+ * warp a row (rows of a hidden width or a sequence length), float accumulation with warp shuffles; the
+ * cross-entropy takes a block a row (a vocabulary). Parameter gradients (gamma, beta) are column sums over
+ * the rows, a chunk of rows a block and one atomic add per chunk and column. The formulas are
+ * rt_kernels_impl.h's (eps 1e-5). Attention's softmax is in cuda_attention.cu. */
 #include <math.h>
 
 #include "cuda_internal.h"
@@ -193,76 +193,6 @@ static void cu_rmsnorm_bwd(rt_backend *be, const float *x, const float *g, const
     norm_param_grads(c, x, NULL, rstd, dy, dg, NULL, T, n);
 }
 
-/* ---- attention's softmax, one sequence (length l) a launch: A l rows of l ---- */
-
-__global__ void attn_softmax_fwd_kernel(float *probs, int rows, int l, int causal)
-{
-    const int row = blockIdx.x * ROWS_PER_BLOCK + threadIdx.x / 32, lane = threadIdx.x % 32;
-    if (row >= rows) return;
-    float *p = probs + (size_t)row * l;
-    const int n = causal ? row % l + 1 : l;
-    float mx = -INFINITY;
-    for (int j = lane; j < n; j += 32)
-        mx = fmaxf(mx, p[j]);
-    mx = warp_max(mx);
-    float s = 0;
-    for (int j = lane; j < n; j += 32) {
-        const float e = expf(p[j] - mx);
-        p[j] = e;
-        s += e;
-    }
-    const float inv = 1.0f / warp_sum(s);
-    for (int j = lane; j < l; j += 32)
-        p[j] = j < n ? p[j] * inv : 0.0f;
-}
-
-/* dprobs = probs (dprobs - probs . dprobs) / sqrt(D), in place */
-__global__ void attn_softmax_bwd_kernel(const float *probs, float *dprobs, int rows, int l, float scale)
-{
-    const int row = blockIdx.x * ROWS_PER_BLOCK + threadIdx.x / 32, lane = threadIdx.x % 32;
-    if (row >= rows) return;
-    const float *p = probs + (size_t)row * l;
-    float *d = dprobs + (size_t)row * l;
-    float dot = 0;
-    for (int j = lane; j < l; j += 32)
-        dot += d[j] * p[j];
-    dot = warp_sum(dot);
-    for (int j = lane; j < l; j += 32)
-        d[j] = p[j] * (d[j] - dot) * scale;
-}
-
-static void cu_attn_softmax_fwd(rt_backend *be, float *probs, const rt_dev_batch *b, int A, bool causal)
-{
-    cu_ctx *c = cu_of(be);
-    size_t p0 = 0;
-    for (int s = 0; s < b->B && !c->failure[0]; s++) {
-        const int l = b->offsets_host[s + 1] - b->offsets_host[s];
-        if (l > 0) {
-            attn_softmax_fwd_kernel<<<row_blocks(A * l), 32 * ROWS_PER_BLOCK, 0, c->compute>>>(
-                probs + p0, A * l, l, causal);
-            CU_CHECK_LAUNCH(c, "attn_softmax_fwd_kernel");
-        }
-        p0 += (size_t)A * l * l;
-    }
-}
-
-static void cu_attn_softmax_bwd(rt_backend *be, const float *probs, float *dprobs, const rt_dev_batch *b,
-                                int H, int A)
-{
-    cu_ctx *c = cu_of(be);
-    const float scale = 1.0f / sqrtf((float)(H / A));
-    size_t p0 = 0;
-    for (int s = 0; s < b->B && !c->failure[0]; s++) {
-        const int l = b->offsets_host[s + 1] - b->offsets_host[s];
-        if (l > 0) {
-            attn_softmax_bwd_kernel<<<row_blocks(A * l), 32 * ROWS_PER_BLOCK, 0, c->compute>>>(
-                probs + p0, dprobs + p0, A * l, l, scale);
-            CU_CHECK_LAUNCH(c, "attn_softmax_bwd_kernel");
-        }
-        p0 += (size_t)A * l * l;
-    }
-}
-
 /* ---- cross-entropy: a block a scored row ---- */
 
 __device__ float block_reduce(float v, bool is_max)
@@ -323,7 +253,5 @@ void cu_table_rows(rt_backend *be)
     be->layernorm_bwd = cu_layernorm_bwd;
     be->rmsnorm_fwd = cu_rmsnorm_fwd;
     be->rmsnorm_bwd = cu_rmsnorm_bwd;
-    be->attn_softmax_fwd = cu_attn_softmax_fwd;
-    be->attn_softmax_bwd = cu_attn_softmax_bwd;
     be->cross_entropy = cu_cross_entropy;
 }

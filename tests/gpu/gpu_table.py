@@ -44,7 +44,7 @@ if cpu and gpu:
 else:
     rows.append(("tiny-gpt 50 steps, CUDA vs CPU", "not run"))
 
-op_rows = []
+op_rows, by_name = [], {}
 for p in ("bf16", "fp16"):
     m = load(os.path.join(out, f"bert-{p}.json"))
     t = load(os.path.join(work, f"torch-{p}.json"))
@@ -59,7 +59,13 @@ for p in ("bf16", "fp16"):
     rows.append((f"BERT-large step {p} (etrun, CUDA)",
                  f"{step*1e3:.1f} ms measured, {pred*1e3:.1f} ms predicted (sum of ops, H200 profile), MFU {100*mfu:.1f}%{cmp}"))
     by = {}
+    names = by_name.setdefault(p, {})
     for o in m["ops"]:
+        n = re.sub(r"layer\.\d+\.", "layer.N.", o["id"])
+        e = names.setdefault(n, [0.0, 0.0, 0])
+        e[0] += sum(r["median_s"] for r in o["ranks"]) / max(len(o["ranks"]), 1)
+        e[1] += o["predicted_s"]
+        e[2] += 1
         meas = sum(r["median_s"] for r in o["ranks"]) / max(len(o["ranks"]), 1)
         k = by.setdefault(o["kind"], [0.0, 0.0])
         k[0] += meas
@@ -93,3 +99,7 @@ if op_rows:
     print("\n| precision | op class | measured [ms] | predicted [ms] | measured / predicted |\n| --- | --- | ---: | ---: | ---: |")
     for p, kind, meas, pr, r in op_rows:
         print(f"| {p} | {kind} | {meas:.2f} | {pr:.2f} | {r:.2f} |")
+for p, names in by_name.items():
+    print(f"\n| {p}: op (layers summed) | count | measured [ms] | predicted [ms] | ratio |\n| --- | ---: | ---: | ---: | ---: |")
+    for n, (meas, pr, cnt) in sorted(names.items(), key=lambda kv: -kv[1][0])[:14]:
+        print(f"| {n} | {cnt} | {meas*1e3:.2f} | {pr*1e3:.2f} | {meas/pr if pr > 0 else float('nan'):.2f} |")

@@ -1,0 +1,381 @@
+/* Attention with its probabilities kept (rt_kernels.h's six kernels): the products of every sequence and head
+ * of a micro-batch in one grouped cuBLAS call (cublasGemmGroupedBatchedEx: a group a sequence, a product a
+ * head), and the softmax and its backward over every row of the micro-batch in one launch. Sequences have
+ * their own lengths, so one launch a sequence, as the first version ran, was launch-bound on an H200: 0.28 ms
+ * for a layer's context backward against 0.05 predicted (2026-12-04).
+ *
+ * Layout, per sequence of length l at row o and head h (D = H / A, ld = H + 2 KV D): Q = qkv + o ld + h D,
+ * K = qkv + o ld + H + (h / group) D, V = qkv + o ld + H + (KV + h / group) D, each row-major [l, D] with
+ * leading dimension ld; ctx + o H + h D likewise with H; P = probs + A (sum of earlier l^2) + h l l,
+ * row-major [l, l]. The products' operand pointers are written on the device from the batch's offsets
+ * (attn_ptrs_kernel), so nothing waits for the host.
+ *
+ * Grouped-query attention (group > 1) adds the query heads' gradients into their key/value head, the first
+ * writing it; products that run at once would race there, so it takes the per-sequence path of cuBLASLt
+ * (cu_lt_gemm), one head at a time, as does any product cuBLAS declines to group (grouped_off, said once on
+ * stderr). Arithmetic: fp32 in fp32 mode, tf32 otherwise (a 16-bit cast of these strided operands would cost
+ * more than the products). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "cuda_internal.h"
+
+#define ROWS_PER_BLOCK 8
+
+/* An operand of the products: rows of the packed tokens (qkv, ctx), or a head's probabilities */
+typedef struct attn_operand {
+    const float *base;
+    int probs;           /* 1: base + A (sum of earlier l^2) + h l l, leading dimension l */
+    int ld, head_stride; /* rows: base + o ld + (h / head_div) head_stride, leading dimension ld */
+    int head_div;        /* group for K and V, 1 for Q and ctx */
+} attn_operand;
+
+/* One product kind, column-major: C[m, n] = alpha op(A) op(B) + beta C; each of m, n, k is l or D */
+typedef struct attn_product {
+    bool ta, tb;
+    bool m_l, n_l, k_l;
+    float alpha, beta;
+    bool accumulate_group; /* grouped-query: the group's first head writes, the others add */
+    attn_operand a, b, c;
+} attn_product;
+
+static attn_operand rows(const float *base, int ld, int head_stride, int head_div)
+{
+    attn_operand o = {base, 0, ld, head_stride, head_div};
+    return o;
+}
+
+static attn_operand probs_of(const float *base)
+{
+    attn_operand o = {base, 1, 0, 0, 1};
+    return o;
+}
+
+__device__ const float *operand_at(const attn_operand *x, int o, int l, long long p0, int h)
+{
+    if (x->probs) return x->base + p0 + (long long)h * l * l;
+    return x->base + (long long)o * x->ld + (long long)(h / x->head_div) * x->head_stride;
+}
+
+/* out[s A + h], out[B A + ...], out[2 B A + ...]: the three operands of sequence s, head h */
+__global__ void attn_ptrs_kernel(const int *offsets, int B, int A, attn_operand a, attn_operand b,
+                                 attn_operand c, const void **out)
+{
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= B * A) return;
+    const int s = i / A, h = i % A, o = offsets[s], l = offsets[s + 1] - o;
+    long long p0 = 0;
+    for (int q = 0; q < s; q++) {
+        const long long lq = offsets[q + 1] - offsets[q];
+        p0 += (long long)A * lq * lq;
+    }
+    out[i] = operand_at(&a, o, l, p0, h);
+    out[B * A + i] = operand_at(&b, o, l, p0, h);
+    out[2 * B * A + i] = operand_at(&c, o, l, p0, h);
+}
+
+static int ld_of(const attn_operand *x, int l)
+{
+    return x->probs ? l : x->ld;
+}
+
+/* every sequence and head in one grouped call; false when cuBLAS declines (nothing ran) */
+static bool run_grouped(cu_ctx *c, const attn_product *p, const rt_dev_batch *b, int A, int D,
+                        cublasComputeType_t compute)
+{
+    const int B = b->B;
+    const size_t need = (size_t)3 * B * A;
+    if (c->ptrs_cap < need) {
+        CU_CHECK(c, cudaFree((void *)c->ptrs), "freeing the grouped products' pointers");
+        c->ptrs = NULL, c->ptrs_cap = 0;
+        CU_CHECK(c, cudaMalloc((void **)&c->ptrs, need * 2 * sizeof(void *)),
+                 "the grouped products' pointers");
+        if (c->failure[0]) return true;
+        c->ptrs_cap = need * 2;
+    }
+    attn_ptrs_kernel<<<(unsigned)((B * A + 127) / 128), 128, 0, c->compute>>>(b->offsets, B, A, p->a, p->b,
+                                                                              p->c, c->ptrs);
+    CU_CHECK_LAUNCH(c, "attn_ptrs_kernel");
+    /* per group (sequence) on the host: sizes, leading dimensions, scalars */
+    int *ints = (int *)malloc((size_t)B * 7 * sizeof(int));
+    float *scal = (float *)malloc((size_t)B * 2 * sizeof(float));
+    cublasOperation_t *ops = (cublasOperation_t *)malloc((size_t)B * 2 * sizeof(cublasOperation_t));
+    if (!ints || !scal || !ops) {
+        free(ints), free(scal), free(ops);
+        cu_fail(c, __FILE__, __LINE__, "malloc", "out of host memory", "a grouped product's sizes");
+        return true;
+    }
+    int *m = ints, *n = ints + B, *k = ints + 2 * B, *lda = ints + 3 * B, *ldb = ints + 4 * B,
+        *ldc = ints + 5 * B;
+    int *size = ints + 6 * B;
+    for (int s = 0; s < B; s++) {
+        const int l = b->offsets_host[s + 1] - b->offsets_host[s];
+        m[s] = p->m_l ? l : D, n[s] = p->n_l ? l : D, k[s] = p->k_l ? l : D;
+        lda[s] = ld_of(&p->a, l), ldb[s] = ld_of(&p->b, l), ldc[s] = ld_of(&p->c, l);
+        size[s] = A, scal[s] = p->alpha, scal[B + s] = p->beta;
+        ops[s] = p->ta ? CUBLAS_OP_T : CUBLAS_OP_N, ops[B + s] = p->tb ? CUBLAS_OP_T : CUBLAS_OP_N;
+    }
+    const void *const *dev = c->ptrs;
+    const cublasStatus_t st = cublasGemmGroupedBatchedEx(
+        c->blas, ops, ops + B, m, n, k, scal, dev, CUDA_R_32F, lda, dev + (size_t)B * A, CUDA_R_32F, ldb,
+        scal + B, (void *const *)(dev + (size_t)2 * B * A), CUDA_R_32F, ldc, B, size, compute);
+    free(ints), free(scal), free(ops);
+    if (st == CUBLAS_STATUS_NOT_SUPPORTED || st == CUBLAS_STATUS_INVALID_VALUE) {
+        fprintf(stderr,
+                "etrun: cuBLAS declines grouped attention products (%s): one call a sequence from now on\n",
+                cu_lt_status_name(st));
+        c->grouped_off = 1;
+        return false;
+    }
+    LT_CHECK(c, st, "attention's grouped products");
+    return true;
+}
+
+/* the per-sequence path: heads batched by stride (group 1) or one at a time */
+static void run_per_sequence(cu_ctx *c, const attn_product *p, const rt_dev_batch *b, int A, int D, int group,
+                             cublasComputeType_t compute)
+{
+    long long p0 = 0;
+    for (int s = 0; s < b->B && !c->failure[0]; s++) {
+        const int o = b->offsets_host[s], l = b->offsets_host[s + 1] - o;
+        const int m = p->m_l ? l : D, n = p->n_l ? l : D, k = p->k_l ? l : D, nh = group == 1 ? A : 1;
+        for (int h = 0; h < A; h += nh) {
+            const attn_operand *x[3] = {&p->a, &p->b, &p->c};
+            const float *ptr[3];
+            long long stride[3];
+            for (int j = 0; j < 3; j++) {
+                ptr[j] = x[j]->probs ? x[j]->base + p0 + (long long)h * l * l
+                                     : x[j]->base + (long long)o * x[j]->ld +
+                                           (long long)(h / x[j]->head_div) * x[j]->head_stride;
+                stride[j] = x[j]->probs ? (long long)l * l : x[j]->head_stride;
+            }
+            const float beta = p->accumulate_group && group > 1 ? (h % group ? 1.0f : 0.0f) : p->beta;
+            cu_lt_gemm(c, compute, CUDA_R_32F, p->ta, p->tb, m, n, k, p->alpha, ptr[0], ld_of(&p->a, l),
+                       stride[0], ptr[1], ld_of(&p->b, l), stride[1], beta, (float *)ptr[2], ld_of(&p->c, l),
+                       stride[2], nh, NULL);
+        }
+        p0 += (long long)A * l * l;
+    }
+}
+
+static void run_product(cu_ctx *c, const attn_product *p, const rt_dev_batch *b, int H, int A, int KV)
+{
+    if (c->failure[0] || b->B <= 0) return;
+    const int D = H / A, group = A / KV;
+    const cublasComputeType_t compute =
+        c->math == RT_GEMM_FP32 ? CUBLAS_COMPUTE_32F : CUBLAS_COMPUTE_32F_FAST_TF32;
+    if (group == 1 && !c->grouped_off && run_grouped(c, p, b, A, D, compute)) return;
+    run_per_sequence(c, p, b, A, D, group, compute);
+}
+
+/* ---- the four products (column-major views of rt_kernels_impl.h's row-major ones) ---- */
+
+static void cu_attn_scores_fwd(rt_backend *be, const float *qkv, float *probs, const rt_dev_batch *b, int H,
+                               int A, int KV)
+{
+    const int D = H / A, ld = H + 2 * KV * D;
+    /* S^T = K Q^T: S[i][j] = Q_i . K_j / sqrt(D) */
+    const attn_product p = {true,
+                            false,
+                            true,
+                            true,
+                            false,
+                            1.0f / sqrtf((float)D),
+                            0.0f,
+                            false,
+                            rows(qkv + H, ld, D, A / KV),
+                            rows(qkv, ld, D, 1),
+                            probs_of(probs)};
+    run_product(cu_of(be), &p, b, H, A, KV);
+}
+
+static void cu_attn_context_fwd(rt_backend *be, const float *qkv, const float *probs, float *ctx,
+                                const rt_dev_batch *b, int H, int A, int KV)
+{
+    const int D = H / A, ld = H + 2 * KV * D;
+    /* ctx = P V: ctx^T = V^T P^T */
+    const attn_product p = {false,
+                            false,
+                            false,
+                            true,
+                            true,
+                            1.0f,
+                            0.0f,
+                            false,
+                            rows(qkv + H + KV * D, ld, D, A / KV),
+                            probs_of(probs),
+                            rows(ctx, H, D, 1)};
+    run_product(cu_of(be), &p, b, H, A, KV);
+}
+
+static void cu_attn_context_bwd(rt_backend *be, const float *qkv, const float *probs, const float *dctx,
+                                float *dqkv, float *dprobs, const rt_dev_batch *b, int H, int A, int KV)
+{
+    const int D = H / A, ld = H + 2 * KV * D;
+    /* dV = P^T dC: dV^T = dC^T P */
+    const attn_product dv = {false,
+                             true,
+                             false,
+                             true,
+                             true,
+                             1.0f,
+                             0.0f,
+                             true,
+                             rows(dctx, H, D, 1),
+                             probs_of(probs),
+                             rows(dqkv + H + KV * D, ld, D, A / KV)};
+    /* dP = dC V^T: dP^T = V dC^T */
+    const attn_product dp = {true,
+                             false,
+                             true,
+                             true,
+                             false,
+                             1.0f,
+                             0.0f,
+                             false,
+                             rows(qkv + H + KV * D, ld, D, A / KV),
+                             rows(dctx, H, D, 1),
+                             probs_of(dprobs)};
+    run_product(cu_of(be), &dv, b, H, A, KV);
+    run_product(cu_of(be), &dp, b, H, A, KV);
+}
+
+static void cu_attn_scores_bwd(rt_backend *be, const float *qkv, const float *dscores, float *dqkv,
+                               const rt_dev_batch *b, int H, int A, int KV)
+{
+    const int D = H / A, ld = H + 2 * KV * D;
+    /* dQ = dS K: dQ^T = K^T dS^T */
+    const attn_product dq = {false,
+                             false,
+                             false,
+                             true,
+                             true,
+                             1.0f,
+                             0.0f,
+                             false,
+                             rows(qkv + H, ld, D, A / KV),
+                             probs_of(dscores),
+                             rows(dqkv, ld, D, 1)};
+    /* dK = dS^T Q: dK^T = Q^T dS */
+    const attn_product dk = {false,
+                             true,
+                             false,
+                             true,
+                             true,
+                             1.0f,
+                             0.0f,
+                             true,
+                             rows(qkv, ld, D, 1),
+                             probs_of(dscores),
+                             rows(dqkv + H, ld, D, A / KV)};
+    run_product(cu_of(be), &dq, b, H, A, KV);
+    run_product(cu_of(be), &dk, b, H, A, KV);
+}
+
+/* ---- softmax over every row of the micro-batch: a warp a row ---- */
+
+__device__ __forceinline__ float warp_sum(float v)
+{
+    for (int o = 16; o > 0; o >>= 1)
+        v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+
+__device__ __forceinline__ float warp_max(float v)
+{
+    for (int o = 16; o > 0; o >>= 1)
+        v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+    return v;
+}
+
+/* row r of the A T rows (sequence by sequence, head by head): its sequence's length l, its index i within
+ * its head, and where it starts in probs */
+__device__ void locate_row(const int *offsets, int B, int A, int r, int *l, int *i, long long *start)
+{
+    int s = 0;
+    long long p0 = 0;
+    while (s + 1 < B && (long long)A * offsets[s + 1] <= r) {
+        const long long ls = offsets[s + 1] - offsets[s];
+        p0 += (long long)A * ls * ls, s++;
+    }
+    *l = offsets[s + 1] - offsets[s];
+    const int local = r - A * offsets[s];
+    *i = local % *l;
+    *start = p0 + (long long)local * *l; /* (h l + i) l */
+}
+
+__global__ void attn_softmax_fwd_kernel(float *probs, const int *offsets, int B, int A, int rows, int causal)
+{
+    const int r = blockIdx.x * ROWS_PER_BLOCK + threadIdx.x / 32, lane = threadIdx.x % 32;
+    if (r >= rows) return;
+    int l, i;
+    long long start;
+    locate_row(offsets, B, A, r, &l, &i, &start);
+    float *p = probs + start;
+    const int n = causal ? i + 1 : l;
+    float mx = -INFINITY;
+    for (int j = lane; j < n; j += 32)
+        mx = fmaxf(mx, p[j]);
+    mx = warp_max(mx);
+    float s = 0;
+    for (int j = lane; j < n; j += 32) {
+        const float e = expf(p[j] - mx);
+        p[j] = e;
+        s += e;
+    }
+    const float inv = 1.0f / warp_sum(s);
+    for (int j = lane; j < l; j += 32)
+        p[j] = j < n ? p[j] * inv : 0.0f;
+}
+
+/* dprobs = probs (dprobs - probs . dprobs) / sqrt(D), in place */
+__global__ void attn_softmax_bwd_kernel(const float *probs, float *dprobs, const int *offsets, int B, int A,
+                                        int rows, float scale)
+{
+    const int r = blockIdx.x * ROWS_PER_BLOCK + threadIdx.x / 32, lane = threadIdx.x % 32;
+    if (r >= rows) return;
+    int l, i;
+    long long start;
+    locate_row(offsets, B, A, r, &l, &i, &start);
+    const float *p = probs + start;
+    float *d = dprobs + start;
+    float dot = 0;
+    for (int j = lane; j < l; j += 32)
+        dot += d[j] * p[j];
+    dot = warp_sum(dot);
+    for (int j = lane; j < l; j += 32)
+        d[j] = p[j] * (d[j] - dot) * scale;
+}
+
+static void cu_attn_softmax_fwd(rt_backend *be, float *probs, const rt_dev_batch *b, int A, bool causal)
+{
+    cu_ctx *c = cu_of(be);
+    const int rows = A * b->offsets_host[b->B];
+    if (c->failure[0] || rows <= 0) return;
+    attn_softmax_fwd_kernel<<<(unsigned)((rows + ROWS_PER_BLOCK - 1) / ROWS_PER_BLOCK), 32 * ROWS_PER_BLOCK,
+                              0, c->compute>>>(probs, b->offsets, b->B, A, rows, causal);
+    CU_CHECK_LAUNCH(c, "attn_softmax_fwd_kernel");
+}
+
+static void cu_attn_softmax_bwd(rt_backend *be, const float *probs, float *dprobs, const rt_dev_batch *b,
+                                int H, int A)
+{
+    cu_ctx *c = cu_of(be);
+    const int rows = A * b->offsets_host[b->B];
+    if (c->failure[0] || rows <= 0) return;
+    attn_softmax_bwd_kernel<<<(unsigned)((rows + ROWS_PER_BLOCK - 1) / ROWS_PER_BLOCK), 32 * ROWS_PER_BLOCK,
+                              0, c->compute>>>(probs, dprobs, b->offsets, b->B, A, rows,
+                                               1.0f / sqrtf((float)(H / A)));
+    CU_CHECK_LAUNCH(c, "attn_softmax_bwd_kernel");
+}
+
+void cu_table_attention(rt_backend *be)
+{
+    be->attn_scores_fwd = cu_attn_scores_fwd;
+    be->attn_context_fwd = cu_attn_context_fwd;
+    be->attn_context_bwd = cu_attn_context_bwd;
+    be->attn_scores_bwd = cu_attn_scores_bwd;
+    be->attn_softmax_fwd = cu_attn_softmax_fwd;
+    be->attn_softmax_bwd = cu_attn_softmax_bwd;
+}
