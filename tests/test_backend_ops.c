@@ -104,11 +104,13 @@ static void check_scalar(const char *family, const char *what, double got, doubl
            tol);
 }
 
-/* ---- a variable-length batch: sequences of 5, 17 and 33 tokens ---- */
+/* ---- variable-length batches: sequences of 5, 17 and 33 tokens, or (attention's tiles and k-steps) of 70
+ * and 130 ---- */
 
-enum { NB = 3 };
-static const int offsets[NB + 1] = {0, 5, 22, 55};
-#define TT_TOKENS 55
+static const int short_seqs[4] = {0, 5, 22, 55}, long_seqs[3] = {0, 70, 200};
+static const int *offsets = short_seqs;
+static int NB = 3;
+#define TT_TOKENS 200
 
 static size_t probs_size(int A)
 {
@@ -252,10 +254,10 @@ static void test_pointwise(void)
     free(u), free(dy), free(ud), free(dyd), free(yd), free(dud);
 }
 
-/* attention at A heads over KV key/value heads (KV = A: multi-head) */
-static void test_attention(int A, int KV, int causal)
+/* attention at A heads of D values over KV key/value heads (KV = A: multi-head) */
+static void test_attention(int A, int KV, int causal, int D)
 {
-    const int H = 32 * A / 2, D = H / A, ld = H + 2 * KV * D, T = offsets[NB], V = 11;
+    const int H = A * D, ld = H + 2 * KV * D, T = offsets[NB], V = 11;
     const size_t nq = (size_t)T * ld, np = probs_size(A), nc = (size_t)T * H;
     int positions[TT_TOKENS], tokens[TT_TOKENS], targets[TT_TOKENS];
     rt_dev_batch b = make_batch(positions, tokens, targets, T, V);
@@ -266,6 +268,7 @@ static void test_attention(int A, int KV, int causal)
     float *DQ = devf(NULL, nq), *DP = devf(NULL, np);
     char what[64];
     const char *kind = KV == A ? (causal ? "causal" : "bidirectional") : (causal ? "causal GQA" : "GQA");
+    if (D == 64) kind = causal ? "causal D64 l130" : "D64 l130";
     be->attn_scores_fwd(be, Q, P, &b, H, A, KV);
     rt_attn_scores_fwd_d(qd, pd, offsets, NB, H, A, KV);
     snprintf(what, sizeof what, "scores %s", kind);
@@ -572,9 +575,13 @@ static void run_backend(const char *name, int math)
         test_norms();
         test_pointwise();
         if (be->supports(be, RT_FAMILY_ATTENTION)) {
-            test_attention(4, 4, 0);
-            test_attention(4, 4, 1);
-            test_attention(4, 2, 1);
+            test_attention(4, 4, 0, 16);
+            test_attention(4, 4, 1, 16);
+            test_attention(4, 2, 1, 16);
+            offsets = long_seqs, NB = 2; /* BERT's head width, several tiles and k-steps */
+            test_attention(2, 2, 0, 64);
+            test_attention(2, 2, 1, 64);
+            offsets = short_seqs, NB = 3;
         }
         if (be->supports(be, RT_FAMILY_EMBEDDING) && be->supports(be, RT_FAMILY_CROSS_ENTROPY))
             test_embedding_head();

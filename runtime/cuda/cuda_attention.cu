@@ -19,26 +19,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "cuda_attention.h"
 #include "cuda_internal.h"
 
 #define ROWS_PER_BLOCK 8
-
-/* An operand of the products: rows of the packed tokens (qkv, ctx), or a head's probabilities */
-typedef struct attn_operand {
-    const float *base;
-    int probs;           /* 1: base + A (sum of earlier l^2) + h l l, leading dimension l */
-    int ld, head_stride; /* rows: base + o ld + (h / head_div) head_stride, leading dimension ld */
-    int head_div;        /* group for K and V, 1 for Q and ctx */
-} attn_operand;
-
-/* One product kind, column-major: C[m, n] = alpha op(A) op(B) + beta C; each of m, n, k is l or D */
-typedef struct attn_product {
-    bool ta, tb;
-    bool m_l, n_l, k_l;
-    float alpha, beta;
-    bool accumulate_group; /* grouped-query: the group's first head writes, the others add */
-    attn_operand a, b, c;
-} attn_product;
 
 static attn_operand rows(const float *base, int ld, int head_stride, int head_div)
 {
@@ -50,12 +34,6 @@ static attn_operand probs_of(const float *base)
 {
     attn_operand o = {base, 1, 0, 0, 1};
     return o;
-}
-
-__device__ const float *operand_at(const attn_operand *x, int o, int l, long long p0, int h)
-{
-    if (x->probs) return x->base + p0 + (long long)h * l * l;
-    return x->base + (long long)o * x->ld + (long long)(h / x->head_div) * x->head_stride;
 }
 
 /* out[s A + h], out[B A + ...], out[2 B A + ...]: the three operands of sequence s, head h */
@@ -73,11 +51,6 @@ __global__ void attn_ptrs_kernel(const int *offsets, int B, int A, attn_operand 
     out[i] = operand_at(&a, o, l, p0, h);
     out[B * A + i] = operand_at(&b, o, l, p0, h);
     out[2 * B * A + i] = operand_at(&c, o, l, p0, h);
-}
-
-static int ld_of(const attn_operand *x, int l)
-{
-    return x->probs ? l : x->ld;
 }
 
 /* every sequence and head in one grouped call; false when cuBLAS declines (nothing ran) */
@@ -165,6 +138,10 @@ static void run_product(cu_ctx *c, const attn_product *p, const rt_dev_batch *b,
     const int D = H / A, group = A / KV;
     const cublasComputeType_t compute =
         c->math == RT_GEMM_FP32 ? CUBLAS_COMPUTE_32F : CUBLAS_COMPUTE_32F_FAST_TF32;
+    if (group == 1 && c->math != RT_GEMM_FP32) {
+        cu_attn_tc_gemm(c, p, b, A, D);
+        return;
+    }
     if (group == 1 && !c->grouped_off && run_grouped(c, p, b, A, D, compute)) return;
     run_per_sequence(c, p, b, A, D, group, compute);
 }

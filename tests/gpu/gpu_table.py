@@ -43,6 +43,13 @@ if cpu and gpu:
                  f"{n} steps, first {a[0]:.4f} / {b[0]:.4f}, last {a[n-1]:.4f} / {b[n-1]:.4f}, largest relative gap {rel:.2e}"))
 else:
     rows.append(("tiny-gpt 50 steps, CUDA vs CPU", "not run"))
+tf = load(os.path.join(work, "tiny-tf32.json"))
+if cpu and tf:
+    a, b = cpu["loss"], tf["loss"]
+    n = min(len(a), len(b))
+    rel = max(abs(x - y) / max(abs(x), 1e-9) for x, y in zip(a[:n], b[:n]))
+    rows.append(("tiny-gpt 50 steps: loss CUDA tf32 vs CPU fp32",
+                 f"{n} steps, last {a[n-1]:.4f} / {b[n-1]:.4f}, largest relative gap {rel:.2e}"))
 
 op_rows, by_name = [], {}
 for p in ("bf16", "fp16"):

@@ -5,7 +5,7 @@
 # tests/gpu/prepare.sh fills here and the device tool carries), then on the GPU:
 #   1. the conformance test (every kernel family, every arithmetic, against the double reference);
 #   2. tiny-gpt 50 steps on the CUDA backend and on the CPU reference from the same weights, loss curves
-#      compared;
+#      compared (fp32; and tf32 on the GPU against the CPU's fp32);
 #   3. a BERT-large step (sequence 512 unpadded, local batch 16) in bf16 and in fp16: per op class measured
 #      against predicted (H200 profile), MFU, and PyTorch eager's step on the same model and batches;
 #   4. the linear layer's rate on the step's shapes against a large square product, in each arithmetic;
@@ -70,6 +70,10 @@ say "conformance on cuda: $(tail -1 "$log") (exit $rc)"
 tiny=$src/tests/data/tiny-gpt-plan.json
 run 240 "$build/runtime/etrun" --backend cpu --steps 50 --quiet --out "$work/tiny-cpu.json" "$tiny"
 run 120 "$build/runtime/etrun" --backend cuda --steps 50 --quiet --out "$work/tiny-cuda.json" "$tiny"
+# the same in tf32 (attention's products on the tensor-core kernel, the layers' on tf32 tensor cores): an H200
+# plan, since the CPU profile has no tf32
+python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); d["precision"] = "tf32"; d["cluster"]["device"] = "h200"; json.dump(d, open(sys.argv[2], "w"))' "$tiny" "$work/tiny-tf32.plan.json"
+run 120 "$build/runtime/etrun" --backend cuda --steps 50 --quiet --out "$work/tiny-tf32.json" "$work/tiny-tf32.plan.json"
 
 # ---- 3. BERT-large: bf16 and fp16, etrun and PyTorch eager ----
 bert=$src/tests/gpu/bert-large-h200.plan.json
