@@ -157,6 +157,7 @@ def main():
     ap.add_argument("--out")
     ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     ap.add_argument("--amp", default="none", choices=["none", "bf16", "fp16"])
+    ap.add_argument("--profile", action="store_true", help="print torch.profiler's top ops of the last step")
     a = ap.parse_args()
     global DEVICE
     DEVICE = a.device
@@ -176,7 +177,13 @@ def main():
                     weight_decay=decay)
     blocks = make_blocks(a.compile)
     step_s, losses = [], []
-    for step, (norm, micro) in enumerate(list(batches(meta, ints))):
+    all_steps = list(batches(meta, ints))
+    for step, (norm, micro) in enumerate(all_steps):
+        prof = None
+        if a.profile and step == len(all_steps) - 1:
+            acts = [torch.profiler.ProfilerActivity.CPU] + ([torch.profiler.ProfilerActivity.CUDA] if DEVICE == "cuda" else [])
+            prof = torch.profiler.profile(activities=acts)
+            prof.__enter__()
         sync()
         t0 = time.perf_counter()
         warm = opt["lr_warmup_steps"]
@@ -194,6 +201,9 @@ def main():
         optimizer.step()
         sync()
         step_s.append(time.perf_counter() - t0)
+        if prof is not None:
+            prof.__exit__(None, None, None)
+            print(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=15), file=sys.stderr)
         losses.append(total)
     measured = sorted(step_s[a.warmup:]) or [float("nan")]
     result = dict(mode="torch.compile" if a.compile else "eager", torch=torch.__version__, device=DEVICE,

@@ -95,7 +95,7 @@ if python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
   run 120 "$build/tests/gpu/export_run" "$work/bert-fp32.plan.json" 8 "$work/export"
   for p in bf16 fp16; do
     run 240 python3 "$src/bench/pytorch/torch_twin.py" "$work/export" --device cuda --amp "$p" --warmup 3 \
-      --out "$work/torch-$p.json" || say "FAIL PyTorch eager $p (log above)"
+      $([ $p = bf16 ] && echo --profile) --out "$work/torch-$p.json" || say "FAIL PyTorch eager $p (log above)"
   done
 else
   say "skip: PyTorch eager: no torch with CUDA here"
