@@ -1,6 +1,5 @@
-/* Attention's products as one description (cuda_attention.cu), shared with the tensor-core kernel that runs
- * them all in one launch (cuda_attn_tc.cu). Column-major, as cuBLAS: C[m, n] = alpha op(A) op(B) + beta C,
- * per sequence (length l) and head h; each of m, n, k is l or D. */
+/* Attention's products as one description (cuda_attention.cu). Column-major, as cuBLAS: C[m, n] = alpha op(A)
+ * op(B) + beta C, per sequence (length l) and head h; each of m, n, k is l or D. */
 #ifndef ET_CUDA_ATTENTION_H
 #define ET_CUDA_ATTENTION_H
 
@@ -35,9 +34,5 @@ __host__ __device__ static inline int ld_of(const attn_operand *x, int l)
 {
     return x->probs ? l : x->ld;
 }
-
-/* Every sequence and head of a multi-head product in one launch on the tensor cores, tf32 inputs and fp32
- * accumulation (cuda_attn_tc.cu). */
-void cu_attn_tc_gemm(cu_ctx *c, const attn_product *p, const rt_dev_batch *b, int A, int D);
 
 #endif

@@ -62,7 +62,11 @@ for p in ("bf16", "fp16"):
     pred = sum(o["predicted_s"] for o in m["ops"])
     mfu = m["model_flops_per_step"] / step / (PEAK[p] * 1e12)
     torch_s = t["median_step_s"] if t else None
-    cmp = f"; PyTorch eager {torch_s*1e3:.1f} ms (etrun {torch_s/step:.2f}x its speed)" if torch_s else "; PyTorch eager not run"
+    cmp = (f"; PyTorch eager {torch_s*1e3:.1f} ms with cuDNN's attention kept off (etrun {torch_s/step:.2f}x its speed)"
+           if torch_s else "; PyTorch eager not run")
+    d = load(os.path.join(work, f"torch-{p}-default.json"))
+    if d:
+        cmp += f"; {d['median_step_s']*1e3:.0f} ms with its default attention dispatch"
     rows.append((f"BERT-large step {p} (etrun, CUDA)",
                  f"{step*1e3:.1f} ms measured, {pred*1e3:.1f} ms predicted (sum of ops, H200 profile), MFU {100*mfu:.1f}%{cmp}"))
     by = {}
@@ -97,7 +101,9 @@ nccl = log_line(r"^verdict:")
 big = log_line(r"^\s+1073741824 ")
 rows.append(("NCCL all-reduce, one rank", f"{nccl or 'not run'}; 1 GiB: {big.split()[2] + ' GB/s algbw' if big else '-'}"))
 prof = load(os.path.join(out, "h200-etrun.json"))
-rows.append(("etcalib bench + fit: H200 profile", "written (h200-etrun.json)" if prof else "not written"))
+cal = log_line(r"^calibrated")
+rows.append(("etcalib bench + fit: H200 profile (h200-etrun.json)",
+             ("written; " + (cal.split(": ", 1)[1] if cal else "")) if prof else "not written"))
 
 print("| check | figure |\n| --- | --- |")
 for k, v in rows:

@@ -93,9 +93,12 @@ for p in bf16 fp16; do
 done
 if python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
   run 120 "$build/tests/gpu/export_run" "$work/bert-fp32.plan.json" 8 "$work/export"
+  # PyTorch's default attention dispatch (cuDNN's on this machine), profiled, then with cuDNN's kept off
+  run 240 python3 "$src/bench/pytorch/torch_twin.py" "$work/export" --device cuda --amp bf16 --warmup 3 --profile \
+    --out "$work/torch-bf16-default.json" || say "FAIL PyTorch eager bf16 (log above)"
   for p in bf16 fp16; do
     run 240 python3 "$src/bench/pytorch/torch_twin.py" "$work/export" --device cuda --amp "$p" --warmup 3 \
-      $([ $p = bf16 ] && echo --profile) --out "$work/torch-$p.json" || say "FAIL PyTorch eager $p (log above)"
+      --no-cudnn-attention --out "$work/torch-$p.json" || say "FAIL PyTorch eager $p (log above)"
   done
 else
   say "skip: PyTorch eager: no torch with CUDA here"
@@ -108,7 +111,9 @@ if [ -x "$build/tests/gpu/nccl_allreduce" ]; then run 120 "$build/tests/gpu/nccl
 # ---- 6. calibration ----
 run 240 "$build/calib/etcalib" bench --backend cuda --scenario "$work/bert-bf16.plan.json" --out "$out/micro-h200.json" &&
   run 120 "$build/calib/etcalib" fit "$out/micro-h200.json" "$out/bert-bf16.json" --base "$src/scenarios/profiles/h200.json" \
-    --precision bf16 --only-precision --out "$out/h200-etrun.json"
+    --precision bf16 --only-precision --out "$out/h200-etrun.json" &&
+  say "calibrated (in-sample, the bf16 run is in the fit): $("$build/calib/etcalib" report "$out/bert-bf16.json" \
+    --profile "$out/h200-etrun.json" 2>&1 | grep -m1 '^step (sum of ops)')"
 
 # ---- the table ----
 python3 "$src/tests/gpu/gpu_table.py" "$work" "$out" | tee "$out/table.md" | tee -a "$log"
