@@ -52,7 +52,7 @@ if cpu and tf:
                  f"{n} steps, last {a[n-1]:.4f} / {b[n-1]:.4f}, largest relative gap {rel:.2e}"))
 
 op_rows, by_name = [], {}
-for p in ("bf16", "fp16"):
+for p in ("bf16", "fp16", "tf32"):
     m = load(os.path.join(out, f"bert-{p}.json"))
     t = load(os.path.join(work, f"torch-{p}.json"))
     if not m:

@@ -82,11 +82,11 @@ import json, sys
 plan, work, src = sys.argv[1:]
 d = json.load(open(plan))
 d["data"]["lengths"]["file"] = src + "/scenarios/data/wikipedia-bert-seqlen-512.csv"
-for p in ("bf16", "fp16", "fp32"):
+for p in ("bf16", "fp16", "tf32", "fp32"):
     d["precision"] = p
     json.dump(d, open(f"{work}/bert-{p}.plan.json", "w"), indent=1)
 PY
-for p in bf16 fp16; do
+for p in bf16 fp16 tf32; do
   run 240 "$build/runtime/etrun" --backend cuda --out "$out/bert-$p.json" "$work/bert-$p.plan.json" ||
     say "FAIL etrun BERT-large $p (log above)"
   run 60 "$build/calib/etcalib" report "$out/bert-$p.json"
