@@ -214,11 +214,6 @@ int main(int argc, char **argv)
             be->name, comm->size);
         goto fail;
     }
-    if (rank == 0 && !o.quiet) {
-        char about[256];
-        be->describe(be, about, sizeof about);
-        fprintf(stderr, "etrun: backend %s: %s\n", be->name, about);
-    }
     if (rank == 0 && strcmp(be->name, "cpu") == 0) {
         char hint[512];
         rt_cpu_blas_hint(hint, sizeof hint);
@@ -239,6 +234,11 @@ int main(int argc, char **argv)
                 from, rt_cpu_blas_core());
     }
     if (rt_model_init_comm(&model, &plan.s, be, plan.seed, comm, &err)) goto fail;
+    if (rank == 0 && !o.quiet) { /* after the model set the products' arithmetic */
+        char about[256];
+        be->describe(be, about, sizeof about);
+        fprintf(stderr, "etrun: backend %s: %s\n", be->name, about);
+    }
     long long start = 0;
     if (o.resume && rt_checkpoint_load(o.resume, &model, &start, &err)) goto fail;
     const int steps = plan.steps, n_ops = model.graph.n_ops;

@@ -2,6 +2,8 @@
  * run in a moment (a few layers of at most 128 wide, short sequences, small batches), what etrun does with
  * it on one rank: the data generator draws a step's batches, the model is built on the CPU backend, and
  * one step runs forward, backward and the optimizer (a vocabulary of 2 once divided by zero there). */
+#include <string.h>
+
 #include "fuzz_common.h"
 #include "plan.h"
 #include "rt_backend.h"

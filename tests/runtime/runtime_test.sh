@@ -122,7 +122,9 @@ case $mode in
     expect_error "$work/measured.json" '"mlm_nsp" is not supported yet' "$etrun" --out "$work/measured.json" nsp.json
     variant "$bert" '.precision = "fp16" | .cluster.device = "a100-sxm4-80gb"' > fp16.json
     expect_error "$work/measured.json" "the cpu backend cannot train in fp16 (it trains in fp32)" "$etrun" --out "$work/measured.json" fp16.json
-    expect_error "$work/measured.json" 'no backend "cuda" in this build' "$etrun" --backend cuda --out "$work/measured.json" "$bert"
+    # without a GPU (or without nvcc) --backend cuda says why in one line, exits 2 and writes nothing
+    expect_error "$work/measured.json" 'etrun: error: backend "cuda": ' "$etrun" --backend cuda --out "$work/measured.json" "$bert"
+    [ "$(wc -l < "$work/err")" -eq 1 ] || { echo "FAIL: --backend cuda printed more than one line"; exit 1; }
     variant "$bert" '.run.backend = "tpu"' > tpu.json
     expect_error "$work/measured.json" '$.run.backend' "$etrun" --out "$work/measured.json" tpu.json ;;
   faults) # hostile and careless input: a diverged run, hand-edited checkpoints, outputs that are inputs
