@@ -150,22 +150,27 @@ static void run_product(cu_ctx *c, const attn_product *p, const rt_dev_batch *b,
 
 /* ---- the four products (column-major views of rt_kernels_impl.h's row-major ones) ---- */
 
+/* which of m, n, k are the sequence's length (the others the head width D) */
+typedef enum { SIZES_L_L_D, SIZES_D_L_L } attn_sizes;
+
+/* a product C = alpha op(A) op(B); `accumulate`: grouped-query heads add into their shared key/value head */
+static attn_product product(bool ta, bool tb, attn_sizes sizes, float alpha, bool accumulate, attn_operand a,
+                            attn_operand b, attn_operand c)
+{
+    attn_product p;
+    p.ta = ta, p.tb = tb, p.alpha = alpha, p.beta = 0.0f, p.accumulate_group = accumulate;
+    p.m_l = sizes == SIZES_L_L_D, p.n_l = true, p.k_l = sizes == SIZES_D_L_L;
+    p.a = a, p.b = b, p.c = c;
+    return p;
+}
+
 static void cu_attn_scores_fwd(rt_backend *be, const float *qkv, float *probs, const rt_dev_batch *b, int H,
                                int A, int KV)
 {
     const int D = H / A, ld = H + 2 * KV * D;
     /* S^T = K Q^T: S[i][j] = Q_i . K_j / sqrt(D) */
-    const attn_product p = {true,
-                            false,
-                            true,
-                            true,
-                            false,
-                            1.0f / sqrtf((float)D),
-                            0.0f,
-                            false,
-                            rows(qkv + H, ld, D, A / KV),
-                            rows(qkv, ld, D, 1),
-                            probs_of(probs)};
+    const attn_product p = product(true, false, SIZES_L_L_D, 1.0f / sqrtf((float)D), false,
+                                   rows(qkv + H, ld, D, A / KV), rows(qkv, ld, D, 1), probs_of(probs));
     run_product(cu_of(be), &p, b, H, A, KV);
 }
 
@@ -174,17 +179,9 @@ static void cu_attn_context_fwd(rt_backend *be, const float *qkv, const float *p
 {
     const int D = H / A, ld = H + 2 * KV * D;
     /* ctx = P V: ctx^T = V^T P^T */
-    const attn_product p = {false,
-                            false,
-                            false,
-                            true,
-                            true,
-                            1.0f,
-                            0.0f,
-                            false,
-                            rows(qkv + H + KV * D, ld, D, A / KV),
-                            probs_of(probs),
-                            rows(ctx, H, D, 1)};
+    const attn_product p =
+        product(false, false, SIZES_D_L_L, 1.0f, false, rows(qkv + H + KV * D, ld, D, A / KV),
+                probs_of(probs), rows(ctx, H, D, 1));
     run_product(cu_of(be), &p, b, H, A, KV);
 }
 
@@ -192,30 +189,11 @@ static void cu_attn_context_bwd(rt_backend *be, const float *qkv, const float *p
                                 float *dqkv, float *dprobs, const rt_dev_batch *b, int H, int A, int KV)
 {
     const int D = H / A, ld = H + 2 * KV * D;
-    /* dV = P^T dC: dV^T = dC^T P */
-    const attn_product dv = {false,
-                             true,
-                             false,
-                             true,
-                             true,
-                             1.0f,
-                             0.0f,
-                             true,
-                             rows(dctx, H, D, 1),
-                             probs_of(probs),
-                             rows(dqkv + H + KV * D, ld, D, A / KV)};
-    /* dP = dC V^T: dP^T = V dC^T */
-    const attn_product dp = {true,
-                             false,
-                             true,
-                             true,
-                             false,
-                             1.0f,
-                             0.0f,
-                             false,
-                             rows(qkv + H + KV * D, ld, D, A / KV),
-                             rows(dctx, H, D, 1),
-                             probs_of(dprobs)};
+    const attn_operand V = rows(qkv + H + KV * D, ld, D, A / KV), dC = rows(dctx, H, D, 1);
+    /* dV = P^T dC: dV^T = dC^T P; dP = dC V^T: dP^T = V dC^T */
+    const attn_product dv = product(false, true, SIZES_D_L_L, 1.0f, true, dC, probs_of(probs),
+                                    rows(dqkv + H + KV * D, ld, D, A / KV));
+    const attn_product dp = product(true, false, SIZES_L_L_D, 1.0f, false, V, dC, probs_of(dprobs));
     run_product(cu_of(be), &dv, b, H, A, KV);
     run_product(cu_of(be), &dp, b, H, A, KV);
 }
@@ -224,49 +202,16 @@ static void cu_attn_scores_bwd(rt_backend *be, const float *qkv, const float *ds
                                const rt_dev_batch *b, int H, int A, int KV)
 {
     const int D = H / A, ld = H + 2 * KV * D;
-    /* dQ = dS K: dQ^T = K^T dS^T */
-    const attn_product dq = {false,
-                             false,
-                             false,
-                             true,
-                             true,
-                             1.0f,
-                             0.0f,
-                             false,
-                             rows(qkv + H, ld, D, A / KV),
-                             probs_of(dscores),
-                             rows(dqkv, ld, D, 1)};
-    /* dK = dS^T Q: dK^T = Q^T dS */
-    const attn_product dk = {false,
-                             true,
-                             false,
-                             true,
-                             true,
-                             1.0f,
-                             0.0f,
-                             true,
-                             rows(qkv, ld, D, 1),
-                             probs_of(dscores),
-                             rows(dqkv + H, ld, D, A / KV)};
+    /* dQ = dS K: dQ^T = K^T dS^T; dK = dS^T Q: dK^T = Q^T dS */
+    const attn_product dq = product(false, false, SIZES_D_L_L, 1.0f, false, rows(qkv + H, ld, D, A / KV),
+                                    probs_of(dscores), rows(dqkv, ld, D, 1));
+    const attn_product dk = product(false, true, SIZES_D_L_L, 1.0f, true, rows(qkv, ld, D, 1),
+                                    probs_of(dscores), rows(dqkv + H, ld, D, A / KV));
     run_product(cu_of(be), &dq, b, H, A, KV);
     run_product(cu_of(be), &dk, b, H, A, KV);
 }
 
 /* ---- softmax over every row of the micro-batch: a warp a row ---- */
-
-__device__ __forceinline__ float warp_sum(float v)
-{
-    for (int o = 16; o > 0; o >>= 1)
-        v += __shfl_xor_sync(0xffffffffu, v, o);
-    return v;
-}
-
-__device__ __forceinline__ float warp_max(float v)
-{
-    for (int o = 16; o > 0; o >>= 1)
-        v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
-    return v;
-}
 
 /* row r of the A T rows (sequence by sequence, head by head): its sequence's length l, its index i within
  * its head, and where it starts in probs */

@@ -85,6 +85,21 @@ static inline unsigned cu_blocks(size_t n, int threads)
     return (unsigned)(b < 1 ? 1 : b > 65535u * 8u ? 65535u * 8u : b);
 }
 
+/* a warp's sum and maximum, every lane taking part */
+__device__ __forceinline__ float warp_sum(float v)
+{
+    for (int o = 16; o > 0; o >>= 1)
+        v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+
+__device__ __forceinline__ float warp_max(float v)
+{
+    for (int o = 16; o > 0; o >>= 1)
+        v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+    return v;
+}
+
 /* Column sums: out[c] += sum_r in[r * ld + c] (a bias gradient, a layer norm's beta gradient). */
 void cu_colsum_acc(cu_ctx *c, float *out, const float *in, int ld, int rows, int cols);
 /* The reductions' device scalars zeroed, and read back (synchronises). */

@@ -84,34 +84,38 @@ static void *slot_of(void *table, size_t size, int cap, const cu_gemm_key *key)
     }
 }
 
+/* a table of `cap` entries of `size` bytes moved into one of `new_cap` (NULL when out of memory) */
+static void *rehash(void *table, int cap, int new_cap, size_t size)
+{
+    char *t = (char *)calloc((size_t)new_cap, size);
+    if (!t) return NULL;
+    for (int i = 0; i < cap; i++) {
+        const char *e = (const char *)table + (size_t)i * size;
+        if (*(const int *)(e + sizeof(cu_gemm_key)))
+            memcpy(slot_of(t, size, new_cap, (const cu_gemm_key *)e), e, size);
+    }
+    free(table);
+    return t;
+}
+
 /* tables at most half full: grown (rehashed) or, for plans past CU_MAX_PLANS, emptied */
 static int make_room(cu_ctx *c)
 {
-    if (2 * (c->n_plans + 1) > c->cap_plans) {
-        if (c->n_plans >= CU_MAX_PLANS) {
-            for (int i = 0; i < c->cap_plans; i++)
-                if (c->plans[i].used) destroy_plan(&c->plans[i]);
-            c->n_plans = 0;
-        } else {
-            const int cap = c->cap_plans ? 2 * c->cap_plans : 1024;
-            cu_gemm_plan *t = (cu_gemm_plan *)calloc((size_t)cap, sizeof *t);
-            if (!t) return -1;
-            for (int i = 0; i < c->cap_plans; i++)
-                if (c->plans[i].used)
-                    *(cu_gemm_plan *)slot_of(t, sizeof *t, cap, &c->plans[i].key) = c->plans[i];
-            free(c->plans);
-            c->plans = t, c->cap_plans = cap;
-        }
+    if (2 * (c->n_plans + 1) > c->cap_plans && c->n_plans >= CU_MAX_PLANS) {
+        for (int i = 0; i < c->cap_plans; i++)
+            if (c->plans[i].used) destroy_plan(&c->plans[i]);
+        c->n_plans = 0;
+    } else if (2 * (c->n_plans + 1) > c->cap_plans) {
+        const int cap = c->cap_plans ? 2 * c->cap_plans : 1024;
+        void *t = rehash(c->plans, c->cap_plans, cap, sizeof *c->plans);
+        if (!t) return -1;
+        c->plans = (cu_gemm_plan *)t, c->cap_plans = cap;
     }
     if (2 * (c->n_algos + 1) > c->cap_algos) {
         const int cap = c->cap_algos ? 2 * c->cap_algos : 256;
-        cu_algo_entry *t = (cu_algo_entry *)calloc((size_t)cap, sizeof *t);
+        void *t = rehash(c->algos, c->cap_algos, cap, sizeof *c->algos);
         if (!t) return -1;
-        for (int i = 0; i < c->cap_algos; i++)
-            if (c->algos[i].used)
-                *(cu_algo_entry *)slot_of(t, sizeof *t, cap, &c->algos[i].key) = c->algos[i];
-        free(c->algos);
-        c->algos = t, c->cap_algos = cap;
+        c->algos = (cu_algo_entry *)t, c->cap_algos = cap;
     }
     return 0;
 }
@@ -160,27 +164,19 @@ static int ask_heuristic(cu_ctx *c, cu_gemm_plan *p)
     LT_CHECK(c, cublasLtMatmulPreferenceCreate(&pref), "creating a heuristic preference");
     if (!pref) return -1;
     const uint64_t ws = c->workspace_bytes;
-    const uint32_t aa = (uint32_t)key->align_a, ab = (uint32_t)key->align_b, ac = (uint32_t)key->align_c;
     LT_CHECK(
         c,
         cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws),
         "setting the workspace");
-    LT_CHECK(c,
-             cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &aa,
-                                                  sizeof aa),
-             "setting A's alignment");
-    LT_CHECK(c,
-             cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &ab,
-                                                  sizeof ab),
-             "setting B's alignment");
-    LT_CHECK(c,
-             cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &ac,
-                                                  sizeof ac),
-             "setting C's alignment");
-    LT_CHECK(c,
-             cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &ac,
-                                                  sizeof ac),
-             "setting D's alignment");
+    /* the operands' alignments (D is C) */
+    const cublasLtMatmulPreferenceAttributes_t attr[4] = {
+        CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+        CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};
+    const uint32_t align[4] = {(uint32_t)key->align_a, (uint32_t)key->align_b, (uint32_t)key->align_c,
+                               (uint32_t)key->align_c};
+    for (int i = 0; i < 4; i++)
+        LT_CHECK(c, cublasLtMatmulPreferenceSetAttribute(pref, attr[i], &align[i], sizeof align[i]),
+                 "setting an operand's alignment");
     cublasLtMatmulHeuristicResult_t result;
     int found = 0;
     memset(&result, 0, sizeof result);

@@ -9,20 +9,6 @@
 
 #define ROWS_PER_BLOCK 8 /* warps of 32 threads: 256-thread blocks */
 
-__device__ __forceinline__ float warp_sum(float v)
-{
-    for (int o = 16; o > 0; o >>= 1)
-        v += __shfl_xor_sync(0xffffffffu, v, o);
-    return v;
-}
-
-__device__ __forceinline__ float warp_max(float v)
-{
-    for (int o = 16; o > 0; o >>= 1)
-        v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
-    return v;
-}
-
 static unsigned row_blocks(int rows)
 {
     return (unsigned)((rows + ROWS_PER_BLOCK - 1) / ROWS_PER_BLOCK);

@@ -34,22 +34,19 @@ rows.append(("conformance (every family, fp32/tf32/bf16/fp16, against double)", 
 elem = log_line(r"^elementwise math:")
 rows.append(("per-element math shared with the host", elem.split(": ", 1)[1] if elem else "not run"))
 
-cpu, gpu = load(os.path.join(work, "tiny-cpu.json")), load(os.path.join(work, "tiny-cuda.json"))
-if cpu and gpu:
-    a, b = cpu["loss"], gpu["loss"]
+def loss_gap(label, ref, got):
+    """The largest relative gap between two runs' loss curves, as a table row."""
+    if not (ref and got):
+        return (label, "not run")
+    a, b = ref["loss"], got["loss"]
     n = min(len(a), len(b))
     rel = max(abs(x - y) / max(abs(x), 1e-9) for x, y in zip(a[:n], b[:n]))
-    rows.append(("tiny-gpt 50 steps, same weights: loss CUDA vs CPU",
-                 f"{n} steps, first {a[0]:.4f} / {b[0]:.4f}, last {a[n-1]:.4f} / {b[n-1]:.4f}, largest relative gap {rel:.2e}"))
-else:
-    rows.append(("tiny-gpt 50 steps, CUDA vs CPU", "not run"))
-tf = load(os.path.join(work, "tiny-tf32.json"))
-if cpu and tf:
-    a, b = cpu["loss"], tf["loss"]
-    n = min(len(a), len(b))
-    rel = max(abs(x - y) / max(abs(x), 1e-9) for x, y in zip(a[:n], b[:n]))
-    rows.append(("tiny-gpt 50 steps: loss CUDA tf32 vs CPU fp32",
-                 f"{n} steps, last {a[n-1]:.4f} / {b[n-1]:.4f}, largest relative gap {rel:.2e}"))
+    return (label, f"{n} steps, first {a[0]:.4f} / {b[0]:.4f}, last {a[n-1]:.4f} / {b[n-1]:.4f}, largest relative gap {rel:.2e}")
+
+
+cpu = load(os.path.join(work, "tiny-cpu.json"))
+rows.append(loss_gap("tiny-gpt 50 steps, same weights: loss CUDA vs CPU", cpu, load(os.path.join(work, "tiny-cuda.json"))))
+rows.append(loss_gap("tiny-gpt 50 steps: loss CUDA tf32 vs CPU fp32", cpu, load(os.path.join(work, "tiny-tf32.json"))))
 
 op_rows, by_name = [], {}
 for p in ("bf16", "fp16", "tf32"):
