@@ -148,9 +148,12 @@ int rt_model_init_comm(rt_model *m, const et_scenario *s, rt_backend *be, unsign
     m->T_cap = (int)(s->batch.local * s->data.seq_len);
     m->P_cap = m->T_cap;
     if (alloc_state(m, err)) return -1;
-    /* the model's buckets (cut by the gradient bytes the cost model reduces, kept values for sparse plans
-     * unless they reduce dense gradients); each is reduced as its dense slice, the layout etrun holds */
-    if (et_buckets_build(&m->graph, s->parallel.bucket_bytes, 4, &m->buckets, &m->n_buckets, err)) return -1;
+    /* the model's buckets, cut as the cost model cuts them (model/analytic.c, sim/step_sim.c): by the
+     * gradient bytes it reduces in the plan's precision, kept values for sparse plans unless they reduce
+     * dense gradients; each is reduced as its dense fp32 slice, the layout etrun holds */
+    if (et_buckets_build(&m->graph, s->parallel.bucket_bytes, et_precision_bytes(s->precision), &m->buckets,
+                         &m->n_buckets, err))
+        return -1;
     if (rt_acts_alloc(m, err) || bind_named_params(m, err)) return -1;
     if (rt_init_params(m, err)) return -1;
     if (rt_bind_ops(m, err)) return -1; /* also draws tensor-train cores at their own scale */
