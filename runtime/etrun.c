@@ -154,6 +154,14 @@ int main(int argc, char **argv)
             for (int i = 0; rt_backend_names[i]; i++)
                 printf(" %s", rt_backend_names[i]);
             printf("\nblas_core: %s\nblas_threads: %d\n", rt_cpu_blas_core(), rt_cpu_blas_threads());
+            for (int i = 0; rt_backend_names[i]; i++) { /* each GPU backend's device, or why there is none */
+                if (strcmp(rt_backend_names[i], "cpu") == 0) continue;
+                et_error berr;
+                rt_backend *gpu = rt_backend_create(rt_backend_names[i], &berr);
+                char about[256];
+                if (gpu) gpu->describe(gpu, about, sizeof about), gpu->destroy(gpu);
+                printf("%s_device: %s\n", rt_backend_names[i], gpu ? about : berr.text);
+            }
             if (from) printf("blas_core_detected: %s (OPENBLAS_CORETYPE set by etrun)\n", from);
             if (hint[0]) printf("warning: %s\n", hint);
         }

@@ -312,8 +312,11 @@ extern "C" rt_backend *rt_backend_cuda_create(int ordinal, et_error *err)
     int count = 0;
     cudaError_t e = cudaGetDeviceCount(&count);
     if (e != cudaSuccess || count == 0) {
-        et_error_set(err, NULL, 0, 0, NULL, "backend \"cuda\": no CUDA device (%s)",
-                     e != cudaSuccess ? cudaGetErrorString(e) : "the driver reports none");
+        et_error_set(err, NULL, 0, 0, NULL, "backend \"cuda\": no CUDA device (%s%s)",
+                     e != cudaSuccess ? cudaGetErrorString(e) : "the driver reports none",
+                     e == cudaErrorInsufficientDriver
+                         ? ": no NVIDIA driver here, or one older than this CUDA runtime"
+                         : "");
         (void)cudaGetLastError();
         return NULL;
     }

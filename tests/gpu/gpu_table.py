@@ -95,8 +95,10 @@ except OSError:
     rows.append(("linear-layer rates", "not run"))
 
 nccl = log_line(r"^verdict:")
-big = log_line(r"^\s+1073741824 ")
-rows.append(("NCCL all-reduce, one rank", f"{nccl or 'not run'}; 1 GiB: {big.split()[2] + ' GB/s algbw' if big else '-'}"))
+big = log_line(r"^\s+\d{6,}\s+[\d.]+\s+[\d.]+\s+[\d.]+$")  # the largest size, printed last
+rows.append(("NCCL all-reduce, one rank",
+             f"{nccl or 'not run'}; largest size {float(big.split()[0]) / 2**20:.0f} MiB at {big.split()[2]} GB/s algbw"
+             if big else (nccl or "not run")))
 prof = load(os.path.join(out, "h200-etrun.json"))
 cal = log_line(r"^calibrated")
 rows.append(("etcalib bench + fit: H200 profile (h200-etrun.json)",
