@@ -29,6 +29,6 @@ rt_backend *rt_backend_create(const char *name, et_error *err)
     for (int i = 0; rt_backend_names[i]; i++)
         snprintf(have + strlen(have), sizeof have - strlen(have), "%s%s", i ? ", " : "", rt_backend_names[i]);
     et_error_set(err, NULL, 0, 0, NULL, "backend \"%s\": not in this build of etrun (it has: %s%s)", name,
-                 have, strcmp(name, "cuda") == 0 ? "; the build found no nvcc" : "");
+                 have, strcmp(name, "cuda") == 0 ? "; CMake found no nvcc, or was given -DET_CUDA=OFF" : "");
     return NULL;
 }
