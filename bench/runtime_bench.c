@@ -170,7 +170,7 @@ int main(int argc, char **argv)
                  dram_copy = copy_gbps(256u << 20);
     double t[K_COUNT] = {0}, flops[K_COUNT] = {0}, bytes[K_COUNT] = {0}, largest_tensor = 0;
     double step_time = 0, tokens = 0, predicted = 0;
-    et_hyper h = {1e-4, 0.9, 0.999, 1e-8, 0.01, 0};
+    et_hyper h = {1e-4, 0.9, 0.999, 1e-8, 0.01, 0, 1};
     double *pred = calloc((size_t)m.graph.n_ops, sizeof *pred);
     et_batch_shape *last_shapes = calloc((size_t)data.accum, sizeof *last_shapes);
     for (int step = 0; step <= steps; step++) {

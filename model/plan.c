@@ -10,9 +10,21 @@
 
 static int read_run(const char *path, json_t *root, et_plan *p, et_error *err)
 {
-    static const char *const keys[] = {
-        "steps", "warmup_steps",     "learning_rate",   "beta1",     "beta2",   "eps", "weight_decay", "seed",
-        "data",  "checkpoint_every", "lr_warmup_steps", "log_every", "backend", NULL};
+    static const char *const keys[] = {"steps",
+                                       "warmup_steps",
+                                       "learning_rate",
+                                       "beta1",
+                                       "beta2",
+                                       "eps",
+                                       "weight_decay",
+                                       "seed",
+                                       "data",
+                                       "checkpoint_every",
+                                       "lr_warmup_steps",
+                                       "log_every",
+                                       "backend",
+                                       "loss_scale",
+                                       NULL};
     static const char *const backends[] = {"auto", "cpu", "cuda", NULL};
     static const char *const data_keys[] = {"source", "file", NULL};
     static const char *const sources[] = {"synthetic", "file", NULL};
@@ -40,7 +52,8 @@ static int read_run(const char *path, json_t *root, et_plan *p, et_error *err)
         et_json_get_number(&r, run, "$.run", "beta1", false, 0.9, 0, 0.999999, &p->hyper.beta1) ||
         et_json_get_number(&r, run, "$.run", "beta2", false, 0.999, 0, 0.999999, &p->hyper.beta2) ||
         et_json_get_positive(&r, run, "$.run", "eps", false, 1e-8, &p->hyper.eps) ||
-        et_json_get_number(&r, run, "$.run", "weight_decay", false, 0.01, 0, 1, &p->hyper.weight_decay))
+        et_json_get_number(&r, run, "$.run", "weight_decay", false, 0.01, 0, 1, &p->hyper.weight_decay) ||
+        et_json_get_number(&r, run, "$.run", "loss_scale", false, 65536, 1, 1e15, &p->hyper.loss_scale))
         return -1;
     if (et_json_get_object(&r, run, "$.run", "data", false, data_keys, &data)) return -1;
     if (data) {

@@ -19,7 +19,8 @@
 
 typedef struct et_hyper {
     double lr, beta1, beta2, eps, weight_decay;
-    int warmup_steps; /* linear learning-rate warm-up over this many updates (0: none) */
+    int warmup_steps;  /* linear learning-rate warm-up over this many updates (0: none) */
+    double loss_scale; /* fp16: the dynamic loss scale's first value (PyTorch's GradScaler's, 65536) */
 } et_hyper;
 
 typedef struct et_plan {

@@ -136,6 +136,9 @@ static void print_summary(const options *o, const et_plan *p, const rt_model *m,
         log->steps, comm->size, comm->size == 1 ? "" : "s", m->be->name, med * 1e3, log->measured,
         log->tokens_per_step / med, log->flops_per_step / med / 1e12, log->loss[0], log->loss[log->steps - 1],
         o->out);
+    if (p->s.precision == ET_FP16)
+        fprintf(stderr, "etrun: fp16 loss scale %g -> %g, %lld update%s skipped for a non-finite gradient\n",
+                p->hyper.loss_scale, m->loss_scale, m->skipped_steps, m->skipped_steps == 1 ? "" : "s");
 }
 
 int main(int argc, char **argv)
@@ -242,6 +245,7 @@ int main(int argc, char **argv)
                 from, rt_cpu_blas_core());
     }
     if (rt_model_init_comm(&model, &plan.s, be, plan.seed, comm, &err)) goto fail;
+    rt_model_set_loss_scale(&model, plan.s.precision == ET_FP16 ? plan.hyper.loss_scale : 1);
     if (rank == 0 && !o.quiet) { /* after the model set the products' arithmetic */
         char about[256];
         be->describe(be, about, sizeof about);
@@ -315,13 +319,13 @@ int main(int argc, char **argv)
                          step + 1, sums[0]);
             break;
         }
-        rt_model_update(&model, &plan.hyper);
+        const int skipped = rt_model_update(&model, &plan.hyper); /* fp16: an overflow skips the update */
         if (be->failure(be)) { /* a device error: every backend call since has returned at once */
             et_error_set_code(&err, ET_ERROR_INTERNAL, NULL, 0, 0, NULL,
                               "the %s backend failed at step %lld: %s", be->name, step + 1, be->failure(be));
             goto fail;
         }
-        if (!isfinite(model.last_grad_norm)) {
+        if (!skipped && !isfinite(model.last_grad_norm)) {
             et_error_set(
                 &diverged, o.plan, 0, 0, NULL,
                 "training diverged at step %lld: the gradient norm is %g (op optimizer.grad_norm); lower "

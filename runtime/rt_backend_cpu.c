@@ -11,6 +11,7 @@
 
 #include "rt_backend.h"
 #include "rt_blas.h"
+#include "rt_elementwise.h"
 #include "rt_kernels.h"
 #include "rt_vector.h"
 #include "wall_clock.h"
@@ -33,6 +34,9 @@ const char *const rt_kernel_family_names[] = {"buffers",
                                               NULL};
 
 typedef struct cpu_ctx {
+    rt_gemm_math math;
+    float *round[3]; /* the linear layers' inputs rounded to the products' arithmetic (x, W, dy) */
+    size_t round_n[3];
     int n_ops;
     double *begin,
         *elapsed; /* per op: wall-clock start of the open bracket, seconds since the last collect */
@@ -44,10 +48,29 @@ static bool cpu_supports(const rt_backend *be, rt_kernel_family family)
     return family >= 0 && family < RT_FAMILY_COUNT;
 }
 
+/* The products' arithmetic: fp32, or (as the CUDA backend's tensor cores read their inputs) the linear
+ * layers' inputs rounded to tf32, bf16 or fp16 values before an fp32 product; attention stays fp32 here. */
 static int cpu_set_gemm_math(rt_backend *be, rt_gemm_math math)
 {
-    (void)be;
-    return math == RT_GEMM_FP32 ? 0 : -1;
+    if (math < 0 || math >= RT_GEMM_MATH_COUNT) return -1;
+    ((cpu_ctx *)be->ctx)->math = math;
+    return 0;
+}
+
+/* src[n] rounded to the arithmetic's inputs into scratch slot k; NULL when out of memory */
+static const float *rounded(cpu_ctx *c, int k, const float *src, size_t n)
+{
+    if (c->round_n[k] < n) {
+        float *p = realloc(c->round[k], n * sizeof *p);
+        if (!p) return NULL;
+        c->round[k] = p, c->round_n[k] = n;
+    }
+    float *d = c->round[k];
+    for (size_t i = 0; i < n; i++)
+        d[i] = c->math == RT_GEMM_TF32   ? rt_round_tf32(src[i])
+               : c->math == RT_GEMM_BF16 ? rt_round_bf16(src[i])
+                                         : rt_round_fp16(src[i]);
+    return d;
 }
 
 static void cpu_describe(const rt_backend *be, char *buf, size_t size)
@@ -125,7 +148,11 @@ static void cpu_copy_2d(rt_backend *be, float *dst, int ld_dst, const float *src
 static void cpu_linear_fwd(rt_backend *be, const float *x, const float *W, const float *b, float *y, int T,
                            int n_in, int n_out)
 {
-    (void)be;
+    cpu_ctx *c = be->ctx;
+    if (c->math != RT_GEMM_FP32) {
+        const float *xr = rounded(c, 0, x, (size_t)T * n_in), *Wr = rounded(c, 1, W, (size_t)n_out * n_in);
+        if (xr && Wr) x = xr, W = Wr; /* out of memory: the product stays fp32 */
+    }
     rt_linear_fwd_f(x, W, b, y, T, n_in, n_out);
 }
 
@@ -136,7 +163,16 @@ static void cpu_bias_grad(rt_backend *be, float *db, const float *dy, int ld, in
 static void cpu_linear_bwd(rt_backend *be, const float *x, const float *W, const float *dy, float *dx,
                            float *dW, float *db, int T, int n_in, int n_out)
 {
-    rt_linear_bwd_f(x, W, dy, dx, dW, NULL, T, n_in, n_out);
+    cpu_ctx *c = be->ctx;
+    const float *xr = x, *Wr = W, *dyr = dy;
+    if (c->math != RT_GEMM_FP32) {
+        /* x is read for dW only, W for dx only (either may be NULL when its gradient is not asked for) */
+        const float *a = dW ? rounded(c, 0, x, (size_t)T * n_in) : x,
+                    *w = dx ? rounded(c, 1, W, (size_t)n_out * n_in) : W,
+                    *d = rounded(c, 2, dy, (size_t)T * n_out);
+        if ((a || !dW) && (w || !dx) && d) xr = a, Wr = w, dyr = d;
+    }
+    rt_linear_bwd_f(xr, Wr, dyr, dx, dW, NULL, T, n_in, n_out);
     if (db) cpu_bias_grad(be, db, dy, n_out, T, n_out);
 }
 
@@ -499,7 +535,7 @@ static void cpu_destroy(rt_backend *be)
 {
     if (!be) return;
     cpu_ctx *c = be->ctx;
-    if (c) free(c->begin), free(c->elapsed), free(c);
+    if (c) free(c->begin), free(c->elapsed), free(c->round[0]), free(c->round[1]), free(c->round[2]), free(c);
     free(be);
 }
 

@@ -9,6 +9,7 @@
 #define ET_RT_ELEMENTWISE_H
 
 #include <math.h>
+#include <string.h>
 
 #ifdef __CUDACC__
 #define RT_HD __host__ __device__ static inline
@@ -86,6 +87,57 @@ RT_HD void rt_rotate_pair(float *a, float *b, float c, float s)
     const float x = *a, y = *b;
     *a = x * c - y * s;
     *b = x * s + y * c;
+}
+
+/* ---- the products' 16-bit and tf32 inputs, as float values: round to nearest, ties to even ---- */
+
+RT_HD unsigned rt_float_bits(float x)
+{
+    unsigned u;
+    memcpy(&u, &x, sizeof u);
+    return u;
+}
+
+RT_HD float rt_bits_float(unsigned u)
+{
+    float x;
+    memcpy(&x, &u, sizeof x);
+    return x;
+}
+
+/* x with its mantissa rounded to `keep` of its 23 bits (NaN and infinity unchanged; a carry into the
+ * exponent is the correct rounding, up to infinity) */
+RT_HD float rt_round_mantissa(float x, int keep)
+{
+    const unsigned u = rt_float_bits(x), drop = 23u - (unsigned)keep;
+    if ((u & 0x7f800000u) == 0x7f800000u) return x;
+    const unsigned half = (1u << (drop - 1)) - 1u + ((u >> drop) & 1u);
+    return rt_bits_float((u + half) & ~((1u << drop) - 1u));
+}
+
+/* bfloat16: 8 bits of exponent, 7 of mantissa */
+RT_HD float rt_round_bf16(float x)
+{
+    return rt_round_mantissa(x, 7);
+}
+
+/* tf32 as the tensor cores read fp32: 10 bits of mantissa */
+RT_HD float rt_round_tf32(float x)
+{
+    return rt_round_mantissa(x, 10);
+}
+
+/* IEEE half: 10 bits of mantissa, 5 of exponent: above 65504 (after rounding) infinity, below 2^-14
+ * multiples of 2^-24 (subnormals) */
+RT_HD float rt_round_fp16(float x)
+{
+    const float a = fabsf(x);
+    if (!(a < 65520.0f)) return a != a ? x : (x < 0 ? -INFINITY : INFINITY); /* NaN stays; overflow */
+    if (a < 6.103515625e-05f) {                                              /* 2^-14: the subnormal grid */
+        const float q = 5.9604644775390625e-08f;                             /* 2^-24 */
+        return rintf(x / q) * q;
+    }
+    return rt_round_mantissa(x, 10);
 }
 
 #endif

@@ -4,6 +4,7 @@
 #include "rt_blas.h"
 #include <jansson.h>
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -117,11 +118,13 @@ static json_t *provenance(const rt_model *m, const rt_comm *comm)
                      comm->size, "blas_threads", rt_blas_thread_count(), "blas_core", rt_cpu_blas_core());
 }
 
+/* One value a step; null where a value is not finite (JSON has no infinity: an fp16 step whose gradient
+ * overflowed and was skipped), so the array stays aligned with the steps. */
 static json_t *doubles(const double *v, int n)
 {
     json_t *a = json_array();
     for (int k = 0; k < n; k++)
-        json_array_append_new(a, json_real(v[k]));
+        json_array_append_new(a, isfinite(v[k]) ? json_real(v[k]) : json_null());
     return a;
 }
 
@@ -238,6 +241,11 @@ int rt_measured_write(const char *path, const char *plan_path, const et_plan *p,
             json_object_set_new(j, "device_profile", json_string(p->s.cluster.device.name));
             json_object_set_new(j, "batch_shapes", batch_shapes(log));
             if (log->stopped[0]) json_object_set_new(j, "stopped", json_string(log->stopped));
+            if (p->s.precision ==
+                ET_FP16) /* the dynamic loss scale: where it ended, the updates it skipped */
+                json_object_set_new(j, "loss_scale",
+                                    json_pack("{s:f, s:f, s:I}", "initial", p->hyper.loss_scale, "final",
+                                              m->loss_scale, "skipped_steps", (json_int_t)m->skipped_steps));
         }
         free(real);
         rc = j ? et_atomic_write_json(path, j, err)

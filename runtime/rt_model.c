@@ -59,8 +59,7 @@ static int choose_gemm_math(const et_scenario *s, rt_backend *be, et_error *err)
     if (math == RT_GEMM_MATH_COUNT || be->set_gemm_math(be, math))
         return et_error_set(err, s->source, 0, 0, "$.precision", "the %s backend cannot train in %s (%s)",
                             be->name, et_precision_names[s->precision],
-                            strcmp(be->name, "cpu") == 0 ? "it trains in fp32"
-                                                         : "its products run fp32, tf32, bf16 and fp16");
+                            "its products run fp32, tf32, bf16 and fp16");
     return 0;
 }
 
@@ -122,6 +121,7 @@ int rt_model_init_comm(rt_model *m, const et_scenario *s, rt_backend *be, unsign
     m->seed = seed;
     m->comm = comm;
     m->ep = s->parallel.expert > 1 ? s->parallel.expert : 1;
+    m->loss_scale = 1;
     if (refuse_unsupported(s, err) || choose_gemm_math(s, be, err)) return -1;
     if (m->ep > 1) {
         if (!comm || comm->size % m->ep)
@@ -214,7 +214,7 @@ int rt_model_step_micro(rt_model *m, const rt_batch *b, double norm, rt_grad_rea
     if (b->T > m->T_cap || b->P > m->P_cap || b->B > m->T_cap) return -1;
     rt_backend *be = m->be;
     upload_batch(m, b);
-    m->acts->norm = norm;
+    m->acts->norm = norm / m->loss_scale; /* the loss's gradient scaled, the loss itself not */
     for (int i = 0; i < m->graph.n_ops; i++) {
         const et_op *op = &m->graph.ops[i];
         if (op->phase == ET_PHASE_OPTIMIZER) continue;

@@ -11,8 +11,9 @@
  * from one reverse contraction, timed under `.bwd_data` (`.bwd_weight` adds the bias gradient).
  *
  * Contract: rt_model_init() fails with *err for unsupported plans (tensor or pipeline parallelism, ZeRO,
- * 16-bit precision, tensor-train embeddings or rank schedules, recomputation, the next-sentence head) and
- * for ops the backend cannot run. The model does not own the backend. Times are per op, in seconds. */
+ * a precision the backend's products lack, tensor-train embeddings or rank schedules, recomputation, the
+ * next-sentence head) and for ops the backend cannot run. The model does not own the backend. Times are per
+ * op, in seconds. */
 #ifndef ET_RT_MODEL_H
 #define ET_RT_MODEL_H
 
@@ -50,6 +51,11 @@ struct rt_model {
     double loss_sum;                      /* summed loss of the current step on this rank */
     double last_grad_norm; /* global gradient norm before clipping (clip after all-reduce), else 0 */
     long long adam_t;
+    /* fp16's dynamic loss scale (rt_model_set_loss_scale; 1: none): the loss's gradient is scaled by it,
+     * an update with a non-finite gradient is skipped and halves it, 2000 good ones double it */
+    double loss_scale;
+    int good_steps;
+    long long skipped_steps;
     rt_tt_record *tt_records; /* tensor-train layers: per (layer, role) */
     unsigned long long seed;
     /* expert parallelism (parallelism.expert x > 1): the communicator of the experts' all-to-alls, and
@@ -78,8 +84,12 @@ double rt_model_grad_sq(const rt_model *m, size_t first, size_t count);
 void rt_model_scale_grads(rt_model *m, size_t first, size_t count, double factor);
 /* The optimizer ops of the graph, each timed under its id: the global-norm clip (clip after all-reduce,
  * the gradients being the reduced ones), then Adam/AdamW (one fused pass) or LAMB (update, trust ratio,
- * apply). Collects the step's op timers into op_time. */
-void rt_model_update(rt_model *m, const et_hyper *h);
+ * apply). Collects the step's op timers into op_time. Returns 1 when a loss-scaled step's gradients were
+ * not finite and the update was skipped (the scale halved), else 0. */
+int rt_model_update(rt_model *m, const et_hyper *h);
+/* Dynamic loss scaling from `initial` (fp16 plans; 1 turns it off), as PyTorch's GradScaler: halve on a
+ * non-finite gradient and skip the update, double after 2000 finite ones in a row. */
+void rt_model_set_loss_scale(rt_model *m, double initial);
 /* Host copies of the training state (any pointer may be NULL): n_params floats each. */
 void rt_model_get_state(const rt_model *m, float *params, float *m1, float *v, float *grads);
 void rt_model_set_state(rt_model *m, const float *params, const float *m1, const float *v);

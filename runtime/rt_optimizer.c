@@ -1,6 +1,6 @@
 /* The optimizer ops of the graph on the model's backend, each bracketed by its op timer: the global-norm
- * clip, then Adam/AdamW in one fused pass over the flat buffer, or LAMB per tensor (update and norms, trust
- * ratio, apply). */
+ * clip (and fp16's loss-scale check), then Adam/AdamW in one fused pass over the flat buffer, or LAMB per
+ * tensor (update and norms, trust ratio, apply). */
 #include <math.h>
 
 #include "rt_exec.h"
@@ -25,19 +25,39 @@ static void end(rt_model *m, int op)
     if (op >= 0) m->be->op_timer_end(m->be, op);
 }
 
-void rt_model_update(rt_model *m, const et_hyper *h)
+/* PyTorch's GradScaler: growth_interval 2000, growth_factor 2, backoff_factor 0.5 (torch.amp.GradScaler) */
+#define LOSS_SCALE_GROWTH_INTERVAL 2000
+
+void rt_model_set_loss_scale(rt_model *m, double initial)
+{
+    m->loss_scale = initial >= 1 ? initial : 1;
+    m->good_steps = 0;
+}
+
+int rt_model_update(rt_model *m, const et_hyper *h)
 {
     rt_backend *be = m->be;
     const et_scenario *s = m->s;
     const int op_norm = et_graph_find(&m->graph, "optimizer.grad_norm");
+    const double S = m->loss_scale;
     float clip = 1;
-    if (s->optimizer.clip == ET_CLIP_AFTER_ALLREDUCE) {
-        /* every rank holds the same reduced gradient: the global norm needs no further communication */
+    if (s->optimizer.clip == ET_CLIP_AFTER_ALLREDUCE || S != 1) {
+        /* every rank holds the same reduced gradient: the global norm needs no further communication; a
+         * loss-scaled step needs it to find an overflow (timed under grad_norm where the graph has it) */
         begin(m, op_norm);
-        double total = sqrt(be->sum_sq(be, m->grads, m->n_params)), max = s->optimizer.max_grad_norm;
+        double total = sqrt(be->sum_sq(be, m->grads, m->n_params)) / S, max = s->optimizer.max_grad_norm;
         m->last_grad_norm = total;
-        if (total > max) clip = (float)(max / (total + 1e-6)); /* applied inside the update: one pass less */
+        if (s->optimizer.clip == ET_CLIP_AFTER_ALLREDUCE && total > max)
+            clip = (float)(max / (total + 1e-6)); /* applied inside the update: one pass less */
         end(m, op_norm);
+        if (S != 1 && !isfinite(total)) { /* an overflow in a 16-bit product: skip, and halve the scale */
+            m->skipped_steps++;
+            m->loss_scale = S / 2 >= 1 ? S / 2 : 1;
+            m->good_steps = 0;
+            be->op_timers_collect(be, m->op_time, m->graph.n_ops);
+            return 1;
+        }
+        if (S != 1 && ++m->good_steps == LOSS_SCALE_GROWTH_INTERVAL) m->loss_scale = S * 2, m->good_steps = 0;
     }
     m->adam_t++;
     const double warm =
@@ -51,7 +71,7 @@ void rt_model_update(rt_model *m, const et_hyper *h)
         .c1 = (float)(1 - pow(h->beta1, (double)m->adam_t)),
         .c2 = (float)(1 - pow(h->beta2, (double)m->adam_t)),
         .decoupled_decay = s->optimizer.name != ET_OPT_ADAM,
-        .grad_scale = clip,
+        .grad_scale = (float)(clip / S), /* the clip and the loss scale's inverse, in the update's pass */
     };
     if (s->optimizer.name != ET_OPT_LAMB) {
         const int op = et_graph_find(&m->graph, "optimizer.step");
@@ -79,4 +99,5 @@ void rt_model_update(rt_model *m, const et_hyper *h)
         }
     }
     be->op_timers_collect(be, m->op_time, m->graph.n_ops);
+    return 0;
 }

@@ -51,11 +51,12 @@ void rt_reducer_on_grad_ready(void *ctx, int op_index)
         rt_model_bucket_slice(m, k, &first, &count);
         if (r->clip_per_bucket) {
             /* clip this bucket by its own local norm before it is reduced: no wait for the last bucket */
-            double norm = sqrt(rt_model_grad_sq(m, first, count));
+            /* norms of the unscaled gradients (fp16's loss scale divided out) */
+            double norm = sqrt(rt_model_grad_sq(m, first, count)) / m->loss_scale;
             r->rec[k].norm_before = r->rec[k].norm_after = norm;
             if (norm > r->max_norm) { /* measured again, not assumed: measured.json shows what was reduced */
                 rt_model_scale_grads(m, first, count, r->max_norm / (norm + 1e-6));
-                r->rec[k].norm_after = sqrt(rt_model_grad_sq(m, first, count));
+                r->rec[k].norm_after = sqrt(rt_model_grad_sq(m, first, count)) / m->loss_scale;
             }
         }
         r->rec[k].start_s = et_wall_seconds() - r->step_t0;

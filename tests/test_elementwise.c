@@ -1,7 +1,11 @@
 /* test_elementwise: runtime/rt_elementwise.h's per-element functions, which the CUDA kernels call on the
  * device, compiled here for the host and checked against the double reference kernels (rt_kernels.h's _d
- * instantiation) over a grid of inputs: relative error bound 2e-6 (float's 2^-23 rounding over a few
- * operations, and tanhf, expf and sqrtf within their ulp bounds). */
+ * instantiation) over a grid of inputs: error |got - ref| / max(|ref|, scale) within 1e-5, the scale being
+ * each quantity's size (1 for activations, whose float cancellation in 1 + tanh near -8 is absolute; the
+ * moments' own magnitudes for Adam): float's 2^-24 rounding over a dozen operations, and tanhf, expf and
+ * sqrtf within their ulp bounds; the largest error seen is printed. Then the products' input rounding (bf16,
+ * tf32, fp16 as float values) against exact cases (ties to even, fp16's largest value, overflow and
+ * subnormal grid) and, over a sweep, within half a unit of the last kept bit. */
 #include <math.h>
 #include <stdio.h>
 
@@ -72,6 +76,49 @@ int main(void)
         rt_rotate_pair(&a, &b, (float)cos(pos), (float)sin(pos));
         expect("rope a", a, qkv[0], 1);
         expect("rope b", b, qkv[1], 1);
+    }
+    /* the products' input rounding: exact values, ties to even, fp16's range and subnormal grid */
+    const struct {
+        const char *what;
+        float (*round)(float);
+        float x, want;
+    } cases[] = {
+        {"bf16 1", rt_round_bf16, 1.0f, 1.0f},
+        {"bf16 tie down to even", rt_round_bf16, 1.0f + 0x1p-8f, 1.0f},
+        {"bf16 tie up to even", rt_round_bf16, 1.0f + 3 * 0x1p-8f, 1.0f + 0x1p-6f},
+        {"bf16 above the tie", rt_round_bf16, 1.0f + 0x1p-8f + 0x1p-20f, 1.0f + 0x1p-7f},
+        {"bf16 negative", rt_round_bf16, -3.0f - 0x1p-9f, -3.0f},
+        {"tf32 tie down to even", rt_round_tf32, 1.0f + 0x1p-11f, 1.0f},
+        {"tf32 tie up to even", rt_round_tf32, 1.0f + 3 * 0x1p-11f, 1.0f + 0x1p-9f},
+        {"fp16 largest", rt_round_fp16, 65504.0f, 65504.0f},
+        {"fp16 rounds down to the largest", rt_round_fp16, 65519.0f, 65504.0f},
+        {"fp16 overflows", rt_round_fp16, 65520.0f, INFINITY},
+        {"fp16 overflows negative", rt_round_fp16, -1e6f, -INFINITY},
+        {"fp16 smallest subnormal", rt_round_fp16, 0x1p-24f, 0x1p-24f},
+        {"fp16 subnormal tie to even 0", rt_round_fp16, 0x1p-25f, 0.0f},
+        {"fp16 subnormal tie up to even", rt_round_fp16, 3 * 0x1p-25f, 0x1p-23f},
+        {"fp16 mantissa tie to even", rt_round_fp16, 1.0f + 0x1p-11f, 1.0f},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const float got = cases[i].round(cases[i].x);
+        checks++;
+        if (!(got == cases[i].want)) {
+            failures++;
+            printf("FAIL %s: %.9g rounds to %.9g, expected %.9g\n", cases[i].what, cases[i].x, got,
+                   cases[i].want);
+        }
+    }
+    /* a sweep: within half a unit of the kept last bit, and no bit kept below it */
+    for (int i = 0; i < 100000; i++) {
+        const float x = (float)(sin(i * 0.7713) * pow(2, (i % 40) - 20));
+        const int e = ilogbf(x);
+        const float b = rt_round_bf16(x), t = rt_round_tf32(x);
+        checks++;
+        if (fabsf(b - x) > ldexpf(1, e - 8) || fabsf(t - x) > ldexpf(1, e - 11) ||
+            (rt_float_bits(b) & 0xffffu) || (rt_float_bits(t) & 0x1fffu)) {
+            failures++;
+            printf("FAIL rounding %.9g: bf16 %.9g tf32 %.9g\n", x, b, t);
+        }
     }
     printf("largest error %.2e (bound 1e-5)\n%d passed, %d failed\n", worst, checks - failures, failures);
     return failures ? 1 : 0;

@@ -57,6 +57,22 @@ case $mode in
   train-gpt-tt) # tensor-train attention and MLP layers (rank 8) in the cost model's contraction order
     "$etrun" --quiet --out "$work/m.json" "$src/tests/data/tiny-gpt-tt-plan.json"
     "$check" loss "$work/m.json" 0.3 ;;
+  mixed-precision) # bf16 and fp16 products (the linear layers' inputs rounded as tensor cores read them;
+    # fp32 master weights and states) train as fp32 does; fp16's dynamic loss scale skips an update whose
+    # gradient overflowed a 16-bit product, halves the scale, and the run goes on
+    for p in bf16 fp16; do
+      variant "$gpt" ".precision = \"$p\" | .cluster.device = \"a100-sxm4-80gb\"" > "$work/$p.json"
+      "$etrun" --quiet --out "$work/$p-m.json" "$work/$p.json"
+      "$check" loss "$work/$p-m.json" 0.25
+    done
+    jq -e '.loss_scale.skipped_steps == 0 and .loss_scale.final == 65536' "$work/fp16-m.json" > /dev/null ||
+      { echo "FAIL: fp16 at the default scale skipped updates"; exit 1; }
+    variant "$work/fp16.json" '.run.loss_scale = 1e9 | .run.steps = 60' > "$work/big.json"
+    "$etrun" --quiet --out "$work/big-m.json" "$work/big.json"
+    jq -e '.loss_scale.skipped_steps >= 1 and .loss_scale.final < 1e9 and
+           ([.grad_norm[] | select(. == null)] | length) == .loss_scale.skipped_steps' "$work/big-m.json" > /dev/null ||
+      { echo "FAIL: a 1e9 loss scale did not skip and back off"; jq .loss_scale "$work/big-m.json"; exit 1; }
+    echo "ok: fp16 from a 1e9 scale: $(jq -c .loss_scale "$work/big-m.json")" ;;
   sparse) # 75% of the MLP weights pruned by a fixed mask stay exactly zero; only kept weights learn
     steps "$gpt" 40 > "$work/dense.json"
     variant "$work/dense.json" '.method = {"kind": "sparse", "sparsity": {"mlp": {"density": 0.25, "pattern": "unstructured"}}}' > "$work/sparse.json"
@@ -120,8 +136,10 @@ case $mode in
     expect_error "$work/measured.json" "do not divide across 3 ranks" mpi 3 "$etrun" --out "$work/measured.json" "$bert"
     variant "$bert" '.model.loss_head = "mlm_nsp"' > nsp.json
     expect_error "$work/measured.json" '"mlm_nsp" is not supported yet' "$etrun" --out "$work/measured.json" nsp.json
-    variant "$bert" '.precision = "fp16" | .cluster.device = "a100-sxm4-80gb"' > fp16.json
-    expect_error "$work/measured.json" "the cpu backend cannot train in fp16 (it trains in fp32)" "$etrun" --out "$work/measured.json" fp16.json
+    variant "$bert" '.precision = "fp8" | .cluster.device = "h100-sxm"' > fp8.json
+    expect_error "$work/measured.json" "the cpu backend cannot train in fp8 (its products run fp32, tf32, bf16 and fp16)" "$etrun" --out "$work/measured.json" fp8.json
+    variant "$bert" '.run.loss_scale = 0.5' > scale.json
+    expect_error "$work/measured.json" '$.run.loss_scale' "$etrun" --out "$work/measured.json" scale.json
     # without a GPU (or without nvcc) --backend cuda says why in one line, exits 2 and writes nothing
     expect_error "$work/measured.json" 'etrun: error: backend "cuda": ' "$etrun" --backend cuda --out "$work/measured.json" "$bert"
     [ "$(wc -l < "$work/err")" -eq 1 ] || { echo "FAIL: --backend cuda printed more than one line"; exit 1; }
