@@ -221,7 +221,8 @@ int main(int argc, char **argv)
     if (strcmp(be->name, "cpu") != 0 && comm->size > 1) {
         et_error_set(
             &err, NULL, 0, 0, NULL,
-            "the %s backend runs one rank for now: its NCCL communicator is not built yet (%d ranks)",
+            "the %s backend runs one rank for now: its NCCL communicator is not built yet (%d ranks; "
+            "--backend cpu runs them on the CPU)",
             be->name, comm->size);
         goto fail;
     }
