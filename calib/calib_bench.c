@@ -41,11 +41,8 @@ json_t *calib_bench_run(const char *backend, const et_scenario *scenario, FILE *
     if (!be) return NULL;
     /* the products in the scenario's arithmetic (bf16 plans time bf16 products), fp32 without one */
     const et_precision p = scenario ? scenario->precision : ET_FP32;
-    const rt_gemm_math math = p == ET_TF32   ? RT_GEMM_TF32
-                              : p == ET_BF16 ? RT_GEMM_BF16
-                              : p == ET_FP16 ? RT_GEMM_FP16
-                                             : RT_GEMM_FP32;
-    if ((p != ET_FP32 && math == RT_GEMM_FP32) || be->set_gemm_math(be, math)) {
+    const rt_gemm_math math = rt_gemm_math_for(p);
+    if (math == RT_GEMM_MATH_COUNT || be->set_gemm_math(be, math)) {
         et_error_set(err, scenario->source, 0, 0, "$.precision",
                      "the %s backend has no %s products to benchmark", be->name, et_precision_names[p]);
         be->destroy(be);

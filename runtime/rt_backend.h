@@ -31,6 +31,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "device_profile.h"
 #include "et_error.h"
 #include "rt_tt.h"
 
@@ -77,6 +78,8 @@ extern const rt_adam_args rt_adam_bench_args;
  */
 typedef enum { RT_GEMM_FP32, RT_GEMM_TF32, RT_GEMM_BF16, RT_GEMM_FP16, RT_GEMM_MATH_COUNT } rt_gemm_math;
 extern const char *const rt_gemm_math_names[]; /* "fp32", "tf32", "bf16", "fp16" */
+/* The products' arithmetic of a plan's precision; RT_GEMM_MATH_COUNT for one no backend runs (fp8). */
+rt_gemm_math rt_gemm_math_for(et_precision p);
 
 typedef struct rt_backend rt_backend;
 struct rt_backend {

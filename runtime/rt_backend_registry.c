@@ -6,6 +6,15 @@
 
 const char *const rt_gemm_math_names[] = {"fp32", "tf32", "bf16", "fp16", NULL};
 
+rt_gemm_math rt_gemm_math_for(et_precision p)
+{
+    return p == ET_FP32   ? RT_GEMM_FP32
+           : p == ET_TF32 ? RT_GEMM_TF32
+           : p == ET_BF16 ? RT_GEMM_BF16
+           : p == ET_FP16 ? RT_GEMM_FP16
+                          : RT_GEMM_MATH_COUNT;
+}
+
 #ifdef ET_HAVE_CUDA
 const char *const rt_backend_names[] = {"cpu", "cuda", NULL};
 #else

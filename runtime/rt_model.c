@@ -51,11 +51,7 @@ static int refuse_unsupported(const et_scenario *s, et_error *err)
  * as 16-bit product inputs with everything else fp32; fp8 is refused. */
 static int choose_gemm_math(const et_scenario *s, rt_backend *be, et_error *err)
 {
-    const rt_gemm_math math = s->precision == ET_FP32   ? RT_GEMM_FP32
-                              : s->precision == ET_TF32 ? RT_GEMM_TF32
-                              : s->precision == ET_BF16 ? RT_GEMM_BF16
-                              : s->precision == ET_FP16 ? RT_GEMM_FP16
-                                                        : RT_GEMM_MATH_COUNT;
+    const rt_gemm_math math = rt_gemm_math_for(s->precision);
     if (math == RT_GEMM_MATH_COUNT || be->set_gemm_math(be, math))
         return et_error_set(err, s->source, 0, 0, "$.precision", "the %s backend cannot train in %s (%s)",
                             be->name, et_precision_names[s->precision],
