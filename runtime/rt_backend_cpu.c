@@ -445,28 +445,26 @@ static void cpu_tt_bwd(rt_backend *be, const rt_tt_layer *l, const float *X, con
 
 /* ---- optimizer: one pass over the slice, one square root and one division per value ---- */
 
+/* the step's constants, as the CUDA backend makes them (rt_elementwise.h) */
+static rt_adam_consts adam_consts(const rt_adam_args *a, float weight_decay)
+{
+    return rt_adam_make_consts(a->lr, a->beta1, a->beta2, a->eps, a->c1, a->c2, a->grad_scale, weight_decay);
+}
+
 RT_VECTOR_CLONES
 static void cpu_adam_update(rt_backend *be, float *w, const float *g, float *m, float *v, const float *mask,
                             size_t n, const rt_adam_args *a)
 {
     (void)be;
-    const float b1 = a->beta1, b2 = a->beta2, ob1 = 1 - a->beta1, ob2 = 1 - a->beta2, eps = a->eps;
-    const float ic1 = 1 / a->c1, isc2 = 1 / sqrtf(a->c2), lr = a->lr, gs = a->grad_scale;
-    const float wd = a->decoupled_decay ? a->weight_decay : 0.0f;
+    const rt_adam_consts k = adam_consts(a, a->decoupled_decay ? a->weight_decay : 0.0f);
     if (mask) {
 #pragma omp simd
-        for (size_t i = 0; i < n; i++) {
-            const float gi = gs * g[i], mi = b1 * m[i] + ob1 * gi, vi = b2 * v[i] + ob2 * gi * gi;
-            m[i] = mi, v[i] = vi;
-            w[i] -= lr * mask[i] * ((mi * ic1) / (sqrtf(vi) * isc2 + eps) + wd * w[i]);
-        }
+        for (size_t i = 0; i < n; i++)
+            w[i] = rt_adam_step(&k, w[i], g[i], &m[i], &v[i], mask[i]);
     } else {
 #pragma omp simd
-        for (size_t i = 0; i < n; i++) {
-            const float gi = gs * g[i], mi = b1 * m[i] + ob1 * gi, vi = b2 * v[i] + ob2 * gi * gi;
-            m[i] = mi, v[i] = vi;
-            w[i] -= lr * ((mi * ic1) / (sqrtf(vi) * isc2 + eps) + wd * w[i]);
-        }
+        for (size_t i = 0; i < n; i++)
+            w[i] = rt_adam_step(&k, w[i], g[i], &m[i], &v[i], 1.0f);
     }
 }
 
@@ -475,14 +473,11 @@ static void cpu_lamb_update(rt_backend *be, const float *w, float *g, float *m, 
                             size_t n, const rt_adam_args *a, double *w_sq, double *u_sq)
 {
     (void)be;
-    const float b1 = a->beta1, b2 = a->beta2, ob1 = 1 - a->beta1, ob2 = 1 - a->beta2, eps = a->eps;
-    const float ic1 = 1 / a->c1, isc2 = 1 / sqrtf(a->c2), wd = a->weight_decay, gs = a->grad_scale;
+    const rt_adam_consts k = adam_consts(a, a->weight_decay);
     double ws = 0, us = 0;
 #pragma omp simd reduction(+ : ws, us)
     for (size_t i = 0; i < n; i++) {
-        const float gi = gs * g[i], mi = b1 * m[i] + ob1 * gi, vi = b2 * v[i] + ob2 * gi * gi;
-        m[i] = mi, v[i] = vi;
-        const float u = ((mi * ic1) / (sqrtf(vi) * isc2 + eps) + wd * w[i]) * (mask ? mask[i] : 1.0f);
+        const float u = rt_adam_direction(&k, w[i], g[i], &m[i], &v[i]) * (mask ? mask[i] : 1.0f);
         g[i] = u;
         ws += (double)w[i] * w[i];
         us += (double)u * u;
