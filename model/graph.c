@@ -430,14 +430,17 @@ static et_op *expert_gemm(builder *b, et_phase phase, int layer, int dir, et_lin
 
 typedef struct dims {
     double H, A, D, F, V, t, Ht, Ft, At, e;
-    int flash;   /* attention as one fused kernel */
-    double KVt;  /* key/value width per tensor rank: kv_heads x D / t (grouped-query attention) */
-    double Qt;   /* query (and context) width per tensor rank: heads x D / t, Ht unless head_dim is set */
-    int qk_norm; /* RMSNorm of each head's query and key */
-    int bias;    /* linear layers carry biases */
-    int swiglu;  /* gated MLP: gate and up in one product of 2 Ft outputs, SiLU(gate) x up */
-    int rms;     /* RMSNorm: a weight, no bias */
-    int rope;    /* rotary positions: q and k rotated after their projection, no position table */
+    int flash;         /* attention as one fused kernel */
+    double flash_rate; /* its share of the profile's fused-attention rate (software.attention_kernel) */
+    int unpad;         /* gather and scatter copies around it (software.attention_unpad) */
+    int residual; /* residual adds and backward sums as kernels of their own (software.residual_kernels) */
+    double KVt;   /* key/value width per tensor rank: kv_heads x D / t (grouped-query attention) */
+    double Qt;    /* query (and context) width per tensor rank: heads x D / t, Ht unless head_dim is set */
+    int qk_norm;  /* RMSNorm of each head's query and key */
+    int bias;     /* linear layers carry biases */
+    int swiglu;   /* gated MLP: gate and up in one product of 2 Ft outputs, SiLU(gate) x up */
+    int rms;      /* RMSNorm: a weight, no bias */
+    int rope;     /* rotary positions: q and k rotated after their projection, no position table */
     double
         causal_share; /* of the l x l products a fused causal kernel computes: 1/2 (decoder, flash), else 1 */
     double St;        /* token share of the sequence-parallel region (layer norms, dropouts): 1/t or 1 */
@@ -470,6 +473,31 @@ static void dropout_op(builder *b, const dims *d, et_phase phase, int layer, et_
     elementwise(b, phase, layer, lin_scale(elems, 2), lin_scale(elems, (reads + 1) * d->e + 1), id);
 }
 
+/* A decoder's residual add where no dropout kernel carries it (dropout 0): the block's output added to the
+ * residual stream, one kernel reading both and writing the sum (with software.residual_kernels; else folded
+ * into the next layer norm, as etrun's add-norm does). */
+static void residual_add(builder *b, const dims *d, et_phase phase, int layer, const char *id)
+{
+    if (d->dropout > 0 || !d->residual) return;
+    elementwise(b, phase, layer, TOK(d->H * d->St), TOK(3 * d->e * d->H * d->St), id);
+}
+
+/* Backward of a residual block x + f(x): the stream's gradient and the one f's backward returns for x are
+ * summed, one add kernel (autograd's accumulation of a tensor used twice; etrun's layer-norm backward
+ * accumulates into the stream's gradient instead: software.residual_kernels false). */
+static void residual_backward(builder *b, const dims *d, int layer, const char *id)
+{
+    if (!d->residual) return;
+    elementwise(b, ET_PHASE_BACKWARD, layer, TOK(d->H * d->St), TOK(3 * d->e * d->H * d->St), id);
+}
+
+/* Layout copies (gathers, scatters, concatenations) of `bytes` in `kernels` launches: no arithmetic. */
+static void copies(builder *b, et_phase phase, int layer, et_linear bytes, int kernels, const char *id)
+{
+    et_op *op = elementwise(b, phase, layer, (et_linear){0}, bytes, id);
+    if (op) op->kernels = kernels;
+}
+
 /* Ring attention (context parallelism; Liu et al. 2023, Megatron-Core's context parallelism): each step
  * passes one chunk's keys and values (`tensors` = 2), or in backward also their gradients (4), to the next
  * rank of the ring while the current chunk's attention runs: bytes per step `tensors` e T KVt for this
@@ -492,13 +520,18 @@ static void attention_core(builder *b, const dims *d, int i, et_phase phase, con
 #define ID(name) (id_printf(id, sizeof id, "layer.%d.%s%s", i, name, suffix), id)
     et_op *op;
     if (d->flash) {
+        if (d->unpad) /* unpad_input: q, k and v gathered into unpadded rows, one kernel each */
+            copies(b, phase, i, TOK(2 * e * (Qt + 2 * d->KVt)), 3, ID("attn.unpad"));
         if ((op = add_op(b, ET_OP_ATTENTION, phase, i, "%s", ID("attn.flash")))) {
             op->k = FIX(d->D);
             op->flops = SQ(4 * Qt * d->causal_share);
             op->bytes = TOK(4 * e * Qt + 4 * At);   /* q, k, v, context; fp32 log-sum-exp per row and head */
             op->special = SQ(At * d->causal_share); /* an exp per score */
             op->fused = true;
+            op->fused_rate = d->flash_rate;
         }
+        if (d->unpad) /* pad_input: a zeroed T x Q context and the scatter into it */
+            copies(b, phase, i, TOK(3 * e * Qt), 2, ID("attn.pad"));
         return;
     }
     op = add_op(b, ET_OP_ATTENTION, phase, i, "%s", ID("attn.scores"));
@@ -633,6 +666,7 @@ static void layer_forward(builder *b, const dims *d, int i, int decoder, et_phas
     weight_forward(b, phase, i, ET_GROUP_ATTENTION, TOK(1), d->Qt, H, 1, ID("attn.out"));
     tp_boundary(b, d, phase, i, 0, d->sp ? ID("attn.tp_reduce_scatter") : ID("attn.tp_allreduce"));
     dropout_op(b, d, phase, i, TOK(H * St), reads, ID("attn.out.dropout"));
+    if (decoder) residual_add(b, d, phase, i, ID("attn.residual"));
     /* encoder (post-LN): residual add fused with layer norm after each block */
     if (decoder)
         elementwise(b, phase, i, TOK(8 * H * St), TOK(2 * e * H * St), ID("mlp.layernorm"));
@@ -651,6 +685,7 @@ static void layer_forward(builder *b, const dims *d, int i, int decoder, et_phas
     }
     tp_boundary(b, d, phase, i, 0, d->sp ? ID("mlp.tp_reduce_scatter") : ID("mlp.tp_allreduce"));
     dropout_op(b, d, phase, i, TOK(H * St), reads, ID("mlp.fc2.dropout"));
+    if (decoder) residual_add(b, d, phase, i, ID("mlp.residual"));
     if (!decoder) elementwise(b, phase, i, TOK(8 * H * St), TOK(3 * e * H * St), ID("mlp.layernorm"));
 #undef ID
 }
@@ -691,12 +726,16 @@ static void layer_backward(builder *b, const dims *d, int i, int decoder, et_rec
     }
     tp_boundary(b, d, ET_PHASE_BACKWARD, i, 0,
                 d->sp ? NAME("mlp.tp_reduce_scatter.bwd") : NAME("mlp.tp_allreduce.bwd"));
+    if (!decoder) residual_backward(b, d, i, NAME("mlp.residual.bwd"));
     layernorm_backward(b, d, i, decoder ? NAME("mlp.layernorm") : NAME("attn.layernorm"), TOK(St));
+    if (decoder) residual_backward(b, d, i, NAME("mlp.residual.bwd"));
     dropout_op(b, d, ET_PHASE_BACKWARD, i, TOK(H * St), 1, NAME("attn.out.dropout.bwd"));
     tp_boundary(b, d, ET_PHASE_BACKWARD, i, 1, NAME("attn.tp_allgather.bwd"));
     weight_backward(b, i, ET_GROUP_ATTENTION, TOK(1), Qt, H, 1, NAME("attn.out"), d->bias, 1);
     et_op *op;
     if (d->flash) {
+        if (d->unpad) /* pad_input's backward: the context's gradient gathered back into unpadded rows */
+            copies(b, ET_PHASE_BACKWARD, i, TOK(2 * e * Qt), 1, NAME("attn.pad.bwd"));
         /* the fused backward recomputes the scores itself: nothing for selective recomputation to repeat */
         if ((op = add_op(b, ET_OP_ATTENTION, ET_PHASE_BACKWARD, i, "%s", NAME("attn.flash.bwd")))) {
             op->k = FIX(d->D);
@@ -704,7 +743,12 @@ static void layer_backward(builder *b, const dims *d, int i, int decoder, et_rec
             op->bytes = TOK(8 * e * Qt + 4 * At);   /* q, k, v, context, its gradient in; dq, dk, dv out */
             op->special = SQ(At * d->causal_share); /* the scores' exps again */
             op->fused = true;
+            op->fused_rate = d->flash_rate;
         }
+        /* unpad_input's backward: dq, dk, dv each scattered into a zeroed padded tensor (6 launches), then
+         * concatenated into the q, k, v projection's gradient (qkv.chunk's backward) */
+        if (d->unpad)
+            copies(b, ET_PHASE_BACKWARD, i, TOK(5 * e * (Qt + 2 * d->KVt)), 7, NAME("attn.unpad.bwd"));
         cp_ring(b, d, ET_PHASE_BACKWARD, i, 4, NAME("attn.cp_ring.bwd"));
     }
     if (!d->flash && recompute == ET_RECOMPUTE_SELECTIVE)
@@ -743,6 +787,7 @@ static void layer_backward(builder *b, const dims *d, int i, int decoder, et_rec
     tp_boundary(b, d, ET_PHASE_BACKWARD, i, 0,
                 d->sp ? NAME("attn.tp_reduce_scatter.bwd") : NAME("attn.tp_allreduce.bwd"));
     if (decoder) layernorm_backward(b, d, i, NAME("attn.layernorm"), TOK(St));
+    residual_backward(b, d, i, NAME("attn.residual.bwd"));
 #undef NAME
 }
 
@@ -1070,6 +1115,9 @@ static int build(const et_model_config *m, const et_graph_options *o, et_graph *
     d.causal_share = m->arch == ET_ARCH_DECODER && o->attention == ET_ATTENTION_FLASH ? 0.5 : 1;
     d.causal = m->arch == ET_ARCH_DECODER;
     d.flash = o->attention == ET_ATTENTION_FLASH;
+    d.flash_rate = o->flash_rate > 0 ? o->flash_rate : 1;
+    d.unpad = d.flash && o->attention_unpad;
+    d.residual = o->residual_kernels;
     if (m->moe.experts > 0) {
         d.E = m->moe.experts;
         d.k = m->moe.top_k;

@@ -85,6 +85,8 @@ typedef struct et_op {
     double time_scale; /* measured / modelled time of this op on this device (etsim --op-times), else 1 */
     bool expert;       /* an expert's op (mixture of experts): its time follows the rank's routed tokens */
     bool fused;        /* attention as one fused (flash-style) kernel */
+    double fused_rate; /* that kernel's share of the profile's fused-attention rate
+                          (software.attention_kernel) */
     /* optimizer over sparse weights on a device that keeps them dense with a mask (sparse.masked_dense):
      * its work times masked_scale (dense elements over kept ones; 0: no sparse weights), plus the masks read
      */
@@ -124,6 +126,10 @@ typedef struct et_graph_options {
     int optimizer_shards;    /* ZeRO: optimizer states split over this many ranks (1 = none) */
     bool clip_global;        /* clip after the all-reduce: a global-norm op before the update */
     bool loss_fp32;          /* the loss over fp32 logits in separate passes (software.cross_entropy) */
+    double flash_rate;       /* the fused attention kernel's share of the profile's rate (0 or 1: the
+                                profile's; software.attention_kernel) */
+    bool attention_unpad;    /* gather and scatter copies around the fused attention (software) */
+    bool residual_kernels;   /* residual adds and backward sums as kernels of their own (software) */
     et_galore galore;        /* GaLore's low-rank projected optimizer states (rank 0: off) */
     const et_method *method; /* NULL = dense */
     double tokens_hint;      /* tokens per micro-batch the tensor-train contraction orders are chosen for */

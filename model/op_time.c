@@ -98,7 +98,8 @@ double et_op_time(const et_op *op, const et_batch_shape *b, const et_device_prof
          * efficiency where it has one (the sequence's small-dimension term only), else as batched GEMMs */
         const et_precision q = p == ET_FP8 ? ET_BF16 : p;
         if (op->fused && d->flash_attention_efficiency > 0)
-            rate = d->peak_flops[q] * d->flash_attention_efficiency * l / (l + d->gemm_half_dim);
+            rate = d->peak_flops[q] * d->flash_attention_efficiency *
+                   (op->fused_rate > 0 ? op->fused_rate : 1) * l / (l + d->gemm_half_dim);
         else
             rate = et_gemm_peak(d, q) * et_gemm_batched_efficiency(d, floor(products + 0.5), l, l, D) *
                    d->attention_products_efficiency;

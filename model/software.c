@@ -6,47 +6,67 @@ const char *const et_grad_accumulation_names[] = {"fused", "add", "cast_add", NU
 const char *const et_optimizer_path_names[] = {"fused", "copy_back", "fp16_master", "bf16_shards", NULL};
 const char *const et_cross_entropy_names[] = {"fused", "fp32_passes", NULL};
 const char *const et_pipeline_sends_names[] = {"sharded", "scatter_gather", "full", NULL};
-const char *const et_stack_names[] = {
-    "fused",         "megatron-lm-2021", "megatron-lm-2022", "megatron-deepspeed",
-    "megatron-core", "pytorch-apex",     "pytorch-fsdp",     NULL};
+const char *const et_attention_kernel_names[] = {"flash2", "flash1", NULL};
+const char *const et_stack_names[] = {"fused",
+                                      "megatron-lm-2021",
+                                      "megatron-lm-2022",
+                                      "megatron-deepspeed",
+                                      "megatron-core",
+                                      "pytorch-apex",
+                                      "pytorch-fsdp",
+                                      "llm-foundry",
+                                      NULL};
 
 /* Each stack's terms, from its code as shared/data/software-stacks.md cites it (docs/cost-model.md, "The
  * software stack", gives the file and commit of each). Order: accumulation, its element bytes, optimizer,
  * cross-entropy, syncs a micro-batch, p2p sync, syncs a step, loss-scale sync, launch blocking, pipeline
- * sends. */
+ * sends, attention kernel, attention behind unpad copies, residual kernels (every real stack: autograd sums
+ * the residual stream's gradients in a kernel of its own, and without dropout nothing carries the add). */
 static const et_software presets[ET_STACKS] = {
     /* every pass fused, no host sync: ET's model before stacks were inputs */
     [ET_STACK_FUSED] = {ET_STACK_FUSED, ET_ACCUMULATE_FUSED, 4, ET_OPTIMIZER_FUSED, ET_CROSS_ENTROPY_FUSED, 0,
-                        false, 0, false, false, ET_SENDS_SHARDED},
+                        false, 0, false, false, ET_SENDS_SHARDED, ET_ATTENTION_FLASH2, false, false},
     /* SC21: autograd accumulates fp16 param.grad; Float16OptimizerWithFloat16Params; fp32 vocab-parallel
      * cross-entropy; _Timer start/stop synchronise around each micro-batch's forward and backward; p2p
      * synchronises after every call; the norm's .item() and, under fp16, found_inf.item() */
     [ET_STACK_MEGATRON_2021] = {ET_STACK_MEGATRON_2021, ET_ACCUMULATE_ADD, 2, ET_OPTIMIZER_FP16_MASTER,
-                                ET_CROSS_ENTROPY_FP32, 4, true, 1, true, false, ET_SENDS_SCATTER_GATHER},
+                                ET_CROSS_ENTROPY_FP32, 4, true, 1, true, false, ET_SENDS_SCATTER_GATHER,
+                                ET_ATTENTION_FLASH2, false, true},
     /* v3 (mid-2022): gradient accumulation fused into the weight-gradient GEMM into an fp32 main_grad; the
      * same optimizer (its fp32 gradients need no copy); the timers still synchronise (made no-ops 2022-08) */
     [ET_STACK_MEGATRON_2022] = {ET_STACK_MEGATRON_2022, ET_ACCUMULATE_FUSED, 4, ET_OPTIMIZER_FP16_MASTER,
-                                ET_CROSS_ENTROPY_FP32, 4, true, 1, true, false, ET_SENDS_SCATTER_GATHER},
+                                ET_CROSS_ENTROPY_FP32, 4, true, 1, true, false, ET_SENDS_SCATTER_GATHER,
+                                ET_ATTENTION_FLASH2, false, true},
     /* BLOOM: BF16_Optimizer's cast and add per parameter per micro-batch into one fp32 buffer; its sharded
      * update and copy; fp32 cross-entropy; CUDA_LAUNCH_BLOCKING=1 in tr11-176B-ml.slurm */
     [ET_STACK_MEGATRON_DEEPSPEED] = {ET_STACK_MEGATRON_DEEPSPEED, ET_ACCUMULATE_CAST_ADD, 4,
                                      ET_OPTIMIZER_BF16_SHARDS, ET_CROSS_ENTROPY_FP32, 0, false, 0, false,
-                                     true, ET_SENDS_SCATTER_GATHER},
+                                     true, ET_SENDS_SCATTER_GATHER, ET_ATTENTION_FLASH2, false, true},
     /* Megatron-core / NeMo with Transformer Engine: fuse_wgrad_accumulation into fp32 main_grad; the
      * distributed optimizer copies its fp32 shard back; fused cross-entropy; no timer syncs; the norm's
      * .item() */
     [ET_STACK_MEGATRON_CORE] = {ET_STACK_MEGATRON_CORE, ET_ACCUMULATE_FUSED, 4, ET_OPTIMIZER_COPY_BACK,
-                                ET_CROSS_ENTROPY_FUSED, 0, false, 1, true, false, ET_SENDS_FULL},
+                                ET_CROSS_ENTROPY_FUSED, 0, false, 1, true, false, ET_SENDS_FULL,
+                                ET_ATTENTION_FLASH2, false, true},
     /* eager PyTorch with apex amp O2 (DeepLearningExamples BERT, the MLPerf BERT reference stacks): autograd
      * accumulates fp16 grads; master gradients copied to fp32 and weights back; PyTorch's cross-entropy in
      * fp32; the loss scaler's overflow check each step */
     [ET_STACK_PYTORCH_APEX] = {ET_STACK_PYTORCH_APEX, ET_ACCUMULATE_ADD, 2, ET_OPTIMIZER_FP16_MASTER,
-                               ET_CROSS_ENTROPY_FP32, 0, false, 0, true, false, ET_SENDS_FULL},
-    /* PyTorch FSDP (llm-foundry, torchtitan): what is confirmed in their code is fused or absent
-     * (flash-attn's fused cross-entropy); the reduce between micro-batches and the optimizer's form are
-     * unconfirmed and not charged */
+                               ET_CROSS_ENTROPY_FP32, 0, false, 0, true, false, ET_SENDS_FULL,
+                               ET_ATTENTION_FLASH2, false, true},
+    /* PyTorch FSDP (torchtitan; llm-foundry with FlashAttention 2): what is confirmed in their code is fused
+     * or absent (flash-attn's fused cross-entropy, SDPA or FlashAttention 2); the reduce between
+     * micro-batches and the optimizer's form are unconfirmed and not charged */
     [ET_STACK_PYTORCH_FSDP] = {ET_STACK_PYTORCH_FSDP, ET_ACCUMULATE_FUSED, 4, ET_OPTIMIZER_FUSED,
-                               ET_CROSS_ENTROPY_FUSED, 0, false, 0, false, false, ET_SENDS_FULL},
+                               ET_CROSS_ENTROPY_FUSED, 0, false, 0, false, false, ET_SENDS_FULL,
+                               ET_ATTENTION_FLASH2, false, true},
+    /* llm-foundry as its 2023 benchmark tables ran it (Composer, FSDP1): pytorch-fsdp's terms, with
+     * flash-attn 1.0.9 (its `gpu` extra; FlashAttention 2 was the separate `gpu-flash2` extra) called through
+     * the unpadded interface: llmfoundry/models/layers/attention.py flash_attn_fn gathers q, k and v with
+     * bert_padding.unpad_input and scatters the context back with pad_input */
+    [ET_STACK_LLM_FOUNDRY] = {ET_STACK_LLM_FOUNDRY, ET_ACCUMULATE_FUSED, 4, ET_OPTIMIZER_FUSED,
+                              ET_CROSS_ENTROPY_FUSED, 0, false, 0, false, false, ET_SENDS_FULL,
+                              ET_ATTENTION_FLASH1, true, true},
 };
 
 int et_software_preset(const char *name, et_software *out)
@@ -59,19 +79,18 @@ int et_software_preset(const char *name, et_software *out)
     return -1;
 }
 
+double et_software_flash_rate(const et_software *s)
+{
+    return s->attention_kernel == ET_ATTENTION_FLASH1 ? 0.5 : 1;
+}
+
 int et_software_read(const et_json_reader *r, json_t *root, et_software *out)
 {
-    static const char *const keys[] = {"stack",
-                                       "grad_accumulation",
-                                       "grad_accumulation_bytes",
-                                       "optimizer",
-                                       "cross_entropy",
-                                       "syncs_per_micro_batch",
-                                       "p2p_sync",
-                                       "syncs_per_step",
-                                       "loss_scale_sync",
-                                       "launch_blocking",
-                                       NULL};
+    static const char *const keys[] = {"stack",           "grad_accumulation", "grad_accumulation_bytes",
+                                       "optimizer",       "cross_entropy",     "syncs_per_micro_batch",
+                                       "p2p_sync",        "syncs_per_step",    "loss_scale_sync",
+                                       "launch_blocking", "pipeline_sends",    "attention_kernel",
+                                       "attention_unpad", "residual_kernels",  NULL};
     json_t *o;
     *out = presets[ET_STACK_FUSED];
     if (et_json_get_object(r, root, "$", "software", false, keys, &o)) return -1;
@@ -103,11 +122,19 @@ int et_software_read(const et_json_reader *r, json_t *root, et_software *out)
                          (int)out->pipeline_sends, &e))
         return -1;
     out->pipeline_sends = (et_pipeline_sends)e;
+    if (et_json_get_enum(r, o, where, "attention_kernel", false, et_attention_kernel_names,
+                         (int)out->attention_kernel, &e))
+        return -1;
+    out->attention_kernel = (et_attention_kernel)e;
     return et_json_get_bool(r, o, where, "p2p_sync", false, out->p2p_sync, &out->p2p_sync) ||
                    et_json_get_bool(r, o, where, "loss_scale_sync", false, out->loss_scale_sync,
                                     &out->loss_scale_sync) ||
                    et_json_get_bool(r, o, where, "launch_blocking", false, out->launch_blocking,
-                                    &out->launch_blocking)
+                                    &out->launch_blocking) ||
+                   et_json_get_bool(r, o, where, "attention_unpad", false, out->attention_unpad,
+                                    &out->attention_unpad) ||
+                   et_json_get_bool(r, o, where, "residual_kernels", false, out->residual_kernels,
+                                    &out->residual_kernels)
                ? -1
                : 0;
 }

@@ -45,6 +45,12 @@ extern const char *const et_cross_entropy_names[]; /* "fused", "fp32_passes", NU
 typedef enum { ET_SENDS_SHARDED, ET_SENDS_SCATTER_GATHER, ET_SENDS_FULL } et_pipeline_sends;
 extern const char *const et_pipeline_sends_names[]; /* "sharded", "scatter_gather", "full", NULL */
 
+/* The fused attention kernel a stack launches (with `parallelism.attention: flash`): the one the device
+ * profile's fused-attention rate was measured with (FlashAttention 2), or FlashAttention 1, which Dao
+ * (2023, FlashAttention-2, arXiv 2307.08691, abstract) measures at about half of FlashAttention 2's speed. */
+typedef enum { ET_ATTENTION_FLASH2, ET_ATTENTION_FLASH1 } et_attention_kernel;
+extern const char *const et_attention_kernel_names[]; /* "flash2", "flash1", NULL */
+
 typedef enum {
     ET_STACK_FUSED,
     ET_STACK_MEGATRON_2021,
@@ -53,6 +59,7 @@ typedef enum {
     ET_STACK_MEGATRON_CORE,
     ET_STACK_PYTORCH_APEX,
     ET_STACK_PYTORCH_FSDP,
+    ET_STACK_LLM_FOUNDRY,
     ET_STACKS
 } et_stack;
 extern const char *const et_stack_names[]; /* "fused", "megatron-lm-2021", ..., NULL */
@@ -69,9 +76,18 @@ typedef struct et_software {
     bool loss_scale_sync;      /* and under fp16, the loss scaler's overflow check (found_inf.item()) */
     bool launch_blocking;      /* CUDA_LAUNCH_BLOCKING=1: every launch waits for its kernel */
     et_pipeline_sends pipeline_sends;
+    et_attention_kernel attention_kernel;
+    bool attention_unpad;  /* the fused attention behind gather and scatter copies of q, k, v and the context
+                              (flash-attn's unpadded interface through bert_padding's unpad_input/pad_input) */
+    bool residual_kernels; /* residual adds (without a dropout kernel to carry them) and the backward sums of
+                              the residual stream's gradients run as kernels of their own; false: folded into
+                              the layer norms (etrun's add-norm forward and accumulating backward) */
 } et_software;
 
 int et_software_preset(const char *name, et_software *out);
+/* The stack's fused attention kernel's share of the profile's fused-attention rate: 1 for FlashAttention 2
+ * (the kernel the profiles' rates were measured with), 1/2 for FlashAttention 1 (Dao 2023's "around 2x"). */
+double et_software_flash_rate(const et_software *s);
 int et_software_read(const et_json_reader *r, json_t *root, et_software *out);
 
 #endif

@@ -43,6 +43,9 @@ static void differences(const char *a, const char *b, char *out, size_t size)
     DIFF(loss_scale_sync);
     DIFF(launch_blocking);
     DIFF(pipeline_sends);
+    DIFF(attention_kernel);
+    DIFF(attention_unpad);
+    DIFF(residual_kernels);
 #undef DIFF
 }
 
@@ -54,15 +57,18 @@ static void test_presets(void)
         {"megatron-lm-2021", "megatron-lm-2022", "grad_accumulation,accumulate_bytes"},
         /* llm-foundry and torchtitan: nothing confirmed beyond the fused passes (PyTorch sends whole
          * tensors, were they pipelined) */
-        {"fused", "pytorch-fsdp", "pipeline_sends"},
+        {"fused", "pytorch-fsdp", "pipeline_sends,residual_kernels"},
         /* MCore: the distributed optimizer's copy back, the norm's .item(), whole activations sent */
-        {"fused", "megatron-core", "optimizer,syncs_per_step,loss_scale_sync,pipeline_sends"},
+        {"fused", "megatron-core",
+         "optimizer,syncs_per_step,loss_scale_sync,pipeline_sends,residual_kernels"},
         /* BLOOM against v3: DeepSpeed's accumulation and optimizer, no timers, launches that block */
         {"megatron-lm-2022", "megatron-deepspeed",
          "grad_accumulation,optimizer,syncs_per_micro_batch,p2p_sync,syncs_per_step,loss_scale_sync,"
          "launch_blocking"},
         /* apex amp against SC21: no pipeline timers nor norm read, no scatter-gather */
         {"megatron-lm-2021", "pytorch-apex", "syncs_per_micro_batch,p2p_sync,syncs_per_step,pipeline_sends"},
+        /* llm-foundry's 2023 tables: flash-attn 1.0.9 through the unpadded interface */
+        {"pytorch-fsdp", "llm-foundry", "attention_kernel,attention_unpad"},
     };
     for (size_t i = 0; i < sizeof pairs / sizeof *pairs; i++) {
         char got[256];
@@ -208,8 +214,104 @@ static void test_pipeline_sends(void)
               "sequence-parallel activations go as 1/t shares whatever the stack");
 }
 
+/* One op of a graph by id: its bytes and launches at the batch shape, its time on the profile (-1: absent).
+ */
+static double op_of(const et_graph *g, const char *id, const et_batch_shape *b, const et_device_profile *d,
+                    et_precision p, double *bytes, int *kernels)
+{
+    for (int i = 0; i < g->n_ops; i++)
+        if (!strcmp(g->ops[i].id, id)) {
+            if (bytes) *bytes = et_linear_eval(&g->ops[i].bytes, b);
+            if (kernels) *kernels = g->ops[i].kernels;
+            return et_op_time(&g->ops[i], b, d, p);
+        }
+    return -1;
+}
+
+/* An MPT-125M layer (hidden 768, 12 heads, no dropout, FlashAttention) by hand: the residual adds (3eH a
+ * token each, forward without dropout and backward always), llm-foundry's unpad and pad copies (forward
+ * 2e(Q + 2KV) and 3eQ bytes a token in 3 and 2 launches, backward 2eQ and 5e(Q + 2KV) in 1 and 7) and
+ * FlashAttention 1 at half the fused kernel's time rate: its forward and backward take twice as long. */
+static void test_eager_terms(void)
+{
+    et_scenario s;
+    if (load("validation/mpt-125m-a100-80gb-8gpu-seq2048-mbs32-ampbf16.json", &s)) return;
+    CHECK(s.software.stack == ET_STACK_LLM_FOUNDRY && s.model.dropout == 0, "an llm-foundry row, dropout 0");
+    const et_batch_shape b = et_batch_expected(&s);
+    const et_device_profile *d = &s.cluster.device;
+    const double T = b.tokens, H = s.model.hidden, e = et_precision_bytes(s.precision);
+    double flash[2][2] = {{0}}, bytes;
+    int kernels;
+    for (int stack = 0; stack < 2; stack++) {
+        et_software_preset(stack ? "llm-foundry" : "pytorch-fsdp", &s.software);
+        et_graph_options o = et_scenario_graph_options(&s, 0);
+        et_graph g;
+        et_error err;
+        if (et_graph_build(&s.model, &o, &g, &err)) {
+            CHECK(0, "graph: %s", err.text);
+            return;
+        }
+        static const char *const residuals[] = {"layer.3.attn.residual", "layer.3.mlp.residual",
+                                                "layer.3.attn.residual.bwd", "layer.3.mlp.residual.bwd"};
+        for (int r = 0; r < 4; r++) {
+            CHECK(op_of(&g, residuals[r], &b, d, s.precision, &bytes, NULL) > 0, "%s exists", residuals[r]);
+            CHECK(fabs(bytes - 3 * e * H * T) <= 1e-12 * bytes, "%s: %g bytes, want 3eH a token",
+                  residuals[r], bytes);
+        }
+        flash[stack][0] = op_of(&g, "layer.3.attn.flash", &b, d, s.precision, NULL, NULL);
+        flash[stack][1] = op_of(&g, "layer.3.attn.flash.bwd", &b, d, s.precision, NULL, NULL);
+        static const char *const copy[] = {"layer.3.attn.unpad", "layer.3.attn.pad", "layer.3.attn.pad.bwd",
+                                           "layer.3.attn.unpad.bwd"};
+        const double want_bytes[] = {2 * e * 3 * H, 3 * e * H, 2 * e * H, 5 * e * 3 * H};
+        const int want_kernels[] = {3, 2, 1, 7};
+        for (int c = 0; c < 4; c++) {
+            const double t = op_of(&g, copy[c], &b, d, s.precision, &bytes, &kernels);
+            if (!stack) {
+                CHECK(t < 0, "pytorch-fsdp has no %s", copy[c]);
+                continue;
+            }
+            CHECK(t > 0, "llm-foundry has %s", copy[c]);
+            CHECK(fabs(bytes - want_bytes[c] * T) <= 1e-12 * bytes, "%s: %g bytes, want %g", copy[c], bytes,
+                  want_bytes[c] * T);
+            CHECK(kernels == want_kernels[c], "%s: %d launches, want %d", copy[c], kernels, want_kernels[c]);
+        }
+        et_graph_free(&g);
+    }
+    for (int dir = 0; dir < 2; dir++)
+        CHECK(flash[0][dir] > 0 && flash[1][dir] > 1.9 * flash[0][dir] && flash[1][dir] < 2.0 * flash[0][dir],
+              "FlashAttention 1 at half the rate (%s): %g s against %g s (the launch cost stays)",
+              dir ? "backward" : "forward", flash[1][dir], flash[0][dir]);
+    /* the fused preset (etrun's add-norm) has no residual kernels */
+    et_software_preset("fused", &s.software);
+    {
+        et_graph_options o = et_scenario_graph_options(&s, 0);
+        et_graph g;
+        et_error err;
+        if (et_graph_build(&s.model, &o, &g, &err) == 0) {
+            CHECK(op_of(&g, "layer.3.attn.residual", &b, d, s.precision, NULL, NULL) < 0 &&
+                      op_of(&g, "layer.3.mlp.residual.bwd", &b, d, s.precision, NULL, NULL) < 0,
+                  "fused: the residual adds folded into the layer norms");
+            et_graph_free(&g);
+        }
+    }
+    /* a dropout kernel carries the residual add forward; backward still sums the two gradients */
+    et_software_preset("llm-foundry", &s.software);
+    s.model.dropout = 0.1;
+    et_graph_options o = et_scenario_graph_options(&s, 0);
+    et_graph g;
+    et_error err;
+    if (et_graph_build(&s.model, &o, &g, &err) == 0) {
+        CHECK(op_of(&g, "layer.3.attn.residual", &b, d, s.precision, NULL, NULL) < 0,
+              "no residual add of its own under dropout");
+        CHECK(op_of(&g, "layer.3.attn.residual.bwd", &b, d, s.precision, NULL, NULL) > 0,
+              "the backward sum under dropout");
+        et_graph_free(&g);
+    }
+}
+
 int main(void)
 {
+    test_eager_terms();
     test_pipeline_sends();
     test_presets();
     test_passes();

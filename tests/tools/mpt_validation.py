@@ -5,7 +5,7 @@ scenarios/validation/published.csv (shown, not judged), replacing the rows it wr
 tool, run by hand when the data or the scenario format changes; its outputs are committed.
 
 What each row becomes: MPT's decoder (no biases, LayerNorm, learned positions per the row's sequence, full
-multi-head attention, 4x MLP, vocabulary 50368) with FlashAttention; data parallelism only; FSDP FULL_SHARD
+multi-head attention, 4x MLP, vocabulary 50368) with FlashAttention 1 behind its unpadded interface (the `llm-foundry` stack); data parallelism only; FSDP FULL_SHARD
 as ZeRO 3, SHARD_GRAD_OP as ZeRO 2; activation checkpointing as full recomputation; amp_bf16 and bf16 as
 bf16, amp_fp8 as fp8; AdamW; the eager PyTorch host (Composer). Nodes of 8 GPUs; A100 nodes with 8 NICs of
 200 Gb/s (the tables' 1600 Gbps RoCE), H100 nodes with 8 of 400 Gb/s (an assumption: the README does not
@@ -54,7 +54,7 @@ def scenario(r, name, line):
         "optimizer": {"name": "adamw", "clip": "after_allreduce"},
         "precision": "fp8" if r["precision"] == "amp_fp8" else "bf16",
         "parallelism": par,
-        "software": {"stack": "pytorch-fsdp"},
+        "software": {"stack": "llm-foundry"},
         "cluster": cluster,
         "target": {"steps": 100},
         "simulation": {"steps": 1},
