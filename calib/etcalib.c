@@ -17,6 +17,7 @@
 #include "calib_allreduce.h"
 #include "calib_fit.h"
 #include "calib_network.h"
+#include "calib_runs.h"
 #include "measured_run.h"
 #include "plan.h"
 #include "quantile.h"
@@ -36,6 +37,7 @@ static const char usage[] =
     "       etcalib fit-network nccl.csv --gpu NAME[|NAME...] --scenario s.json --out s-calibrated.json\n"
     "       etcalib fit-network micro.json --scenario s.json --out s-calibrated.json   (all-reduce rows)\n"
     "       etcalib fit-network all_reduce_perf.log [--gpu NAME] --scenario s.json --out s-calibrated.json\n"
+    "       etcalib fit-runs published.csv --base P.json --out Q.json [--only PREFIX[,PREFIX...]]\n"
     "  bench:  matrix products over a grid of shapes and the scenario's shapes, streaming kernels and the\n"
     "          fused Adam update over sizes, the per-op overhead, on this machine (pin it and set\n"
     "          OPENBLAS_NUM_THREADS); under mpirun with 2 ranks or more, first the all-reduce's bus\n"
@@ -44,7 +46,11 @@ static const char usage[] =
     "          first, then per op class and the largest ops; --csv writes every op.\n"
     "  fit:    fits the profile's GEMM rate and half dimension, bandwidth, vector rate, launch overhead and\n"
     "          special-function rate and cache bandwidth (when the base profile has them)\n"
-    "          to the runs and writes an ordinary profile file (Q must not be an input).";
+    "          to the runs and writes an ordinary profile file (Q must not be an input).\n"
+    "  fit-runs: scales P's large-GEMM and fused-attention efficiencies to the published training runs\n"
+    "          whose scenarios (NAME.json beside the CSV) name P's device (--only: runs whose names start\n"
+    "          so), minimising the mean squared log error of the analytic step; prints each run before and\n"
+    "          after and writes P with the two efficiencies fitted.";
 
 static void fail(const et_error *err)
 {
@@ -533,6 +539,146 @@ static int cmd_fit(int argc, char **argv)
     return 0;
 }
 
+/* Whether a run's name starts with one of the comma-separated prefixes (NULL: every run). */
+static int run_selected(const char *name, const char *only)
+{
+    if (!only) return 1;
+    for (const char *p = only; *p;) {
+        const size_t len = strcspn(p, ",");
+        if (len && !strncmp(name, p, len)) return 1;
+        p += len + (p[len] == ',');
+    }
+    return 0;
+}
+
+/* P's large-GEMM and fused-attention efficiencies fitted to published training runs (calib_runs.h). */
+static int cmd_fit_runs(int argc, char **argv)
+{
+    const char *csv = NULL, *base_path = NULL, *out_path = NULL, *only = NULL;
+    for (int i = 0; i < argc; i++) {
+        if (strcmp(argv[i], "--base") == 0 && i + 1 < argc)
+            base_path = argv[++i];
+        else if (strcmp(argv[i], "--out") == 0 && i + 1 < argc)
+            out_path = argv[++i];
+        else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc)
+            only = argv[++i];
+        else if (argv[i][0] != '-' && !csv)
+            csv = argv[i];
+        else {
+            fprintf(stderr, "etcalib fit-runs: unexpected argument %s\n%s\n", argv[i], usage);
+            return EXIT_INPUT;
+        }
+    }
+    if (!csv || !base_path || !out_path) {
+        fprintf(stderr, "etcalib fit-runs: needs published.csv, --base and --out\n%s\n", usage);
+        return EXIT_INPUT;
+    }
+    const char *inputs[] = {csv, base_path};
+    int rc = refuse_output(out_path, "--out", inputs, 2);
+    if (rc) return rc;
+    et_error err;
+    et_device_profile base, fit;
+    if (et_device_profile_load(base_path, &base, &err)) {
+        fail(&err);
+        return et_error_exit_status(&err);
+    }
+    calib_runs all;
+    if (calib_runs_load(csv, base.name, &all, &err)) {
+        fail(&err);
+        return et_error_exit_status(&err);
+    }
+    calib_runs runs = {all.runs, 0}; /* the selected runs, moved to the front */
+    for (int i = 0; i < all.n; i++)
+        if (run_selected(all.runs[i].name, only)) {
+            const calib_run t = all.runs[runs.n];
+            all.runs[runs.n++] = all.runs[i], all.runs[i] = t;
+        }
+    if (runs.n == 0) {
+        et_error_set(&err, csv, 0, 0, NULL, "no run of the device \"%s\" is selected by --only %s", base.name,
+                     only);
+        fail(&err);
+        calib_runs_free(&all);
+        return EXIT_INPUT;
+    }
+    double gemm, attention;
+    const double before = calib_runs_objective(&runs, &base);
+    const double after = calib_runs_fit(&runs, &base, &fit, &gemm, &attention);
+    if (!isfinite(before) || !isfinite(after)) {
+        et_error_set(&err, csv, 0, 0, NULL, "a run has no analytic step on %s: no profile written",
+                     base.name);
+        fail(&err);
+        calib_runs_free(&all);
+        return EXIT_INPUT;
+    }
+    printf("# etcalib fit-runs: %d of %d runs on %s, mean |log error| %.4g -> %.4g\n", runs.n, all.n,
+           base.name, before, after);
+    printf("%-26s %10s %10s\n", "term", "base", "fitted");
+    printf("%-26s %10.4f %10.4f\n", "gemm_max", base.gemm_max_efficiency, fit.gemm_max_efficiency);
+    for (int p = 0; p < ET_PRECISION_COUNT; p++)
+        if (base.gemm_max_by_precision[p] > 0)
+            printf("gemm_max_by_precision.%-4s %10.4f %10.4f\n", et_precision_names[p],
+                   base.gemm_max_by_precision[p], fit.gemm_max_by_precision[p]);
+    printf("%-26s %10.4f %10.4f\n", "flash_attention", base.flash_attention_efficiency,
+           fit.flash_attention_efficiency);
+    printf("\n%-56s %5s %12s %10s %10s %9s %9s\n", "run", "fit", "published[s]", "base[s]", "fitted[s]",
+           "base[%]", "fit[%]");
+    double sum[2][2] = {{0}};
+    int count[2] = {0};
+    for (int i = 0; i < all.n; i++) {
+        const double pub = all.runs[i].published_s, pb = calib_runs_predict(&all, i, &base),
+                     pf = calib_runs_predict(&all, i, &fit);
+        const int in = i < runs.n;
+        printf("%-56.56s %5s %12.3f %10.3f %10.3f %+9.1f %+9.1f\n", all.runs[i].name, in ? "yes" : "no", pub,
+               pb, pf, error_pct(pb, pub), error_pct(pf, pub));
+        sum[in][0] += fabs(error_pct(pb, pub)), sum[in][1] += fabs(error_pct(pf, pub)), count[in]++;
+    }
+    for (int in = 1; in >= 0; in--)
+        if (count[in])
+            printf("# %s: %d runs, mean |error| %.1f%% -> %.1f%%\n", in ? "fitted on" : "held out", count[in],
+                   sum[in][0] / count[in], sum[in][1] / count[in]);
+    json_t *root = NULL;
+    json_error_t je;
+    if (!(root = json_load_file(base_path, 0, &je))) {
+        et_error_set(&err, base_path, je.line, je.column, NULL, "%s", je.text);
+        fail(&err);
+        calib_runs_free(&all);
+        return EXIT_INPUT;
+    }
+    json_t *eff = json_object_get(root, "efficiency");
+    json_object_set_new(eff, "gemm_max", json_real(fit.gemm_max_efficiency));
+    json_t *by = json_object_get(eff, "gemm_max_by_precision");
+    for (int p = 0; p < ET_PRECISION_COUNT && by; p++)
+        if (fit.gemm_max_by_precision[p] > 0 && json_object_get(by, et_precision_names[p]))
+            json_object_set_new(by, et_precision_names[p], json_real(fit.gemm_max_by_precision[p]));
+    if (base.flash_attention_efficiency > 0)
+        json_object_set_new(eff, "flash_attention", json_real(fit.flash_attention_efficiency));
+    char note[1024];
+    snprintf(
+        note, sizeof note,
+        " Fitted by etcalib fit-runs (ET commit %s) to %d published training runs of %s%s%s: the large-GEMM "
+        "efficiencies x %.4f and the fused attention's x %.4f (mean absolute log error of the analytic "
+        "step %.4g -> %.4g).",
+        ET_GIT_COMMIT, runs.n, csv, only ? " starting " : "", only ? only : "", gemm, attention, before,
+        after);
+    const char *old = json_string_value(json_object_get(root, "source"));
+    size_t len = (old ? strlen(old) : 0) + strlen(note) + 1;
+    char *source = malloc(len);
+    if (source) {
+        snprintf(source, len, "%s%s", old ? old : "", note);
+        json_object_set_new(root, "source", json_string(source));
+        free(source);
+    }
+    rc = et_atomic_write_json(out_path, root, &err);
+    json_decref(root);
+    calib_runs_free(&all);
+    if (rc) {
+        fail(&err);
+        return et_error_exit_status(&err);
+    }
+    printf("# wrote %s\n", out_path);
+    return 0;
+}
+
 /* The scenario with its cluster's bandwidth_factor and collective_latency_us fitted to nccl-tests rows. */
 static int cmd_fit_network(int argc, char **argv)
 {
@@ -718,6 +864,7 @@ int main(int argc, char **argv)
     if (strcmp(argv[1], "report") == 0) return cmd_report(argc - 2, argv + 2);
     if (strcmp(argv[1], "fit") == 0) return cmd_fit(argc - 2, argv + 2);
     if (strcmp(argv[1], "fit-network") == 0) return cmd_fit_network(argc - 2, argv + 2);
+    if (strcmp(argv[1], "fit-runs") == 0) return cmd_fit_runs(argc - 2, argv + 2);
     fprintf(stderr, "etcalib: unknown command %s\n%s\n", argv[1], usage);
     return EXIT_INPUT;
 }
