@@ -133,15 +133,15 @@ static double objective_at(const calib_runs *r, const et_device_profile *base, d
     return calib_runs_objective(r, &d);
 }
 
-double calib_runs_fit(const calib_runs *r, const et_device_profile *base, et_device_profile *out,
-                      double *gemm, double *attention)
+double calib_runs_fit(const calib_runs *r, const et_device_profile *base, bool fit_attention,
+                      et_device_profile *out, double *gemm, double *attention)
 {
     const double phi = (sqrt(5) - 1) / 2;
     double efficiency[2] = {base->gemm_max_efficiency, base->flash_attention_efficiency};
     for (int p = 0; p < ET_PRECISION_COUNT; p++) /* the largest efficiency bounds the factor: all stay <= 1 */
         efficiency[0] = fmax(efficiency[0], base->gemm_max_by_precision[p]);
     double x[2] = {0, 0}, best = objective_at(r, base, 0, 0);
-    const int terms = base->flash_attention_efficiency > 0 ? 2 : 1;
+    const int terms = fit_attention && base->flash_attention_efficiency > 0 ? 2 : 1;
     for (int round = 0; round < 4; round++)
         for (int k = 0; k < terms; k++) {
             const double keep = x[k];

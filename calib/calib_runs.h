@@ -1,16 +1,18 @@
 /* calib_runs: a device profile's efficiencies fitted to published training runs. Each run is a shipped
  * scenario and the step time it was published with (scenarios/validation/published.csv: name, metric,
  * published figure; a throughput in samples a second becomes the global batch over it); the fit scales the
- * profile's large-GEMM efficiency (gemm_max and every precision's own) and its fused-attention efficiency
- * by one factor each, minimising the mean absolute log error of the analytic step (analytic.h) over every
- * run whose scenario names the profile. One pair of factors for all those runs, whatever their stack: no
- * per-run or per-family term (the stacks' own terms are the scenarios' `software`).
+ * profile's large-GEMM efficiency (gemm_max and every precision's own) and, when asked, its
+ * fused-attention efficiency by one factor each, minimising the mean absolute log error of the analytic step
+ * (analytic.h) over every run whose scenario names the profile. One factor (or pair) for all those runs,
+ * whatever their stack: no per-run or per-family term (the stacks' own terms are the scenarios' `software`).
  *
  * Contract: calib_runs_load reads the CSV (scenario files beside it, NAME.json) and keeps the runs whose
  * cluster device is named `device` (the profile's "name"); errors name the file and line. calib_runs_fit
  * writes the fitted profile into *out (base with the two factors applied; efficiencies at most 1). */
 #ifndef ET_CALIB_RUNS_H
 #define ET_CALIB_RUNS_H
+
+#include <stdbool.h>
 
 #include "et_error.h"
 #include "scenario.h"
@@ -36,10 +38,11 @@ double calib_runs_predict(const calib_runs *r, int i, const et_device_profile *d
 /* Mean over the runs of |log(predicted / published)|: the targets' measure, and a run whose error has
  * another cause than the profile (a data pipeline ET does not model) pulls no harder than any other. */
 double calib_runs_objective(const calib_runs *r, const et_device_profile *d);
-/* Fits the two factors (golden-section search on each in turn, four rounds, in log space, from 1/4 of the
- * base up to 4 or to an efficiency of 1; a search that finds nothing better keeps its start); *gemm and
- * *attention get them. Returns the final objective, never above the base's. */
-double calib_runs_fit(const calib_runs *r, const et_device_profile *base, et_device_profile *out,
-                      double *gemm, double *attention);
+/* Fits the GEMM factor, and the attention's when asked and the base has a fused-attention rate
+ * (golden-section search on each in turn, four rounds, in log space, from 1/4 of the base up to 4 or to an
+ * efficiency of 1; a search that finds nothing better keeps its start); *gemm and *attention get them.
+ * Returns the final objective, never above the base's. */
+double calib_runs_fit(const calib_runs *r, const et_device_profile *base, bool fit_attention,
+                      et_device_profile *out, double *gemm, double *attention);
 
 #endif

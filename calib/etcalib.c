@@ -38,6 +38,7 @@ static const char usage[] =
     "       etcalib fit-network micro.json --scenario s.json --out s-calibrated.json   (all-reduce rows)\n"
     "       etcalib fit-network all_reduce_perf.log [--gpu NAME] --scenario s.json --out s-calibrated.json\n"
     "       etcalib fit-runs published.csv --base P.json --out Q.json [--only PREFIX[,PREFIX...]]\n"
+    "                   [--terms gemm|gemm,attention]\n"
     "  bench:  matrix products over a grid of shapes and the scenario's shapes, streaming kernels and the\n"
     "          fused Adam update over sizes, the per-op overhead, on this machine (pin it and set\n"
     "          OPENBLAS_NUM_THREADS); under mpirun with 2 ranks or more, first the all-reduce's bus\n"
@@ -47,10 +48,11 @@ static const char usage[] =
     "  fit:    fits the profile's GEMM rate and half dimension, bandwidth, vector rate, launch overhead and\n"
     "          special-function rate and cache bandwidth (when the base profile has them)\n"
     "          to the runs and writes an ordinary profile file (Q must not be an input).\n"
-    "  fit-runs: scales P's large-GEMM and fused-attention efficiencies to the published training runs\n"
+    "  fit-runs: scales P's large-GEMM efficiency (gemm_max and every precision's; with --terms\n"
+    "          gemm,attention, the default, also its fused attention's) to the published training runs\n"
     "          whose scenarios (NAME.json beside the CSV) name P's device (--only: runs whose names start\n"
-    "          so), minimising the mean squared log error of the analytic step; prints each run before and\n"
-    "          after and writes P with the two efficiencies fitted.";
+    "          so), minimising the mean absolute log error of the analytic step; prints each run before\n"
+    "          and after and writes P with the fitted efficiencies.";
 
 static void fail(const et_error *err)
 {
@@ -555,8 +557,17 @@ static int run_selected(const char *name, const char *only)
 static int cmd_fit_runs(int argc, char **argv)
 {
     const char *csv = NULL, *base_path = NULL, *out_path = NULL, *only = NULL;
+    bool fit_attention = true;
     for (int i = 0; i < argc; i++) {
-        if (strcmp(argv[i], "--base") == 0 && i + 1 < argc)
+        if (strcmp(argv[i], "--terms") == 0 && i + 1 < argc) {
+            const char *t = argv[++i];
+            if (strcmp(t, "gemm") && strcmp(t, "gemm,attention")) {
+                fprintf(stderr, "etcalib fit-runs: --terms: expected gemm or gemm,attention, got \"%s\"\n",
+                        t);
+                return EXIT_INPUT;
+            }
+            fit_attention = strcmp(t, "gemm") != 0;
+        } else if (strcmp(argv[i], "--base") == 0 && i + 1 < argc)
             base_path = argv[++i];
         else if (strcmp(argv[i], "--out") == 0 && i + 1 < argc)
             out_path = argv[++i];
@@ -602,7 +613,7 @@ static int cmd_fit_runs(int argc, char **argv)
     }
     double gemm, attention;
     const double before = calib_runs_objective(&runs, &base);
-    const double after = calib_runs_fit(&runs, &base, &fit, &gemm, &attention);
+    const double after = calib_runs_fit(&runs, &base, fit_attention, &fit, &gemm, &attention);
     if (!isfinite(before) || !isfinite(after)) {
         et_error_set(&err, csv, 0, 0, NULL, "a run has no analytic step on %s: no profile written",
                      base.name);

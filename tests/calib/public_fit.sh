@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The shipped H100 profile fitted to public measurements (scenarios/profiles/h100-sxm-public-fit.json) is
-# what `etcalib fit` gives from scenarios/data/calibration today; fit-network fits a cluster's network to the
+# what `etcalib fit` gives from scenarios/data/calibration today, from the datasheet-era profile it was made
+# from (tests/data/profiles-datasheet/; the shipped h100-sxm.json carries the training fit since); fit-network fits a cluster's network to the
 # nccl-tests rows; tables without matching rows are refused.
 # Usage: public_fit.sh BUILD_DIR SOURCE_DIR
 set -euo pipefail
@@ -9,7 +10,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 data=$src/scenarios/data/calibration
 "$build/calib/etcalib" fit "$data/gemm.csv" "$data/memory.csv" --gpu "H100|sm_90" --precision bf16 \
-  --base "$src/scenarios/profiles/h100-sxm.json" --out "$work/fit.json"
+  --base "$src/tests/data/profiles-datasheet/h100-sxm.json" --out "$work/fit.json"
 terms='[.peak_tflops.bf16, .memory_bandwidth_GBps, .efficiency.gemm_max, .efficiency.gemm_half_dim,
         .efficiency.memory, .efficiency.kernel_overhead_us] | map(. * 1e6 | round)'
 if [ "$(jq -c "$terms" "$work/fit.json")" != "$(jq -c "$terms" "$src/scenarios/profiles/h100-sxm-public-fit.json")" ]; then
@@ -18,7 +19,7 @@ if [ "$(jq -c "$terms" "$work/fit.json")" != "$(jq -c "$terms" "$src/scenarios/p
 fi
 # the H200's FP8 products fitted on their own (--only-precision): the shipped h200-public-fit.json
 "$build/calib/etcalib" fit "$data/gemm.csv" "$data/memory.csv" --gpu "H200 141GB|H200 SXM" --precision fp8 \
-  --only-precision --base "$src/scenarios/profiles/h200.json" --out "$work/h200.json" > /dev/null
+  --only-precision --base "$src/tests/data/profiles-datasheet/h200.json" --out "$work/h200.json" > /dev/null
 terms8='[.efficiency.gemm_max_by_precision.fp8, .efficiency.gemm_max, .memory_bandwidth_GBps, .efficiency.memory,
          .efficiency.kernel_overhead_us] | map(. * 1e6 | round)'
 if [ "$(jq -c "$terms8" "$work/h200.json")" != "$(jq -c "$terms8" "$src/scenarios/profiles/h200-public-fit.json")" ]; then

@@ -4,7 +4,7 @@
 # compared with tests/planner/day.expected so that a changed answer shows up in review. Set
 # ET_UPDATE_EXPECTED=1 to rewrite the expected file after checking the change.
 #   1. the cheapest plan that trains within 90 days on 1,024 to 4,096 H100s at $2.50 a GPU-hour
-#   2. the fastest plan within a $10M budget (--rank-by time: the budget only filters)
+#   2. the fastest plan within a $15M budget (--rank-by time: the budget only filters)
 #   3. the least energy
 #   4. dense against 75% unstructured sparsity, part by part
 #   5. one failed NIC in the cluster: the simulated step beside the healthy one
@@ -23,8 +23,8 @@ plan() { # the best plan of a search's JSON, as a reviewer reads it
   echo "1. cheapest within 90 days"
   "$etsim" "${space[@]}" --deadline-days 90 --json "$work/1.json" "$scenario" > /dev/null
   plan "$work/1.json"
-  echo "2. fastest within \$10M"
-  "$etsim" "${space[@]}" --rank-by time --budget 10000000 --json "$work/2.json" "$scenario" > /dev/null
+  echo "2. fastest within \$15M"
+  "$etsim" "${space[@]}" --rank-by time --budget 15000000 --json "$work/2.json" "$scenario" > /dev/null
   plan "$work/2.json"
   echo "3. least energy"
   "$etsim" "${space[@]}" --rank-by energy --json "$work/3.json" "$scenario" > /dev/null

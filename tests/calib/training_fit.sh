@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# The shipped H100, H200, B200 and GB200 profiles' efficiencies are what tests/tools/training_fit.sh writes
+# today (etcalib fit-runs on the published H100 runs); fit-runs never ends worse than its base, writes a
+# profile etsim loads, and refuses bad input with a file, a line and exit 2, writing nothing.
+# Usage: training_fit.sh BUILD_DIR SOURCE_DIR
+set -euo pipefail
+build=$1 src=$(cd "$2" && pwd)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+bash "$src/tests/tools/training_fit.sh" "$build" "$work" > "$work/log"
+for p in h100-sxm h200 b200 gb200; do
+  terms='[.name, (.efficiency | to_entries[] | .key, (.value | if type == "number" then . * 1e6 | round else map_values(. * 1e6 | round) end))]'
+  if [ "$(jq -c "$terms" "$work/$p.json")" != "$(jq -c "$terms" "$src/scenarios/profiles/$p.json")" ]; then
+    echo "FAIL: scenarios/profiles/$p.json is not what tests/tools/training_fit.sh writes now:"
+    jq -c "$terms" "$work/$p.json" "$src/scenarios/profiles/$p.json"; exit 1
+  fi
+done
+# three runs: the fit's objective never rises, and the table has them, fitted
+csv=$src/scenarios/validation/published.csv
+only=mpt-1b-h100-80gb-8gpu-seq512-mbs56-ampbf16,mpt-1b-h100-80gb-8gpu-seq2048-mbs14,mpt-7b-h100-80gb-8gpu-seq2048
+"$build/calib/etcalib" fit-runs "$csv" --base "$src/tests/data/profiles-datasheet/h100-sxm.json" --only "$only" \
+  --out "$work/three.json" > "$work/three.txt"
+read -r before after < <(sed -n 's/.*mean |log error| \([0-9.e+-]*\) -> \([0-9.e+-]*\)$/\1 \2/p' "$work/three.txt")
+awk -v a="$before" -v b="$after" 'BEGIN {exit !(b <= a && b < 0.1)}' ||
+  { cat "$work/three.txt"; echo "FAIL: objective $before -> $after"; exit 1; }
+[ "$(grep -c ' yes ' "$work/three.txt")" -eq 3 ] || { cat "$work/three.txt"; echo "FAIL: three runs fitted"; exit 1; }
+jq --arg p "$work/three.json" '.cluster.device = $p' "$src/scenarios/validation/mpt-1b-h100-80gb-8gpu-seq2048-mbs14-ampbf16.json" \
+  > "$work/s.json"
+"$build/sim/etsim" --analytic --quiet "$work/s.json" > /dev/null || { echo "FAIL: etsim on the fitted profile"; exit 1; }
+# bad input: exit 2, the file and line named, nothing written
+printf 'name,metric,published,source,judged\nmpt-1b-h100-80gb-8gpu-seq512-mbs56-ampbf16,step_s,-3,x,no\n' > "$work/bad.csv"
+set +e
+"$build/calib/etcalib" fit-runs "$work/bad.csv" --base "$src/scenarios/profiles/h100-sxm.json" --out "$work/no.json" 2> "$work/err"
+rc=$?
+set -e
+cat "$work/err"
+[ $rc -eq 2 ] && grep -q "bad.csv:2:1: expected name,metric" "$work/err" && [ ! -e "$work/no.json" ] ||
+  { echo "FAIL: a bad published figure (exit $rc)"; exit 1; }
+set +e
+"$build/calib/etcalib" fit-runs "$csv" --base "$src/scenarios/profiles/host-cpu.json" --out "$work/no.json" 2> "$work/err"
+rc=$?
+set -e
+cat "$work/err"
+[ $rc -eq 2 ] && grep -q 'no published run names the device profile' "$work/err" && [ ! -e "$work/no.json" ] ||
+  { echo "FAIL: a device without runs (exit $rc)"; exit 1; }
+echo "training_fit: the shipped profiles are the fit's; fit-runs $before -> $after on three runs; bad input refused"
