@@ -34,17 +34,24 @@ static void generation_of(const et_scenario *s, char *out, size_t size)
     out[strcspn(out, "- ")] = 0;
 }
 
+/* The shape's name, "experts" after it for a mixture of experts (its routing and all-to-alls are another
+ * step: the published MoE runs are a family of their own). */
+static void shape_of(const et_scenario *s, char *out, size_t size)
+{
+    snprintf(out, size, "%s%s", shapes[et_error_band_shape(s)], s->model.moe.experts > 0 ? " experts" : "");
+}
+
 /* "A100 megatron-lm-2022 pipeline": the generation, the stack, the shape; a scenario that names no stack
  * (the preset "fused") is of "A100 pipeline, any stack". */
 static void family_of(const et_scenario *s, char *out, size_t size)
 {
-    char device[48];
+    char device[48], shape[48];
     generation_of(s, device, sizeof device);
+    shape_of(s, shape, sizeof shape);
     if (s->software.stack == ET_STACK_FUSED)
-        snprintf(out, size, "%s %s, any stack", device, shapes[et_error_band_shape(s)]);
+        snprintf(out, size, "%.15s %.24s, any stack", device, shape);
     else
-        snprintf(out, size, "%s %s %s", device, et_stack_names[s->software.stack],
-                 shapes[et_error_band_shape(s)]);
+        snprintf(out, size, "%.15s %.20s %.24s", device, et_stack_names[s->software.stack], shape);
 }
 
 /* Whether a row of errors.csv is of the scenario's family: the same family, or for a scenario that names no
@@ -53,10 +60,11 @@ static int same_family(const et_scenario *s, const char *family, const char *row
 {
     if (!strcmp(family, row)) return 1;
     if (s->software.stack != ET_STACK_FUSED) return 0;
-    char device[48], row_device[48], shape[48];
+    char device[48], row_device[48], row_shape[48], shape[48];
     generation_of(s, device, sizeof device);
-    return sscanf(row, "%47s %*s %47[^\n]", row_device, shape) == 2 && !strcmp(row_device, device) &&
-           !strcmp(shape, shapes[et_error_band_shape(s)]);
+    shape_of(s, shape, sizeof shape);
+    return sscanf(row, "%47s %*s %47[^\n]", row_device, row_shape) == 2 && !strcmp(row_device, device) &&
+           !strcmp(row_shape, shape);
 }
 
 void et_error_band_edges(const et_scenario *s, double edge[ET_BAND_SHAPES])

@@ -4,7 +4,8 @@
  * (scenarios/validation/), its family and ET's signed error against the published step. A prediction's
  * family is its device generation (the profile name's first word: A100, H100, B200, GB200, ...), its
  * software stack (software.h), its parallel shape (data: tensor and pipeline 1; tensor: tensor > 1,
- * pipeline 1; pipeline: pipeline > 1) and whether ZeRO 2 or 3 shards it over the data ranks ("sharded"). A
+ * pipeline 1; pipeline: pipeline > 1), whether ZeRO 2 or 3 shards it over the data ranks ("sharded") and
+ * whether the model is a mixture of experts ("experts": its routing and all-to-alls are another step). A
  * scenario that names no stack (the preset "fused") takes the rows of its generation and shape under every
  * stack, and its family says "any stack".
  * The band is the p10 and p90 (nearest rank, quantile.h) of measured / ET over that family's rows: the

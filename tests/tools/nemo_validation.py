@@ -10,6 +10,7 @@ Usage: tests/tools/nemo_validation.py [SOURCE_DIR]
 import csv
 import json
 import os
+import re
 import sys
 
 SRC = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "..", ".."))
@@ -54,7 +55,11 @@ def why_not(r):
     return None
 
 
-def scenario(r, name):
+def layout_key(r):
+    return tuple(r[k] for k in ("model_key", "gpu", "tp", "pp", "cp", "vp", "ep", "mbs", "seq"))
+
+
+def scenario(r, name, overlap_of):
     tp, pp, cp, vp = int(r["tp"]), int(r["pp"]), int(r["cp"]), int(r["vp"])
     gpus, fsdp = int(r["gpus"]), int(r["fsdp"] or 0)
     # GB200: the NVL72 rack is one NVLink domain; a run of 64 or more GPUs uses 64 of each rack's 72
@@ -77,6 +82,13 @@ def scenario(r, name):
         par["distributed_optimizer"] = True
     if tp > 1 and r["recipe_tp_comm_overlap"] == "True":
         par["tp_overlap"] = True
+    # a row whose layout differs from its recipe's in the global batch alone (25.11's smaller batches): the TP
+    # overlap of the recipe's layout, as another container's row on it published (a property of the layout,
+    # not of the batch)
+    borrowed = (not recipe and tp > 1 and re.fullmatch(r"no: recipe has gbs \d+", r["recipe_layout_match"])
+                and overlap_of.get(layout_key(r)) == "True")
+    if borrowed:
+        par["tp_overlap"] = True
     if int(r["ep"] or 1) > 1:
         par["expert"] = int(r["ep"])
     desc = ("NeMo Megatron Bridge %s, %s pretraining on %d %s (%s), %s, tensor %d, pipeline %d (virtual %d), context %d, "
@@ -87,7 +99,9 @@ def scenario(r, name):
                r["tokens_per_s_per_gpu"], float(r["step_s"]), r["source"],
                ("The recipe at the same commit: recomputation %s, CUDA graphs %s, TP communication overlap %s."
                 % (r["recipe_recompute"], r["recipe_cuda_graph"], r["recipe_tp_comm_overlap"])) if recipe else
-               "No recipe at the commit matches this layout: recomputation none and no CUDA graphs assumed."))
+               "No recipe at the commit matches this layout: recomputation none and no CUDA graphs assumed%s."
+               % ("; TP communication overlap as the recipe of the same layout with another global batch "
+                  "(another container's row on that layout)" if borrowed else "")))
     doc = {
         "name": name,
         "description": desc,
@@ -110,6 +124,7 @@ def scenario(r, name):
 
 def main():
     rows = list(csv.DictReader(open(DATA)))
+    overlap_of = {layout_key(r): r["recipe_tp_comm_overlap"] for r in rows if r["recipe_layout_match"] == "yes"}
     published = [l for l in open(os.path.join(OUT, "published.csv")).read().splitlines() if "nemo-megatron" not in l]
     refused = ["row,container,task,model_key,gpu,precision,why"]
     for i, r in enumerate(rows, start=2):  # the CSV's line numbers
@@ -121,7 +136,7 @@ def main():
         name = "nemo-%s-%s-%s-%dgpu-%s" % (r["container"].replace(".", ""), r["model_key"].replace("_", ""),
                                             r["gpu"].lower(), int(r["gpus"]), r["precision"].lower())
         with open(os.path.join(OUT, name + ".json"), "w") as f:
-            json.dump(scenario(r, name), f, indent=2)
+            json.dump(scenario(r, name, overlap_of), f, indent=2)
             f.write("\n")
         published.append("%s,step_s,%s,nemo-megatron-bridge-performance.csv line %d,no" % (name, r["step_s"], i))
     with open(os.path.join(OUT, "published.csv"), "w") as f:
