@@ -28,19 +28,13 @@ jq --arg p "$work/three.json" '.cluster.device = $p' "$src/scenarios/validation/
   > "$work/s.json"
 "$build/sim/etsim" --analytic --quiet "$work/s.json" > /dev/null || { echo "FAIL: etsim on the fitted profile"; exit 1; }
 # bad input: exit 2, the file and line named, nothing written
+refused() { # refused WHAT CSV BASE EXPECTED-TEXT
+  local rc=0
+  "$build/calib/etcalib" fit-runs "$2" --base "$3" --out "$work/no.json" 2> "$work/err" || rc=$?
+  cat "$work/err"
+  [ $rc -eq 2 ] && grep -q "$4" "$work/err" && [ ! -e "$work/no.json" ] || { echo "FAIL: $1 (exit $rc)"; exit 1; }
+}
 printf 'name,metric,published,source,judged\nmpt-1b-h100-80gb-8gpu-seq512-mbs56-ampbf16,step_s,-3,x,no\n' > "$work/bad.csv"
-set +e
-"$build/calib/etcalib" fit-runs "$work/bad.csv" --base "$src/scenarios/profiles/h100-sxm.json" --out "$work/no.json" 2> "$work/err"
-rc=$?
-set -e
-cat "$work/err"
-[ $rc -eq 2 ] && grep -q "bad.csv:2:1: expected name,metric" "$work/err" && [ ! -e "$work/no.json" ] ||
-  { echo "FAIL: a bad published figure (exit $rc)"; exit 1; }
-set +e
-"$build/calib/etcalib" fit-runs "$csv" --base "$src/scenarios/profiles/host-cpu.json" --out "$work/no.json" 2> "$work/err"
-rc=$?
-set -e
-cat "$work/err"
-[ $rc -eq 2 ] && grep -q 'no published run names the device profile' "$work/err" && [ ! -e "$work/no.json" ] ||
-  { echo "FAIL: a device without runs (exit $rc)"; exit 1; }
+refused "a bad published figure" "$work/bad.csv" "$src/scenarios/profiles/h100-sxm.json" "bad.csv:2:1: expected name,metric"
+refused "a device without runs" "$csv" "$src/scenarios/profiles/host-cpu.json" "no published run names the device profile"
 echo "training_fit: the shipped profiles are the fit's; fit-runs $before -> $after on three runs; bad input refused"
