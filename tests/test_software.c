@@ -240,8 +240,8 @@ static void test_eager_terms(void)
     const et_batch_shape b = et_batch_expected(&s);
     const et_device_profile *d = &s.cluster.device;
     const double T = b.tokens, H = s.model.hidden, e = et_precision_bytes(s.precision);
-    double flash[2][2] = {{0}}, bytes;
-    int kernels;
+    double flash[2][2] = {{0}}, bytes = 0;
+    int kernels = 0;
     for (int stack = 0; stack < 2; stack++) {
         et_software_preset(stack ? "llm-foundry" : "pytorch-fsdp", &s.software);
         et_graph_options o = et_scenario_graph_options(&s, 0);
