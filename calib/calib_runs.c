@@ -1,5 +1,6 @@
 #include "calib_runs.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,7 +32,7 @@ int calib_runs_load(const char *published_csv, const char *device, calib_runs *o
     memset(out, 0, sizeof *out);
     FILE *f = fopen(published_csv, "r");
     if (!f) {
-        et_error_set_code(err, ET_ERROR_IO, published_csv, 0, 0, NULL, "cannot open the published runs");
+        et_error_set(err, published_csv, 0, 0, NULL, "cannot read file: %s", strerror(errno));
         return -1;
     }
     char dir[512], line[1024];

@@ -36,5 +36,6 @@ refused() { # refused WHAT CSV BASE EXPECTED-TEXT
 }
 printf 'name,metric,published,source,judged\nmpt-1b-h100-80gb-8gpu-seq512-mbs56-ampbf16,step_s,-3,x,no\n' > "$work/bad.csv"
 refused "a bad published figure" "$work/bad.csv" "$src/scenarios/profiles/h100-sxm.json" "bad.csv:2:1: expected name,metric"
+refused "a missing file" "$work/none.csv" "$src/scenarios/profiles/h100-sxm.json" "none.csv: cannot read file"
 refused "a device without runs" "$csv" "$src/scenarios/profiles/host-cpu.json" "no published run names the device profile"
 echo "training_fit: the shipped profiles are the fit's; fit-runs $before -> $after on three runs; bad input refused"
