@@ -264,6 +264,21 @@ static int cmd_report(int argc, char **argv)
     return rc;
 }
 
+/* A profile's large-GEMM efficiencies into its JSON's efficiency section: gemm_max and each precision's own.
+ */
+static void set_gemm_efficiencies(json_t *eff, const et_device_profile *d)
+{
+    json_object_set_new(eff, "gemm_max", json_real(d->gemm_max_efficiency));
+    json_t *by = json_object();
+    for (int p = 0; p < ET_PRECISION_COUNT; p++)
+        if (d->gemm_max_by_precision[p] > 0)
+            json_object_set_new(by, et_precision_names[p], json_real(d->gemm_max_by_precision[p]));
+    if (json_object_size(by))
+        json_object_set_new(eff, "gemm_max_by_precision", by);
+    else
+        json_decref(by);
+}
+
 /* The base profile's JSON with the fitted terms and a source saying where they came from. */
 static json_t *fitted_json(const char *base_path, const et_device_profile *fit, const char *const *inputs,
                            int n, double objective, unsigned pinned, et_error *err)
@@ -312,15 +327,7 @@ static json_t *fitted_json(const char *base_path, const et_device_profile *fit, 
     }
     json_object_set_new(root, "memory_bandwidth_GBps", json_real(fit->memory_bandwidth / 1e9));
     json_t *eff = json_object_get(root, "efficiency");
-    json_object_set_new(eff, "gemm_max", json_real(fit->gemm_max_efficiency));
-    json_t *by = json_object();
-    for (int p = 0; p < ET_PRECISION_COUNT; p++)
-        if (fit->gemm_max_by_precision[p] > 0)
-            json_object_set_new(by, et_precision_names[p], json_real(fit->gemm_max_by_precision[p]));
-    if (json_object_size(by))
-        json_object_set_new(eff, "gemm_max_by_precision", by);
-    else
-        json_decref(by);
+    set_gemm_efficiencies(eff, fit);
     json_object_set_new(eff, "gemm_half_dim", json_real(fit->gemm_half_dim));
     json_object_set_new(eff, "memory", json_real(fit->memory_efficiency));
     json_object_set_new(eff, "kernel_overhead_us", json_real(fit->kernel_overhead_s * 1e6));
@@ -656,11 +663,7 @@ static int cmd_fit_runs(int argc, char **argv)
         return EXIT_INPUT;
     }
     json_t *eff = json_object_get(root, "efficiency");
-    json_object_set_new(eff, "gemm_max", json_real(fit.gemm_max_efficiency));
-    json_t *by = json_object_get(eff, "gemm_max_by_precision");
-    for (int p = 0; p < ET_PRECISION_COUNT && by; p++)
-        if (fit.gemm_max_by_precision[p] > 0 && json_object_get(by, et_precision_names[p]))
-            json_object_set_new(by, et_precision_names[p], json_real(fit.gemm_max_by_precision[p]));
+    set_gemm_efficiencies(eff, &fit);
     if (base.flash_attention_efficiency > 0)
         json_object_set_new(eff, "flash_attention", json_real(fit.flash_attention_efficiency));
     char note[1024];
@@ -678,8 +681,11 @@ static int cmd_fit_runs(int argc, char **argv)
         snprintf(source, len, "%s%s", old ? old : "", note);
         json_object_set_new(root, "source", json_string(source));
         free(source);
+        rc = et_atomic_write_json(out_path, root, &err);
+    } else { /* a profile without the note of its fit is not written */
+        rc = -1;
+        et_error_set_code(&err, ET_ERROR_MEMORY, out_path, 0, 0, NULL, "out of memory");
     }
-    rc = et_atomic_write_json(out_path, root, &err);
     json_decref(root);
     calib_runs_free(&all);
     if (rc) {

@@ -1115,7 +1115,7 @@ static int build(const et_model_config *m, const et_graph_options *o, et_graph *
     d.causal_share = m->arch == ET_ARCH_DECODER && o->attention == ET_ATTENTION_FLASH ? 0.5 : 1;
     d.causal = m->arch == ET_ARCH_DECODER;
     d.flash = o->attention == ET_ATTENTION_FLASH;
-    d.flash_rate = o->flash_rate > 0 ? o->flash_rate : 1;
+    d.flash_rate = o->flash_rate; /* 0: the profile's kernel, as et_op_time reads an op's fused_rate */
     d.unpad = d.flash && o->attention_unpad;
     d.residual = o->residual_kernels;
     if (m->moe.experts > 0) {

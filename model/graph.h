@@ -86,7 +86,7 @@ typedef struct et_op {
     bool expert;       /* an expert's op (mixture of experts): its time follows the rank's routed tokens */
     bool fused;        /* attention as one fused (flash-style) kernel */
     double fused_rate; /* that kernel's share of the profile's fused-attention rate
-                          (software.attention_kernel) */
+                          (software.attention_kernel; 0: the profile's kernel, 1) */
     /* optimizer over sparse weights on a device that keeps them dense with a mask (sparse.masked_dense):
      * its work times masked_scale (dense elements over kept ones; 0: no sparse weights), plus the masks read
      */

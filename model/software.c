@@ -61,7 +61,7 @@ static const et_software presets[ET_STACKS] = {
                                ET_CROSS_ENTROPY_FUSED, 0, false, 0, false, false, ET_SENDS_FULL,
                                ET_ATTENTION_FLASH2, false, true},
     /* llm-foundry as its 2023 benchmark tables ran it (Composer, FSDP1): pytorch-fsdp's terms, with
-     * flash-attn 1.0.9 (its `gpu` extra; FlashAttention 2 was the separate `gpu-flash2` extra) called through
+     * flash-attn 1.0.9 (docs/cost-model.md says on what evidence, and what of it is unchecked) called through
      * the unpadded interface: llmfoundry/models/layers/attention.py flash_attn_fn gathers q, k and v with
      * bert_padding.unpad_input and scatters the context back with pad_input */
     [ET_STACK_LLM_FOUNDRY] = {ET_STACK_LLM_FOUNDRY, ET_ACCUMULATE_FUSED, 4, ET_OPTIMIZER_FUSED,

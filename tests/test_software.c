@@ -219,13 +219,21 @@ static void test_pipeline_sends(void)
 static double op_of(const et_graph *g, const char *id, const et_batch_shape *b, const et_device_profile *d,
                     et_precision p, double *bytes, int *kernels)
 {
-    for (int i = 0; i < g->n_ops; i++)
-        if (!strcmp(g->ops[i].id, id)) {
-            if (bytes) *bytes = et_linear_eval(&g->ops[i].bytes, b);
-            if (kernels) *kernels = g->ops[i].kernels;
-            return et_op_time(&g->ops[i], b, d, p);
-        }
-    return -1;
+    const int i = et_graph_find(g, id);
+    if (i < 0) return -1;
+    if (bytes) *bytes = et_linear_eval(&g->ops[i].bytes, b);
+    if (kernels) *kernels = g->ops[i].kernels;
+    return et_op_time(&g->ops[i], b, d, p);
+}
+
+/* The scenario's first stage's graph; a graph that does not build fails the check. */
+static int graph_of(const et_scenario *s, et_graph *g)
+{
+    const et_graph_options o = et_scenario_graph_options(s, 0);
+    et_error err;
+    const int rc = et_graph_build(&s->model, &o, g, &err);
+    CHECK(rc == 0, "the graph builds: %s", rc ? err.text : "");
+    return rc;
 }
 
 /* An MPT-125M layer (hidden 768, 12 heads, no dropout, FlashAttention) by hand: the residual adds (3eH a
@@ -244,13 +252,8 @@ static void test_eager_terms(void)
     int kernels = 0;
     for (int stack = 0; stack < 2; stack++) {
         et_software_preset(stack ? "llm-foundry" : "pytorch-fsdp", &s.software);
-        et_graph_options o = et_scenario_graph_options(&s, 0);
         et_graph g;
-        et_error err;
-        if (et_graph_build(&s.model, &o, &g, &err)) {
-            CHECK(0, "graph: %s", err.text);
-            return;
-        }
+        if (graph_of(&s, &g)) return;
         static const char *const residuals[] = {"layer.3.attn.residual", "layer.3.mlp.residual",
                                                 "layer.3.attn.residual.bwd", "layer.3.mlp.residual.bwd"};
         for (int r = 0; r < 4; r++) {
@@ -283,30 +286,21 @@ static void test_eager_terms(void)
               dir ? "backward" : "forward", flash[1][dir], flash[0][dir]);
     /* the fused preset (etrun's add-norm) has no residual kernels */
     et_software_preset("fused", &s.software);
-    {
-        et_graph_options o = et_scenario_graph_options(&s, 0);
-        et_graph g;
-        et_error err;
-        if (et_graph_build(&s.model, &o, &g, &err) == 0) {
-            CHECK(op_of(&g, "layer.3.attn.residual", &b, d, s.precision, NULL, NULL) < 0 &&
-                      op_of(&g, "layer.3.mlp.residual.bwd", &b, d, s.precision, NULL, NULL) < 0,
-                  "fused: the residual adds folded into the layer norms");
-            et_graph_free(&g);
-        }
-    }
+    et_graph g;
+    if (graph_of(&s, &g)) return;
+    CHECK(op_of(&g, "layer.3.attn.residual", &b, d, s.precision, NULL, NULL) < 0 &&
+              op_of(&g, "layer.3.mlp.residual.bwd", &b, d, s.precision, NULL, NULL) < 0,
+          "fused: the residual adds folded into the layer norms");
+    et_graph_free(&g);
     /* a dropout kernel carries the residual add forward; backward still sums the two gradients */
     et_software_preset("llm-foundry", &s.software);
     s.model.dropout = 0.1;
-    et_graph_options o = et_scenario_graph_options(&s, 0);
-    et_graph g;
-    et_error err;
-    if (et_graph_build(&s.model, &o, &g, &err) == 0) {
-        CHECK(op_of(&g, "layer.3.attn.residual", &b, d, s.precision, NULL, NULL) < 0,
-              "no residual add of its own under dropout");
-        CHECK(op_of(&g, "layer.3.attn.residual.bwd", &b, d, s.precision, NULL, NULL) > 0,
-              "the backward sum under dropout");
-        et_graph_free(&g);
-    }
+    if (graph_of(&s, &g)) return;
+    CHECK(op_of(&g, "layer.3.attn.residual", &b, d, s.precision, NULL, NULL) < 0,
+          "no residual add of its own under dropout");
+    CHECK(op_of(&g, "layer.3.attn.residual.bwd", &b, d, s.precision, NULL, NULL) > 0,
+          "the backward sum under dropout");
+    et_graph_free(&g);
 }
 
 int main(void)
