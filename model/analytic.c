@@ -10,6 +10,7 @@
 
 #include "batch.h"
 #include "moe.h"
+#include "run_timing.h"
 #include "sampling.h"
 
 /* The plan search estimates tens of thousands of plans whose graphs repeat (they differ in micro-batch,
@@ -548,13 +549,13 @@ static int estimate_phase(const et_scenario *s, et_estimate *out, et_error *err)
         out->model_flops_per_step / (out->step_time * gpus * s->cluster.device.peak_flops[s->precision]);
     out->samples_per_second = s->batch.global / out->step_time;
     out->tokens_per_second = out->tokens_per_step / out->step_time;
-    out->steps = s->target.steps;
-    out->train_time = out->steps * out->step_time;
-    if (s->target.eval_interval_samples > 0 && s->target.eval_samples > 0) {
-        double evals = floor(s->target.samples / s->target.eval_interval_samples);
-        double per_gpu_batches = ceil(s->target.eval_samples / (double)(s->batch.local * s->parallel.data));
-        out->eval_time = evals * per_gpu_batches * out->forward / m;
-    }
+    et_run_count run;
+    et_run_count_of(s, &run);
+    out->steps = run.steps;
+    out->evals = run.evals;
+    out->warmup_time = run.warmup_s;
+    out->train_time = out->steps * out->step_time + out->warmup_time;
+    out->eval_time = et_eval_time(s, run.evals, out->forward / m);
     out->time_to_train = out->train_time + out->eval_time;
     return 0;
 }
@@ -603,14 +604,14 @@ int et_analytic_estimate(const et_scenario *s, et_estimate *out, et_error *err)
         if (i == 0) first = e;
         double until = i + 1 < m->n_phases ? m->phases[i + 1].from : 1.0;
         long long steps =
-            i + 1 < m->n_phases ? (long long)llround(until * s->target.steps) - done : s->target.steps - done;
+            i + 1 < m->n_phases ? (long long)llround(until * s->target.steps) - done : first.steps - done;
         done += steps;
         first.phases[i] =
             (et_phase_estimate){m->phases[i].from, m->phases[i].rank, e.step_time, steps, e.params_total};
         train += steps * e.step_time;
     }
     first.n_phases = m->n_phases;
-    first.train_time = train;
+    first.train_time = train + first.warmup_time;
     first.time_to_train = train + first.eval_time;
     *out = first;
     add_goodput(s, out);

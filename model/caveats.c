@@ -13,7 +13,9 @@ int et_caveats(const et_scenario *s, const char **out, int max)
             "restart)");
     else
         ADD("no failures (resilience.interruptions_per_gpu_hour 0)");
-    ADD("no evaluation beyond target.eval_* (forward passes only)");
+    ADD("evaluations as target.eval_* states: forward passes, the metric's all-reduce and a host read, no "
+        "data "
+        "loading");
     if (s->data.lengths.kind != ET_LENGTHS_FIXED)
         ADD("activation memory for the worst-case micro-batch (local x seq_len tokens), not a sampled one");
     if (s->parallel.tensor > 1 && !s->parallel.tp_overlap)
@@ -36,6 +38,7 @@ int et_caveats(const et_scenario *s, const char **out, int max)
     if (s->method.kind == ET_METHOD_TENSOR_TRAIN && !s->cluster.device.tensor_train_layout_copies)
         ADD("tensor-train contractions on strided operands: no layout copies between them costed");
     if (s->method.kind == ET_METHOD_SPARSE) ADD("sparse kernel efficiency from the profile, not measured");
+    if (s->cluster.device.caveat[0]) ADD(s->cluster.device.caveat);
     if (s->model.moe.experts > 0) {
         ADD("no router load-balancing loss");
         if (s->parallel.expert > 1)

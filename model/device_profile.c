@@ -160,6 +160,7 @@ int et_device_profile_load(const char *path, et_device_profile *out, et_error *e
                                            "tensor_train",
                                            "power_W",
                                            "nvlink_GBps",
+                                           "caveat",
                                            NULL};
     json_t *root;
     if (et_json_load_file(path, &root, err)) return -1;
@@ -175,6 +176,14 @@ int et_device_profile_load(const char *path, et_device_profile *out, et_error *e
     if (et_json_get_string(&r, root, "$", "name", true, NULL, &name)) goto done;
     snprintf(out->name, sizeof out->name, "%s", name);
     if (et_json_get_string(&r, root, "$", "source", true, NULL, &source)) goto done;
+    const char *caveat;
+    if (et_json_get_string(&r, root, "$", "caveat", false, "", &caveat)) goto done;
+    if (strlen(caveat) >= sizeof out->caveat) {
+        et_error_set(err, path, 0, 0, "$.caveat", "a caveat of %zu characters: at most %zu", strlen(caveat),
+                     sizeof out->caveat - 1);
+        goto done;
+    }
+    snprintf(out->caveat, sizeof out->caveat, "%s", caveat);
     if (et_json_get_enum(&r, root, "$", "kind", false, et_device_kind_names, ET_DEVICE_GPU, &kind)) goto done;
     out->kind = (et_device_kind)kind;
     if (et_json_get_object(&r, root, "$", "peak_tflops", true, peak_keys, &peak)) goto done;

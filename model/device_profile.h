@@ -63,6 +63,8 @@ typedef struct et_device_profile {
                                              of the same shape (1: as fast; etcalib fit sets it) */
     double power_busy_w, power_idle_w;    /* a device's draw computing and idle, W (0: unknown, no energy) */
     double nvlink_bandwidth; /* its NVLink per GPU as marketed (both directions), bytes/s; 0: not given */
+    char caveat[512]; /* what the profile cannot support (profile "caveat"), among every report's caveats;
+                         empty: none */
 } et_device_profile;
 
 int et_device_profile_load(const char *path, et_device_profile *out, et_error *err);

@@ -18,6 +18,7 @@
 #endif
 
 const char *const et_clip_mode_names[] = {"none", "after_allreduce", "per_bucket", NULL};
+const char *const et_timing_rule_names[] = {"steps", "mlperf", NULL};
 const char *const et_coll_algo_names[] = {"auto", "ring", "tree", "hierarchical", "fastest", NULL};
 const char *const et_topology_names[] = {"fat_tree", "rail", NULL};
 
@@ -935,8 +936,10 @@ static int check_sampling(const et_json_reader *r, et_scenario *s)
 
 static int read_target(const et_json_reader *r, json_t *root, et_scenario *s)
 {
-    static const char *const keys[] = {"samples",      "steps", "tokens", "eval_interval_samples",
-                                       "eval_samples", NULL};
+    static const char *const keys[] = {
+        "samples",      "steps",  "tokens", "eval_interval_samples", "eval_samples", "timing",
+        "initial_eval", "warmup", NULL};
+    static const char *const warmup_keys[] = {"steps", "extra_s", NULL};
     json_t *o;
     if (et_json_get_object(r, root, "$", "target", true, keys, &o)) return -1;
     int has_samples = json_object_get(o, "samples") != NULL, has_steps = json_object_get(o, "steps") != NULL;
@@ -965,6 +968,27 @@ static int read_target(const et_json_reader *r, json_t *root, et_scenario *s)
         return -1;
     if (s->target.eval_samples > 0 && s->target.eval_interval_samples <= 0)
         FAIL("$.target.eval_interval_samples", "eval_samples needs a positive eval_interval_samples");
+    int timing = ET_TIMING_STEPS;
+    if (et_json_get_enum(r, o, "$.target", "timing", false, et_timing_rule_names, ET_TIMING_STEPS, &timing))
+        return -1;
+    s->target.timing = (et_timing_rule)timing;
+    if (s->target.timing == ET_TIMING_MLPERF && !(s->target.eval_samples > 0))
+        FAIL(
+            "$.target.timing",
+            "\"mlperf\" stops the run at the evaluation that sees the target: give eval_interval_samples and "
+            "eval_samples");
+    if (et_json_get_bool(r, o, "$.target", "initial_eval", false, false, &s->target.initial_eval)) return -1;
+    if (s->target.initial_eval && !(s->target.eval_samples > 0))
+        FAIL("$.target.initial_eval", "an initial evaluation needs eval_interval_samples and eval_samples");
+    json_t *w;
+    if (et_json_get_object(r, o, "$.target", "warmup", false, warmup_keys, &w)) return -1;
+    if (w) {
+        if (et_json_get_int(r, w, "$.target.warmup", "steps", true, 0, 0, 1000000000000000LL,
+                            &s->target.warmup_steps) ||
+            et_json_get_number(r, w, "$.target.warmup", "extra_s", true, 0, 0, 1e9,
+                               &s->target.warmup_extra_s))
+            return -1;
+    }
     return 0;
 }
 

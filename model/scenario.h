@@ -37,6 +37,10 @@
 typedef enum { ET_CLIP_NONE, ET_CLIP_AFTER_ALLREDUCE, ET_CLIP_PER_BUCKET } et_clip_mode;
 extern const char *const et_clip_mode_names[]; /* "none", "after_allreduce", "per_bucket", NULL */
 
+/* What a time-to-train counts (run_timing.h): the target's steps, or MLPerf's timed region. */
+typedef enum { ET_TIMING_STEPS, ET_TIMING_MLPERF } et_timing_rule;
+extern const char *const et_timing_rule_names[]; /* "steps", "mlperf", NULL */
+
 typedef enum { ET_COLL_AUTO, ET_COLL_RING, ET_COLL_TREE, ET_COLL_HIERARCHICAL, ET_COLL_FASTEST } et_coll_algo;
 extern const char *const et_coll_algo_names[]; /* "auto", "ring", "tree", "hierarchical", "fastest", NULL */
 
@@ -94,6 +98,10 @@ typedef struct et_scenario {
         bool tokens_given; /* samples came from a token budget (named in errors) */
         double eval_interval_samples;
         double eval_samples;
+        et_timing_rule timing;  /* run_timing.h */
+        bool initial_eval;      /* an evaluation before the first step */
+        long long warmup_steps; /* the first steps that take warmup_extra_s more than the steady step */
+        double warmup_extra_s;
     } target;
     struct {
         int steps;

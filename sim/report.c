@@ -104,6 +104,20 @@ json_t *report_json_estimate(const et_estimate *e)
         e->mfu, "samples_per_second", e->samples_per_second, "tokens_per_second", e->tokens_per_second,
         "time_to_train", "steps", e->steps, "train_s", e->train_time, "eval_s", e->eval_time, "total_s",
         e->time_to_train);
+    if (j && e->n_phases > 1) {
+        json_t *phases = json_array();
+        for (int i = 0; i < e->n_phases; i++)
+            json_array_append_new(phases,
+                                  json_pack("{s:f, s:i, s:I, s:f, s:f}", "from", e->phases[i].from, "rank",
+                                            e->phases[i].rank, "steps", (json_int_t)e->phases[i].steps,
+                                            "step_s", e->phases[i].step_time, "params", e->phases[i].params));
+        json_object_set_new(j, "rank_phases", phases);
+    }
+    json_t *ttt = j ? json_object_get(j, "time_to_train") : NULL;
+    if (ttt) {
+        json_object_set_new(ttt, "evaluations", json_real(e->evals));
+        json_object_set_new(ttt, "warmup_s", json_real(e->warmup_time));
+    }
     if (j) json_object_set_new(j, "goodput", report_json_goodput(&e->goodput, e->time_to_train));
     if (j)
         json_object_set_new(j, "energy",
@@ -271,8 +285,9 @@ json_t *report_json_analytic_core(const et_scenario *s, const et_estimate *e)
         json_object_set_new(est, "tflops_per_gpu",
                             json_real(et_tflops_per_gpu(s, e->model_flops_per_step, e->step_time)));
         json_object_set_new(est, "error_band", report_json_band(s, e->step_time, e->time_to_train));
-        json_object_set_new(json_object_get(est, "time_to_train"), "gpu_hours",
-                            json_real(et_gpu_hours(s, e->time_to_train)));
+        json_t *ttt = json_object_get(est, "time_to_train");
+        json_object_set_new(ttt, "gpu_hours", json_real(et_gpu_hours(s, e->time_to_train)));
+        json_object_set_new(ttt, "rule", json_string(et_timing_rule_names[s->target.timing]));
     }
     const char *w[8];
     json_t *warnings = json_array();
@@ -410,6 +425,25 @@ void report_print_memory(FILE *out, const et_memory *m)
             m->total / GIB, m->capacity / GIB);
 }
 
+/* What the time-to-train counted beyond steps and evaluations, when the scenario says (run_timing.h). */
+static void print_timing(FILE *out, const et_scenario *s, const et_estimate *e)
+{
+    if (s->target.timing == ET_TIMING_MLPERF)
+        fprintf(
+            out,
+            "timed as MLPerf: run_start (initialisation excluded) to the evaluation that sees the target, "
+            "%.0f evaluations%s, the target's %lld steps run to %lld\n",
+            e->evals, s->target.initial_eval ? " with the initial one" : "", s->target.steps, e->steps);
+    else if (s->target.initial_eval)
+        fprintf(out, "evaluations  %.0f, the initial one included\n", e->evals);
+    if (e->warmup_time > 0) {
+        char w[32];
+        report_format_duration(w, sizeof w, e->warmup_time);
+        fprintf(out, "warm-up      %s in the training time (the first %lld steps, as target.warmup states)\n",
+                w, s->target.warmup_steps < e->steps ? s->target.warmup_steps : e->steps);
+    }
+}
+
 void report_print_analytic(FILE *out, const et_scenario *s, const et_estimate *e)
 {
     report_print_header(out, s, e, "analytic");
@@ -451,6 +485,7 @@ void report_print_analytic(FILE *out, const et_scenario *s, const et_estimate *e
             e->samples_per_second, e->tokens_per_second);
     fprintf(out, "time-to-train %lld steps: %s training + %s evaluation = %s\n", e->steps, train, eval,
             total);
+    print_timing(out, s, e);
     report_print_band(out, s, e->step_time, e->time_to_train);
     report_print_goodput(out, s, &e->goodput, e->time_to_train);
     report_print_energy(out, s, e);
@@ -464,8 +499,8 @@ double report_num(const json_t *o, const char *key)
 
 double report_sim_train_time(const et_estimate *e, const sim_result *sim)
 {
-    if (sim->n_phases != e->n_phases || sim->n_phases == 0) return e->steps * sim->step.mean;
-    double t = 0;
+    if (sim->n_phases != e->n_phases || sim->n_phases == 0) return e->steps * sim->step.mean + e->warmup_time;
+    double t = e->warmup_time;
     for (int i = 0; i < e->n_phases; i++)
         t += e->phases[i].steps * sim->phases[i].step.mean;
     return t;
@@ -526,6 +561,7 @@ void report_print_simulated(FILE *out, const et_scenario *s, const et_estimate *
     fprintf(out, "\nthroughput   MFU %.1f%%, %.0f samples/s, %.0f tokens/s\n", 100 * headline.mfu,
             headline.samples_per_second, headline.tokens_per_second);
     fprintf(out, "time-to-train %lld steps: %s training + %s evaluation = %s\n", e->steps, a, b, c);
+    print_timing(out, s, e);
     report_print_band(out, s, mean, headline.time_to_train);
     report_print_goodput(out, s, &e->goodput, headline.time_to_train);
     report_print_energy(out, s, e);

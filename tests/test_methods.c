@@ -1,12 +1,14 @@
 /* Sparse and tensor-train methods: TT parameter counts, contraction orders against brute force and a
  * hand-derived count, sparse costs at density 1 and scaling with density, plans that are slower than dense.
  */
+#include <math.h>
 #include <string.h>
 
 #include "analytic.h"
 #include "batch.h"
 #include "check.h"
 #include "check_scenario.h"
+#include "json_reader.h"
 #include "scenario.h"
 #include "tensor_train.h"
 
@@ -248,11 +250,111 @@ static void test_tt_scenario(void)
     et_scenario_free(&tt);
 }
 
+/* Loads a shipped scenario at global and local batch 1 (CoMERA's single-batch training). */
+static int load_batch1(const char *path, et_scenario *s)
+{
+    json_t *root;
+    et_error err;
+    if (et_json_load_file(path, &root, &err)) {
+        CHECK(0, "%s loads: %s", path, err.text);
+        return -1;
+    }
+    json_t *batch = json_object_get(root, "batch");
+    json_object_set_new(batch, "global", json_integer(1));
+    json_object_set_new(batch, "local", json_integer(1));
+    const int rc = et_scenario_parse(root, path, NULL, s, &err);
+    json_decref(root);
+    CHECK(rc == 0, "%s at batch 1 parses: %s", path, rc ? err.text : "");
+    return rc;
+}
+
+/* CoMERA against GaLore on the six-encoder transformer at batch 1, memory part by part, by hand (issue
+ * 38's check of the "9x less memory" claim against the part it is about). fp32: 4 bytes a weight and a
+ * gradient; Adam 8 bytes of state a parameter, GaLore's projected matrices 4 bytes a state element instead
+ * (test_model's test_galore counts them: 2 r max(m, n) + r min(m, n) each). The TT model replaces every
+ * linear weight (q, k, v, out: 768 x 768; fc1 768 x 3072; fc2 3072 x 768) and the word embedding (30,522 x
+ * 768) by cores of 20,448, 28,960, 28,960 at rank 30 and the embedding by
+ * 1*64*30 + 30*80*30 + 30*80*30 + 30*60 (cores m_k n_k: 16x4, 20x4, 10x8, 10x6). */
+static void test_tt_galore_memory(void)
+{
+    et_scenario ga, tt;
+    et_error err;
+    if (load_batch1(SCEN("encoder-6x768-galore.json"), &ga)) return;
+    if (load_batch1(SCEN("encoder-6x768-tt.json"), &tt)) {
+        et_scenario_free(&ga);
+        return;
+    }
+    et_estimate eg, et;
+    const int ok = et_analytic_estimate(&ga, &eg, &err) == 0 && et_analytic_estimate(&tt, &et, &err) == 0;
+    CHECK(ok, "both estimate: %s", ok ? "" : err.text);
+    if (ok) {
+        const double H = 768, F = 3072, V = 30522, r = 128, layers = 6;
+        const double P = eg.params_total; /* the dense count, checked against a closed formula elsewhere */
+        const double embedding_tt = 1 * 64 * 30 + 30 * 80 * 30 + 30 * 80 * 30 + 30 * 60 * 1;
+        const double Pt =
+            P - layers * (4 * H * H + 2 * H * F) - V * H + layers * (4 * 20448 + 2 * 28960) + embedding_tt;
+        CHECK(fabs(et.params_total - Pt) < 0.5, "TT parameters %.0f, by hand %.0f", et.params_total, Pt);
+        const double projected = layers * (3 * H * H + H * H + 2 * H * F);
+        const double states =
+            layers * ((2 * r * 3 * H + r * H) + (2 * r * H + r * H) + 2 * (2 * r * F + r * H));
+        const struct {
+            const char *part;
+            double galore, tt, galore_hand, tt_hand;
+        } parts[] = {
+            {"weights", eg.memory.weights, et.memory.weights, 4 * P, 4 * Pt},
+            {"gradients", eg.memory.gradients, et.memory.gradients, 4 * P, 4 * Pt},
+            {"optimizer states", eg.memory.optimizer_states, et.memory.optimizer_states,
+             8 * (P - projected) + 4 * states, 8 * Pt},
+        };
+        for (size_t i = 0; i < sizeof parts / sizeof *parts; i++) {
+            const double ratio = parts[i].galore / parts[i].tt,
+                         hand = parts[i].galore_hand / parts[i].tt_hand;
+            CHECK(fabs(parts[i].galore - parts[i].galore_hand) <= 1e-9 * parts[i].galore_hand &&
+                      fabs(parts[i].tt - parts[i].tt_hand) <= 1e-9 * parts[i].tt_hand,
+                  "%s: GaLore %.0f B (by hand %.0f), TT %.0f B (by hand %.0f)", parts[i].part,
+                  parts[i].galore, parts[i].galore_hand, parts[i].tt, parts[i].tt_hand);
+            CHECK(fabs(ratio - hand) <= 1e-9 * hand, "%s: GaLore / TT %.3fx, by hand %.3fx", parts[i].part,
+                  ratio, hand);
+        }
+        CHECK(eg.memory.activations == et.memory.activations,
+              "activations: the same micro-batch through the same layer shapes (%.0f, %.0f B)",
+              eg.memory.activations, et.memory.activations);
+        CHECK(eg.memory.reserved == et.memory.reserved, "the framework reserve is the profile's either way");
+    }
+    et_scenario_free(&ga);
+    et_scenario_free(&tt);
+}
+
+/* CoMERA's BERT-like code model: the last rank phase compresses the whole model 4.23x (the paper's ratio;
+ * the scenario's rank 90 is chosen for it). */
+static void test_codebert_compression(void)
+{
+    et_scenario dense, tt;
+    et_error err;
+    if (check_scenario_load(SCEN("codebert-large-dense.json"), &dense)) return;
+    if (check_scenario_load(SCEN("codebert-large-tt.json"), &tt)) {
+        et_scenario_free(&dense);
+        return;
+    }
+    et_estimate ed, et;
+    const int ok = et_analytic_estimate(&dense, &ed, &err) == 0 && et_analytic_estimate(&tt, &et, &err) == 0;
+    CHECK(ok, "both estimate: %s", ok ? "" : err.text);
+    if (ok) {
+        const double ratio = ed.params_total / et.phases[et.n_phases - 1].params;
+        CHECK(fabs(ratio - 4.23) < 0.01, "whole-model compression in the last phase %.3fx, the paper's 4.23x",
+              ratio);
+    }
+    et_scenario_free(&dense);
+    et_scenario_free(&tt);
+}
+
 int main(void)
 {
     test_tt_params();
     test_orders();
     test_sparse();
     test_tt_scenario();
+    test_tt_galore_memory();
+    test_codebert_compression();
     return check_summary("test_methods");
 }

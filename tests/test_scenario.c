@@ -1,4 +1,5 @@
 /* Scenario loading, length distributions, memory and the analytic step on shipped scenarios. */
+#include <math.h>
 #include <string.h>
 
 #include "analytic.h"
@@ -8,6 +9,8 @@
 #include "collectives.h"
 #include "json_reader.h"
 #include "length_dist.h"
+#include "phase_time.h"
+#include "run_timing.h"
 #include "scenario.h"
 
 #define SCEN(name) ET_SOURCE_DIR "/scenarios/" name
@@ -195,6 +198,73 @@ static void test_nvlink_from_profile(void)
     }
 }
 
+/* The Samsung scenario (global 16384, an evaluation every 325,000 samples of 10,000) under each timing
+ * rule, counted by hand. */
+static void test_run_timing(void)
+{
+    static const struct {
+        const char *timing;
+        long long steps;
+        int initial_eval;
+        long long warm_steps;
+        double warm_s;
+        long long want_steps;
+        double want_evals, want_warm;
+    } cases[] = {
+        /* steps: floor(179 x 16384 / 325000) = floor(9.02) = 9 evaluations */
+        {"steps", 179, 0, 0, 0, 179, 9, 0},
+        /* mlperf: the 9th evaluation ends step ceil(9 x 325000 / 16384) = ceil(178.5) = 179 */
+        {"mlperf", 179, 0, 0, 0, 179, 9, 0},
+        /* a target at step 170 is seen at the next evaluation, the same 9th at step 179 */
+        {"mlperf", 170, 1, 0, 0, 179, 10, 0},
+        /* at step 180 the 10th, at ceil(3,250,000 / 16384) = ceil(198.4) = 199 */
+        {"mlperf", 180, 0, 2, 0.5, 199, 10, 1.0},
+        /* warm-up is clamped to the steps run */
+        {"steps", 3, 0, 10, 0.25, 3, 0, 0.75},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        json_t *root;
+        et_error err;
+        et_scenario s;
+        if (et_json_load_file(SCEN("mlperf-bert-1024-samsung.json"), &root, &err)) {
+            CHECK(0, "the scenario loads: %s", err.text);
+            return;
+        }
+        json_t *target = json_object_get(root, "target");
+        json_object_set_new(target, "timing", json_string(cases[i].timing));
+        json_object_set_new(target, "steps", json_integer(cases[i].steps));
+        json_object_set_new(target, "initial_eval", json_boolean(cases[i].initial_eval));
+        if (cases[i].warm_steps)
+            json_object_set_new(
+                target, "warmup",
+                json_pack("{s:I, s:f}", "steps", cases[i].warm_steps, "extra_s", cases[i].warm_s));
+        const int parsed =
+            et_scenario_parse(root, SCEN("mlperf-bert-1024-samsung.json"), NULL, &s, &err) == 0;
+        json_decref(root);
+        CHECK(parsed, "case %zu parses: %s", i, parsed ? "" : err.text);
+        if (!parsed) continue;
+        et_run_count run;
+        et_run_count_of(&s, &run);
+        CHECK(run.steps == cases[i].want_steps && run.evals == cases[i].want_evals &&
+                  fabs(run.warmup_s - cases[i].want_warm) < 1e-12,
+              "%s, target %lld steps: %lld steps, %.0f evaluations, warm-up %g s; by hand %lld, %.0f, %g",
+              cases[i].timing, cases[i].steps, run.steps, run.evals, run.warmup_s, cases[i].want_steps,
+              cases[i].want_evals, cases[i].want_warm);
+        /* an evaluation: ceil(10000 / (16 x 1024)) = 1 forward micro-batch, the metric's all-reduce over
+         * the 1024 ranks and one host read */
+        const et_comm_group g = et_dp_group(&s);
+        const double one = 0.01 + et_allreduce_time(&g, s.parallel.allreduce, 16, NULL) + et_sync_time(&s);
+        CHECK(fabs(et_eval_time(&s, 3, 0.01) - 3 * one) < 1e-12, "three evaluations %g s, by hand %g s",
+              et_eval_time(&s, 3, 0.01), 3 * one);
+        et_estimate e;
+        if (et_analytic_estimate(&s, &e, &err) == 0)
+            CHECK(e.steps == run.steps &&
+                      fabs(e.train_time - (run.steps * e.step_time + run.warmup_s)) <= 1e-9 * e.train_time,
+                  "the estimate trains %lld steps in %g s", e.steps, e.train_time);
+        et_scenario_free(&s);
+    }
+}
+
 int main(void)
 {
     test_histogram();
@@ -202,5 +272,6 @@ int main(void)
     test_memory();
     test_collectives();
     test_nvlink_from_profile();
+    test_run_timing();
     return check_summary("test_scenario");
 }
