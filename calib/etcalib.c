@@ -313,8 +313,10 @@ static json_t *fitted_json(const char *base_path, const et_device_profile *fit, 
     json_object_set_new(root, "name", json_string(name));
     json_object_set_new(root, "source", json_string(source));
     json_t *peak = json_object_get(root, "peak_tflops");
-    for (int p = 0; p < ET_PRECISION_COUNT && peak; p++)
-        json_object_set_new(peak, et_precision_names[p], json_real(fit->peak_flops[p] / 1e12));
+    for (int p = 0; p < ET_PRECISION_COUNT && peak;
+         p++) /* optional units stay absent when the base has none */
+        if (fit->peak_flops[p] > 0 || json_object_get(peak, et_precision_names[p]))
+            json_object_set_new(peak, et_precision_names[p], json_real(fit->peak_flops[p] / 1e12));
     json_object_set_new(root, "vector_tflops", json_real(fit->vector_flops / 1e12));
     if (fit->optimizer_flops != fit->vector_flops)
         json_object_set_new(root, "optimizer_tflops", json_real(fit->optimizer_flops / 1e12));
@@ -376,7 +378,7 @@ static int cmd_fit(int argc, char **argv)
     for (int p = 0; precision_name && p < ET_PRECISION_COUNT; p++)
         if (strcmp(precision_name, et_precision_names[p]) == 0) precision = p;
     if (precision_name && precision < 0) {
-        fprintf(stderr, "etcalib fit: --precision is one of fp32, tf32, fp16, bf16, fp8, not \"%s\"\n",
+        fprintf(stderr, "etcalib fit: --precision is one of fp32, tf32, fp16, bf16, fp8, fp4, not \"%s\"\n",
                 precision_name);
         return EXIT_INPUT;
     }

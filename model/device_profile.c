@@ -5,13 +5,13 @@
 
 #include "json_reader.h"
 
-const char *const et_precision_names[] = {"fp32", "tf32", "fp16", "bf16", "fp8", NULL};
+const char *const et_precision_names[] = {"fp32", "tf32", "fp16", "bf16", "fp8", "fp4", NULL};
 const char *const et_device_kind_names[] = {"gpu", "cpu", "dataflow", NULL};
 
 double et_precision_bytes(et_precision p)
 {
-    return (p == ET_FP16 || p == ET_BF16 || p == ET_FP8) ? 2.0
-                                                         : 4.0; /* fp8 stores bf16; casts are transient */
+    /* fp8 and fp4 store bf16; their quantized copies are transient */
+    return (p == ET_FP16 || p == ET_BF16 || p == ET_FP8 || p == ET_FP4) ? 2.0 : 4.0;
 }
 
 /* "cache": one level ({"MiB", "bandwidth_GBps"}) or an array of up to ET_CACHE_LEVELS, smallest first */
@@ -56,7 +56,7 @@ static int read_cache_levels(const et_json_reader *r, json_t *root, et_device_pr
 static const char *const power_keys[] = {"busy", "idle", NULL};
 static const char *const sparse_keys[] = {"unstructured_efficiency", "block_half",
                                           "semi_structured_2_4_speedup", "masked_dense", NULL};
-static const char *const peak_keys[] = {"fp32", "tf32", "fp16", "bf16", "fp8", NULL};
+static const char *const peak_keys[] = {"fp32", "tf32", "fp16", "bf16", "fp8", "fp4", NULL};
 static const char *const tt_keys[] = {"layout_copies", NULL};
 static const char *const eff_keys[] = {"gemm_max",        "gemm_half_dim",      "gemm_tile",
                                        "memory",          "kernel_overhead_us", "gemm_max_by_precision",
@@ -188,8 +188,9 @@ int et_device_profile_load(const char *path, et_device_profile *out, et_error *e
     out->kind = (et_device_kind)kind;
     if (et_json_get_object(&r, root, "$", "peak_tflops", true, peak_keys, &peak)) goto done;
     for (int p = 0; p < ET_PRECISION_COUNT; p++) {
-        /* fp8 is optional: a profile without it has no FP8 units */
-        if (et_json_get_number(&r, peak, "$.peak_tflops", peak_keys[p], p != ET_FP8, 0, 0, 1e6, &v))
+        /* fp8 and fp4 are optional: a profile without them has no such units */
+        if (et_json_get_number(&r, peak, "$.peak_tflops", peak_keys[p], p != ET_FP8 && p != ET_FP4, 0, 0, 1e6,
+                               &v))
             goto done;
         out->peak_flops[p] = v * 1e12;
     }

@@ -17,8 +17,10 @@
 
 /* fp8: matrix products on FP8 units with per-product input casts (Transformer Engine style), everything
  * else in bf16 (docs/cost-model.md, "FP8"). */
-typedef enum { ET_FP32, ET_TF32, ET_FP16, ET_BF16, ET_FP8, ET_PRECISION_COUNT } et_precision;
-extern const char *const et_precision_names[]; /* "fp32", "tf32", "fp16", "bf16", "fp8", NULL */
+/* The products' units: fp8 and fp4 train with 16-bit activations and quantize each product's operands
+ * (model/quantization.h says how). */
+typedef enum { ET_FP32, ET_TF32, ET_FP16, ET_BF16, ET_FP8, ET_FP4, ET_PRECISION_COUNT } et_precision;
+extern const char *const et_precision_names[]; /* "fp32", "tf32", "fp16", "bf16", "fp8", "fp4", NULL */
 
 typedef enum { ET_DEVICE_GPU, ET_DEVICE_CPU, ET_DEVICE_DATAFLOW } et_device_kind;
 extern const char *const et_device_kind_names[]; /* "gpu", "cpu", "dataflow", NULL */

@@ -67,9 +67,10 @@ typedef struct builder {
     const et_method *method; /* never NULL inside the builder */
     double tokens;           /* tokens per micro-batch the TT orders are chosen for */
     int tt_rank;
-    int t;   /* tensor-parallel degree */
-    int x;   /* expert-parallel degree */
-    int fp8; /* matrix products on FP8 units */
+    int t;              /* tensor-parallel degree */
+    int x;              /* expert-parallel degree */
+    double quant_bytes; /* fp8 and fp4 products: bytes to quantize an operand's element (0: none) */
+    int quant_kernels;  /* and the kernels that do it */
     /* parameters only (et_graph_params): ops are written into `scratch`, not kept */
     int params_only;
     et_op *last; /* the op added last: the one a parameter added after it belongs to */
@@ -275,13 +276,14 @@ static int tt_of(builder *b, et_layer_group group, double n_in, double n_out, et
     return et_tt_linear(tt, f->in, f->d_in, f->out, f->d_out, b->tt_rank, &err) == 0;
 }
 
-/* FP8 products: the activation input is cast per product (read in bf16, written in FP8: 3 bytes an
- * element, one more kernel); the weight's FP8 copy is made once a step, with the optimizer. */
+/* FP8 and FP4 products: the activation operand is quantized per product at the recipe's bytes an element
+ * and kernels (quantization.h: 3 bytes and one kernel under delayed scaling); the weight's quantized copy
+ * is made once a step, with the optimizer. */
 static void fp8_cast(const builder *b, et_op *op, et_linear rows, double n_in)
 {
-    if (!b->fp8) return;
-    op->bytes = lin_add(op->bytes, lin_scale(rows, 3 * n_in));
-    op->kernels += 1;
+    if (b->quant_bytes <= 0) return;
+    op->bytes = lin_add(op->bytes, lin_scale(rows, b->quant_bytes * n_in));
+    op->kernels += b->quant_kernels;
 }
 
 /* One product of a weight W [n_out, n_in] with activations of `rows` rows: forward (m = rows, n = n_out,
@@ -1088,7 +1090,8 @@ static int build(const et_model_config *m, const et_graph_options *o, et_graph *
                  .tokens = o->tokens_hint > 0 ? o->tokens_hint : 1,
                  .t = o->tensor,
                  .x = o->expert > 1 ? o->expert : 1,
-                 .fp8 = o->precision == ET_FP8,
+                 .quant_bytes = et_precision_quantized(o->precision) ? et_quantize_bytes(o->scaling) : 0,
+                 .quant_kernels = et_precision_quantized(o->precision) ? et_quantize_kernels(o->scaling) : 0,
                  .params_only = params_only};
     b.tt_rank = o->tt_rank > 0 ? o->tt_rank : b.method->tt_rank;
     dims d = {.H = m->hidden,

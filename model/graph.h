@@ -26,6 +26,7 @@
 #include "model_config.h"
 #include "op_scales.h"
 #include "optimizer.h"
+#include "quantization.h"
 #include "schedule.h"
 
 typedef enum {
@@ -118,6 +119,7 @@ typedef struct et_graph_options {
     int stage;    /* which stage this graph is for, 0-based */
     const int *layers_per_stage; /* layers of each stage (NULL: layers / pipeline each) */
     et_precision precision;
+    et_scaling scaling;          /* fp8 and fp4: how products' operands are quantized (quantization.h) */
     et_recompute recompute;      /* none, full (every layer's forward again) or selective (attention core) */
     et_attention_kind attention; /* standard (materialised scores) or flash (one fused kernel) */
     bool sequence_parallel; /* tensor-parallel all-reduces become all-gather + reduce-scatter; layer norms

@@ -9,7 +9,8 @@ et_memory et_memory_estimate(const et_scenario *s, const et_graph *g, const et_b
     et_memory m = {0};
     const double P = g->param_count;
     const double e = et_precision_bytes(s->precision);
-    const int mixed = s->precision == ET_FP16 || s->precision == ET_BF16 || s->precision == ET_FP8;
+    const int mixed = s->precision == ET_FP16 || s->precision == ET_BF16 || s->precision == ET_FP8 ||
+                      s->precision == ET_FP4;
     const int dp = et_scenario_grad_ranks(s), z = s->parallel.zero_stage;
     /* ZeRO (Rajbhandari et al. 2020): model copy e, gradients e, Adam/LAMB states m and v in fp32 plus an
      * fp32 master copy when training in 16-bit: 2 + 2 + 12 = 16 bytes per parameter in mixed precision. */

@@ -94,9 +94,10 @@ double et_op_time(const et_op *op, const et_batch_shape *b, const et_device_prof
         if (l <= 0 || D <= 0) return 0;
         /* products of l x l x D per head and sequence: heads x sequences of them in one batched kernel */
         double products = flops / (2 * l * l * D);
-        /* attention's products stay in bf16 under FP8 training; a fused kernel at the profile's measured
-         * efficiency where it has one (the sequence's small-dimension term only), else as batched GEMMs */
-        const et_precision q = p == ET_FP8 ? ET_BF16 : p;
+        /* attention's products stay in bf16 under FP8 and FP4 training; a fused kernel at the profile's
+         * measured efficiency where it has one (the sequence's small-dimension term only), else as batched
+         * GEMMs */
+        const et_precision q = p == ET_FP8 || p == ET_FP4 ? ET_BF16 : p;
         if (op->fused && d->flash_attention_efficiency > 0)
             rate = d->peak_flops[q] * d->flash_attention_efficiency *
                    (op->fused_rate > 0 ? op->fused_rate : 1) * l / (l + d->gemm_half_dim);

@@ -1130,8 +1130,8 @@ int et_scenario_read(json_t *root, const char *source, const char *const *extra_
 {
     const char *keys[24] = {"name",      "description", "model",       "method",  "data",   "batch",
                             "optimizer", "precision",   "parallelism", "cluster", "target", "simulation",
-                            "host",      "software",    "resilience",  "energy"};
-    int n_keys = 16;
+                            "host",      "software",    "resilience",  "energy",  "scaling"};
+    int n_keys = 17;
     for (int i = 0; extra_keys && extra_keys[i] && n_keys < 23; i++)
         keys[n_keys++] = extra_keys[i];
     keys[n_keys] = NULL;
@@ -1154,6 +1154,19 @@ int et_scenario_read(json_t *root, const char *source, const char *const *extra_
     if (read_data(r, root, out)) goto done;
     if (et_json_get_enum(r, root, "$", "precision", true, et_precision_names, 0, &e)) goto done;
     out->precision = (et_precision)e;
+    if (et_json_get_enum(r, root, "$", "scaling", false, et_scaling_names, et_scaling_default(out->precision),
+                         &e))
+        goto done;
+    out->scaling = (et_scaling)e;
+    if (json_object_get(root, "scaling") && !et_scaling_allowed(out->precision, out->scaling)) {
+        et_error_set(err, source, 0, 0, "$.scaling", "precision %s trains with %s, not \"%s\"",
+                     et_precision_names[out->precision],
+                     out->precision == ET_FP8   ? "scaling \"delayed\", \"current\" or \"mxfp8\""
+                     : out->precision == ET_FP4 ? "scaling \"nvfp4\""
+                                                : "no scaling (only fp8 and fp4 quantize)",
+                     et_scaling_names[out->scaling]);
+        goto done;
+    }
     if (read_optimizer(r, root, out)) goto done;
     if (read_cluster(r, root, out)) goto done;
     if (read_method(r, root, out)) goto done;

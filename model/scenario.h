@@ -22,6 +22,7 @@
 #include "model_config.h"
 #include "op_scales.h"
 #include "optimizer.h"
+#include "quantization.h"
 #include "resilience.h"
 #include "sampling.h"
 #include "schedule.h"
@@ -68,6 +69,7 @@ typedef struct et_scenario {
         et_galore galore;
     } optimizer;
     et_precision precision;
+    et_scaling scaling; /* fp8 and fp4: the quantization recipe (quantization.h; "scaling") */
     struct {
         int tensor;
         int pipeline;

@@ -12,6 +12,7 @@ et_graph_options et_scenario_graph_options(const et_scenario *s, int stage)
         .stage = stage,
         .layers_per_stage = s->parallel.uneven ? s->parallel.layers_per_stage : NULL,
         .precision = s->precision,
+        .scaling = s->scaling,
         .recompute = s->parallel.recompute,
         .sequence_parallel = s->parallel.sequence_parallel && s->parallel.tensor > 1,
         .attention = s->parallel.attention,

@@ -58,6 +58,8 @@ json_t *report_json_scenario(const et_scenario *s)
         "overlap", s->parallel.overlap, "cluster", "device", c->device.name, "nodes", c->nodes,
         "gpus_per_node", c->gpus_per_node, "gpus", et_scenario_gpus(s));
     if (j) json_object_set_new(j, "software", software_json(&s->software));
+    if (j && et_precision_quantized(s->precision))
+        json_object_set_new(j, "scaling", json_string(et_scaling_names[s->scaling]));
     return j;
 }
 
@@ -369,10 +371,12 @@ void report_print_header(FILE *out, const et_scenario *s, const et_estimate *e, 
             s->batch.global, s->batch.local, s->parallel.data, s->batch.grad_accum, s->data.seq_len,
             et_length_kind_names[s->data.lengths.kind], s->data.unpadded ? "unpadded" : "padded",
             et_length_mean(&s->data.lengths), et_length_padding_fraction(&s->data.lengths, s->data.seq_len));
-    fprintf(out, "training     %s %s, %s clipping, %d gradient bucket%s (largest %.1f MiB), all-reduce %s\n",
-            et_precision_names[s->precision], et_optimizer_names[s->optimizer.name],
-            et_clip_mode_names[s->optimizer.clip], e->n_buckets, e->n_buckets == 1 ? "" : "s",
-            e->bucket_bytes_max / 1048576.0, et_coll_algo_names[e->algo]);
+    fprintf(out,
+            "training     %s%s%s %s, %s clipping, %d gradient bucket%s (largest %.1f MiB), all-reduce %s\n",
+            et_precision_names[s->precision], et_precision_quantized(s->precision) ? " " : "",
+            et_precision_quantized(s->precision) ? et_scaling_names[s->scaling] : "",
+            et_optimizer_names[s->optimizer.name], et_clip_mode_names[s->optimizer.clip], e->n_buckets,
+            e->n_buckets == 1 ? "" : "s", e->bucket_bytes_max / 1048576.0, et_coll_algo_names[e->algo]);
     if (s->optimizer.galore.rank > 0)
         fprintf(
             out,

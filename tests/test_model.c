@@ -12,6 +12,7 @@
 #include "memory.h"
 #include "model_config.h"
 #include "op_classes.h"
+#include "quantization.h"
 
 static et_graph build(const char *preset, int tensor, int pipeline, int stage, et_error *err)
 {
@@ -589,6 +590,73 @@ static void test_resilience(void)
     CHECK(g.interval_s >= g.write_s, "one asynchronous write at a time");
 }
 
+/* Low-precision recipes (quantization.h), by hand: each quantized operand element costs delayed 2 + 1,
+ * current 2 + 2 + 1, mxfp8 2 + 1 + 1 + 2/32, nvfp4 2 + 2 + 2 (0.5 + 1/16) bytes; current and nvfp4 launch
+ * two kernels, the others one. Every product of a Llama 3 8B graph moves its bf16 bytes plus that, so the
+ * difference to bf16 scales with the recipe's bytes and kernels, product by product. */
+static void test_quantization(void)
+{
+    CHECK(et_quantize_bytes(ET_SCALING_DELAYED) == 3 && et_quantize_bytes(ET_SCALING_CURRENT) == 5 &&
+              et_quantize_bytes(ET_SCALING_MXFP8) == 4.0625 && et_quantize_bytes(ET_SCALING_NVFP4) == 5.125,
+          "bytes an element: %g, %g, %g, %g", et_quantize_bytes(ET_SCALING_DELAYED),
+          et_quantize_bytes(ET_SCALING_CURRENT), et_quantize_bytes(ET_SCALING_MXFP8),
+          et_quantize_bytes(ET_SCALING_NVFP4));
+    CHECK(et_scaling_allowed(ET_FP8, ET_SCALING_MXFP8) && !et_scaling_allowed(ET_FP8, ET_SCALING_NVFP4) &&
+              et_scaling_allowed(ET_FP4, ET_SCALING_NVFP4) &&
+              !et_scaling_allowed(ET_BF16, ET_SCALING_DELAYED),
+          "fp8 takes delayed, current and mxfp8; fp4 nvfp4; bf16 none");
+    et_model_config m;
+    CHECK(et_model_preset("llama3-8b", &m) == 0, "llama3-8b preset");
+    const struct {
+        et_precision p;
+        et_scaling s;
+    } recipes[] = {{ET_BF16, ET_SCALING_DELAYED},
+                   {ET_FP8, ET_SCALING_DELAYED},
+                   {ET_FP8, ET_SCALING_CURRENT},
+                   {ET_FP8, ET_SCALING_MXFP8},
+                   {ET_FP4, ET_SCALING_NVFP4}};
+    enum { N = sizeof recipes / sizeof *recipes };
+    et_graph g[N];
+    et_error err;
+    int built = 0;
+    for (int i = 0; i < N; i++) {
+        et_graph_options o = {.tensor = 1,
+                              .pipeline = 1,
+                              .precision = recipes[i].p,
+                              .scaling = recipes[i].s,
+                              .optimizer_shards = 1,
+                              .attention = ET_ATTENTION_FLASH};
+        built += et_graph_build(&m, &o, &g[i], &err) == 0;
+    }
+    CHECK(built == N, "five graphs build");
+    if (built != N) return;
+    const et_batch_shape b = {
+        .sequences = 2, .tokens = 4096, .tokens_sq = 2 * 2048.0 * 2048, .predictions = 4096};
+    int products = 0, bad = 0;
+    for (int k = 0; k < g[0].n_ops; k++) {
+        const et_op *op = &g[0].ops[k];
+        if (op->kind != ET_OP_GEMM || op->weight_bytes <= 0) continue;
+        products++;
+        const double bf16 = et_linear_eval(&op->bytes, &b);
+        const double delayed = et_linear_eval(&g[1].ops[k].bytes, &b) - bf16;
+        for (int i = 2; i < N; i++) {
+            const double extra = et_linear_eval(&g[i].ops[k].bytes, &b) - bf16;
+            const double want = delayed * et_quantize_bytes(recipes[i].s) / 3;
+            const int kernels = g[i].ops[k].kernels - op->kernels;
+            if (fabs(extra - want) > 1e-9 * want || kernels != et_quantize_kernels(recipes[i].s) ||
+                strcmp(g[i].ops[k].id, op->id)) {
+                if (!bad++)
+                    CHECK(0, "%s under %s: %.0f bytes more than bf16, by hand %.0f; %d kernels more", op->id,
+                          et_scaling_names[recipes[i].s], extra, want, kernels);
+            }
+        }
+        if (delayed <= 0 && !bad++) CHECK(0, "%s: delayed FP8 moves no more than bf16", op->id);
+    }
+    CHECK(products > 0 && bad == 0, "%d products of each recipe as counted by hand (%d off)", products, bad);
+    for (int i = 0; i < N; i++)
+        et_graph_free(&g[i]);
+}
+
 int main(void)
 {
     test_resilience();
@@ -596,6 +664,7 @@ int main(void)
     test_optimizer_bytes();
     test_flash_attention_rows();
     test_galore();
+    test_quantization();
     test_moe();
     test_qwen3();
     test_llama_presets();

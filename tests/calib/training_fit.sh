@@ -8,7 +8,7 @@ build=$1 src=$(cd "$2" && pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 bash "$src/tests/tools/training_fit.sh" "$build" "$work" > "$work/log"
-for p in h100-sxm h200 b200 gb200; do
+for p in h100-sxm h200 b200 gb200 b300 gb300; do
   terms='[.name, (.efficiency | to_entries[] | .key, (.value | if type == "number" then . * 1e6 | round else map_values(. * 1e6 | round) end))]'
   if [ "$(jq -c "$terms" "$work/$p.json")" != "$(jq -c "$terms" "$src/scenarios/profiles/$p.json")" ]; then
     echo "FAIL: scenarios/profiles/$p.json is not what tests/tools/training_fit.sh writes now:"

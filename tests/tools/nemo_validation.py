@@ -19,7 +19,10 @@ OUT = os.path.join(SRC, "scenarios/validation")
 PRESETS = {"llama3_8b": "llama3-8b", "llama3_70b": "llama3-70b", "llama31_405b": "llama3-405b",
            "qwen3_30b_a3b": "qwen3-30b-a3b", "qwen3_235b_a22b": "qwen3-235b-a22b"}
 LAYERS = {"llama3_8b": 32, "llama3_70b": 80, "llama31_405b": 126, "qwen3_30b_a3b": 48, "qwen3_235b_a22b": 94}
-DEVICES = {"H100": "h100-sxm", "B200": "b200", "GB200": "gb200"}
+DEVICES = {"H100": "h100-sxm", "B200": "b200", "GB200": "gb200", "B300": "b300", "GB300": "gb300"}
+# the published precision column: ET's units and quantization recipe (model/quantization.h)
+PRECISIONS = {"BF16": ("bf16", None), "FP8": ("fp8", "delayed"), "FP8-CS": ("fp8", "current"),
+              "MXFP8": ("fp8", "mxfp8"), "FP8-MX": ("fp8", "mxfp8"), "NVFP4": ("fp4", "nvfp4")}
 MODEL_WHY = {
     "deepseek_v3": "multi-head latent attention, shared experts and multi-token prediction (issue 37)",
     "deepseek_v4_flash": "its dimensions are not published in the cited sources",
@@ -38,8 +41,8 @@ def why_not(r):
         return MODEL_WHY.get(r["model_key"], "no preset for %s" % r["model_key"])
     if r["gpu"] not in DEVICES:
         return "no %s device profile" % r["gpu"]
-    if r["precision"] not in ("FP8", "FP8-CS", "BF16"):
-        return "the %s recipe (block-scaled or 4-bit, issue 37)" % r["precision"]
+    if r["precision"] not in PRECISIONS:
+        return "the %s recipe" % r["precision"]
     if r["recipe_offload"] not in ("", "none"):
         return "%s (not modelled)" % r["recipe_offload"]
     if r["recipe_recompute"].startswith("full ("):
@@ -47,6 +50,10 @@ def why_not(r):
     if r["model_key"] == "qwen3_235b_a22b":
         return ("Qwen3 235B-A22B: a step's 94 layers of all-to-alls for each of its micro-batches take the "
                 "simulator minutes to play, too long for the suite that simulates every validation row")
+    layers, pp, vp = LAYERS[r["model_key"]], int(r["pp"]), int(r["vp"] or 1)
+    if pp > 1 and layers % pp and vp > 1 and (layers + 2) // pp - 1 < vp:
+        return ("fewer layers on the first and last stages than virtual chunks (Megatron counts the embedding "
+                "and the loss as layers, one chunk each): ET's virtual chunks hold at least a layer each")
     ep, etp = int(r["ep"] or 1), int(r["etp"] or 1)
     dp = int(r["gpus"]) // (int(r["tp"]) * int(r["pp"]) * int(r["cp"]))
     if ep > 1 and (etp > 1 or dp % ep):
@@ -63,7 +70,7 @@ def scenario(r, name, overlap_of):
     tp, pp, cp, vp = int(r["tp"]), int(r["pp"]), int(r["cp"]), int(r["vp"])
     gpus, fsdp = int(r["gpus"]), int(r["fsdp"] or 0)
     # GB200: the NVL72 rack is one NVLink domain; a run of 64 or more GPUs uses 64 of each rack's 72
-    per_node = 8 if r["gpu"] != "GB200" else min(gpus, 64)
+    per_node = 8 if r["gpu"] not in ("GB200", "GB300") else min(gpus, 64)
     recipe = r["recipe_layout_match"] == "yes"
     recompute = "full" if r["recipe_recompute"].startswith("full") else "none"
     graphs = "full_iteration" in r["recipe_cuda_graph"]
@@ -109,7 +116,7 @@ def scenario(r, name, overlap_of):
         "data": {"seq_len": int(r["seq"])},
         "batch": {"global": int(r["gbs"]), "local": int(r["mbs"])},
         "optimizer": {"name": "adamw", "clip": "after_allreduce"},
-        "precision": "fp8" if r["precision"].startswith("FP8") else "bf16",
+        "precision": PRECISIONS[r["precision"]][0],
         "parallelism": par,
         "software": {"stack": "megatron-core"},
         "cluster": {"device": DEVICES[r["gpu"]], "nodes": gpus // per_node, "gpus_per_node": per_node,
@@ -117,6 +124,8 @@ def scenario(r, name, overlap_of):
         "target": {"steps": 100},
         "simulation": {"steps": 1},
     }
+    if PRECISIONS[r["precision"]][1]:
+        doc["scaling"] = PRECISIONS[r["precision"]][1]
     if graphs:
         doc["host"] = {"launch": "cuda_graphs"}
     return doc

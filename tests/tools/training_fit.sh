@@ -4,7 +4,7 @@
 # --terms gemm` of the datasheet-era H100 profile (tests/data/profiles-datasheet/h100-sxm.json) to
 # every published H100 run ET ships (scenarios/validation/published.csv: the llm-foundry MPT and NeMo
 # Megatron Bridge rows), then the same factor applied to the datasheet-era H200 (the same GH100 chip),
-# B200 and GB200 profiles, which have no public GEMM rows of their own; their published runs test the
+# B200, GB200, B300 and GB300 profiles, which have no public GEMM rows of their own; their published runs test the
 # transfer. A developer's tool, run by hand when the data or the cost model changes; its outputs are
 # committed, and tests/calib/training_fit.sh checks they are what it writes now.
 # Usage: tests/tools/training_fit.sh BUILD_DIR [OUT_DIR]   (default OUT_DIR: scenarios/profiles)
@@ -22,7 +22,7 @@ g=$(jq -n --slurpfile a "$work/h100-sxm.json" --slurpfile b "$base/h100-sxm.json
 f=$(jq -n --slurpfile a "$work/h100-sxm.json" --slurpfile b "$base/h100-sxm.json" \
   '$a[0].efficiency.flash_attention / $b[0].efficiency.flash_attention')
 cp "$work/h100-sxm.json" "$out/h100-sxm.json"
-for p in h200 b200 gb200; do
+for p in h200 b200 gb200 b300 gb300; do
   jq --argjson g "$g" --argjson f "$f" '
     .efficiency.gemm_max *= $g
     | if .efficiency.gemm_max_by_precision then .efficiency.gemm_max_by_precision |= map_values(. * $g) else . end
@@ -31,4 +31,4 @@ for p in h200 b200 gb200; do
     "$base/$p.json" > "$work/$p.json"
   cp "$work/$p.json" "$out/$p.json"
 done
-echo "# GEMM x $g, fused attention x $f: wrote h100-sxm, h200, b200, gb200 into $out"
+echo "# GEMM x $g, fused attention x $f: wrote h100-sxm, h200, b200, gb200, b300, gb300 into $out"
