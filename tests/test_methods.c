@@ -268,6 +268,23 @@ static int load_batch1(const char *path, et_scenario *s)
     return rc;
 }
 
+/* Estimates two shipped scenarios (at batch 1 when `batch1`) into *ea and *eb; 0 when both did. */
+static int estimate_pair(const char *a, const char *b, int batch1, et_estimate *ea, et_estimate *eb)
+{
+    et_scenario sa, sb;
+    et_error err;
+    if (batch1 ? load_batch1(a, &sa) : check_scenario_load(a, &sa)) return -1;
+    if (batch1 ? load_batch1(b, &sb) : check_scenario_load(b, &sb)) {
+        et_scenario_free(&sa);
+        return -1;
+    }
+    const int ok = et_analytic_estimate(&sa, ea, &err) == 0 && et_analytic_estimate(&sb, eb, &err) == 0;
+    CHECK(ok, "%s and %s estimate: %s", a, b, ok ? "" : err.text);
+    et_scenario_free(&sa);
+    et_scenario_free(&sb);
+    return ok ? 0 : -1;
+}
+
 /* CoMERA against GaLore on the six-encoder transformer at batch 1, memory part by part, by hand (issue
  * 38's check of the "9x less memory" claim against the part it is about). fp32: 4 bytes a weight and a
  * gradient; Adam 8 bytes of state a parameter, GaLore's projected matrices 4 bytes a state element instead
@@ -277,17 +294,8 @@ static int load_batch1(const char *path, et_scenario *s)
  * 1*64*30 + 30*80*30 + 30*80*30 + 30*60 (cores m_k n_k: 16x4, 20x4, 10x8, 10x6). */
 static void test_tt_galore_memory(void)
 {
-    et_scenario ga, tt;
-    et_error err;
-    if (load_batch1(SCEN("encoder-6x768-galore.json"), &ga)) return;
-    if (load_batch1(SCEN("encoder-6x768-tt.json"), &tt)) {
-        et_scenario_free(&ga);
-        return;
-    }
     et_estimate eg, et;
-    const int ok = et_analytic_estimate(&ga, &eg, &err) == 0 && et_analytic_estimate(&tt, &et, &err) == 0;
-    CHECK(ok, "both estimate: %s", ok ? "" : err.text);
-    if (ok) {
+    if (estimate_pair(SCEN("encoder-6x768-galore.json"), SCEN("encoder-6x768-tt.json"), 1, &eg, &et) == 0) {
         const double H = 768, F = 3072, V = 30522, r = 128, layers = 6;
         const double P = eg.params_total; /* the dense count, checked against a closed formula elsewhere */
         const double embedding_tt = 1 * 64 * 30 + 30 * 80 * 30 + 30 * 80 * 30 + 30 * 60 * 1;
@@ -321,31 +329,18 @@ static void test_tt_galore_memory(void)
               eg.memory.activations, et.memory.activations);
         CHECK(eg.memory.reserved == et.memory.reserved, "the framework reserve is the profile's either way");
     }
-    et_scenario_free(&ga);
-    et_scenario_free(&tt);
 }
 
 /* CoMERA's BERT-like code model: the last rank phase compresses the whole model 4.23x (the paper's ratio;
  * the scenario's rank 90 is chosen for it). */
 static void test_codebert_compression(void)
 {
-    et_scenario dense, tt;
-    et_error err;
-    if (check_scenario_load(SCEN("codebert-large-dense.json"), &dense)) return;
-    if (check_scenario_load(SCEN("codebert-large-tt.json"), &tt)) {
-        et_scenario_free(&dense);
-        return;
-    }
     et_estimate ed, et;
-    const int ok = et_analytic_estimate(&dense, &ed, &err) == 0 && et_analytic_estimate(&tt, &et, &err) == 0;
-    CHECK(ok, "both estimate: %s", ok ? "" : err.text);
-    if (ok) {
+    if (estimate_pair(SCEN("codebert-large-dense.json"), SCEN("codebert-large-tt.json"), 0, &ed, &et) == 0) {
         const double ratio = ed.params_total / et.phases[et.n_phases - 1].params;
         CHECK(fabs(ratio - 4.23) < 0.01, "whole-model compression in the last phase %.3fx, the paper's 4.23x",
               ratio);
     }
-    et_scenario_free(&dense);
-    et_scenario_free(&tt);
 }
 
 int main(void)
