@@ -553,6 +553,7 @@ static int estimate_phase(const et_scenario *s, et_estimate *out, et_error *err)
     et_run_count_of(s, &run);
     out->steps = run.steps;
     out->evals = run.evals;
+    out->warmup_steps = run.warmup_steps;
     out->warmup_time = run.warmup_s;
     out->train_time = out->steps * out->step_time + out->warmup_time;
     out->eval_time = et_eval_time(s, run.evals, out->forward / m);

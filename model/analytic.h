@@ -74,11 +74,12 @@ typedef struct et_estimate {
     double mfu;
     double samples_per_second;
     double tokens_per_second;
-    long long steps;    /* inside the timed region (run_timing.h) */
-    double evals;       /* evaluations inside it, the initial one included */
-    double warmup_time; /* the first steps' extra time (target.warmup) */
-    double train_time;  /* steps * step_time + warmup_time */
-    double eval_time;   /* all evaluations */
+    long long steps;        /* inside the timed region (run_timing.h) */
+    double evals;           /* evaluations inside it, the initial one included */
+    long long warmup_steps; /* the first steps that take longer (target.warmup, at most steps) */
+    double warmup_time;     /* their extra time */
+    double train_time;      /* steps * step_time + warmup_time */
+    double eval_time;       /* all evaluations */
     double time_to_train;
     et_goodput goodput;                 /* failures and checkpoints (model/resilience.h) */
     double time_to_train_with_failures; /* time_to_train x goodput.factor: what the run is expected to take */

@@ -97,7 +97,7 @@ double et_op_time(const et_op *op, const et_batch_shape *b, const et_device_prof
         /* attention's products stay in bf16 under FP8 and FP4 training; a fused kernel at the profile's
          * measured efficiency where it has one (the sequence's small-dimension term only), else as batched
          * GEMMs */
-        const et_precision q = p == ET_FP8 || p == ET_FP4 ? ET_BF16 : p;
+        const et_precision q = et_precision_quantized(p) ? ET_BF16 : p;
         if (op->fused && d->flash_attention_efficiency > 0)
             rate = d->peak_flops[q] * d->flash_attention_efficiency *
                    (op->fused_rate > 0 ? op->fused_rate : 1) * l / (l + d->gemm_half_dim);

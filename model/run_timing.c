@@ -9,7 +9,7 @@ void et_run_count_of(const et_scenario *s, et_run_count *out)
 {
     const double interval = s->target.eval_interval_samples, global = (double)s->batch.global;
     const bool evaluates = interval > 0 && s->target.eval_samples > 0;
-    *out = (et_run_count){.steps = s->target.steps, .evals = 0, .warmup_s = 0};
+    *out = (et_run_count){.steps = s->target.steps};
     if (evaluates && s->target.timing == ET_TIMING_MLPERF) {
         /* the smallest k whose evaluation ends a step at or after the target's: ceil(k I / G) >= steps,
          * that is k I / G > steps - 1 */
@@ -21,8 +21,8 @@ void et_run_count_of(const et_scenario *s, et_run_count *out)
         out->evals = floor(s->target.samples / interval);
     }
     if (evaluates && s->target.initial_eval) out->evals += 1;
-    const long long warm = s->target.warmup_steps < out->steps ? s->target.warmup_steps : out->steps;
-    out->warmup_s = (double)warm * s->target.warmup_extra_s;
+    out->warmup_steps = s->target.warmup_steps < out->steps ? s->target.warmup_steps : out->steps;
+    out->warmup_s = (double)out->warmup_steps * s->target.warmup_extra_s;
 }
 
 double et_eval_time(const et_scenario *s, double evals, double forward_micro_s)

@@ -21,9 +21,10 @@
 #include "scenario.h"
 
 typedef struct et_run_count {
-    long long steps; /* steps inside the timed region */
-    double evals;    /* evaluations inside it, the initial one included */
-    double warmup_s; /* the first steps' extra time */
+    long long steps;        /* steps inside the timed region */
+    double evals;           /* evaluations inside it, the initial one included */
+    long long warmup_steps; /* target.warmup.steps, at most the steps run */
+    double warmup_s;        /* their extra time */
 } et_run_count;
 
 void et_run_count_of(const et_scenario *s, et_run_count *out);

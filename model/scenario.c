@@ -1159,12 +1159,24 @@ int et_scenario_read(json_t *root, const char *source, const char *const *extra_
         goto done;
     out->scaling = (et_scaling)e;
     if (json_object_get(root, "scaling") && !et_scaling_allowed(out->precision, out->scaling)) {
+        /* the scalings the precision takes, listed from et_scaling_allowed: "a", "b" or "c" */
+        char allowed[128] = "";
+        int n = 0, total = 0;
+        for (int i = 0; et_scaling_names[i]; i++)
+            total += et_scaling_allowed(out->precision, (et_scaling)i);
+        for (int i = 0; et_scaling_names[i]; i++) {
+            if (!et_scaling_allowed(out->precision, (et_scaling)i)) continue;
+            const size_t used = strlen(allowed);
+            snprintf(allowed + used, sizeof allowed - used, "%s\"%s\"",
+                     n == 0           ? "scaling "
+                     : n == total - 1 ? " or "
+                                      : ", ",
+                     et_scaling_names[i]);
+            n++;
+        }
         et_error_set(err, source, 0, 0, "$.scaling", "precision %s trains with %s, not \"%s\"",
                      et_precision_names[out->precision],
-                     out->precision == ET_FP8   ? "scaling \"delayed\", \"current\" or \"mxfp8\""
-                     : out->precision == ET_FP4 ? "scaling \"nvfp4\""
-                                                : "no scaling (only fp8 and fp4 quantize)",
-                     et_scaling_names[out->scaling]);
+                     n ? allowed : "no scaling (only fp8 and fp4 quantize)", et_scaling_names[out->scaling]);
         goto done;
     }
     if (read_optimizer(r, root, out)) goto done;

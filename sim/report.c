@@ -444,7 +444,7 @@ static void print_timing(FILE *out, const et_scenario *s, const et_estimate *e)
         char w[32];
         report_format_duration(w, sizeof w, e->warmup_time);
         fprintf(out, "warm-up      %s in the training time (the first %lld steps, as target.warmup states)\n",
-                w, s->target.warmup_steps < e->steps ? s->target.warmup_steps : e->steps);
+                w, e->warmup_steps);
     }
 }
 
