@@ -51,15 +51,17 @@ static unsigned long long hash_bytes(unsigned long long h, const void *data, siz
     return h;
 }
 
-/* Forward + backward FLOPs of one micro-batch of a graph, as one linear form in the batch shape. */
+/* Forward + backward model FLOPs of one micro-batch of a graph (et_op_model_share), as one linear form in
+ * the batch shape. */
 static et_linear graph_flops(const et_graph *g)
 {
     et_linear f = {0};
     for (int i = 0; i < g->n_ops; i++)
         if (g->ops[i].phase != ET_PHASE_OPTIMIZER) {
             const et_linear *x = &g->ops[i].flops;
-            f.fixed += x->fixed, f.per_sequence += x->per_sequence, f.per_token += x->per_token;
-            f.per_token_sq += x->per_token_sq, f.per_prediction += x->per_prediction;
+            const double s = et_op_model_share(g, &g->ops[i]);
+            f.fixed += s * x->fixed, f.per_sequence += s * x->per_sequence, f.per_token += s * x->per_token;
+            f.per_token_sq += s * x->per_token_sq, f.per_prediction += s * x->per_prediction;
         }
     return f;
 }

@@ -436,13 +436,23 @@ typedef struct dims {
     double flash_rate; /* its share of the profile's fused-attention rate (software.attention_kernel) */
     int unpad;         /* gather and scatter copies around it (software.attention_unpad) */
     int residual; /* residual adds and backward sums as kernels of their own (software.residual_kernels) */
-    double KVt;   /* key/value width per tensor rank: kv_heads x D / t (grouped-query attention) */
-    double Qt;    /* query (and context) width per tensor rank: heads x D / t, Ht unless head_dim is set */
-    int qk_norm;  /* RMSNorm of each head's query and key */
-    int bias;     /* linear layers carry biases */
-    int swiglu;   /* gated MLP: gate and up in one product of 2 Ft outputs, SiLU(gate) x up */
-    int rms;      /* RMSNorm: a weight, no bias */
-    int rope;     /* rotary positions: q and k rotated after their projection, no position table */
+    double KVt;   /* key/value width per tensor rank: kv_heads x D / t (grouped-query attention); under MLA
+                     the mean of a key's and a value's (Qt + Vt) / 2 */
+    double Qt;    /* query (and key) width per tensor rank: heads x D / t, Ht unless head_dim is set; under
+                     multi-head latent attention heads x (D + R) / t */
+    double Vt;    /* value (and context) width per tensor rank: Qt, or heads x Dv / t under MLA */
+    /* multi-head latent attention: latents of the queries Lq (0: none) and of the keys and values Lkv, the
+     * rotary key R shared by the heads, the no-position part of a head D and its value Dv */
+    int mla;
+    double Lq, Lkv, R, Dv;
+    double Fst;  /* shared experts' hidden width per tensor rank (0: none) */
+    unsigned rm; /* selective recomputation's modules (schedule.h), 0 unless recompute is "selective" */
+    int qk_norm; /* RMSNorm of each head's query and key */
+    int sinks;   /* a learned sink logit per head (its parameter; its arithmetic is the softmax's) */
+    int bias;    /* linear layers carry biases */
+    int swiglu;  /* gated MLP: gate and up in one product of 2 Ft outputs, SiLU(gate) x up */
+    int rms;     /* RMSNorm: a weight, no bias */
+    int rope;    /* rotary positions: q and k rotated after their projection, no position table */
     double
         causal_share; /* of the l x l products a fused causal kernel computes: 1/2 (decoder, flash), else 1 */
     double St;        /* token share of the sequence-parallel region (layer norms, dropouts): 1/t or 1 */
@@ -515,10 +525,21 @@ static void cp_ring(builder *b, const dims *d, et_phase phase, int layer, int te
  * flash-style kernel: the same 4 l^2 D FLOPs per head forward, q, k, v read and the context written, the
  * scores never leaving the chip (backward: 2.5x the forward FLOPs, the scores recomputed inside; Dao 2023).
  */
+/* Of a sequence's l x l query-key pairs, those a fused kernel computes for layer i: a causal kernel skips
+ * the blocks above the diagonal (Q / 2), a windowed layer's the ones outside its window of w keys (w T: a
+ * row's w keys, the first w - 1 rows of each sequence counted whole), else all (Q). */
+static et_linear attention_area(const builder *b, const dims *d, int i)
+{
+    const et_model_config *m = &b->g->model;
+    if (d->flash && d->causal && et_model_layer_windowed(m, i)) return TOK(m->window);
+    return SQ(d->flash ? d->causal_share : 1);
+}
+
 static void attention_core(builder *b, const dims *d, int i, et_phase phase, const char *suffix)
 {
     char id[80];
-    const double Qt = d->Qt, At = d->At, e = d->e;
+    const double Qt = d->Qt, Vt = d->Vt, At = d->At, e = d->e;
+    const et_linear area = attention_area(b, d, i);
 #define ID(name) (id_printf(id, sizeof id, "layer.%d.%s%s", i, name, suffix), id)
     et_op *op;
     if (d->flash) {
@@ -526,14 +547,14 @@ static void attention_core(builder *b, const dims *d, int i, et_phase phase, con
             copies(b, phase, i, TOK(2 * e * (Qt + 2 * d->KVt)), 3, ID("attn.unpad"));
         if ((op = add_op(b, ET_OP_ATTENTION, phase, i, "%s", ID("attn.flash")))) {
             op->k = FIX(d->D);
-            op->flops = SQ(4 * Qt * d->causal_share);
-            op->bytes = TOK(4 * e * Qt + 4 * At);   /* q, k, v, context; fp32 log-sum-exp per row and head */
-            op->special = SQ(At * d->causal_share); /* an exp per score */
+            op->flops = lin_scale(area, 2 * Qt + 2 * Vt);
+            op->bytes = TOK(e * (2 * Qt + 2 * Vt) + 4 * At); /* q, k, v, context; fp32 log-sum-exp a row */
+            op->special = lin_scale(area, At);               /* an exp per score */
             op->fused = true;
             op->fused_rate = d->flash_rate;
         }
         if (d->unpad) /* pad_input: a zeroed T x Q context and the scatter into it */
-            copies(b, phase, i, TOK(3 * e * Qt), 2, ID("attn.pad"));
+            copies(b, phase, i, TOK(3 * e * Vt), 2, ID("attn.pad"));
         return;
     }
     op = add_op(b, ET_OP_ATTENTION, phase, i, "%s", ID("attn.scores"));
@@ -551,8 +572,8 @@ static void attention_core(builder *b, const dims *d, int i, et_phase phase, con
     op = add_op(b, ET_OP_ATTENTION, phase, i, "%s", ID("attn.context"));
     if (op) {
         op->k = FIX(d->D);
-        op->flops = SQ(2 * Qt);
-        op->bytes = lin_add(TOK(2 * e * Qt), SQ(e * At));
+        op->flops = SQ(2 * Vt);
+        op->bytes = lin_add(TOK(2 * e * Vt), SQ(e * At));
     }
 #undef ID
 }
@@ -571,6 +592,45 @@ static void alltoall(builder *b, const dims *d, et_phase phase, int layer, const
     if (op) op->bytes = TOK(d->e * d->H * d->kc);
 }
 
+/* Shared experts (DeepSeekMoE): a dense MLP of Fs hidden width on every token beside the routed experts
+ * (Megatron-Core's SharedExpertMLP, split over the tensor ranks like the model's MLP), its output added to
+ * the experts' combined one. */
+static void shared_forward(builder *b, const dims *d, int i, et_phase phase, const char *suffix)
+{
+    if (d->Fst <= 0) return;
+    char id[80];
+    const double H = d->H, e = d->e, F = d->Fst;
+#define ID(name) (id_printf(id, sizeof id, "layer.%d.moe.shared.%s%s", i, name, suffix), id)
+    weight_forward(b, phase, i, ET_GROUP_MLP, TOK(1), H, d->swiglu ? 2 * F : F, 1, ID("fc1"));
+    if (d->swiglu)
+        special(elementwise(b, phase, i, TOK(6 * F), TOK(3 * e * F), ID("swiglu")), TOK(F));
+    else
+        special(elementwise(b, phase, i, TOK(8 * F), TOK(2 * e * F), ID("gelu")), TOK(F));
+    weight_forward(b, phase, i, ET_GROUP_MLP, TOK(1), F, H, 1, ID("fc2"));
+#undef ID
+}
+
+static void shared_backward(builder *b, const dims *d, int i)
+{
+    if (d->Fst <= 0) return;
+    char name[80];
+    const double H = d->H, e = d->e, F = d->Fst;
+#define NAME(s) (id_printf(name, sizeof name, "layer.%d.moe.shared.%s", i, s), name)
+    if (ET_RECOMPUTES(d->rm, ET_RECOMPUTE_SHARED_EXPERTS)) { /* selective "shared_experts" */
+        weight_forward(b, ET_PHASE_BACKWARD, i, ET_GROUP_MLP, TOK(1), H, d->swiglu ? 2 * F : F, 1,
+                       NAME("fc1.recompute"));
+        special(elementwise(b, ET_PHASE_BACKWARD, i, TOK((d->swiglu ? 6 : 8) * F),
+                            TOK((d->swiglu ? 3 : 2) * e * F), NAME("act.recompute")),
+                TOK(F));
+    }
+    weight_backward(b, i, ET_GROUP_MLP, TOK(1), F, H, 1, NAME("fc2"), d->bias, 1);
+    special(elementwise(b, ET_PHASE_BACKWARD, i, TOK(d->swiglu ? 10 * F : 8 * F),
+                        TOK((d->swiglu ? 5 : 3) * e * F), NAME(d->swiglu ? "swiglu.bwd" : "gelu.bwd")),
+            TOK(F));
+    weight_backward(b, i, ET_GROUP_MLP, TOK(1), H, d->swiglu ? 2 * F : F, 1, NAME("fc1"), d->bias, 1);
+#undef NAME
+}
+
 /* An MoE MLP (docs/cost-model.md, "Mixture of experts"): the router's product and top-k, the tokens
  * permuted into expert order (k c copies), dispatched to the experts' ranks, the experts' products as
  * grouped GEMMs over k c T rows, combined back and summed with the router's weights. */
@@ -582,6 +642,7 @@ static void moe_forward(builder *b, const dims *d, int i, et_phase phase, const 
     weight_forward(b, phase, i, ET_GROUP_MLP, TOK(1), H, E, 1, ID("router"));
     /* softmax over E logits and the top-k: logits read, probabilities written, k indices and weights */
     special(elementwise(b, phase, i, TOK(6 * E), TOK(2 * e * E + 8 * d->k), ID("route")), TOK(E));
+    shared_forward(b, d, i, phase, suffix);
     elementwise(b, phase, i, FIX(0), TOK(e * H * (1 + kc)), ID("permute"));
     alltoall(b, d, phase, i, ID("dispatch"));
     et_op *op = expert_gemm(b, phase, i, 0, TOK(kc), El, H, d->swiglu ? 2 * Fet : Fet, ID("experts.fc1"));
@@ -625,6 +686,12 @@ static void moe_backward(builder *b, const dims *d, int i)
     alltoall(b, d, ET_PHASE_BACKWARD, i, ID("combine.bwd"));
     expert_backward(b, d, i, Fet, H, "fc2");
     et_op *op;
+    if (ET_RECOMPUTES(d->rm, ET_RECOMPUTE_MOE_ACT)) { /* selective "moe_act": the activation's output */
+        op = special(elementwise(b, ET_PHASE_BACKWARD, i, TOK((d->swiglu ? 6 : 8) * Fet * kc),
+                                 TOK((d->swiglu ? 3 : 2) * e * Fet * kc), ID("experts.act.recompute")),
+                     TOK(Fet * kc));
+        if (op) op->expert = true;
+    }
     if (d->swiglu)
         op = elementwise(b, ET_PHASE_BACKWARD, i, TOK(10 * Fet * kc), TOK(5 * e * Fet * kc),
                          ID("experts.swiglu.bwd"));
@@ -636,10 +703,73 @@ static void moe_backward(builder *b, const dims *d, int i)
     expert_backward(b, d, i, H, Fc1, "fc1");
     alltoall(b, d, ET_PHASE_BACKWARD, i, ID("dispatch.bwd"));
     elementwise(b, ET_PHASE_BACKWARD, i, FIX(0), TOK(e * H * (1 + kc)), ID("permute.bwd"));
+    shared_backward(b, d, i);
     elementwise(b, ET_PHASE_BACKWARD, i, TOK(4 * E), TOK(2 * e * E + 8 * d->k), ID("route.bwd"));
     id_printf(pname, sizeof pname, "layer.%d.moe.router", i);
-    weight_backward(b, i, ET_GROUP_MLP, TOK(1), H, E, 1, pname, 0, 1);
+    weight_backward(b, i, ET_GROUP_MLP, TOK(1), H, E, 1, pname, d->bias, 1);
 #undef ID
+}
+
+/* Multi-head latent attention's projections (DeepSeek-V2 section 2.1; Megatron-Core's
+ * MultiLatentAttention): the hidden state projected down to the query latent Lq and to the key-value latent
+ * Lkv with the shared rotary key R (both products duplicated on every tensor rank), each latent RMS-normed,
+ * then projected up to the heads' queries (D + R each) and to their no-position keys and values (D + Dv);
+ * the rotary parts rotated, and each head's key and query assembled from its parts (a copy of each). */
+static void mla_forward(builder *b, const dims *d, int i, et_phase phase, const char *suffix)
+{
+    char id[80];
+    const double H = d->H, e = d->e, At = d->At, Lq = d->Lq, Lkv = d->Lkv, R = d->R;
+#define ID(name) (id_printf(id, sizeof id, "layer.%d.attn.%s%s", i, name, suffix), id)
+    if (Lq > 0) {
+        weight_forward(b, phase, i, ET_GROUP_ATTENTION, TOK(1), H, Lq, 1, ID("q_down"));
+        elementwise(b, phase, i, TOK(8 * Lq), TOK(2 * e * Lq), ID("q_norm"));
+        weight_forward(b, phase, i, ET_GROUP_ATTENTION, TOK(1), Lq, d->Qt, 1, ID("q_up"));
+    } else {
+        weight_forward(b, phase, i, ET_GROUP_ATTENTION, TOK(1), H, d->Qt, 1, ID("q"));
+    }
+    weight_forward(b, phase, i, ET_GROUP_ATTENTION, TOK(1), H, Lkv + R, 1, ID("kv_down"));
+    elementwise(b, phase, i, TOK(8 * Lkv), TOK(2 * e * Lkv), ID("kv_norm"));
+    weight_forward(b, phase, i, ET_GROUP_ATTENTION, TOK(1), Lkv, At * (d->D + d->Dv), 1, ID("kv_up"));
+    if (d->rope) elementwise(b, phase, i, TOK(6 * (At + 1) * R), TOK(2 * e * (At + 1) * R), ID("rope"));
+    copies(b, phase, i, TOK(4 * e * d->Qt), 2, ID("qk_concat"));
+#undef ID
+}
+
+/* MLA's backward, the forward's products in reverse: each finalises its weight, each norm its scale. */
+static void mla_backward(builder *b, const dims *d, int i)
+{
+    char name[80];
+    const double H = d->H, e = d->e, At = d->At, Lq = d->Lq, Lkv = d->Lkv, R = d->R;
+#define NAME(s) (id_printf(name, sizeof name, "layer.%d.attn.%s", i, s), name)
+    if (ET_RECOMPUTES(d->rm,
+                      ET_RECOMPUTE_MLA_UP_PROJ)) { /* selective "mla_up_proj": q, k, v from the latents */
+        if (Lq > 0)
+            weight_forward(b, ET_PHASE_BACKWARD, i, ET_GROUP_ATTENTION, TOK(1), Lq, d->Qt, 1,
+                           NAME("q_up.recompute"));
+        weight_forward(b, ET_PHASE_BACKWARD, i, ET_GROUP_ATTENTION, TOK(1), Lkv, At * (d->D + d->Dv), 1,
+                       NAME("kv_up.recompute"));
+        if (d->rope)
+            elementwise(b, ET_PHASE_BACKWARD, i, TOK(6 * (At + 1) * R), TOK(2 * e * (At + 1) * R),
+                        NAME("rope.recompute"));
+        copies(b, ET_PHASE_BACKWARD, i, TOK(4 * e * d->Qt), 2, NAME("qk_concat.recompute"));
+    }
+    copies(b, ET_PHASE_BACKWARD, i, TOK(4 * e * d->Qt), 2, NAME("qk_concat.bwd"));
+    if (d->rope)
+        elementwise(b, ET_PHASE_BACKWARD, i, TOK(6 * (At + 1) * R), TOK(2 * e * (At + 1) * R),
+                    NAME("rope.bwd"));
+    weight_backward(b, i, ET_GROUP_ATTENTION, TOK(1), Lkv, At * (d->D + d->Dv), 1, NAME("kv_up"), d->bias, 1);
+    elementwise(b, ET_PHASE_BACKWARD, i, TOK(10 * Lkv), TOK(4 * e * Lkv), NAME("kv_norm.bwd"));
+    add_grad(b, i, Lkv, "layer.%d.attn.kv_norm.weight", i);
+    weight_backward(b, i, ET_GROUP_ATTENTION, TOK(1), H, Lkv + R, 1, NAME("kv_down"), d->bias, 1);
+    if (Lq > 0) {
+        weight_backward(b, i, ET_GROUP_ATTENTION, TOK(1), Lq, d->Qt, 1, NAME("q_up"), d->bias, 1);
+        elementwise(b, ET_PHASE_BACKWARD, i, TOK(10 * Lq), TOK(4 * e * Lq), NAME("q_norm.bwd"));
+        add_grad(b, i, Lq, "layer.%d.attn.q_norm.weight", i);
+        weight_backward(b, i, ET_GROUP_ATTENTION, TOK(1), H, Lq, 1, NAME("q_down"), d->bias, 1);
+    } else {
+        weight_backward(b, i, ET_GROUP_ATTENTION, TOK(1), H, d->Qt, 1, NAME("q"), d->bias, 1);
+    }
+#undef NAME
 }
 
 /* Forward ops of one transformer layer. Formulas: docs/cost-model.md, "Transformer layer". */
@@ -651,8 +781,10 @@ static void layer_forward(builder *b, const dims *d, int i, int decoder, et_phas
 #define ID(name) (id_printf(id, sizeof id, "layer.%d.%s%s", i, name, suffix), id)
     if (decoder) elementwise(b, phase, i, TOK(8 * H * St), TOK(2 * e * H * St), ID("attn.layernorm"));
     tp_boundary(b, d, phase, i, 1, ID("attn.tp_allgather"));
-    /* q, k, v: one product of 3Ht outputs, or three tensor-train layers of H x H */
-    if (b->method->kind == ET_METHOD_TENSOR_TRAIN && b->method->tt_group[ET_GROUP_ATTENTION])
+    /* q, k, v: one product of 3Ht outputs, or three tensor-train layers of H x H, or MLA's latents */
+    if (d->mla)
+        mla_forward(b, d, i, phase, suffix);
+    else if (b->method->kind == ET_METHOD_TENSOR_TRAIN && b->method->tt_group[ET_GROUP_ATTENTION])
         weight_forward(b, phase, i, ET_GROUP_ATTENTION, TOK(1), H, Ht, 3, ID("attn.qkv"));
     else
         weight_forward(b, phase, i, ET_GROUP_ATTENTION, TOK(1), H, d->Qt + 2 * d->KVt, 1, ID("attn.qkv"));
@@ -661,11 +793,11 @@ static void layer_forward(builder *b, const dims *d, int i, int decoder, et_phas
         elementwise(b, phase, i, TOK(4 * (d->Qt + d->KVt)), TOK(2 * e * (d->Qt + d->KVt)),
                     ID("attn.qk_norm"));
     /* rotary positions: q and k rotated pairwise (a multiply-add per element and its cos/sin lookup) */
-    if (d->rope)
+    if (d->rope && !d->mla)
         elementwise(b, phase, i, TOK(6 * (d->Qt + d->KVt)), TOK(2 * e * (d->Qt + d->KVt)), ID("attn.rope"));
     attention_core(b, d, i, phase, suffix);
     cp_ring(b, d, phase, i, 2, ID("attn.cp_ring"));
-    weight_forward(b, phase, i, ET_GROUP_ATTENTION, TOK(1), d->Qt, H, 1, ID("attn.out"));
+    weight_forward(b, phase, i, ET_GROUP_ATTENTION, TOK(1), d->Vt, H, 1, ID("attn.out"));
     tp_boundary(b, d, phase, i, 0, d->sp ? ID("attn.tp_reduce_scatter") : ID("attn.tp_allreduce"));
     dropout_op(b, d, phase, i, TOK(H * St), reads, ID("attn.out.dropout"));
     if (decoder) residual_add(b, d, phase, i, ID("attn.residual"));
@@ -707,7 +839,11 @@ static void layer_backward(builder *b, const dims *d, int i, int decoder, et_rec
     char name[80];
     const double H = d->H, Ht = d->Ht, Qt = d->Qt, Ft = d->Ft, At = d->At, e = d->e, St = d->St;
     if (recompute == ET_RECOMPUTE_FULL) layer_forward(b, d, i, decoder, ET_PHASE_BACKWARD, ".recompute");
+    const int norms = decoder && ET_RECOMPUTES(d->rm, ET_RECOMPUTE_LAYERNORM);
 #define NAME(s) (id_printf(name, sizeof name, "layer.%d.%s", i, s), name)
+    if (norms) /* selective "layernorm": the norm's output rebuilt for the products that read it */
+        elementwise(b, ET_PHASE_BACKWARD, i, TOK(8 * H * St), TOK(2 * e * H * St),
+                    NAME("mlp.layernorm.recompute"));
     if (!decoder) layernorm_backward(b, d, i, NAME("mlp.layernorm"), TOK(St));
     dropout_op(b, d, ET_PHASE_BACKWARD, i, TOK(H * St), 1, NAME("mlp.fc2.dropout.bwd"));
     tp_boundary(b, d, ET_PHASE_BACKWARD, i, 1, NAME("mlp.tp_allgather.bwd"));
@@ -715,6 +851,18 @@ static void layer_backward(builder *b, const dims *d, int i, int decoder, et_rec
     if (et_model_layer_is_moe(&b->g->model, i)) {
         moe_backward(b, d, i);
     } else {
+        if (ET_RECOMPUTES(d->rm, ET_RECOMPUTE_MLP)) { /* selective "mlp": the first product and activation */
+            weight_forward(b, ET_PHASE_BACKWARD, i, ET_GROUP_MLP, TOK(1), H, d->swiglu ? 2 * Ft : Ft, 1,
+                           NAME("mlp.fc1.recompute"));
+            if (d->swiglu)
+                special(elementwise(b, ET_PHASE_BACKWARD, i, TOK(6 * Ft), TOK(3 * e * Ft),
+                                    NAME("mlp.swiglu.recompute")),
+                        TOK(Ft));
+            else
+                special(elementwise(b, ET_PHASE_BACKWARD, i, TOK(8 * Ft), TOK(2 * e * Ft),
+                                    NAME("mlp.gelu.recompute")),
+                        TOK(Ft));
+        }
         weight_backward(b, i, ET_GROUP_MLP, TOK(1), Ft, H, 1, NAME("mlp.fc2"), d->bias, 1);
         if (d->swiglu)
             special(
@@ -733,17 +881,19 @@ static void layer_backward(builder *b, const dims *d, int i, int decoder, et_rec
     if (decoder) residual_backward(b, d, i, NAME("mlp.residual.bwd"));
     dropout_op(b, d, ET_PHASE_BACKWARD, i, TOK(H * St), 1, NAME("attn.out.dropout.bwd"));
     tp_boundary(b, d, ET_PHASE_BACKWARD, i, 1, NAME("attn.tp_allgather.bwd"));
-    weight_backward(b, i, ET_GROUP_ATTENTION, TOK(1), Qt, H, 1, NAME("attn.out"), d->bias, 1);
+    weight_backward(b, i, ET_GROUP_ATTENTION, TOK(1), d->Vt, H, 1, NAME("attn.out"), d->bias, 1);
+    const et_linear area = attention_area(b, d, i);
     et_op *op;
     if (d->flash) {
         if (d->unpad) /* pad_input's backward: the context's gradient gathered back into unpadded rows */
-            copies(b, ET_PHASE_BACKWARD, i, TOK(2 * e * Qt), 1, NAME("attn.pad.bwd"));
+            copies(b, ET_PHASE_BACKWARD, i, TOK(2 * e * d->Vt), 1, NAME("attn.pad.bwd"));
         /* the fused backward recomputes the scores itself: nothing for selective recomputation to repeat */
         if ((op = add_op(b, ET_OP_ATTENTION, ET_PHASE_BACKWARD, i, "%s", NAME("attn.flash.bwd")))) {
             op->k = FIX(d->D);
-            op->flops = SQ(10 * Qt * d->causal_share);
-            op->bytes = TOK(8 * e * Qt + 4 * At);   /* q, k, v, context, its gradient in; dq, dk, dv out */
-            op->special = SQ(At * d->causal_share); /* the scores' exps again */
+            /* scores again, dV and dP (value width), dQ and dK (query width) */
+            op->flops = lin_scale(area, 6 * Qt + 4 * d->Vt);
+            op->bytes = TOK(e * (4 * Qt + 4 * d->Vt) + 4 * At); /* q, k, v, context, dO in; dq, dk, dv out */
+            op->special = lin_scale(area, At);                  /* the scores' exps again */
             op->fused = true;
             op->fused_rate = d->flash_rate;
         }
@@ -753,14 +903,14 @@ static void layer_backward(builder *b, const dims *d, int i, int decoder, et_rec
             copies(b, ET_PHASE_BACKWARD, i, TOK(5 * e * (Qt + 2 * d->KVt)), 7, NAME("attn.unpad.bwd"));
         cp_ring(b, d, ET_PHASE_BACKWARD, i, 4, NAME("attn.cp_ring.bwd"));
     }
-    if (!d->flash && recompute == ET_RECOMPUTE_SELECTIVE)
+    if (!d->flash && ET_RECOMPUTES(d->rm, ET_RECOMPUTE_CORE_ATTN))
         attention_core(b, d, i, ET_PHASE_BACKWARD, ".recompute");
     /* context = P V: dP = dO V^T and dV = P^T dO, each 2*l*l*D per head */
     if (!d->flash &&
         (op = add_op(b, ET_OP_ATTENTION, ET_PHASE_BACKWARD, i, "%s", NAME("attn.context.bwd")))) {
         op->k = FIX(d->D);
-        op->flops = SQ(4 * Qt);
-        op->bytes = lin_add(TOK(4 * e * Qt), SQ(2 * e * At));
+        op->flops = SQ(4 * d->Vt);
+        op->bytes = lin_add(TOK(4 * e * d->Vt), SQ(2 * e * At));
     }
     if (!d->flash) {
         dropout_op(b, d, ET_PHASE_BACKWARD, i, SQ(At), 1, NAME("attn.dropout.bwd"));
@@ -771,7 +921,13 @@ static void layer_backward(builder *b, const dims *d, int i, int decoder, et_rec
             op->bytes = lin_add(TOK(4 * e * Qt), SQ(e * At));
         }
     }
-    if (b->method->kind == ET_METHOD_TENSOR_TRAIN && b->method->tt_group[ET_GROUP_ATTENTION])
+    if (d->sinks) add_grad(b, i, At, "layer.%d.attn.sinks", i);
+    if (norms)
+        elementwise(b, ET_PHASE_BACKWARD, i, TOK(8 * H * St), TOK(2 * e * H * St),
+                    NAME("attn.layernorm.recompute"));
+    if (d->mla)
+        mla_backward(b, d, i);
+    else if (b->method->kind == ET_METHOD_TENSOR_TRAIN && b->method->tt_group[ET_GROUP_ATTENTION])
         weight_backward(b, i, ET_GROUP_ATTENTION, TOK(1), H, Ht, 3, NAME("attn.qkv"), 1, 1);
     else {
         if (d->rope)
@@ -793,16 +949,20 @@ static void layer_backward(builder *b, const dims *d, int i, int decoder, et_rec
 #undef NAME
 }
 
-static void head_forward(builder *b, const dims *d, const et_model_config *m)
+/* The loss head; `p` names it ("head", or a multi-token prediction module's "mtp.j.head", which runs the
+ * causal head's products on the shared output weight). */
+static void head_forward(builder *b, const dims *d, const et_model_config *m, const char *p)
 {
     const double H = d->H, Vt = d->V / d->t, e = d->e;
+    char id[80];
+#define ID(name) (id_printf(id, sizeof id, "%s.%s", p, name), id)
     /* a tied output projection is the word embedding: it has the embeddings' sparsity */
     const et_layer_group decoder_group = m->tie_embeddings ? ET_GROUP_EMBEDDINGS : ET_GROUP_HEAD;
     if (m->head == ET_HEAD_CAUSAL_LM) {
         elementwise(b, ET_PHASE_FORWARD, -1, TOK(8 * H * d->St), TOK(2 * e * H * d->St),
-                    "head.final_layernorm");
-        tp_boundary(b, d, ET_PHASE_FORWARD, -1, 1, "head.tp_allgather");
-        weight_forward(b, ET_PHASE_FORWARD, -1, decoder_group, PRED(1), H, Vt, 1, "head.lm.decoder");
+                    ID("final_layernorm"));
+        tp_boundary(b, d, ET_PHASE_FORWARD, -1, 1, ID("tp_allgather"));
+        weight_forward(b, ET_PHASE_FORWARD, -1, decoder_group, PRED(1), H, Vt, 1, ID("lm.decoder"));
     } else {
         if (m->head == ET_HEAD_MLM_NSP) {
             weight_forward(b, ET_PHASE_FORWARD, -1, ET_GROUP_HEAD, SEQ(1), H, H, 1, "head.pooler");
@@ -818,24 +978,31 @@ static void head_forward(builder *b, const dims *d, const et_model_config *m)
      * Megatron's vocabulary-parallel one over fp32 logits: the upcast copy (read e, write 4), forward's
      * max, subtract, exp, sum and divide (read 4 each, write 4 for the three in place), backward's multiply
      * (read and write 4) and the cast back (read 4, write e): 48 + 2e bytes a logit, 8 kernels */
-    et_op *op = add_op(b, ET_OP_LOSS, ET_PHASE_FORWARD, -1, "head.loss");
+    et_op *op = add_op(b, ET_OP_LOSS, ET_PHASE_FORWARD, -1, "%s", ID("loss"));
     if (op) {
         op->flops = PRED(6 * Vt);
         op->bytes = b->g->options.loss_fp32 ? PRED((48 + 2 * e) * Vt) : PRED(2 * e * Vt);
         op->special = PRED(Vt); /* an exp per logit */
         if (b->g->options.loss_fp32) op->kernels = 8;
     }
+#undef ID
 }
 
-static void head_backward(builder *b, const dims *d, const et_model_config *m)
+/* The head's backward; `owner`: it finalises the output weight (a prediction module's copy accumulates
+ * into the main head's gradient, which the main head's backward finalises after it). */
+static void head_backward(builder *b, const dims *d, const et_model_config *m, const char *p, int owner)
 {
     const double H = d->H, Vt = d->V / d->t, e = d->e;
     const et_layer_group decoder_group = m->tie_embeddings ? ET_GROUP_EMBEDDINGS : ET_GROUP_HEAD;
-    int untied = !m->tie_embeddings;
+    int untied = !m->tie_embeddings && owner;
+    char id[80];
     if (m->head == ET_HEAD_CAUSAL_LM) {
-        weight_backward(b, -1, decoder_group, PRED(1), H, Vt, 1, "head.lm.decoder", 0, untied);
-        tp_boundary(b, d, ET_PHASE_BACKWARD, -1, 0, "head.tp_reduce_scatter.bwd");
-        layernorm_backward(b, d, -1, "head.final_layernorm", TOK(d->St));
+        id_printf(id, sizeof id, "%s.lm.decoder", p);
+        weight_backward(b, -1, decoder_group, PRED(1), H, Vt, 1, id, 0, untied);
+        id_printf(id, sizeof id, "%s.tp_reduce_scatter.bwd", p);
+        tp_boundary(b, d, ET_PHASE_BACKWARD, -1, 0, id);
+        id_printf(id, sizeof id, "%s.final_layernorm", p);
+        layernorm_backward(b, d, -1, id, TOK(d->St));
         return;
     }
     weight_backward(b, -1, decoder_group, PRED(1), H, Vt, 1, "head.mlm.decoder", 1, untied);
@@ -848,6 +1015,54 @@ static void head_backward(builder *b, const dims *d, const et_model_config *m)
         weight_backward(b, -1, ET_GROUP_HEAD, SEQ(1), H, 2, 1, "head.nsp", 1, 1);
         weight_backward(b, -1, ET_GROUP_HEAD, SEQ(1), H, H, 1, "head.pooler", 1, 1);
     }
+}
+
+/* Multi-token prediction module j (DeepSeek-V3 section 2.2; Megatron-Core's MultiTokenPredictionBlock): the
+ * embedding of the tokens j + 1 ahead (the shared table) and the previous depth's hidden state, each
+ * RMS-normed, concatenated and projected 2H -> H, one transformer layer (numbered layers + j) and the
+ * shared output head with its own loss, on each of the micro-batch's tokens. */
+static void mtp_forward(builder *b, const dims *d, const et_model_config *m, int j)
+{
+    char id[80];
+    const double H = d->H, e = d->e;
+    const int layer = m->layers + j;
+#define ID(name) (id_printf(id, sizeof id, "mtp.%d.%s", j, name), id)
+    et_op *op = add_op(b, ET_OP_EMBEDDING, ET_PHASE_FORWARD, layer, "%s", ID("embed.lookup"));
+    if (op) {
+        op->group = ET_GROUP_EMBEDDINGS;
+        op->flops = TOK(H);
+        op->bytes = TOK(2 * e * H);
+    }
+    elementwise(b, ET_PHASE_FORWARD, layer, TOK(16 * H), TOK(4 * e * H), ID("norms"));
+    weight_forward(b, ET_PHASE_FORWARD, layer, ET_GROUP_ATTENTION, TOK(1), 2 * H, H, 1, ID("eh_proj"));
+    layer_forward(b, d, layer, 1, ET_PHASE_FORWARD, "");
+    id_printf(id, sizeof id, "mtp.%d.head", j);
+    head_forward(b, d, m, id);
+#undef ID
+}
+
+/* Its backward; `first`: this stage holds the embedding table (else the module's lookups scatter into the
+ * last stage's copy, whose gradient is reduced with the first stage's like a tied output weight's). */
+static void mtp_backward(builder *b, const dims *d, const et_model_config *m, int j, int first)
+{
+    char id[80];
+    const double H = d->H, e = d->e;
+    const int layer = m->layers + j;
+    id_printf(id, sizeof id, "mtp.%d.head", j);
+    head_backward(b, d, m, id, 0);
+    layer_backward(b, d, layer, 1, b->g->options.recompute);
+    id_printf(id, sizeof id, "mtp.%d.eh_proj", j);
+    weight_backward(b, layer, ET_GROUP_ATTENTION, TOK(1), 2 * H, H, 1, id, d->bias, 1);
+    id_printf(id, sizeof id, "mtp.%d.norms.bwd", j);
+    elementwise(b, ET_PHASE_BACKWARD, layer, TOK(20 * H), TOK(8 * e * H), id);
+    add_grad(b, layer, 2 * H, "mtp.%d.norms.weight", j); /* the embedding's and the hidden state's */
+    et_op *op = add_op(b, ET_OP_EMBEDDING, ET_PHASE_BACKWARD, layer, "mtp.%d.embed.lookup.bwd", j);
+    if (op) {
+        op->group = ET_GROUP_EMBEDDINGS;
+        op->flops = TOK(H);
+        op->bytes = TOK(2 * e * H);
+    }
+    if (!first && j == 0) add_grad(b, -1, d->V / d->t * H, "mtp.embed.word_embeddings");
 }
 
 /* The word embedding as a TT-matrix, when the method says so. */
@@ -1109,11 +1324,21 @@ static int build(const et_model_config *m, const et_graph_options *o, et_graph *
     d.St = d.sp ? 1 / d.t : 1;
     d.dropout = m->dropout;
     d.KVt = (m->kv_heads ? m->kv_heads : m->heads) * d.D / d.t;
+    d.Vt = d.Qt;
+    if (m->mla.kv_lora > 0) {
+        d.mla = 1;
+        d.Lq = m->mla.q_lora, d.Lkv = m->mla.kv_lora, d.R = m->mla.rope_dim, d.Dv = m->mla.v_dim;
+        d.Qt = d.A * (d.D + d.R) / d.t;
+        d.Vt = d.A * d.Dv / d.t;
+        d.KVt = (d.Qt + d.Vt) / 2;
+    }
     d.bias = !m->no_bias;
     d.swiglu = m->mlp == ET_MLP_SWIGLU;
     d.rms = m->norm == ET_NORM_RMSNORM;
     d.rope = m->position == ET_POSITION_ROPE;
     d.qk_norm = m->qk_norm;
+    d.sinks = m->sinks;
+    d.rm = et_recompute_modules_of(o->recompute, o->recompute_modules);
     /* a fused causal kernel skips the blocks above the diagonal; materialised scores are computed whole */
     d.causal_share = m->arch == ET_ARCH_DECODER && o->attention == ET_ATTENTION_FLASH ? 0.5 : 1;
     d.causal = m->arch == ET_ARCH_DECODER;
@@ -1127,6 +1352,7 @@ static int build(const et_model_config *m, const et_graph_options *o, et_graph *
         d.kc = d.k * (m->moe.capacity_factor > 0 ? m->moe.capacity_factor : 1);
         d.El = d.E / b.x;
         d.Fet = et_model_expert_ffn(m) / d.t;
+        d.Fst = (double)m->moe.shared_experts * et_model_expert_ffn(m) / d.t;
     }
     int per_stage = m->layers / o->pipeline;
     g->first_layer = o->stage * per_stage;
@@ -1144,8 +1370,12 @@ static int build(const et_model_config *m, const et_graph_options *o, et_graph *
     for (int i = g->first_layer; i <= g->last_layer; i++)
         layer_forward(&b, &d, i, decoder, ET_PHASE_FORWARD, "");
     if (last) tt_table_reconstruct(&b, &d);
-    if (last) head_forward(&b, &d, m);
-    if (last) head_backward(&b, &d, m);
+    for (int j = 0; last && j < m->mtp_layers; j++)
+        mtp_forward(&b, &d, m, j);
+    if (last) head_forward(&b, &d, m, "head");
+    for (int j = m->mtp_layers - 1; last && j >= 0; j--)
+        mtp_backward(&b, &d, m, j, first);
+    if (last) head_backward(&b, &d, m, "head", 1);
     for (int i = g->last_layer; i >= g->first_layer; i--)
         layer_backward(&b, &d, i, decoder, o->recompute);
     if (first) embedding_backward(&b, &d, m);
@@ -1197,6 +1427,13 @@ int et_graph_find(const et_graph *g, const char *id)
     return -1;
 }
 
+double et_op_model_share(const et_graph *g, const et_op *op)
+{
+    if (op->kind != ET_OP_ATTENTION || !op->fused || op->phase != ET_PHASE_BACKWARD) return 1;
+    const double qk = et_model_qk_dim(&g->model), v = et_model_v_dim(&g->model);
+    return (4 * qk + 4 * v) / (6 * qk + 4 * v);
+}
+
 double et_model_param_count(const et_model_config *model)
 {
     /* once per model: the plan search asks it for every candidate of one model, and a whole graph of a
@@ -1226,6 +1463,7 @@ double et_model_active_param_count(const et_model_config *model)
     /* one expert: its two or three matrices, and biases when the model has them */
     const double matrices = model->mlp == ET_MLP_SWIGLU ? 3 : 2;
     const double bias = model->no_bias ? 0 : (model->mlp == ET_MLP_SWIGLU ? 2 * Fe : Fe) + H;
-    const double moe_layers = et_model_moe_layers(model, 0, model->layers - 1);
+    /* the prediction modules' MoE layers too (their parameters are in the total) */
+    const double moe_layers = et_model_moe_layers(model, 0, model->layers + model->mtp_layers - 1);
     return total - moe_layers * (moe->experts - moe->top_k) * (matrices * H * Fe + bias);
 }

@@ -121,6 +121,7 @@ typedef struct et_graph_options {
     et_precision precision;
     et_scaling scaling;          /* fp8 and fp4: how products' operands are quantized (quantization.h) */
     et_recompute recompute;      /* none, full (every layer's forward again) or selective (attention core) */
+    unsigned recompute_modules;  /* selective's modules (schedule.h; 0: the attention core) */
     et_attention_kind attention; /* standard (materialised scores) or flash (one fused kernel) */
     bool sequence_parallel; /* tensor-parallel all-reduces become all-gather + reduce-scatter; layer norms
                                and dropouts run on T/t tokens */
@@ -197,6 +198,11 @@ int et_graph_find(const et_graph *g, const char *id);
  * model FLOPs counted the same way. The rule etrun's predictions, etcalib and their tests share. */
 double et_step_op_times(const et_graph *g, const et_batch_shape *micro, int n_micro,
                         const et_device_profile *d, et_precision p, double *op_time);
+
+/* The share of op's FLOPs that are model FLOPs (what MFU counts: no recomputation): a fused attention
+ * kernel's backward recomputes the scores (2 l^2 Dqk of its 6 l^2 Dqk + 4 l^2 Dv a head), 1 for every other
+ * op. */
+double et_op_model_share(const et_graph *g, const et_op *op);
 
 /* Total parameters of the full model (t = 1, one stage), and those one token uses: a mixture of experts'
  * top_k experts of each MoE layer instead of all of them (equal to the total for dense models). */

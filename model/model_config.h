@@ -37,8 +37,21 @@ typedef struct et_moe {
     int every;              /* an MoE layer every `every` layers (1: all) */
     int ffn;                /* each expert's hidden width (the model's ffn when 0) */
     et_routing_kind routing;
-    double skew; /* zipf exponent */
+    double skew;        /* zipf exponent */
+    int shared_experts; /* experts every token uses besides its top_k (DeepSeekMoE, Dai et al. 2024): one
+                         * dense MLP of shared_experts x ffn hidden width beside the router (Megatron's
+                         * moe_shared_expert_intermediate_size) */
+    int first_dense;    /* the first `first_dense` layers keep dense MLPs of the model's ffn (DeepSeek-V3's
+                         * first_k_dense_replace) */
 } et_moe;
+
+/* Multi-head latent attention (DeepSeek-V2, DeepSeek-AI 2024; DeepSeek-V3 2024): queries projected down to
+ * a latent of q_lora values (0: projected directly from the hidden state), keys and values from one shared
+ * latent of kv_lora values plus a rotary key of rope_dim values shared by every head; a head's query and key
+ * are head_dim (no position) + rope_dim wide, its value v_dim. kv_lora 0: standard attention. */
+typedef struct et_mla {
+    int q_lora, kv_lora, rope_dim, v_dim;
+} et_mla;
 
 extern const char *const et_arch_names[];      /* "encoder", "decoder", NULL */
 extern const char *const et_loss_head_names[]; /* "mlm_nsp", "mlm", "causal_lm", NULL */
@@ -68,13 +81,27 @@ typedef struct et_model_config {
     double rope_base; /* rotary positions' base (theta): 10000 (Llama 2), 500000 (Llama 3); 0 = 10000 */
     int head_dim;     /* each attention head's width; 0 = hidden / heads (Qwen3: 128 whatever the hidden) */
     bool qk_norm;     /* RMSNorm of each head's query and key before attention (Qwen3) */
+    et_mla mla;
+    /* sliding-window attention (Mistral 7B, Gemma, GPT-OSS): a windowed layer's query attends to the
+     * `window` tokens ending at it; every `full_every`-th layer (i % full_every == full_every - 1) attends
+     * to the whole causal prefix (0: every layer windowed). window 0: no windows. */
+    int window, full_every;
+    bool sinks;     /* attention sinks (GPT-OSS): a learned logit per head in each softmax's denominator */
+    int mtp_layers; /* multi-token prediction depth (DeepSeek-V3): each module an embedding of the next
+                     * token, two RMSNorms, a 2H x H projection, one transformer layer and the shared output
+                     * head with its loss, on the last pipeline stage */
 } et_model_config;
 
-/* Each attention head's width: head_dim, or hidden / heads. */
+/* Each attention head's width: head_dim, or hidden / heads (MLA: the part without positions). A head's
+ * query and key width (head_dim + the rotary part under MLA) and its value width (v_dim under MLA). */
 int et_model_head_dim(const et_model_config *m);
+int et_model_qk_dim(const et_model_config *m);
+int et_model_v_dim(const et_model_config *m);
+/* Whether layer i attends through a sliding window (model.window). */
+bool et_model_layer_windowed(const et_model_config *m, int layer);
 
 /* Whether layer i's MLP is a mixture of experts, how many of layers first..last (inclusive) are, and each
- * expert's hidden width. */
+ * expert's hidden width. Multi-token prediction's layers are numbered from `layers` on. */
 bool et_model_layer_is_moe(const et_model_config *m, int layer);
 int et_model_moe_layers(const et_model_config *m, int first, int last);
 int et_model_expert_ffn(const et_model_config *m);

@@ -28,7 +28,7 @@ double et_step_op_times(const et_graph *g, const et_batch_shape *micro, int n_mi
         op_time[i] = 0;
         for (int k = once ? n_micro - 1 : 0; k < n_micro; k++) {
             op_time[i] += et_op_time(op, &micro[k], d, p);
-            flops += et_linear_eval(&op->flops, &micro[k]);
+            flops += et_op_model_share(g, op) * et_linear_eval(&op->flops, &micro[k]);
         }
     }
     return flops;

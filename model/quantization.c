@@ -39,3 +39,17 @@ int et_quantize_kernels(et_scaling scaling)
 {
     return scaling == ET_SCALING_CURRENT || scaling == ET_SCALING_NVFP4 ? 2 : 1;
 }
+
+double et_quantized_saved_bytes(et_scaling scaling)
+{
+    switch (scaling) {
+    case ET_SCALING_MXFP8:
+        return 1 + 1.0 / 32;
+    case ET_SCALING_NVFP4:
+        return 0.5 + 1.0 / 16;
+    case ET_SCALING_CURRENT:
+    case ET_SCALING_DELAYED:
+    default:
+        return 1;
+    }
+}

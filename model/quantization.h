@@ -32,6 +32,11 @@ bool et_precision_quantized(et_precision p);
 bool et_scaling_allowed(et_precision p, et_scaling scaling);
 et_scaling et_scaling_default(et_precision p);
 
+/* Bytes a quantized element keeps, scales included: what a product's input saved for its weight gradient
+ * costs in memory (Transformer Engine's Linear and LayerNormLinear save the quantized copy, not the 16-bit
+ * input): 1 (delayed, current), 1 + 1/32 (mxfp8), 0.5 + 1/16 (nvfp4). */
+double et_quantized_saved_bytes(et_scaling scaling);
+
 /* Bytes moved and kernels launched to quantize one element of a product's operand. */
 double et_quantize_bytes(et_scaling scaling);
 int et_quantize_kernels(et_scaling scaling);

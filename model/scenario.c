@@ -51,8 +51,9 @@ void et_data_file_path(const char *name, const char *dir, char *out, size_t size
  * values are the defaults. */
 static int read_moe(const et_json_reader *r, json_t *model, et_model_config *m)
 {
-    static const char *const keys[] = {"experts", "top_k", "capacity_factor", "every", "expert_ffn",
-                                       "routing", NULL};
+    static const char *const keys[] = {"experts",     "top_k",      "capacity_factor",
+                                       "every",       "expert_ffn", "shared_experts",
+                                       "first_dense", "routing",    NULL};
     static const char *const routing_keys[] = {"distribution", "skew", NULL};
     json_t *o, *routing;
     long long v;
@@ -75,6 +76,12 @@ static int read_moe(const et_json_reader *r, json_t *model, et_model_config *m)
     moe->every = (int)v;
     if (et_json_get_int(r, o, "$.model.moe", "expert_ffn", false, moe->ffn, 0, INT_MAX / 8, &v)) return -1;
     moe->ffn = (int)v;
+    if (et_json_get_int(r, o, "$.model.moe", "shared_experts", false, moe->shared_experts, 0, 1 << 16, &v))
+        return -1;
+    moe->shared_experts = (int)v;
+    if (et_json_get_int(r, o, "$.model.moe", "first_dense", false, moe->first_dense, 0, ET_MAX_LAYERS, &v))
+        return -1;
+    moe->first_dense = (int)v;
     if (et_json_get_object(r, o, "$.model.moe", "routing", false, routing_keys, &routing)) return -1;
     if (routing) {
         if (et_json_get_enum(r, routing, "$.model.moe.routing", "distribution", true, et_routing_names,
@@ -87,6 +94,48 @@ static int read_moe(const et_json_reader *r, json_t *model, et_model_config *m)
         if (json_object_get(routing, "skew") && moe->routing != ET_ROUTING_ZIPF)
             FAIL("$.model.moe.routing.skew", "\"skew\" applies only to distribution \"zipf\"");
     }
+    return 0;
+}
+
+/* model.mla: q_lora_rank, kv_lora_rank, rope_dim, v_head_dim (a preset's values are the defaults; without
+ * one, kv_lora_rank is required). model.head_dim is the part of a head without positions. */
+static int read_mla(const et_json_reader *r, json_t *model, et_model_config *m)
+{
+    static const char *const keys[] = {"q_lora_rank", "kv_lora_rank", "rope_dim", "v_head_dim", NULL};
+    json_t *o;
+    long long v;
+    if (et_json_get_object(r, model, "$.model", "mla", false, keys, &o)) return -1;
+    if (!o) return 0;
+    et_mla *a = &m->mla;
+    if (et_json_get_int(r, o, "$.model.mla", "kv_lora_rank", !a->kv_lora, a->kv_lora, 1, 1 << 20, &v))
+        return -1;
+    a->kv_lora = (int)v;
+    if (et_json_get_int(r, o, "$.model.mla", "q_lora_rank", false, a->q_lora, 0, 1 << 20, &v)) return -1;
+    a->q_lora = (int)v;
+    if (et_json_get_int(r, o, "$.model.mla", "rope_dim", false, a->rope_dim, 0, 1 << 16, &v)) return -1;
+    a->rope_dim = (int)v;
+    if (et_json_get_int(r, o, "$.model.mla", "v_head_dim", false, a->v_dim ? a->v_dim : et_model_head_dim(m),
+                        1, 1 << 16, &v))
+        return -1;
+    a->v_dim = (int)v;
+    return 0;
+}
+
+/* model.sliding_window: size (tokens), full_every (0: every layer windowed). */
+static int read_window(const et_json_reader *r, json_t *model, et_model_config *m)
+{
+    static const char *const keys[] = {"size", "full_every", NULL};
+    json_t *o;
+    long long v;
+    if (et_json_get_object(r, model, "$.model", "sliding_window", false, keys, &o)) return -1;
+    if (!o) return 0;
+    if (et_json_get_int(r, o, "$.model.sliding_window", "size", !m->window, m->window, 1, 1 << 24, &v))
+        return -1;
+    m->window = (int)v;
+    if (et_json_get_int(r, o, "$.model.sliding_window", "full_every", false, m->full_every, 0, ET_MAX_LAYERS,
+                        &v))
+        return -1;
+    m->full_every = (int)v;
     return 0;
 }
 
@@ -115,6 +164,10 @@ static int read_model(const et_json_reader *r, json_t *root, et_model_config *m)
                                        "rope_theta",
                                        "head_dim",
                                        "qk_norm",
+                                       "mla",
+                                       "sliding_window",
+                                       "attention_sinks",
+                                       "mtp_layers",
                                        NULL};
     json_t *o;
     if (et_json_get_object(r, root, "$", "model", true, keys, &o)) return -1;
@@ -188,6 +241,10 @@ static int read_model(const et_json_reader *r, json_t *root, et_model_config *m)
     if (et_json_get_int(r, o, "$.model", "head_dim", false, m->head_dim, 0, 1 << 16, &v)) return -1;
     m->head_dim = (int)v;
     if (et_json_get_bool(r, o, "$.model", "qk_norm", false, m->qk_norm, &m->qk_norm)) return -1;
+    if (read_mla(r, o, m) || read_window(r, o, m)) return -1;
+    if (et_json_get_bool(r, o, "$.model", "attention_sinks", false, m->sinks, &m->sinks)) return -1;
+    if (et_json_get_int(r, o, "$.model", "mtp_layers", false, m->mtp_layers, 0, 64, &v)) return -1;
+    m->mtp_layers = (int)v;
     return et_model_config_check(m, r->source, "$.model", r->err);
 }
 
@@ -504,13 +561,59 @@ static int read_cluster(const et_json_reader *r, json_t *root, et_scenario *s)
     return 0;
 }
 
+/* parallelism.recompute_modules: Megatron's module names (schedule.h), with recompute "selective". */
+static int read_recompute_modules(const et_json_reader *r, json_t *p, et_scenario *s)
+{
+    json_t *a;
+    if (et_json_get_array(r, p, "$.parallelism", "recompute_modules", false, &a)) return -1;
+    if (!a) return 0;
+    if (s->parallel.recompute != ET_RECOMPUTE_SELECTIVE)
+        FAIL("$.parallelism.recompute_modules", "recompute_modules apply to recompute \"selective\"");
+    char list[256] = "";
+    for (int k = 0; et_recompute_module_names[k]; k++) {
+        size_t used = strlen(list);
+        snprintf(list + used, sizeof list - used, "%s\"%s\"", k ? ", " : "", et_recompute_module_names[k]);
+    }
+    for (size_t i = 0; i < json_array_size(a); i++) {
+        const char *name = json_string_value(json_array_get(a, i));
+        int k = 0;
+        while (name && et_recompute_module_names[k] && strcmp(name, et_recompute_module_names[k]) != 0)
+            k++;
+        if (!name || !et_recompute_module_names[k])
+            FAIL("$.parallelism.recompute_modules", "entry %zu: expected one of %s", i, list);
+        s->parallel.recompute_modules |= 1u << k;
+    }
+    if (!s->parallel.recompute_modules)
+        FAIL("$.parallelism.recompute_modules", "expected at least one module (%s)", list);
+    const unsigned m = s->parallel.recompute_modules;
+    if (ET_RECOMPUTES(m, ET_RECOMPUTE_MLA_UP_PROJ) && s->model.mla.kv_lora <= 0)
+        FAIL("$.parallelism.recompute_modules",
+             "\"mla_up_proj\" needs a model with latent attention (model.mla)");
+    if (ET_RECOMPUTES(m, ET_RECOMPUTE_MOE_ACT) && s->model.moe.experts <= 0)
+        FAIL("$.parallelism.recompute_modules", "\"moe_act\" needs a mixture of experts (model.moe)");
+    if (ET_RECOMPUTES(m, ET_RECOMPUTE_SHARED_EXPERTS) && s->model.moe.shared_experts <= 0)
+        FAIL("$.parallelism.recompute_modules", "\"shared_experts\" needs model.moe.shared_experts");
+    return 0;
+}
+
 static int read_parallelism(const et_json_reader *r, json_t *root, et_scenario *s)
 {
-    static const char *const keys[] = {"tensor",     "pipeline",         "virtual_pipeline",
-                                       "zero_stage", "recompute",        "sequence_parallel",
-                                       "bucket_MiB", "allreduce",        "overlap",
-                                       "attention",  "layers_per_stage", "distributed_optimizer",
-                                       "tp_overlap", "expert",           "context",
+    static const char *const keys[] = {"tensor",
+                                       "pipeline",
+                                       "virtual_pipeline",
+                                       "zero_stage",
+                                       "recompute",
+                                       "sequence_parallel",
+                                       "bucket_MiB",
+                                       "allreduce",
+                                       "overlap",
+                                       "attention",
+                                       "layers_per_stage",
+                                       "distributed_optimizer",
+                                       "tp_overlap",
+                                       "expert",
+                                       "context",
+                                       "recompute_modules",
                                        NULL};
     json_t *o;
     long long v;
@@ -565,6 +668,7 @@ static int read_parallelism(const et_json_reader *r, json_t *root, et_scenario *
             goto done;
         s->parallel.recompute = (et_recompute)e;
     }
+    if (read_recompute_modules(r, p, s)) goto done;
     if (et_json_get_bool(r, p, "$.parallelism", "sequence_parallel", false, false,
                          &s->parallel.sequence_parallel))
         goto done;

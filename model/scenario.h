@@ -83,7 +83,8 @@ typedef struct et_scenario {
         bool distributed_optimizer; /* Megatron's: states sharded over data ranks, gradients reduce-scattered
                                      */
         et_recompute recompute;
-        bool sequence_parallel; /* Megatron sequence parallelism inside the tensor-parallel group */
+        unsigned recompute_modules; /* selective's modules, a bit each (schedule.h); 0: core_attn */
+        bool sequence_parallel;     /* Megatron sequence parallelism inside the tensor-parallel group */
         bool
             tp_overlap; /* tensor-parallel collectives pipelined with their GEMMs (needs sequence_parallel) */
         et_attention_kind attention;

@@ -14,6 +14,7 @@ et_graph_options et_scenario_graph_options(const et_scenario *s, int stage)
         .precision = s->precision,
         .scaling = s->scaling,
         .recompute = s->parallel.recompute,
+        .recompute_modules = s->parallel.recompute_modules,
         .sequence_parallel = s->parallel.sequence_parallel && s->parallel.tensor > 1,
         .attention = s->parallel.attention,
         .optimizer = s->optimizer.name,

@@ -3,6 +3,14 @@
 #include <stddef.h>
 
 const char *const et_recompute_names[] = {"none", "full", "selective", NULL};
+const char *const et_recompute_module_names[] = {"core_attn", "layernorm",      "mla_up_proj", "mlp",
+                                                 "moe_act",   "shared_experts", NULL};
+
+unsigned et_recompute_modules_of(et_recompute recompute, unsigned modules)
+{
+    if (recompute != ET_RECOMPUTE_SELECTIVE) return 0;
+    return modules ? modules : 1u << ET_RECOMPUTE_CORE_ATTN;
+}
 const char *const et_attention_names[] = {"standard", "flash", NULL};
 const char *const et_launch_mode_names[] = {"framework_eager", "c_runtime", "cuda_graphs", NULL};
 

@@ -9,6 +9,26 @@
 typedef enum { ET_RECOMPUTE_NONE, ET_RECOMPUTE_FULL, ET_RECOMPUTE_SELECTIVE } et_recompute;
 extern const char *const et_recompute_names[]; /* "none", "full", "selective", NULL */
 
+/* Selective recomputation's modules (Megatron-Core's recompute_modules, recompute_granularity "selective"):
+ * each one's forward runs again in backward instead of keeping its outputs. core_attn the attention core
+ * (the default, Korthikanti et al.'s selective recomputation), layernorm the norms before attention and
+ * MLP, mla_up_proj latent attention's up projections (queries, keys and values), mlp a dense MLP's first
+ * product and activation, moe_act the experts' activation, shared_experts the shared experts' first
+ * product and activation. A bit each in et_graph_options.recompute_modules. */
+typedef enum {
+    ET_RECOMPUTE_CORE_ATTN,
+    ET_RECOMPUTE_LAYERNORM,
+    ET_RECOMPUTE_MLA_UP_PROJ,
+    ET_RECOMPUTE_MLP,
+    ET_RECOMPUTE_MOE_ACT,
+    ET_RECOMPUTE_SHARED_EXPERTS,
+    ET_RECOMPUTE_MODULES
+} et_recompute_module;
+extern const char *const et_recompute_module_names[]; /* Megatron's names, NULL-terminated */
+/* The modules a step recomputes: under "selective" the given ones (none given: core_attn), else none. */
+unsigned et_recompute_modules_of(et_recompute recompute, unsigned modules);
+#define ET_RECOMPUTES(modules, m) (((modules) >> (m)) & 1u)
+
 /* How attention runs: the scores materialised per head (scores, softmax, dropout, context kernels) or one
  * fused flash-style kernel that keeps them on chip (Dao 2023, FlashAttention-2). */
 typedef enum { ET_ATTENTION_STANDARD, ET_ATTENTION_FLASH } et_attention_kind;

@@ -32,6 +32,22 @@ static int refuse_unsupported(const et_scenario *s, et_error *err)
         return et_error_set(err, s->source, 0, 0, "$.model.moe.capacity_factor",
                             "etrun routes dropless (capacity_factor 0); a fixed capacity is costed and "
                             "simulated by etsim only for now");
+    static const char *const later = "costed and simulated by etsim only for now";
+    if (mc->mla.kv_lora > 0)
+        return et_error_set(err, s->source, 0, 0, "$.model.mla", "etrun has no latent attention: it is %s",
+                            later);
+    if (mc->window > 0)
+        return et_error_set(err, s->source, 0, 0, "$.model.sliding_window",
+                            "etrun attends to the whole causal prefix: a sliding window is %s", later);
+    if (mc->sinks)
+        return et_error_set(err, s->source, 0, 0, "$.model.attention_sinks",
+                            "etrun's softmax has no sink logits: attention sinks are %s", later);
+    if (mc->moe.shared_experts > 0)
+        return et_error_set(err, s->source, 0, 0, "$.model.moe.shared_experts",
+                            "etrun routes every expert: a shared expert is %s", later);
+    if (mc->mtp_layers > 0)
+        return et_error_set(err, s->source, 0, 0, "$.model.mtp_layers",
+                            "etrun trains one next-token head: multi-token prediction is %s", later);
     if (et_model_head_dim(mc) * mc->heads != mc->hidden)
         return et_error_set(err, s->source, 0, 0, "$.model.head_dim",
                             "etrun runs heads of hidden / heads (%d); a head width of %d is costed by etsim "

@@ -17,17 +17,17 @@ SRC = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path
 DATA = os.path.join(SRC, "scenarios/data/validation/nemo-megatron-bridge-performance.csv")
 OUT = os.path.join(SRC, "scenarios/validation")
 PRESETS = {"llama3_8b": "llama3-8b", "llama3_70b": "llama3-70b", "llama31_405b": "llama3-405b",
-           "qwen3_30b_a3b": "qwen3-30b-a3b", "qwen3_235b_a22b": "qwen3-235b-a22b"}
-LAYERS = {"llama3_8b": 32, "llama3_70b": 80, "llama31_405b": 126, "qwen3_30b_a3b": 48, "qwen3_235b_a22b": 94}
+           "qwen3_30b_a3b": "qwen3-30b-a3b", "qwen3_235b_a22b": "qwen3-235b-a22b", "deepseek_v3": "deepseek-v3",
+           "gpt_oss_120b": "gpt-oss-120b"}
+LAYERS = {"llama3_8b": 32, "llama3_70b": 80, "llama31_405b": 126, "qwen3_30b_a3b": 48, "qwen3_235b_a22b": 94,
+          "deepseek_v3": 61, "gpt_oss_120b": 36}
 DEVICES = {"H100": "h100-sxm", "B200": "b200", "GB200": "gb200", "B300": "b300", "GB300": "gb300"}
 # the published precision column: ET's units and quantization recipe (model/quantization.h)
 PRECISIONS = {"BF16": ("bf16", None), "FP8": ("fp8", "delayed"), "FP8-CS": ("fp8", "current"),
               "MXFP8": ("fp8", "mxfp8"), "FP8-MX": ("fp8", "mxfp8"), "NVFP4": ("fp4", "nvfp4")}
 MODEL_WHY = {
-    "deepseek_v3": "multi-head latent attention, shared experts and multi-token prediction (issue 37)",
     "deepseek_v4_flash": "its dimensions are not published in the cited sources",
     "kimi_k2": "multi-head latent attention and the Muon optimizer (issue 37)",
-    "gpt_oss_120b": "GPT-OSS's sliding-window attention and attention sinks (issue 37)",
 }
 
 
@@ -47,11 +47,8 @@ def why_not(r):
         return "%s (not modelled)" % r["recipe_offload"]
     if r["recipe_recompute"].startswith("full ("):
         return "recomputation of a few layers only (%s): ET recomputes all or none" % r["recipe_recompute"]
-    if r["model_key"] == "qwen3_235b_a22b":
-        return ("Qwen3 235B-A22B: a step's 94 layers of all-to-alls for each of its micro-batches take the "
-                "simulator minutes to play, too long for the suite that simulates every validation row")
     layers, pp, vp = LAYERS[r["model_key"]], int(r["pp"]), int(r["vp"] or 1)
-    if pp > 1 and layers % pp and vp > 1 and (layers + 2) // pp - 1 < vp:
+    if pp > 1 and layers % pp and vp > 1 and r["model_key"] != "deepseek_v3" and (layers + 2) // pp - 1 < vp:
         return ("fewer layers on the first and last stages than virtual chunks (Megatron counts the embedding "
                 "and the loss as layers, one chunk each): ET's virtual chunks hold at least a layer each")
     ep, etp = int(r["ep"] or 1), int(r["etp"] or 1)
@@ -60,6 +57,14 @@ def why_not(r):
         return ("expert parallelism %d over data %d and tensor ranks (Megatron's MoE parallel folding): ET splits "
                 "experts over data ranks only" % (ep, dp))
     return None
+
+
+def model_of(r):
+    """The preset; DeepSeek-V3 rows labelled "w/o MTP" without the prediction module the preset has."""
+    model = {"preset": PRESETS[r["model_key"]]}
+    if r["model_key"] == "deepseek_v3" and "w/o MTP" in r["model"]:
+        model["mtp_layers"] = 0
+    return model
 
 
 def layout_key(r):
@@ -73,11 +78,30 @@ def scenario(r, name, overlap_of):
     per_node = 8 if r["gpu"] not in ("GB200", "GB300") else min(gpus, 64)
     recipe = r["recipe_layout_match"] == "yes"
     recompute = "full" if r["recipe_recompute"].startswith("full") else "none"
+    modules = r["recipe_recompute"].split(": ", 1)[1].split(",") if r["recipe_recompute"].startswith("selective: ") else []
+    if modules:
+        recompute = "selective"
     graphs = "full_iteration" in r["recipe_cuda_graph"]
     par = {"tensor": tp, "pipeline": pp, "virtual_pipeline": vp, "context": cp, "attention": "flash",
            "recompute": recompute, "sequence_parallel": tp > 1}
+    if modules:
+        par["recompute_modules"] = modules  # Megatron's recompute_modules, as the recipe lists them
     layers = LAYERS[r["model_key"]]
-    if pp > 1 and layers % pp:
+    if r["model_key"] == "deepseek_v3" and pp > 1:
+        # Megatron-Bridge's DeepSeek-V3 layouts (its pipeline_model_parallel_layout tables): the pp x vp model
+        # chunks hold ceil(61 / chunks) layers each, the last chunk the rest with the prediction module and
+        # the loss; where that leaves the last chunk nothing (32 chunks), as even a split as can be, the
+        # shorter chunks last; stage k holds chunks k, k + pp, ...
+        chunks = pp * vp
+        per = -(-layers // chunks)
+        if per * (chunks - 1) < layers:
+            sizes = [per] * (chunks - 1) + [layers - per * (chunks - 1)]
+        else:
+            q, rem = divmod(layers, chunks)
+            sizes = [q + 1] * rem + [q] * (chunks - rem)
+        par["layers_per_stage"] = [sum(sizes[k::pp]) for k in range(pp)]
+        assert sizes[-1] >= 1 and sum(par["layers_per_stage"]) == layers, r
+    elif pp > 1 and layers % pp:
         # Megatron's split that counts the embedding and the loss as layers (the 405B recipes' account_for_*
         # flags, which 126 layers on 8 or 16 stages need): the first and the last stage hold one layer fewer
         per = (layers + 2) // pp
@@ -112,7 +136,7 @@ def scenario(r, name, overlap_of):
     doc = {
         "name": name,
         "description": desc,
-        "model": {"preset": PRESETS[r["model_key"]]},
+        "model": model_of(r),
         "data": {"seq_len": int(r["seq"])},
         "batch": {"global": int(r["gbs"]), "local": int(r["mbs"])},
         "optimizer": {"name": "adamw", "clip": "after_allreduce"},
@@ -136,6 +160,7 @@ def main():
     overlap_of = {layout_key(r): r["recipe_tp_comm_overlap"] for r in rows if r["recipe_layout_match"] == "yes"}
     published = [l for l in open(os.path.join(OUT, "published.csv")).read().splitlines() if "nemo-megatron" not in l]
     refused = ["row,container,task,model_key,gpu,precision,why"]
+    names = set()
     for i, r in enumerate(rows, start=2):  # the CSV's line numbers
         why = why_not(r)
         if why:
@@ -144,6 +169,10 @@ def main():
             continue
         name = "nemo-%s-%s-%s-%dgpu-%s" % (r["container"].replace(".", ""), r["model_key"].replace("_", ""),
                                             r["gpu"].lower(), int(r["gpus"]), r["precision"].lower())
+        if name in names:  # another row of the same container, model, system and precision: its batch
+            name += "-gbs%s" % r["gbs"]
+        assert name not in names, name
+        names.add(name)
         with open(os.path.join(OUT, name + ".json"), "w") as f:
             json.dump(scenario(r, name, overlap_of), f, indent=2)
             f.write("\n")
@@ -152,7 +181,7 @@ def main():
         f.write("\n".join(published) + "\n")
     with open(os.path.join(OUT, "not-expressed.csv"), "w") as f:
         f.write("\n".join(refused) + "\n")
-    print("%d rows: %d scenarios, %d not expressed" % (len(rows), len(published) - 1 - 16, len(refused) - 1))
+    print("%d rows: %d scenarios, %d not expressed" % (len(rows), len(rows) - (len(refused) - 1), len(refused) - 1))
 
 
 if __name__ == "__main__":

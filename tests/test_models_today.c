@@ -1,0 +1,236 @@
+/* Today's models (issue 37): DeepSeek-V3 (latent attention, shared experts, dense first layers, multi-token
+ * prediction) and gpt-oss (sliding windows, sinks, biased experts) against their published parameter counts
+ * through formulas written here apart from the graph; their ops' shapes; each validated model's training
+ * FLOPs per token against the model TFLOP/s the NeMo rows publish; selective recomputation's modules and
+ * the memory FP8 recipes save. */
+#include <math.h>
+#include <string.h>
+
+#include "check.h"
+#include "graph.h"
+#include "model_config.h"
+
+static et_graph graph_of(const et_model_config *m, int tensor, et_recompute rc, unsigned modules,
+                         et_precision p, et_scaling scaling)
+{
+    et_graph_options o = {.tensor = tensor,
+                          .pipeline = 1,
+                          .expert = 1,
+                          .precision = p,
+                          .scaling = scaling,
+                          .recompute = rc,
+                          .recompute_modules = modules,
+                          .attention = ET_ATTENTION_FLASH,
+                          .optimizer = ET_OPT_ADAMW,
+                          .optimizer_shards = 1};
+    et_graph g;
+    et_error err;
+    if (et_graph_build(m, &o, &g, &err)) {
+        CHECK(0, "%s graph: %s", m->name, err.text);
+        memset(&g, 0, sizeof g);
+    }
+    return g;
+}
+
+static const et_op *find(const et_graph *g, const char *id)
+{
+    int i = et_graph_find(g, id);
+    CHECK(i >= 0, "%s: op %s exists", g->model.name, id);
+    return i >= 0 ? &g->ops[i] : NULL;
+}
+
+static double at(const et_linear *l, double tokens, double tokens_sq)
+{
+    const et_batch_shape b = {
+        .sequences = 1, .tokens = tokens, .tokens_sq = tokens_sq, .predictions = tokens};
+    return et_linear_eval(l, &b);
+}
+
+/* DeepSeek-V3's counts from its config.json: per layer MLA q_a H Lq, its norm Lq, q_b Lq A (D + R), kv_a
+ * H (Lkv + R), its norm Lkv, kv_b Lkv A (D + Dv), o A Dv H; two norms; the first 3 layers a dense SwiGLU of
+ * 18,432, the other 58 a router H E, 256 routed and 1 shared SwiGLU experts of 2,048; embeddings and output
+ * V H; the final norm. The prediction module: its layer (an MoE one), eh_proj 2H H, its three norms.
+ * DeepSeek-AI publish 671B total and 37B active (the input table not counted, as gpt-oss's card does not
+ * either), and 685B on Hugging Face with the module (14B: its layer and its own copies of the two tables). */
+static void test_deepseek_v3(void)
+{
+    et_model_config m;
+    CHECK(et_model_preset("deepseek-v3", &m) == 0, "deepseek-v3 preset exists");
+    const double H = 7168, A = 128, D = 128, R = 64, Dv = 128, Lq = 1536, Lkv = 512, V = 129280;
+    const double E = 256, k = 8, Fe = 2048, F = 18432;
+    const double attention =
+        H * Lq + Lq + Lq * A * (D + R) + H * (Lkv + R) + Lkv + Lkv * A * (D + Dv) + A * Dv * H;
+    const double expert = 3 * H * Fe;
+    const double dense_layer = attention + 2 * H + 3 * H * F;
+    const double moe_layer = attention + 2 * H + H * E + (E + 1) * expert;
+    const double main = 3 * dense_layer + 58 * moe_layer + 2 * V * H + H;
+    const double module = moe_layer + 2 * H * H + 3 * H;
+    m.mtp_layers = 0;
+    const double total = et_model_param_count(&m), active = et_model_active_param_count(&m);
+    CHECK(total == main, "deepseek-v3: %.0f parameters without the module, the formula %.0f", total, main);
+    CHECK(active == main - 58 * (E - k) * expert, "deepseek-v3: %.0f active, the formula %.0f", active,
+          main - 58 * (E - k) * expert);
+    CHECK(total / 1e9 >= 670.5 && total / 1e9 < 671.5, "deepseek-v3: %.2fB, published 671B", total / 1e9);
+    CHECK((active - V * H) / 1e9 >= 36.5 && (active - V * H) / 1e9 < 37.5,
+          "deepseek-v3: %.2fB active without the input table, published 37B", (active - V * H) / 1e9);
+    m.mtp_layers = 1;
+    const double with = et_model_param_count(&m);
+    CHECK(with == main + module, "deepseek-v3 with its module: %.0f, the formula %.0f", with, main + module);
+    /* 685B - 671B, each rounded to a billion: 14 +- 1 */
+    CHECK(fabs((with - total + 2 * V * H) / 1e9 - 14) <= 1,
+          "the module with its tables' copies: %.2fB, published 14B", (with - total + 2 * V * H) / 1e9);
+
+    /* the graph: the latents' products on every tensor rank, the heads' split; attention at 192 for q.k and
+     * 128 for the values; layers 0-2 dense, 3 on MoE with the shared expert beside the routed ones; the
+     * module's layer numbered 61 and its head's loss */
+    et_graph g = graph_of(&m, 2, ET_RECOMPUTE_NONE, 0, ET_BF16, ET_SCALING_DELAYED);
+    const et_op *op;
+    if ((op = find(&g, "layer.0.attn.q_down")))
+        CHECK(at(&op->n, 1, 1) == Lq, "q_down: %g outputs", at(&op->n, 1, 1));
+    if ((op = find(&g, "layer.0.attn.kv_down")))
+        CHECK(at(&op->n, 1, 1) == Lkv + R, "kv_down: Lkv + R outputs");
+    if ((op = find(&g, "layer.0.attn.q_up")))
+        CHECK(at(&op->n, 1, 1) == A * (D + R) / 2, "q_up: split over 2 ranks");
+    if ((op = find(&g, "layer.0.attn.kv_up"))) CHECK(at(&op->n, 1, 1) == A * (D + Dv) / 2, "kv_up: split");
+    if ((op = find(&g, "layer.0.attn.out"))) CHECK(at(&op->k, 1, 1) == A * Dv / 2, "out: the values' width");
+    if ((op = find(&g, "layer.0.attn.flash")))
+        CHECK(fabs(at(&op->flops, 0, 1) - 0.5 * (2 * A * (D + R) / 2 + 2 * A * Dv / 2)) < 1e-6,
+              "flash: causal half of 2 l^2 (D + R) + 2 l^2 Dv per head: %g", at(&op->flops, 0, 1));
+    if ((op = find(&g, "layer.2.mlp.fc1"))) CHECK(at(&op->n, 1, 1) == 2 * F / 2, "layer 2 dense");
+    CHECK(et_graph_find(&g, "layer.2.moe.router") < 0 && et_graph_find(&g, "layer.3.moe.router") >= 0,
+          "the first 3 layers dense, the fourth MoE");
+    if ((op = find(&g, "layer.3.moe.shared.fc1"))) CHECK(at(&op->n, 1, 1) == 2 * Fe / 2, "the shared expert");
+    CHECK(et_graph_find(&g, "mtp.0.eh_proj") >= 0 && et_graph_find(&g, "layer.61.moe.router") >= 0 &&
+              et_graph_find(&g, "mtp.0.head.loss") >= 0 &&
+              et_graph_find(&g, "layer.61.moe.router.bwd_weight") >= 0,
+          "the prediction module: its projection, layer 61 forward and backward, its loss");
+    et_graph_free(&g);
+}
+
+/* gpt-oss's counts from its config.json: per layer q, k, v (A + 2 kv) D H with biases, o A D H with bias,
+ * a sink per head, two norms, a router H E with bias, E experts each gate-up 2 F H + 2 F and down F H + H;
+ * embeddings and output V H, the final norm. OpenAI's card: 116.83B and 20.91B total, 5.13B and 3.61B
+ * active ("active" without the input table). */
+static void test_gpt_oss(void)
+{
+    static const struct {
+        const char *name;
+        double layers, experts, total_b, active_b;
+    } models[] = {{"gpt-oss-120b", 36, 128, 116.83, 5.13}, {"gpt-oss-20b", 24, 32, 20.91, 3.61}};
+    for (int i = 0; i < 2; i++) {
+        et_model_config m;
+        CHECK(et_model_preset(models[i].name, &m) == 0, "%s preset exists", models[i].name);
+        const double H = 2880, A = 64, kv = 8, D = 64, F = 2880, V = 201088, E = models[i].experts, k = 4;
+        const double expert = 2 * F * H + 2 * F + F * H + H;
+        const double layer = (A + 2 * kv) * D * (H + 1) + A * D * H + H + A + 2 * H + H * E + E + E * expert;
+        const double formula = models[i].layers * layer + 2 * V * H + H;
+        const double total = et_model_param_count(&m), active = et_model_active_param_count(&m);
+        CHECK(total == formula, "%s: %.0f parameters, the formula %.0f", models[i].name, total, formula);
+        CHECK(active == formula - models[i].layers * (E - k) * expert, "%s: %.0f active", models[i].name,
+              active);
+        CHECK(fabs(total / 1e9 - models[i].total_b) < 0.005, "%s: %.3fB, published %.2fB", models[i].name,
+              total / 1e9, models[i].total_b);
+        CHECK(fabs((active - V * H) / 1e9 - models[i].active_b) < 0.005, "%s: %.3fB active, published %.2fB",
+              models[i].name, (active - V * H) / 1e9, models[i].active_b);
+    }
+    /* windows: layer 0 attends to 128 keys a query (128 T pairs, whatever the length), layer 1 to its whole
+     * causal prefix (Q / 2) */
+    et_model_config m;
+    et_model_preset("gpt-oss-120b", &m);
+    et_graph g = graph_of(&m, 1, ET_RECOMPUTE_NONE, 0, ET_BF16, ET_SCALING_DELAYED);
+    const double per_pair = 2 * 64 * 64 + 2 * 64 * 64;
+    const et_op *op;
+    if ((op = find(&g, "layer.0.attn.flash")))
+        CHECK(at(&op->flops, 1, 0) == 128 * per_pair && at(&op->flops, 0, 1) == 0,
+              "layer 0: a window of 128");
+    if ((op = find(&g, "layer.1.attn.flash")))
+        CHECK(at(&op->flops, 1, 0) == 0 && at(&op->flops, 0, 1) == per_pair / 2, "layer 1: full causal");
+    if ((op = find(&g, "layer.0.attn.flash.bwd")))
+        CHECK(at(&op->flops, 1, 0) == 128 * 2.5 * per_pair, "layer 0's backward: 2.5x, in the window");
+    et_graph_free(&g);
+}
+
+/* Training FLOPs per token (forward and backward, no recomputation) of each validated model against the
+ * model TFLOP/s over tokens/s the NeMo rows publish (scenarios/data/validation/nemo-megatron-bridge-
+ * performance.csv: model_tflops_per_gpu x 10^12 / tokens_per_s_per_gpu, the first row of each model at
+ * its sequence): Megatron-Bridge's own FLOPs formulas, which count causal attention at half. */
+static void test_published_flops(void)
+{
+    static const struct {
+        const char *preset;
+        double seq, published; /* GFLOP a token */
+        double tolerance;
+    } rows[] = {{"llama3-8b", 8192, 51.470, 0.01},        {"llama3-70b", 8192, 447.409, 0.01},
+                {"llama3-405b", 8192, 2524.809, 0.01},    {"qwen3-30b-a3b", 4096, 23.101, 0.01},
+                {"qwen3-235b-a22b", 4096, 148.140, 0.01}, {"deepseek-v3", 4096, 260.019, 0.01},
+                {"gpt-oss-120b", 4096, 32.613, 0.01}};
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        et_model_config m;
+        et_model_preset(rows[i].preset, &m);
+        et_graph g = graph_of(&m, 1, ET_RECOMPUTE_NONE, 0, ET_BF16, ET_SCALING_DELAYED);
+        const double S = rows[i].seq;
+        const et_batch_shape b = {.sequences = 1, .tokens = S, .tokens_sq = S * S, .predictions = S};
+        double f = 0; /* model FLOPs: the fused attention's backward without its recomputed scores */
+        for (int j = 0; j < g.n_ops; j++)
+            if (g.ops[j].phase != ET_PHASE_OPTIMIZER)
+                f += et_op_model_share(&g, &g.ops[j]) * et_linear_eval(&g.ops[j].flops, &b);
+        const double per_token = f / S / 1e9;
+        CHECK(fabs(per_token / rows[i].published - 1) <= rows[i].tolerance,
+              "%s at %g: %.1f GFLOP a token, published %.1f (%+.1f%%)", rows[i].preset, S, per_token,
+              rows[i].published, 100 * (per_token / rows[i].published - 1));
+        et_graph_free(&g);
+    }
+}
+
+/* Selective recomputation's modules: each one's forward ops again in backward, and the memory it frees
+ * counted by hand (16-bit bytes a token a layer, tensor rank 1); an FP8 recipe keeps the products' inputs
+ * at a byte (plus MXFP8's scale per 32). */
+static void test_recompute_modules(void)
+{
+    et_model_config m;
+    et_model_preset("deepseek-v3", &m);
+    m.mtp_layers = 0;
+    const unsigned all = (1u << ET_RECOMPUTE_LAYERNORM) | (1u << ET_RECOMPUTE_MLA_UP_PROJ) |
+                         (1u << ET_RECOMPUTE_MLP) | (1u << ET_RECOMPUTE_MOE_ACT) |
+                         (1u << ET_RECOMPUTE_SHARED_EXPERTS);
+    et_graph none = graph_of(&m, 1, ET_RECOMPUTE_NONE, 0, ET_BF16, ET_SCALING_DELAYED);
+    et_graph some = graph_of(&m, 1, ET_RECOMPUTE_SELECTIVE, all, ET_BF16, ET_SCALING_DELAYED);
+    static const char *const again[] = {
+        "layer.0.mlp.layernorm.recompute", "layer.0.attn.layernorm.recompute",
+        "layer.0.attn.q_up.recompute",     "layer.0.attn.kv_up.recompute",
+        "layer.0.mlp.fc1.recompute",       "layer.3.moe.experts.act.recompute",
+        "layer.3.moe.shared.fc1.recompute"};
+    for (size_t i = 0; i < sizeof again / sizeof again[0]; i++) {
+        CHECK(et_graph_find(&none, again[i]) < 0, "no %s without the module", again[i]);
+        const et_op *op = find(&some, again[i]);
+        if (op) CHECK(op->phase == ET_PHASE_BACKWARD, "%s runs in backward", again[i]);
+    }
+    CHECK(et_graph_find(&some, "layer.3.mlp.fc1.recompute") < 0,
+          "\"mlp\" rebuilds the dense layers' MLPs only");
+    et_linear a0, a1, o0, o1;
+    et_graph_activation_terms(&none, &a0, &o0);
+    et_graph_activation_terms(&some, &a1, &o1);
+    const double H = 7168, A = 128, Qt = A * 192, Vt = A * 128, Fe = 2048, k = 8;
+    /* per layer: the two norms' outputs 4 H, q, k, v 2 (2 Qt + Vt); dense layers their MLP's 16 H; MoE
+     * layers the experts' activation 2 k Fe and the shared expert's 2 (2 Fe + Fe) */
+    const double freed = 61 * (4 * H + 2 * (2 * Qt + Vt)) + 3 * 16 * H + 58 * (2 * k * Fe + 2 * 3 * Fe);
+    CHECK_REL(a0.per_token - a1.per_token, freed, 1e-9, "the bytes a token the modules free");
+    et_graph_free(&some);
+    /* MXFP8: the products' inputs at 1 + 1/32 bytes: the norms' outputs 2 H, the context Vt, the latents
+     * Lq + Lkv; dense layers the activation 4 H; MoE layers the k routed rows' H + Fe and the shared Fe */
+    et_graph fp8 = graph_of(&m, 1, ET_RECOMPUTE_NONE, 0, ET_FP8, ET_SCALING_MXFP8);
+    et_graph_activation_terms(&fp8, &a1, &o1);
+    const double q = 61 * (2 * H + Vt + 1536 + 512) + 3 * 4 * H + 58 * (k * (H + Fe) + Fe);
+    CHECK_REL(a0.per_token - a1.per_token, q * (2 - (1 + 1.0 / 32)), 1e-9, "the bytes a token MXFP8 saves");
+    et_graph_free(&fp8);
+    et_graph_free(&none);
+}
+
+int main(void)
+{
+    test_deepseek_v3();
+    test_gpt_oss();
+    test_published_flops();
+    test_recompute_modules();
+    return check_summary("test_models_today");
+}
