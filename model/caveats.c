@@ -26,7 +26,9 @@ int et_caveats(const et_scenario *s, const char **out, int max)
     if (s->parallel.sequence_parallel && s->parallel.tensor > 1)
         ADD("no extra all-gather of layer inputs for weight gradients under sequence parallelism");
     if (s->model.dropout <= 0) ADD("no dropout kernels (model.dropout 0)");
-    if (et_model_head_dim(&s->model) * s->model.heads != s->model.hidden)
+    if (s->model.moe.experts > 0 && s->model.moe.shared_experts > 0)
+        ADD("shared experts run after the router, not overlapped with the experts' all-to-all");
+    if (et_model_head_dim(&s->model) * s->model.heads != s->model.hidden && s->model.mla.kv_lora <= 0)
         ADD("activation memory of attention at the hidden width (Korthikanti's terms), not heads x head_dim");
     if (s->parallel.attention == ET_ATTENTION_STANDARD)
         ADD("attention materialises the scores per head (no fused flash-style kernel)");

@@ -579,8 +579,11 @@ static int read_recompute_modules(const et_json_reader *r, json_t *p, et_scenari
         int k = 0;
         while (name && et_recompute_module_names[k] && strcmp(name, et_recompute_module_names[k]) != 0)
             k++;
-        if (!name || !et_recompute_module_names[k])
-            FAIL("$.parallelism.recompute_modules", "entry %zu: expected one of %s", i, list);
+        if (!name)
+            FAIL("$.parallelism.recompute_modules", "entry %zu: expected a string, one of %s", i, list);
+        if (!et_recompute_module_names[k])
+            FAIL("$.parallelism.recompute_modules", "entry %zu: expected one of %s, got \"%s\"", i, list,
+                 name);
         s->parallel.recompute_modules |= 1u << k;
     }
     if (!s->parallel.recompute_modules)

@@ -341,6 +341,27 @@ void report_print_header(FILE *out, const et_scenario *s, const et_estimate *e, 
     fprintf(out, "scenario     %s (%s), engine %s\n", s->name, s->source, engine);
     fprintf(out, "model        %s: %d layers, hidden %d, %d heads, ffn %d, vocab %d; %.0f parameters\n",
             m->name, m->layers, m->hidden, m->heads, m->ffn, m->vocab, e->params_total);
+    if (m->mla.kv_lora > 0 || m->window > 0 || m->sinks || m->mtp_layers > 0) {
+        fprintf(out, "attention    ");
+        const char *sep = "";
+        if (m->mla.kv_lora > 0) {
+            fprintf(out, "latent (query %d, key-value %d, heads of %d + %d rotary, values %d)", m->mla.q_lora,
+                    m->mla.kv_lora, et_model_head_dim(m), m->mla.rope_dim, m->mla.v_dim);
+            sep = "; ";
+        }
+        if (m->window > 0) {
+            int windowed = 0;
+            for (int i = 0; i < m->layers; i++)
+                windowed += et_model_layer_windowed(m, i);
+            fprintf(out, "%swindows of %d tokens on %d of %d layers", sep, m->window, windowed, m->layers);
+            sep = "; ";
+        }
+        if (m->sinks) fprintf(out, "%ssinks", sep), sep = "; ";
+        if (m->mtp_layers > 0)
+            fprintf(out, "%s%d multi-token prediction module%s", sep, m->mtp_layers,
+                    m->mtp_layers > 1 ? "s" : "");
+        fputc('\n', out);
+    }
     const int gpus = et_scenario_gpus(s);
     const char *unit = s->cluster.device.kind == ET_DEVICE_CPU        ? (gpus == 1 ? "CPU rank" : "CPU ranks")
                        : s->cluster.device.kind == ET_DEVICE_DATAFLOW ? (gpus == 1 ? "device" : "devices")
@@ -393,12 +414,15 @@ void report_print_header(FILE *out, const et_scenario *s, const et_estimate *e, 
                      moe->capacity_factor, 100 * e->moe_dropped);
         else
             snprintf(capacity, sizeof capacity, "dropless");
-        fprintf(
-            out,
-            "experts      %d per MoE layer (%d of %d layers), top-%d, %s, %s routing; expert parallelism %d "
-            "(%d per GPU); %.0f parameters active per token; expert ranks' imbalance E[max/mean] %.3f\n",
-            moe->experts, moe_layers, m->layers, moe->top_k, capacity, et_routing_names[moe->routing],
-            s->parallel.expert, moe->experts / s->parallel.expert, e->params_active, e->moe_imbalance);
+        char shared[48] = "";
+        if (moe->shared_experts > 0) snprintf(shared, sizeof shared, " + %d shared", moe->shared_experts);
+        fprintf(out,
+                "experts      %d%s per MoE layer (%d of %d layers), top-%d, %s, %s routing; expert "
+                "parallelism %d "
+                "(%d per GPU); %.0f parameters active per token; expert ranks' imbalance E[max/mean] %.3f\n",
+                moe->experts, shared, moe_layers, m->layers, moe->top_k, capacity,
+                et_routing_names[moe->routing], s->parallel.expert, moe->experts / s->parallel.expert,
+                e->params_active, e->moe_imbalance);
     }
     if (s->parallel.context > 1)
         fprintf(

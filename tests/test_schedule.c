@@ -448,7 +448,20 @@ static void test_fp8(void)
     et_memory m8 = et_memory_estimate(&s, &f8, &b);
     s.precision = ET_BF16;
     et_memory mb = et_memory_estimate(&s, &bf, &b);
-    CHECK_REL(m8.total, mb.total, 1e-12, "FP8 training keeps bf16 copies and fp32 states: the same memory");
+    CHECK(m8.weights == mb.weights && m8.gradients == mb.gradients &&
+              m8.optimizer_states == mb.optimizer_states,
+          "FP8 training keeps bf16 copies and fp32 states: the same weights, gradients and states");
+    /* the products' inputs kept for backward at a byte (delayed scaling): per token and layer the two
+     * norms' outputs (H each, H / t with sequence parallelism), the context H / t and the MLP activation
+     * 4 H / t (Korthikanti's widths), a byte fewer each */
+    et_linear a8, ab, once8, onceb;
+    et_graph_activation_terms(&f8, &a8, &once8);
+    et_graph_activation_terms(&bf, &ab, &onceb);
+    const double layers = f8.last_layer - f8.first_layer + 1, H = s.model.hidden, t = f8.options.tensor;
+    const double in_ln = f8.options.sequence_parallel ? H / t : H; /* the norms' outputs, on t ranks or one */
+    CHECK_REL(ab.per_token - a8.per_token, layers * (2 * in_ln + 5 * H / t), 1e-12,
+              "FP8: a byte fewer for each product input kept");
+    CHECK(m8.activations < mb.activations, "and fewer activation bytes in all");
     (void)err;
     et_graph_free(&bf);
     et_graph_free(&f8);
