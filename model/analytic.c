@@ -511,6 +511,7 @@ static int estimate_phase(const et_scenario *s, et_estimate *out, et_error *err)
     et_linear whole_flops;
     if (whole_model_graph(s, &whole, &owned, &whole_flops, err)) return -1;
     out->params_total = whole.param_count;
+    out->params_frozen = whole.frozen_count;
     out->params_dense = whole.param_dense;
     const double micro_flops = et_linear_eval(&whole_flops, &b);
     if (owned) et_graph_free(&whole);

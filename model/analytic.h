@@ -34,6 +34,7 @@ typedef struct et_phase_estimate {
 typedef struct et_estimate {
     double params_total;         /* whole model: trainable values (kept weights, TT cores) */
     double params_dense;         /* the dense model of the same shape */
+    double params_frozen;        /* LoRA: the model's own parameters, frozen (params_total: the adapters) */
     double params_active;        /* used by one token: a mixture of experts' top_k experts per MoE layer */
     double moe_imbalance;        /* E[max/mean] of expert ranks' rows (moe.h; 1 when balanced or dense) */
     double moe_dropped;          /* fraction of routed rows a fixed capacity drops */

@@ -73,6 +73,8 @@ typedef struct builder {
     int quant_kernels;  /* and the kernels that do it */
     /* parameters only (et_graph_params): ops are written into `scratch`, not kept */
     int params_only;
+    int lora;    /* method LoRA: the model's parameters frozen, adapters beside its targets */
+    int adapter; /* the parameter being added is an adapter's (trainable under LoRA) */
     et_op *last; /* the op added last: the one a parameter added after it belongs to */
     et_op scratch;
 } builder;
@@ -195,6 +197,11 @@ static void add_param(builder *b, int layer, double count, double dense, double 
 {
     et_graph *g = b->g;
     if (b->failed) return;
+    if (b->lora && !b->adapter) { /* frozen: its weights stored, nothing to reduce or update */
+        g->frozen_count += count;
+        g->weight_bytes += count * b->e + meta;
+        return;
+    }
     if (g->n_params == g->cap_params) {
         int cap = g->cap_params ? 2 * g->cap_params : 256;
         et_param *p = realloc(g->params, (size_t)cap * sizeof *p);
@@ -344,6 +351,49 @@ static et_op *tt_op(builder *b, et_phase phase, int layer, et_layer_group group,
     return op;
 }
 
+/* LoRA (Hu et al. 2021; Megatron-Bridge's LoRA adapters): beside a target W (n_out x n_in on this rank),
+ * y += (alpha / r) x A^T B^T: `X.lora_a` (T x r x n_in) and `X.lora_b` (T x n_out x r, accumulated into
+ * the product's output: its read added); in backward each one's data and weight gradients (the adapters'
+ * parameters, A r x n_in and B n_out x r; the input gradient added into the product's). `id` the
+ * product's. */
+static int lora_targets(const builder *b, et_lora_target t)
+{
+    return b->lora && (b->method->lora_targets >> t & 1u);
+}
+
+static void lora_forward(builder *b, et_phase phase, int layer, et_layer_group group, double n_in,
+                         double n_out, et_lora_target t, const char *id)
+{
+    if (!lora_targets(b, t)) return;
+    char name[96];
+    const double r = b->method->lora_rank;
+    id_printf(name, sizeof name, "%s.lora_a", id);
+    weight_gemm(b, phase, layer, group, TOK(1), FIX(r), FIX(n_in), TOK(1), n_in, r, name);
+    id_printf(name, sizeof name, "%s.lora_b", id);
+    et_op *op = weight_gemm(b, phase, layer, group, TOK(1), FIX(n_out), FIX(r), TOK(1), r, n_out, name);
+    if (op) op->bytes = lin_add(op->bytes, TOK(b->e * n_out));
+}
+
+static void weight_backward(builder *b, int layer, et_layer_group group, et_linear rows, double n_in,
+                            double n_out, int copies, const char *name, int bias, int weight_grad);
+
+static void lora_backward(builder *b, int layer, et_layer_group group, double n_in, double n_out,
+                          et_lora_target t, const char *name)
+{
+    if (!lora_targets(b, t)) return;
+    char id[96];
+    const double r = b->method->lora_rank;
+    b->adapter = 1;
+    id_printf(id, sizeof id, "%s.lora_b", name);
+    weight_backward(b, layer, group, TOK(1), r, n_out, 1, id, 0, 1);
+    id_printf(id, sizeof id, "%s.lora_a", name);
+    weight_backward(b, layer, group, TOK(1), n_in, r, 1, id, 0, 1);
+    b->adapter = 0;
+    /* its input gradient summed into the product's */
+    id_printf(id, sizeof id, "%s.lora_a.add", name);
+    elementwise(b, ET_PHASE_BACKWARD, layer, TOK(n_in), TOK(3 * b->e * n_in), id);
+}
+
 /* Forward of y = x W^T for `copies` layers of n_in x n_out each: dense or sparse GEMM, or tensor train. */
 static void weight_forward(builder *b, et_phase phase, int layer, et_layer_group group, et_linear rows,
                            double n_in, double n_out, int copies, const char *id)
@@ -390,7 +440,8 @@ static void weight_backward(builder *b, int layer, et_layer_group group, et_line
         id_printf(id, sizeof id, "%s.bwd_data", name);
         weight_gemm(b, ET_PHASE_BACKWARD, layer, group, rows, FIX(n_in), FIX(out), rows, n_in, out, id);
         id_printf(id, sizeof id, "%s.bwd_weight", name);
-        weight_gemm(b, ET_PHASE_BACKWARD, layer, group, FIX(out), FIX(n_in), rows, rows, n_in, out, id);
+        if (!b->lora || b->adapter) /* a frozen weight has no gradient */
+            weight_gemm(b, ET_PHASE_BACKWARD, layer, group, FIX(out), FIX(n_in), rows, rows, n_in, out, id);
         if (weight_grad) {
             et_sparse_spec sp = sparse_of(b, group);
             double dense = out * n_in, kept = dense * sp.density;
@@ -787,7 +838,8 @@ static void layer_forward(builder *b, const dims *d, int i, int decoder, et_phas
     else if (b->method->kind == ET_METHOD_TENSOR_TRAIN && b->method->tt_group[ET_GROUP_ATTENTION])
         weight_forward(b, phase, i, ET_GROUP_ATTENTION, TOK(1), H, Ht, 3, ID("attn.qkv"));
     else
-        weight_forward(b, phase, i, ET_GROUP_ATTENTION, TOK(1), H, d->Qt + 2 * d->KVt, 1, ID("attn.qkv"));
+        weight_forward(b, phase, i, ET_GROUP_ATTENTION, TOK(1), H, d->Qt + 2 * d->KVt, 1, ID("attn.qkv")),
+            lora_forward(b, phase, i, ET_GROUP_ATTENTION, H, d->Qt + 2 * d->KVt, ET_LORA_QKV, id);
     /* each head's query and key normalised (RMSNorm over D: a square, a sum, a scale per element) */
     if (d->qk_norm)
         elementwise(b, phase, i, TOK(4 * (d->Qt + d->KVt)), TOK(2 * e * (d->Qt + d->KVt)),
@@ -798,6 +850,7 @@ static void layer_forward(builder *b, const dims *d, int i, int decoder, et_phas
     attention_core(b, d, i, phase, suffix);
     cp_ring(b, d, phase, i, 2, ID("attn.cp_ring"));
     weight_forward(b, phase, i, ET_GROUP_ATTENTION, TOK(1), d->Vt, H, 1, ID("attn.out"));
+    lora_forward(b, phase, i, ET_GROUP_ATTENTION, d->Vt, H, ET_LORA_PROJ, id);
     tp_boundary(b, d, phase, i, 0, d->sp ? ID("attn.tp_reduce_scatter") : ID("attn.tp_allreduce"));
     dropout_op(b, d, phase, i, TOK(H * St), reads, ID("attn.out.dropout"));
     if (decoder) residual_add(b, d, phase, i, ID("attn.residual"));
@@ -811,11 +864,13 @@ static void layer_forward(builder *b, const dims *d, int i, int decoder, et_phas
         moe_forward(b, d, i, phase, suffix);
     } else {
         weight_forward(b, phase, i, ET_GROUP_MLP, TOK(1), H, d->swiglu ? 2 * Ft : Ft, 1, ID("mlp.fc1"));
+        lora_forward(b, phase, i, ET_GROUP_MLP, H, d->swiglu ? 2 * Ft : Ft, ET_LORA_FC1, id);
         if (d->swiglu) /* SiLU(gate) x up: reads both halves, writes one */
             special(elementwise(b, phase, i, TOK(6 * Ft), TOK(3 * e * Ft), ID("mlp.swiglu")), TOK(Ft));
         else
             special(elementwise(b, phase, i, TOK(8 * Ft), TOK(2 * e * Ft), ID("mlp.gelu")), TOK(Ft));
         weight_forward(b, phase, i, ET_GROUP_MLP, TOK(1), Ft, H, 1, ID("mlp.fc2"));
+        lora_forward(b, phase, i, ET_GROUP_MLP, Ft, H, ET_LORA_FC2, id);
     }
     tp_boundary(b, d, phase, i, 0, d->sp ? ID("mlp.tp_reduce_scatter") : ID("mlp.tp_allreduce"));
     dropout_op(b, d, phase, i, TOK(H * St), reads, ID("mlp.fc2.dropout"));
@@ -864,6 +919,7 @@ static void layer_backward(builder *b, const dims *d, int i, int decoder, et_rec
                         TOK(Ft));
         }
         weight_backward(b, i, ET_GROUP_MLP, TOK(1), Ft, H, 1, NAME("mlp.fc2"), d->bias, 1);
+        lora_backward(b, i, ET_GROUP_MLP, Ft, H, ET_LORA_FC2, NAME("mlp.fc2"));
         if (d->swiglu)
             special(
                 elementwise(b, ET_PHASE_BACKWARD, i, TOK(10 * Ft), TOK(5 * e * Ft), NAME("mlp.swiglu.bwd")),
@@ -873,6 +929,7 @@ static void layer_backward(builder *b, const dims *d, int i, int decoder, et_rec
                     TOK(Ft));
         weight_backward(b, i, ET_GROUP_MLP, TOK(1), H, d->swiglu ? 2 * Ft : Ft, 1, NAME("mlp.fc1"), d->bias,
                         1);
+        lora_backward(b, i, ET_GROUP_MLP, H, d->swiglu ? 2 * Ft : Ft, ET_LORA_FC1, NAME("mlp.fc1"));
     }
     tp_boundary(b, d, ET_PHASE_BACKWARD, i, 0,
                 d->sp ? NAME("mlp.tp_reduce_scatter.bwd") : NAME("mlp.tp_allreduce.bwd"));
@@ -882,6 +939,7 @@ static void layer_backward(builder *b, const dims *d, int i, int decoder, et_rec
     dropout_op(b, d, ET_PHASE_BACKWARD, i, TOK(H * St), 1, NAME("attn.out.dropout.bwd"));
     tp_boundary(b, d, ET_PHASE_BACKWARD, i, 1, NAME("attn.tp_allgather.bwd"));
     weight_backward(b, i, ET_GROUP_ATTENTION, TOK(1), d->Vt, H, 1, NAME("attn.out"), d->bias, 1);
+    lora_backward(b, i, ET_GROUP_ATTENTION, d->Vt, H, ET_LORA_PROJ, NAME("attn.out"));
     const et_linear area = attention_area(b, d, i);
     et_op *op;
     if (d->flash) {
@@ -939,6 +997,7 @@ static void layer_backward(builder *b, const dims *d, int i, int decoder, et_rec
             add_grad(b, i, d->D, "layer.%d.attn.q_norm.weight", i);
             add_grad(b, i, d->D, "layer.%d.attn.k_norm.weight", i);
         }
+        lora_backward(b, i, ET_GROUP_ATTENTION, H, Qt + 2 * d->KVt, ET_LORA_QKV, NAME("attn.qkv"));
         weight_backward(b, i, ET_GROUP_ATTENTION, TOK(1), H, Qt + 2 * d->KVt, 1, NAME("attn.qkv"), d->bias,
                         1);
     }
@@ -1105,13 +1164,16 @@ static void embedding_backward(builder *b, const dims *d, const et_model_config 
     double word_dense = Vt * H, word_kept = tt_word ? et_tt_params(&tt) : word_dense * sp.density;
     double table_elems = word_kept + (m->position == ET_POSITION_LEARNED ? (double)m->max_positions * H : 0) +
                          m->type_vocab * H;
-    et_op *op = add_op(b, ET_OP_EMBEDDING, ET_PHASE_BACKWARD, -1, "embed.lookup.bwd");
-    if (!op) return;
-    op->group = ET_GROUP_EMBEDDINGS;
-    /* scatter-add of token gradients into the (zeroed) tables; a TT table gets its cores' gradients by
-     * running the row contraction backwards (twice the forward FLOPs per token) */
-    op->flops = TOK(tables * H + (tt_word ? 2 * et_tt_embedding_flops_per_token(&tt) : 0));
-    op->bytes = lin_add(TOK(2 * tables * e * H), FIX(e * table_elems));
+    /* under LoRA the tables are frozen: no scatter (their weights still counted below) */
+    et_op *op = b->lora ? NULL : add_op(b, ET_OP_EMBEDDING, ET_PHASE_BACKWARD, -1, "embed.lookup.bwd");
+    if (!op && !b->lora) return;
+    if (op) {
+        op->group = ET_GROUP_EMBEDDINGS;
+        /* scatter-add of token gradients into the (zeroed) tables; a TT table gets its cores' gradients by
+         * running the row contraction backwards (twice the forward FLOPs per token) */
+        op->flops = TOK(tables * H + (tt_word ? 2 * et_tt_embedding_flops_per_token(&tt) : 0));
+        op->bytes = lin_add(TOK(2 * tables * e * H), FIX(e * table_elems));
+    }
     if (tt_word) {
         char name[80];
         for (int k = tt.d_in - 1; k >= 0; k--) {
@@ -1307,7 +1369,8 @@ static int build(const et_model_config *m, const et_graph_options *o, et_graph *
                  .x = o->expert > 1 ? o->expert : 1,
                  .quant_bytes = et_precision_quantized(o->precision) ? et_quantize_bytes(o->scaling) : 0,
                  .quant_kernels = et_precision_quantized(o->precision) ? et_quantize_kernels(o->scaling) : 0,
-                 .params_only = params_only};
+                 .params_only = params_only,
+                 .lora = o->method && o->method->kind == ET_METHOD_LORA};
     b.tt_rank = o->tt_rank > 0 ? o->tt_rank : b.method->tt_rank;
     dims d = {.H = m->hidden,
               .A = m->heads,
@@ -1383,7 +1446,8 @@ static int build(const et_model_config *m, const et_graph_options *o, et_graph *
      * on a last stage that does not hold the embedding keeps its own copy (Megatron), finalised at the end.
      */
     if (last && !first && m->tie_embeddings) {
-        et_op *op = add_op(&b, ET_OP_ELEMENTWISE, ET_PHASE_BACKWARD, -1, "head.tied_embedding.grad");
+        et_op *op =
+            b.lora ? NULL : add_op(&b, ET_OP_ELEMENTWISE, ET_PHASE_BACKWARD, -1, "head.tied_embedding.grad");
         if (op) op->bytes = FIX(b.e * d.V / d.t * d.H);
         add_grad(&b, -1, d.V / d.t * d.H, "head.tied_embedding");
     }

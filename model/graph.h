@@ -153,6 +153,8 @@ typedef struct et_graph {
     double grad_elems;           /* gradient elements to reduce */
     double galore_projected;     /* GaLore: parameters whose optimizer states are projected */
     double galore_state_elems;   /* their states: Adam's m and v at r x max(m, n), P at min(m, n) x r */
+    double frozen_count;         /* LoRA: the model's own parameters on this GPU, frozen: weights only, in
+                                    weight_bytes, not in params (no gradients, no optimizer states) */
     int first_layer, last_layer; /* layers of this stage, inclusive */
 } et_graph;
 

@@ -1,6 +1,7 @@
 #include "method.h"
 
-const char *const et_method_kind_names[] = {"dense", "sparse", "tensor_train", NULL};
+const char *const et_method_kind_names[] = {"dense", "sparse", "tensor_train", "lora", NULL};
+const char *const et_lora_target_names[] = {"linear_qkv", "linear_proj", "linear_fc1", "linear_fc2", NULL};
 const char *const et_layer_group_names[] = {"attention", "mlp", "embeddings", "head", NULL};
 const char *const et_sparse_pattern_names[] = {"dense", "unstructured", "block", "2:4", NULL};
 

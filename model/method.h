@@ -1,5 +1,6 @@
-/* method: how the weights are trained: dense, sparse (fixed masks per layer group) or tensor-train
- * compressed (CoMERA-style cores with a rank schedule).
+/* method: how the weights are trained: dense, sparse (fixed masks per layer group), tensor-train
+ * compressed (CoMERA-style cores with a rank schedule), or LoRA (Hu et al. 2021: the model frozen, low-rank
+ * adapters beside chosen linear layers trained).
  *
  * Contract: plain data filled by the scenario loader (docs/scenario.md, "method"); the graph builder reads
  * it. Sparse costs: FLOPs at the density; bytes for values plus indices; a kernel efficiency from the
@@ -13,8 +14,13 @@
 #include "et_error.h"
 #include "tensor_train.h"
 
-typedef enum { ET_METHOD_DENSE, ET_METHOD_SPARSE, ET_METHOD_TENSOR_TRAIN } et_method_kind;
-extern const char *const et_method_kind_names[]; /* "dense", "sparse", "tensor_train", NULL */
+typedef enum { ET_METHOD_DENSE, ET_METHOD_SPARSE, ET_METHOD_TENSOR_TRAIN, ET_METHOD_LORA } et_method_kind;
+extern const char *const et_method_kind_names[]; /* "dense", "sparse", "tensor_train", "lora", NULL */
+
+/* LoRA's targets, Megatron-core's module names (Megatron-Bridge's and NeMo's LoRA target_modules): the
+ * attention's q, k, v product and its output product, the MLP's first and second products. */
+typedef enum { ET_LORA_QKV, ET_LORA_PROJ, ET_LORA_FC1, ET_LORA_FC2, ET_LORA_TARGETS } et_lora_target;
+extern const char *const et_lora_target_names[]; /* "linear_qkv", "linear_proj", "linear_fc1", "linear_fc2" */
 
 typedef enum {
     ET_GROUP_ATTENTION,
@@ -67,6 +73,11 @@ typedef struct et_method {
     int emb_rows[ET_TT_MAX_CORES], emb_cols[ET_TT_MAX_CORES];
     int n_phases;
     et_rank_phase phases[ET_MAX_RANK_PHASES];
+    /* LoRA: each target W (n_out x n_in) gains B A, A r x n_in and B n_out x r, scaled by alpha / r; the
+     * model's own parameters frozen (no gradients, no optimizer states) */
+    int lora_rank;
+    double lora_alpha;
+    unsigned lora_targets; /* a bit per et_lora_target */
 } et_method;
 
 /* Stored bytes per dense weight element (values plus index metadata) at precision size e. */

@@ -867,9 +867,40 @@ static int read_tensor_train(const et_json_reader *r, json_t *method, et_scenari
     return 0;
 }
 
+/* method.lora: rank (required), alpha (default the rank), targets (default all four). */
+static int read_lora(const et_json_reader *r, json_t *method, et_scenario *s)
+{
+    static const char *const keys[] = {"rank", "alpha", "targets", NULL};
+    et_method *m = &s->method;
+    json_t *o, *targets;
+    long long v;
+    char p[ET_JSON_PATH_MAX];
+    if (et_json_get_object(r, method, "$.method", "lora", true, keys, &o)) return -1;
+    if (et_json_get_int(r, o, "$.method.lora", "rank", true, 0, 1, 1 << 16, &v)) return -1;
+    m->lora_rank = (int)v;
+    if (et_json_get_number(r, o, "$.method.lora", "alpha", false, m->lora_rank, 1e-6, 1e6, &m->lora_alpha))
+        return -1;
+    if (et_json_get_array(r, o, "$.method.lora", "targets", false, &targets)) return -1;
+    if (!targets) m->lora_targets = (1u << ET_LORA_TARGETS) - 1;
+    for (size_t i = 0; targets && i < json_array_size(targets); i++) {
+        const char *name = json_string_value(json_array_get(targets, i));
+        int k = 0;
+        while (name && et_lora_target_names[k] && strcmp(name, et_lora_target_names[k]) != 0)
+            k++;
+        if (!name || !et_lora_target_names[k])
+            FAIL(et_json_path_index(p, "$.method.lora.targets", i),
+                 "expected \"linear_qkv\", \"linear_proj\", \"linear_fc1\" or \"linear_fc2\"%s", "");
+        m->lora_targets |= 1u << k;
+    }
+    if (!m->lora_targets) FAIL("$.method.lora.targets", "expected at least one target%s", "");
+    if (s->model.mla.kv_lora > 0 && (m->lora_targets & (1u << ET_LORA_QKV)))
+        FAIL("$.method.lora.targets", "latent attention has no \"linear_qkv\" product (model.mla)%s", "");
+    return 0;
+}
+
 static int read_method(const et_json_reader *r, json_t *root, et_scenario *s)
 {
-    static const char *const keys[] = {"kind", "sparsity", "dense_gradients", "tensor_train", NULL};
+    static const char *const keys[] = {"kind", "sparsity", "dense_gradients", "tensor_train", "lora", NULL};
     json_t *o;
     int e;
     memset(&s->method, 0, sizeof s->method);
@@ -884,8 +915,11 @@ static int read_method(const et_json_reader *r, json_t *root, et_scenario *s)
         FAIL("$.method", "\"sparsity\" and \"dense_gradients\" apply only to kind \"sparse\"%s", "");
     if (s->method.kind != ET_METHOD_TENSOR_TRAIN && json_object_get(o, "tensor_train"))
         FAIL("$.method.tensor_train", "\"tensor_train\" applies only to kind \"tensor_train\"%s", "");
+    if (s->method.kind != ET_METHOD_LORA && json_object_get(o, "lora"))
+        FAIL("$.method.lora", "\"lora\" applies only to kind \"lora\"%s", "");
     if (s->method.kind == ET_METHOD_SPARSE) return read_sparsity(r, o, s);
     if (s->method.kind == ET_METHOD_TENSOR_TRAIN) return read_tensor_train(r, o, s);
+    if (s->method.kind == ET_METHOD_LORA) return read_lora(r, o, s);
     return 0;
 }
 

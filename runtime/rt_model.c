@@ -33,6 +33,9 @@ static int refuse_unsupported(const et_scenario *s, et_error *err)
                             "etrun routes dropless (capacity_factor 0); a fixed capacity is costed and "
                             "simulated by etsim only for now");
     static const char *const later = "costed and simulated by etsim only for now";
+    if (s->method.kind == ET_METHOD_LORA)
+        return et_error_set(err, s->source, 0, 0, "$.method.kind", "etrun trains every parameter: LoRA is %s",
+                            later);
     if (mc->mla.kv_lora > 0)
         return et_error_set(err, s->source, 0, 0, "$.model.mla", "etrun has no latent attention: it is %s",
                             later);

@@ -106,6 +106,7 @@ json_t *report_json_estimate(const et_estimate *e)
         e->mfu, "samples_per_second", e->samples_per_second, "tokens_per_second", e->tokens_per_second,
         "time_to_train", "steps", e->steps, "train_s", e->train_time, "eval_s", e->eval_time, "total_s",
         e->time_to_train);
+    if (j && e->params_frozen > 0) json_object_set_new(j, "params_frozen", json_real(e->params_frozen));
     if (j && e->n_phases > 1) {
         json_t *phases = json_array();
         for (int i = 0; i < e->n_phases; i++)
@@ -339,8 +340,17 @@ void report_print_header(FILE *out, const et_scenario *s, const et_estimate *e, 
 {
     const et_model_config *m = &s->model;
     fprintf(out, "scenario     %s (%s), engine %s\n", s->name, s->source, engine);
-    fprintf(out, "model        %s: %d layers, hidden %d, %d heads, ffn %d, vocab %d; %.0f parameters\n",
-            m->name, m->layers, m->hidden, m->heads, m->ffn, m->vocab, e->params_total);
+    fprintf(out, "model        %s: %d layers, hidden %d, %d heads, ffn %d, vocab %d; ", m->name, m->layers,
+            m->hidden, m->heads, m->ffn, m->vocab);
+    if (e->params_frozen > 0) {
+        fprintf(out, "%.0f parameters frozen, %.0f adapter parameters trained (LoRA rank %d, alpha %g:",
+                e->params_frozen, e->params_total, s->method.lora_rank, s->method.lora_alpha);
+        for (int t = 0; t < ET_LORA_TARGETS; t++)
+            if (s->method.lora_targets >> t & 1u) fprintf(out, " %s", et_lora_target_names[t]);
+        fprintf(out, ")\n");
+    } else {
+        fprintf(out, "%.0f parameters\n", e->params_total);
+    }
     if (m->mla.kv_lora > 0 || m->window > 0 || m->sinks || m->mtp_layers > 0) {
         fprintf(out, "attention    ");
         const char *sep = "";

@@ -3,12 +3,15 @@
  * through formulas written here apart from the graph; their ops' shapes; each validated model's training
  * FLOPs per token against the model TFLOP/s the NeMo rows publish; selective recomputation's modules and
  * the memory FP8 recipes save. */
+#include <jansson.h>
 #include <math.h>
 #include <string.h>
 
 #include "check.h"
 #include "graph.h"
+#include "memory.h"
 #include "model_config.h"
+#include "scenario.h"
 
 static et_graph graph_of(const et_model_config *m, int tensor, et_recompute rc, unsigned modules,
                          et_precision p, et_scaling scaling)
@@ -226,8 +229,99 @@ static void test_recompute_modules(void)
     et_graph_free(&none);
 }
 
+/* LoRA on Llama-3 8B (rank 16 on the four targets): the model frozen (no weight gradients, no parameters
+ * to reduce or update), each target's two adapters forward and backward; trainable values r (n_in + n_out)
+ * a target and layer; memory by hand: the frozen weights and the adapters at 2 bytes, the adapters'
+ * gradients at 2 and their optimizer states at 16 over the data ranks (the distributed optimizer); the
+ * step's FLOPs without the frozen weight gradients. */
+static void test_lora(void)
+{
+    static const char json[] =
+        "{\"name\": \"lora\", \"model\": {\"preset\": \"llama3-8b\"}, \"data\": {\"seq_len\": 4096},"
+        " \"batch\": {\"global\": 8, \"local\": 1}, \"optimizer\": {\"name\": \"adamw\"},"
+        " \"method\": {\"kind\": \"lora\", \"lora\": {\"rank\": 16}}, \"precision\": \"bf16\","
+        " \"parallelism\": {\"attention\": \"flash\", \"distributed_optimizer\": true},"
+        " \"cluster\": {\"device\": \"h100-sxm\", \"nodes\": 1, \"gpus_per_node\": 8}, \"target\": "
+        "{\"steps\": 1}}";
+    et_scenario s;
+    et_error err;
+    json_t *root = json_loads(json, 0, NULL);
+    const int bad = !root || et_scenario_parse(root, "lora.json", NULL, &s, &err);
+    json_decref(root);
+    if (bad) {
+        CHECK(0, "lora scenario: %s", root ? err.text : "not JSON");
+        return;
+    }
+    CHECK(s.method.kind == ET_METHOD_LORA && s.method.lora_rank == 16 && s.method.lora_alpha == 16 &&
+              s.method.lora_targets == 15,
+          "rank 16, alpha the rank, the four targets by default");
+    et_graph_options o = {.tensor = 1,
+                          .pipeline = 1,
+                          .expert = 1,
+                          .precision = ET_BF16,
+                          .attention = ET_ATTENTION_FLASH,
+                          .optimizer = ET_OPT_ADAMW,
+                          .optimizer_shards = 1,
+                          .method = &s.method};
+    et_graph g, dense;
+    if (et_graph_build(&s.model, &o, &g, &err)) {
+        CHECK(0, "lora graph: %s", err.text);
+        et_scenario_free(&s);
+        return;
+    }
+    o.method = NULL;
+    et_graph_build(&s.model, &o, &dense, &err);
+    const double r = 16, H = 4096, QKV = 4096 + 2 * 1024, F = 14336, L = 32;
+    const double per_layer = r * (H + QKV) + r * (H + H) + r * (H + 2 * F) + r * (F + H);
+    CHECK(g.param_count == L * per_layer, "adapters: %.0f trainable values, by hand %.0f", g.param_count,
+          L * per_layer);
+    CHECK(g.frozen_count == dense.param_count, "the model's %.0f values frozen", g.frozen_count);
+    CHECK(g.weight_bytes == 2 * dense.param_count + 2 * g.param_count,
+          "weights: frozen and adapters at 2 bytes");
+    CHECK(g.grad_elems == g.param_count, "gradients: the adapters' only");
+    CHECK(et_graph_find(&g, "layer.0.mlp.fc1.bwd_weight") < 0 &&
+              et_graph_find(&g, "layer.0.mlp.fc1.bwd_data") >= 0 &&
+              et_graph_find(&g, "embed.lookup.bwd") < 0 &&
+              et_graph_find(&g, "head.lm.decoder.bwd_weight") < 0,
+          "no weight gradient of a frozen product, no scatter into the frozen table");
+    static const char *const adapters[] = {"layer.0.attn.qkv.lora_a", "layer.0.attn.out.lora_b",
+                                           "layer.0.mlp.fc1.lora_a.bwd_weight",
+                                           "layer.31.mlp.fc2.lora_b.bwd_data"};
+    for (size_t i = 0; i < 4; i++)
+        CHECK(et_graph_find(&g, adapters[i]) >= 0, "%s exists", adapters[i]);
+    /* FLOPs: the dense step less every frozen weight gradient (2 T n_in n_out a product) plus the adapters'
+     * six products of 2 T r (n_in + n_out) a target (forward, both gradients) */
+    const double T = 4096;
+    const et_batch_shape b = {.sequences = 1, .tokens = T, .tokens_sq = T * T, .predictions = T};
+    double fl = 0, fd = 0, wgrad = 0;
+    for (int i = 0; i < g.n_ops; i++)
+        if (g.ops[i].phase != ET_PHASE_OPTIMIZER) fl += et_linear_eval(&g.ops[i].flops, &b);
+    for (int i = 0; i < dense.n_ops; i++) {
+        const et_op *op = &dense.ops[i];
+        if (op->phase == ET_PHASE_OPTIMIZER) continue;
+        fd += et_linear_eval(&op->flops, &b);
+        const size_t n = strlen(op->id);
+        if (op->kind == ET_OP_GEMM && n > 11 && !strcmp(op->id + n - 11, ".bwd_weight"))
+            wgrad += et_linear_eval(&op->flops, &b);
+    }
+    /* ... and the adapters' input gradients added into the products' (T n_in each), the frozen table's
+     * scatter (T H) gone */
+    CHECK_REL(fl, fd - wgrad + 3 * 2 * T * L * per_layer + T * L * (3 * H + F) - T * H, 1e-12,
+              "the LoRA step's FLOPs");
+    /* memory: one GPU's share of 8 data ranks */
+    et_memory m = et_memory_estimate(&s, &g, &b);
+    CHECK_REL(m.weights, 2 * (dense.param_count + g.param_count), 1e-12, "frozen weights kept whole");
+    CHECK_REL(m.gradients, 2 * g.param_count, 1e-12, "the adapters' gradients");
+    CHECK_REL(m.optimizer_states, g.param_count * 16 / 8, 1e-12,
+              "the adapters' optimizer states: 16 bytes a value over the 8 data ranks");
+    et_graph_free(&g);
+    et_graph_free(&dense);
+    et_scenario_free(&s);
+}
+
 int main(void)
 {
+    test_lora();
     test_deepseek_v3();
     test_gpt_oss();
     test_published_flops();

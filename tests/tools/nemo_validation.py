@@ -25,6 +25,10 @@ DEVICES = {"H100": "h100-sxm", "B200": "b200", "GB200": "gb200", "B300": "b300",
 # the published precision column: ET's units and quantization recipe (model/quantization.h)
 PRECISIONS = {"BF16": ("bf16", None), "FP8": ("fp8", "delayed"), "FP8-CS": ("fp8", "current"),
               "MXFP8": ("fp8", "mxfp8"), "FP8-MX": ("fp8", "mxfp8"), "NVFP4": ("fp4", "nvfp4")}
+# Megatron-Bridge's LoRA defaults (src/megatron/bridge/peft/lora.py, as NeMo 2's nemo/collections/llm/peft/
+# lora.py: dim 32, alpha 32, target_modules linear_qkv, linear_proj, linear_fc1, linear_fc2): the rows name
+# no other
+LORA = {"kind": "lora", "lora": {"rank": 32, "alpha": 32}}
 MODEL_WHY = {
     "deepseek_v4_flash": "its dimensions are not published in the cited sources",
     "kimi_k2": "multi-head latent attention and the Muon optimizer (issue 37)",
@@ -33,8 +37,11 @@ MODEL_WHY = {
 
 def why_not(r):
     """Why ET cannot express a row, or None."""
-    if r["task"] != "pretrain":
-        return "fine-tuning (%s): no SFT or LoRA method yet (issue 37)" % r["task"]
+    if r["task"] == "sft":
+        return ("supervised fine-tuning on packed sequences: the dataset's lengths (hence each packed "
+                "sequence's attention) are not in the cited sources")
+    if r["task"] not in ("pretrain", "lora"):
+        return "task %s" % r["task"]
     if r["model_key"].startswith("nemotron"):
         return "Nemotron 3's hybrid Mamba layers"
     if r["model_key"] not in PRESETS:
@@ -57,6 +64,14 @@ def why_not(r):
         return ("expert parallelism %d over data %d and tensor ranks (Megatron's MoE parallel folding): ET splits "
                 "experts over data ranks only" % (ep, dp))
     return None
+
+
+def scaling_of(r):
+    """The recipe's scaling: a row published as "FP8" whose recipe at the commit is an fp8cs config ran
+    current scaling (Megatron-Bridge's perf recipes name their FP8 recipe so), else the precision's."""
+    if r["precision"] == "FP8" and "fp8cs" in r["recipe_at_commit"]:
+        return "current"
+    return PRECISIONS[r["precision"]][1]
 
 
 def model_of(r):
@@ -122,10 +137,11 @@ def scenario(r, name, overlap_of):
         par["tp_overlap"] = True
     if int(r["ep"] or 1) > 1:
         par["expert"] = int(r["ep"])
-    desc = ("NeMo Megatron Bridge %s, %s pretraining on %d %s (%s), %s, tensor %d, pipeline %d (virtual %d), context %d, "
+    desc = ("NeMo Megatron Bridge %s, %s %s on %d %s (%s), %s, tensor %d, pipeline %d (virtual %d), context %d, "
             "%s, micro-batch %s, global batch %s, sequence %s; published %s tokens/s/GPU = %.4f s a step (row of "
             "scenarios/data/validation/nemo-megatron-bridge-performance.csv: %s). %s"
-            % (r["container"], r["model"], gpus, r["gpu"], r["system"], r["precision"], tp, pp, vp, cp,
+            % (r["container"], r["model"], "LoRA fine-tuning (rank 32, alpha 32, Megatron-Bridge's default targets)"
+               if r["task"] == "lora" else "pretraining", gpus, r["gpu"], r["system"], r["precision"], tp, pp, vp, cp,
                "Megatron FSDP" if fsdp > 0 else "distributed optimizer", r["mbs"], r["gbs"], r["seq"],
                r["tokens_per_s_per_gpu"], float(r["step_s"]), r["source"],
                ("The recipe at the same commit: recomputation %s, CUDA graphs %s, TP communication overlap %s."
@@ -140,6 +156,7 @@ def scenario(r, name, overlap_of):
         "data": {"seq_len": int(r["seq"])},
         "batch": {"global": int(r["gbs"]), "local": int(r["mbs"])},
         "optimizer": {"name": "adamw", "clip": "after_allreduce"},
+        **({"method": LORA} if r["task"] == "lora" else {}),
         "precision": PRECISIONS[r["precision"]][0],
         "parallelism": par,
         "software": {"stack": "megatron-core"},
@@ -149,7 +166,7 @@ def scenario(r, name, overlap_of):
         "simulation": {"steps": 1},
     }
     if PRECISIONS[r["precision"]][1]:
-        doc["scaling"] = PRECISIONS[r["precision"]][1]
+        doc["scaling"] = scaling_of(r)
     if graphs:
         doc["host"] = {"launch": "cuda_graphs"}
     return doc
@@ -167,8 +184,9 @@ def main():
             refused.append('%d,%s,%s,%s,%s,%s,"%s"' % (i, r["container"], r["task"], r["model_key"], r["gpu"],
                                                        r["precision"], why))
             continue
-        name = "nemo-%s-%s-%s-%dgpu-%s" % (r["container"].replace(".", ""), r["model_key"].replace("_", ""),
-                                            r["gpu"].lower(), int(r["gpus"]), r["precision"].lower())
+        name = "nemo-%s-%s%s-%s-%dgpu-%s" % (r["container"].replace(".", ""), r["model_key"].replace("_", ""),
+                                              "" if r["task"] == "pretrain" else "-" + r["task"], r["gpu"].lower(),
+                                              int(r["gpus"]), r["precision"].lower())
         if name in names:  # another row of the same container, model, system and precision: its batch
             name += "-gbs%s" % r["gbs"]
         assert name not in names, name
