@@ -354,8 +354,8 @@ static et_op *tt_op(builder *b, et_phase phase, int layer, et_layer_group group,
 /* LoRA (Hu et al. 2021; Megatron-Bridge's LoRA adapters): beside a target W (n_out x n_in on this rank),
  * y += (alpha / r) x A^T B^T: `X.lora_a` (T x r x n_in) and `X.lora_b` (T x n_out x r, accumulated into
  * the product's output: its read added); in backward each one's data and weight gradients (the adapters'
- * parameters, A r x n_in and B n_out x r; the input gradient added into the product's). `id` the
- * product's. */
+ * parameters, A r x n_in and B n_out x r), after the product's own data gradient, A's accumulated into it
+ * (its read added). `id` the product's. */
 static int lora_targets(const builder *b, et_lora_target t)
 {
     return b->lora && (b->method->lora_targets >> t & 1u);
@@ -389,9 +389,11 @@ static void lora_backward(builder *b, int layer, et_layer_group group, double n_
     id_printf(id, sizeof id, "%s.lora_a", name);
     weight_backward(b, layer, group, TOK(1), n_in, r, 1, id, 0, 1);
     b->adapter = 0;
-    /* its input gradient summed into the product's */
-    id_printf(id, sizeof id, "%s.lora_a.add", name);
-    elementwise(b, ET_PHASE_BACKWARD, layer, TOK(n_in), TOK(3 * b->e * n_in), id);
+    /* A's data gradient (the op before its weight gradient) accumulates into the product's: read too */
+    if (!b->params_only && !b->failed && b->g->n_ops >= 2) {
+        et_op *op = &b->g->ops[b->g->n_ops - 2];
+        op->bytes = lin_add(op->bytes, TOK(b->e * n_in));
+    }
 }
 
 /* Forward of y = x W^T for `copies` layers of n_in x n_out each: dense or sparse GEMM, or tensor train. */
@@ -448,7 +450,7 @@ static void weight_backward(builder *b, int layer, et_layer_group group, et_line
             id_printf(pname, sizeof pname, "%s.weight", name);
             add_param(b, layer, kept, dense, b->method->dense_gradients ? dense : kept,
                       dense * et_sparse_meta_bytes_per_weight(&sp), pname);
-            if (!b->failed && sp.density >= 1) {
+            if (!b->failed && sp.density >= 1 && (!b->lora || b->adapter)) { /* added (not frozen) */
                 b->g->params[b->g->n_params - 1].rows = out;
                 b->g->params[b->g->n_params - 1].cols = n_in;
             }
@@ -632,7 +634,7 @@ static void attention_core(builder *b, const dims *d, int i, et_phase phase, con
 /* The parameter just added is an expert's. */
 static void mark_expert(builder *b)
 {
-    if (!b->failed) b->g->params[b->g->n_params - 1].expert = true;
+    if (!b->failed && (!b->lora || b->adapter)) b->g->params[b->g->n_params - 1].expert = true;
 }
 
 /* The experts' all-to-all of this rank's routed rows (dispatch or combine), with expert parallelism. */
@@ -997,9 +999,9 @@ static void layer_backward(builder *b, const dims *d, int i, int decoder, et_rec
             add_grad(b, i, d->D, "layer.%d.attn.q_norm.weight", i);
             add_grad(b, i, d->D, "layer.%d.attn.k_norm.weight", i);
         }
-        lora_backward(b, i, ET_GROUP_ATTENTION, H, Qt + 2 * d->KVt, ET_LORA_QKV, NAME("attn.qkv"));
         weight_backward(b, i, ET_GROUP_ATTENTION, TOK(1), H, Qt + 2 * d->KVt, 1, NAME("attn.qkv"), d->bias,
                         1);
+        lora_backward(b, i, ET_GROUP_ATTENTION, H, Qt + 2 * d->KVt, ET_LORA_QKV, NAME("attn.qkv"));
     }
     tp_boundary(b, d, ET_PHASE_BACKWARD, i, 0,
                 d->sp ? NAME("attn.tp_reduce_scatter.bwd") : NAME("attn.tp_allreduce.bwd"));

@@ -38,6 +38,8 @@ static void layout(rt_acts *a, cursor *c, size_t T, size_t P)
             l->idx = (int *)take(c, T * k), l->order = (int *)take(c, R), l->pos = (int *)take(c, T * k);
             l->loc_from = (int *)take(c, RL);
         }
+        for (int t = 0; t < ET_LORA_TARGETS; t++)
+            l->lora_u[t] = a->lora_r && (a->lora_targets >> t & 1u) ? take(c, T * (size_t)a->lora_r) : NULL;
     }
     a->emb = take(c, T * H), a->x0 = take(c, T * H), a->emb_mean = take(c, T), a->emb_rstd = take(c, T);
     a->hs = take(c, P * H), a->t1 = take(c, P * H), a->t2 = take(c, P * H), a->t3 = take(c, P * H);
@@ -57,6 +59,11 @@ static void layout(rt_acts *a, cursor *c, size_t T, size_t P)
         a->d_w = take(c, T * (size_t)a->k);
         a->d_xm = a->ep > 1 ? take(c, R * H) : a->d_x, a->d_eym = a->ep > 1 ? take(c, R * H) : a->d_ey;
         a->rbuf = a->ep > 1 ? take(c, RL * H) : NULL;
+    }
+    if (a->lora_r) {
+        const size_t widest = QKV > F1 ? QKV : F1;
+        a->d_lora = take(c, T * (size_t)a->lora_r), a->lora_tmp = take(c, T * (widest > H ? widest : H));
+        a->frozen_grad = take(c, 2 * H);
     }
 }
 
@@ -85,6 +92,10 @@ int rt_acts_alloc(rt_model *m, et_error *err)
             a->moe_layer[i] = et_model_layer_is_moe(&sc->model, i);
     }
     a->rope_base = sc->model.position == ET_POSITION_ROPE ? sc->model.rope_base : 0;
+    if (sc->method.kind == ET_METHOD_LORA) {
+        a->lora_r = sc->method.lora_rank, a->lora_targets = sc->method.lora_targets;
+        a->lora_scale = (float)(sc->method.lora_alpha / sc->method.lora_rank);
+    }
     a->probs_cap = (size_t)a->A * sc->batch.local * sc->data.seq_len * sc->data.seq_len;
     a->layers = calloc((size_t)a->L, sizeof *a->layers);
     if (!a->layers) return et_error_set_code(err, ET_ERROR_MEMORY, NULL, 0, 0, NULL, "out of memory");

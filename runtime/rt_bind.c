@@ -68,6 +68,20 @@ static const binding layer_ops[] = {
     {"attn.scores.bwd", rt_ex_scores_bwd, NULL, NULL, F(ATTENTION)},
     {"attn.qkv.bwd_data", rt_ex_qkv_bwd_data, "weight", "bias", F(LINEAR)},
     {"attn.qkv.bwd_weight", rt_ex_qkv_bwd_weight, "weight", "bias", F(LINEAR)},
+#define LORA_BINDINGS(target, name)                                                                          \
+    {target ".lora_a", rt_ex_lora_a_##name, "weight", NULL, F(LINEAR) | F(GLUE)},                            \
+        {target ".lora_b", rt_ex_lora_b_##name, "weight", NULL, F(LINEAR) | F(GLUE)},                        \
+        {target ".lora_b.bwd_data", rt_ex_lora_b_bwd_data_##name, "weight", NULL, F(LINEAR) | F(GLUE)},      \
+        {target ".lora_b.bwd_weight", rt_ex_lora_b_bwd_weight_##name, "weight", NULL, F(LINEAR)},            \
+        {target ".lora_a.bwd_data", rt_ex_lora_a_bwd_data_##name, "weight", NULL, F(LINEAR)},                \
+    {                                                                                                        \
+        target ".lora_a.bwd_weight", rt_ex_lora_a_bwd_weight_##name, "weight", NULL, F(LINEAR)               \
+    }
+    LORA_BINDINGS("attn.qkv", qkv),
+    LORA_BINDINGS("attn.out", proj),
+    LORA_BINDINGS("mlp.fc1", fc1),
+    LORA_BINDINGS("mlp.fc2", fc2),
+#undef LORA_BINDINGS
 };
 
 static const binding other_ops[] = {
@@ -112,6 +126,11 @@ int rt_param_index(const et_graph *g, const char *id)
 float *rt_param(rt_model *m, const char *id, float **grad)
 {
     int i = rt_param_index(&m->graph, id);
+    if (i < 0 && m->frozen) { /* LoRA: a frozen parameter has no gradient */
+        i = rt_param_index(&m->frozen_graph, id);
+        if (grad) *grad = NULL;
+        return i < 0 ? NULL : m->frozen + m->frozen_offset[i];
+    }
     if (i < 0) return NULL;
     if (grad) *grad = m->grads + m->param_offset[i];
     return m->params + m->param_offset[i];

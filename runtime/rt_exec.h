@@ -30,6 +30,7 @@ typedef struct rt_layer_acts {
     float *logits, *w, *x, *eu, *eg, *ey, *xm, *eym;
     int *idx, *order, *pos, *counts, *loc_from, *counts_local, *sent, *received, *received_by;
     int rows_local;
+    float *lora_u[ET_LORA_TARGETS]; /* LoRA: each target's (alpha / r) x A^T [T, r] (NULL: not a target) */
 } rt_layer_acts;
 
 /* Every activation and gradient buffer of one rank (device memory, one allocation: rt_acts_alloc). */
@@ -58,6 +59,13 @@ struct rt_acts {
     /* parameters the executors of the embeddings and heads reach by name (slices of rt_model::params) */
     float *word, *dword, *pos, *dpos, *type, *dtype, *dec_W, *dec_dW, *dec_b, *dec_db;
     float *emb_g, *emb_b, *emb_dg, *emb_db;
+    /* LoRA (rank lora_r > 0): the adapters' scale alpha / r, the targets, the gradient of u [T, r], the
+     * adapter's output before it is added [T, max n_out], and where frozen norms' gains and biases put the
+     * gradients no one reads [2 H] */
+    int lora_r;
+    float lora_scale;
+    unsigned lora_targets;
+    float *d_lora, *lora_tmp, *frozen_grad;
     double norm;   /* loss normaliser of the current micro-batch */
     float *block;  /* the one device allocation */
     size_t floats; /* its size in floats */
@@ -181,6 +189,18 @@ RT_EXEC(rt_ex_transform_bwd_weight);
 RT_EXEC(rt_ex_gather_bwd);
 RT_EXEC(rt_ex_final_ln_bwd);
 RT_EXEC(rt_ex_nothing); /* optimizer ops: run by rt_model_update */
+/* LoRA's adapters of each target (rt_exec_lora.c) */
+#define RT_LORA_DECLARE(name)                                                                                \
+    RT_EXEC(rt_ex_lora_a_##name);                                                                            \
+    RT_EXEC(rt_ex_lora_b_##name);                                                                            \
+    RT_EXEC(rt_ex_lora_b_bwd_data_##name);                                                                   \
+    RT_EXEC(rt_ex_lora_b_bwd_weight_##name);                                                                 \
+    RT_EXEC(rt_ex_lora_a_bwd_data_##name);                                                                   \
+    RT_EXEC(rt_ex_lora_a_bwd_weight_##name)
+RT_LORA_DECLARE(qkv);
+RT_LORA_DECLARE(proj);
+RT_LORA_DECLARE(fc1);
+RT_LORA_DECLARE(fc2);
 
 /* The model's normalisation (layer norm, or RMSNorm whose mean and bias are unused) forward and backward:
  * the one place the executors choose between them. */
@@ -210,6 +230,8 @@ static inline void rt_norm_bwd(const rt_model *m, const float *x, const float *g
                                const float *rstd, const float *dy, float *dx, float *dg, float *db, int T,
                                int n)
 {
+    if (!dg) /* a frozen norm (LoRA): its gain's and bias's gradients go to scratch */
+        dg = m->acts->frozen_grad, db = m->acts->frozen_grad + n;
     if (m->acts->rms)
         m->be->rmsnorm_bwd(m->be, x, g, rstd, dy, dx, dg, T, n);
     else

@@ -23,8 +23,9 @@ RT_EXEC(rt_ex_embed_ln_bwd)
     rt_backend *be = m->be;
     const size_t n = (size_t)b->T * a->H;
     be->fill(be, a->d_res, 0, n);
-    be->layernorm_bwd(be, a->emb, a->emb_g, a->emb_mean, a->emb_rstd, a->d_out, a->d_res, a->emb_dg,
-                      a->emb_db, b->T, a->H);
+    /* a frozen table's norm (LoRA): its gradients to scratch */
+    float *dg = a->emb_dg ? a->emb_dg : a->frozen_grad, *db = a->emb_dg ? a->emb_db : a->frozen_grad + a->H;
+    be->layernorm_bwd(be, a->emb, a->emb_g, a->emb_mean, a->emb_rstd, a->d_out, a->d_res, dg, db, b->T, a->H);
     be->copy(be, a->d_out, a->d_res, n);
 }
 

@@ -80,8 +80,9 @@ RT_EXEC(rt_ex_head_ln_bwd)
     rt_acts *a = m->acts;
     rt_backend *be = m->be;
     be->fill(be, a->d_head2, 0, (size_t)b->P * a->H);
-    be->layernorm_bwd(be, a->t2, op->W, a->t3_mean, a->t3_rstd, a->d_head, a->d_head2, op->dW, op->dbias,
-                      b->P, a->H);
+    /* a frozen head's norm (LoRA): its gradients to scratch */
+    float *dg = op->dW ? op->dW : a->frozen_grad, *db = op->dW ? op->dbias : a->frozen_grad + a->H;
+    be->layernorm_bwd(be, a->t2, op->W, a->t3_mean, a->t3_rstd, a->d_head, a->d_head2, dg, db, b->P, a->H);
 }
 
 RT_EXEC(rt_ex_head_gelu_bwd)

@@ -8,29 +8,41 @@
 #include "rng.h"
 #include "rt_exec.h"
 
+/* Parameter p's initial values, drawn from stream i of the seed, uploaded to dst. */
+static int init_one(rt_model *m, const et_param *p, int i, float *dst, et_error *err)
+{
+    size_t n = (size_t)p->dense;
+    float *w = malloc((n ? n : 1) * sizeof *w);
+    if (!w)
+        return et_error_set_code(err, ET_ERROR_MEMORY, NULL, 0, 0, NULL, "out of memory initialising %s",
+                                 p->id);
+    size_t len = strlen(p->id);
+    int is_gamma = strstr(p->id, "layernorm.weight") != NULL;
+    int is_bias = (len > 5 && strcmp(p->id + len - 5, ".bias") == 0) || strstr(p->id, "layernorm.bias");
+    /* LoRA's B starts at zero, so the adapted model starts as the frozen one (Hu et al. 2021) */
+    int is_zero = is_bias || (len > 14 && strcmp(p->id + len - 14, ".lora_b.weight") == 0);
+    unsigned long long st = et_rng_stream(m->seed, 7, (unsigned long long)i);
+    /* an expert-parallel rank's experts are its slice of every expert's draw: the same weights as
+     * without expert parallelism */
+    if (p->expert && !is_gamma && !is_bias)
+        for (size_t k = 0; k < (size_t)m->ep_index * n; k++)
+            et_rng_normal(&st);
+    for (size_t k = 0; k < n; k++)
+        w[k] = is_gamma ? 1.0f : is_zero ? 0.0f : (float)(0.02 * et_rng_normal(&st));
+    m->be->upload(m->be, dst, w, n * sizeof *w);
+    free(w);
+    return 0;
+}
+
 int rt_init_params(rt_model *m, et_error *err)
 {
-    for (int i = 0; i < m->graph.n_params; i++) {
-        const et_param *p = &m->graph.params[i];
-        size_t n = (size_t)p->dense;
-        float *w = malloc((n ? n : 1) * sizeof *w);
-        if (!w)
-            return et_error_set_code(err, ET_ERROR_MEMORY, NULL, 0, 0, NULL, "out of memory initialising %s",
-                                     p->id);
-        size_t len = strlen(p->id);
-        int is_gamma = strstr(p->id, "layernorm.weight") != NULL;
-        int is_bias = (len > 5 && strcmp(p->id + len - 5, ".bias") == 0) || strstr(p->id, "layernorm.bias");
-        unsigned long long st = et_rng_stream(m->seed, 7, (unsigned long long)i);
-        /* an expert-parallel rank's experts are its slice of every expert's draw: the same weights as
-         * without expert parallelism */
-        if (p->expert && !is_gamma && !is_bias)
-            for (size_t k = 0; k < (size_t)m->ep_index * n; k++)
-                et_rng_normal(&st);
-        for (size_t k = 0; k < n; k++)
-            w[k] = is_gamma ? 1.0f : is_bias ? 0.0f : (float)(0.02 * et_rng_normal(&st));
-        m->be->upload(m->be, m->params + m->param_offset[i], w, n * sizeof *w);
-        free(w);
-    }
+    const int base = m->frozen ? m->frozen_graph.n_params : 0;
+    for (int i = 0; i < m->graph.n_params; i++)
+        if (init_one(m, &m->graph.params[i], base + i, m->params + m->param_offset[i], err)) return -1;
+    /* LoRA's frozen model: the values a dense plan of the same seed starts from (its parameters' streams),
+     * the adapters' streams after them */
+    for (int i = 0; m->frozen && i < m->frozen_graph.n_params; i++)
+        if (init_one(m, &m->frozen_graph.params[i], i, m->frozen + m->frozen_offset[i], err)) return -1;
     return 0;
 }
 

@@ -33,9 +33,6 @@ static int refuse_unsupported(const et_scenario *s, et_error *err)
                             "etrun routes dropless (capacity_factor 0); a fixed capacity is costed and "
                             "simulated by etsim only for now");
     static const char *const later = "costed and simulated by etsim only for now";
-    if (s->method.kind == ET_METHOD_LORA)
-        return et_error_set(err, s->source, 0, 0, "$.method.kind", "etrun trains every parameter: LoRA is %s",
-                            later);
     if (mc->mla.kv_lora > 0)
         return et_error_set(err, s->source, 0, 0, "$.model.mla", "etrun has no latent attention: it is %s",
                             later);
@@ -122,6 +119,26 @@ static int alloc_state(rt_model *m, et_error *err)
     return 0;
 }
 
+/* LoRA: the model's own parameters, listed by its graph without the method, in a buffer of their own. */
+static int alloc_frozen(rt_model *m, const et_graph_options *o, et_error *err)
+{
+    if (m->s->method.kind != ET_METHOD_LORA) return 0;
+    et_graph_options dense = *o;
+    dense.method = NULL;
+    if (et_graph_params(&m->s->model, &dense, &m->frozen_graph, err)) return -1;
+    m->frozen_offset = malloc(((size_t)m->frozen_graph.n_params + 1) * sizeof *m->frozen_offset);
+    if (!m->frozen_offset) return et_error_set_code(err, ET_ERROR_MEMORY, NULL, 0, 0, NULL, "out of memory");
+    for (int i = 0; i < m->frozen_graph.n_params; i++) {
+        m->frozen_offset[i] = m->n_frozen;
+        m->n_frozen += (size_t)m->frozen_graph.params[i].dense;
+    }
+    m->frozen = m->be->alloc(m->be, (m->n_frozen ? m->n_frozen : 1) * sizeof(float));
+    if (!m->frozen)
+        return et_error_set_code(err, ET_ERROR_MEMORY, NULL, 0, 0, NULL,
+                                 "out of %s memory for %zu frozen parameters", m->be->name, m->n_frozen);
+    return 0;
+}
+
 int rt_model_init(rt_model *m, const et_scenario *s, rt_backend *be, unsigned long long seed, et_error *err)
 {
     return rt_model_init_comm(m, s, be, seed, NULL, err);
@@ -162,7 +179,7 @@ int rt_model_init_comm(rt_model *m, const et_scenario *s, rt_backend *be, unsign
     }
     m->T_cap = (int)(s->batch.local * s->data.seq_len);
     m->P_cap = m->T_cap;
-    if (alloc_state(m, err)) return -1;
+    if (alloc_state(m, err) || alloc_frozen(m, &o, err)) return -1;
     /* the model's buckets, cut as the cost model cuts them (model/analytic.c, sim/step_sim.c): by the
      * gradient bytes it reduces in the plan's precision, kept values for sparse plans unless they reduce
      * dense gradients; each is reduced as its dense fp32 slice, the layout etrun holds */
@@ -186,12 +203,14 @@ void rt_model_free(rt_model *m)
         for (int c = 0; c < 3; c++)
             if (r->work[c]) be->free(be, r->work[c]);
     }
-    float *dev[] = {m->params, m->grads, m->m, m->v, m->mask};
+    float *dev[] = {m->params, m->grads, m->m, m->v, m->mask, m->frozen};
     for (size_t k = 0; k < sizeof dev / sizeof dev[0]; k++)
         if (dev[k]) be->free(be, dev[k]);
     if (m->batch_ints) be->free(be, m->batch_ints);
     free(m->tt_records), free(m->ops), free(m->op_time), free(m->param_offset), free(m->buckets);
+    free(m->frozen_offset);
     et_graph_free(&m->graph);
+    et_graph_free(&m->frozen_graph);
     memset(m, 0, sizeof *m);
 }
 

@@ -43,12 +43,17 @@ struct rt_model {
     size_t n_params;
     float *params, *grads, *m, *v, *mask; /* device; mask NULL when dense */
     size_t *param_offset;                 /* per graph parameter, in floats */
-    int T_cap, P_cap;                     /* activation capacity: tokens and scored positions */
-    rt_acts *acts;                        /* activations and gradients, sized for T_cap tokens */
-    rt_dev_batch batch;                   /* the current micro-batch on the device */
-    int *batch_ints;                      /* its device arrays, one allocation */
-    double *op_time;                      /* per op, accumulated over the micro-batches of the current step */
-    double loss_sum;                      /* summed loss of the current step on this rank */
+    /* LoRA: the model's own parameters, frozen (not in `graph`'s: its are the adapters), as the graph of
+     * the same model without the method lists them; their values, and each one's offset in floats */
+    et_graph frozen_graph;
+    float *frozen;
+    size_t *frozen_offset, n_frozen;
+    int T_cap, P_cap;      /* activation capacity: tokens and scored positions */
+    rt_acts *acts;         /* activations and gradients, sized for T_cap tokens */
+    rt_dev_batch batch;    /* the current micro-batch on the device */
+    int *batch_ints;       /* its device arrays, one allocation */
+    double *op_time;       /* per op, accumulated over the micro-batches of the current step */
+    double loss_sum;       /* summed loss of the current step on this rank */
     double last_grad_norm; /* global gradient norm before clipping (clip after all-reduce), else 0 */
     long long adam_t;
     /* fp16's dynamic loss scale (rt_model_set_loss_scale; 1: none): the loss's gradient is scaled by it,

@@ -1,4 +1,5 @@
-/* Every CPU kernel's backward against central finite differences, in double precision. The loss is
+/* Every CPU kernel's backward against central finite differences, in double precision, and the kernels'
+ * compositions the executors make (LoRA's adapters). The loss is
  * L = sum(r * output) for a fixed random r, so dL/doutput = r. */
 #include <stdlib.h>
 #include <string.h>
@@ -420,8 +421,54 @@ static void check_moe(void)
         free(m.rw);
 }
 
+/* LoRA beside a frozen product (rt_exec_lora.c's sequence of kernels, in double): y = x W^T + s (x A^T) B^T;
+ * forward u = s x A^T, y += u B^T; backward du = s dy B, dB = dy^T u, dA = du^T x, dx = dy W + du A. */
+typedef struct lora {
+    int T, n_in, n_out, r;
+    double s;
+    double *x, *W, *A, *B, *u, *y, *t, *rr;
+} lora;
+
+static double lora_loss(void *c)
+{
+    lora *l = c;
+    const size_t nu = (size_t)l->T * l->r, ny = (size_t)l->T * l->n_out;
+    rt_linear_fwd_d(l->x, l->W, NULL, l->y, l->T, l->n_in, l->n_out);
+    rt_linear_fwd_d(l->x, l->A, NULL, l->u, l->T, l->n_in, l->r);
+    for (size_t i = 0; i < nu; i++)
+        l->u[i] *= l->s;
+    rt_linear_fwd_d(l->u, l->B, NULL, l->t, l->T, l->r, l->n_out);
+    for (size_t i = 0; i < ny; i++)
+        l->y[i] += l->t[i];
+    return dot(l->y, l->rr, ny);
+}
+
+static void check_lora(void)
+{
+    lora l = {.T = 6, .n_in = 5, .n_out = 4, .r = 2, .s = 8.0 / 2};
+    l.x = randv(30), l.W = randv(20), l.A = randv(10), l.B = randv(8), l.u = randv(12), l.y = randv(24);
+    l.t = randv(24), l.rr = randv(24);
+    lora_loss(&l); /* u as the forward leaves it */
+    double *du = calloc(12, sizeof(double)), *dA = calloc(10, sizeof(double)),
+           *dB = calloc(8, sizeof(double)), *dx = calloc(30, sizeof(double));
+    rt_linear_bwd_d(NULL, l.W, l.rr, dx, NULL, NULL, l.T, l.n_in, l.n_out); /* the frozen product's dx */
+    rt_linear_bwd_d(NULL, l.B, l.rr, du, NULL, NULL, l.T, l.r, l.n_out);
+    for (int i = 0; i < 12; i++)
+        du[i] *= l.s;
+    rt_linear_bwd_d(l.u, l.B, l.rr, NULL, dB, NULL, l.T, l.r, l.n_out);
+    rt_linear_bwd_d(NULL, l.A, du, dx, NULL, NULL, l.T, l.n_in, l.r);
+    rt_linear_bwd_d(l.x, l.A, du, NULL, dA, NULL, l.T, l.n_in, l.r);
+    CHECK(max_rel_error(l.A, dA, 10, lora_loss, &l) < 1e-6, "LoRA: dA");
+    CHECK(max_rel_error(l.B, dB, 8, lora_loss, &l) < 1e-6, "LoRA: dB");
+    CHECK(max_rel_error(l.x, dx, 30, lora_loss, &l) < 1e-6,
+          "LoRA: dx (the frozen product's and the adapters')");
+    free(l.x), free(l.W), free(l.A), free(l.B), free(l.u), free(l.y), free(l.t), free(l.rr);
+    free(du), free(dA), free(dB), free(dx);
+}
+
 int main(void)
 {
+    check_lora();
     check_moe();
     check_rmsnorm();
     check_rope(2);

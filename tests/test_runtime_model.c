@@ -24,6 +24,16 @@ static double loss_of(rt_model *m, const rt_batch *b, double norm)
     return m->loss_sum / norm;
 }
 
+/* The data's first micro-batch and its loss normaliser (the positions it scores). */
+static double first_batch(rt_data *data, rt_batch *b)
+{
+    rt_data_batch(data, 0, 0, b);
+    double norm = 0;
+    for (int p = 0; p < b->P; p++)
+        norm += b->targets[p] >= 0;
+    return norm;
+}
+
 static void check_plan(const char *path)
 {
     et_plan plan;
@@ -41,12 +51,22 @@ static void check_plan(const char *path)
         CHECK(0, "init: %s", err.text);
         return;
     }
-    rt_data_batch(&data, 0, 0, &b);
-    double norm = 0;
-    for (int p = 0; p < b.P; p++)
-        norm += b.targets[p] >= 0;
-    loss_of(&m, &b, norm);
+    const double norm = first_batch(&data, &b);
     float *g = malloc(m.n_params * sizeof(float)), *w = malloc(m.n_params * sizeof(float));
+    if (plan.s.method.kind == ET_METHOD_LORA) {
+        /* LoRA's B starts at zero (the adapted model is the frozen one, and A's gradient is zero): drawn
+         * here so that every adapter has a gradient to check */
+        rt_model_get_state(&m, w, NULL, NULL, NULL);
+        unsigned long long st = 99;
+        for (int i = 0; i < m.graph.n_params; i++)
+            if (strstr(m.graph.params[i].id, ".lora_b."))
+                for (size_t k = 0; k < (size_t)m.graph.params[i].dense; k++) {
+                    st = st * 6364136223846793005ULL + 1442695040888963407ULL;
+                    w[m.param_offset[i] + k] = (float)(((st >> 11) / 9007199254740992.0 - 0.5) * 0.2);
+                }
+        rt_model_set_state(&m, w, NULL, NULL);
+    }
+    loss_of(&m, &b, norm);
     rt_model_get_state(&m, w, NULL, NULL, g);
     /* probe parameters of every tensor: the largest-gradient element of each */
     int bad = 0, probed = 0;
@@ -187,8 +207,54 @@ static void check_checkpoints(void)
     et_plan_free(&plan);
 }
 
+/* LoRA starts as the frozen model: its first loss equals the dense plan's of the same seed (B = 0, the
+ * frozen weights drawn from the dense parameters' streams), and it trains only its adapters: the frozen
+ * model's own values are unchanged by an update. */
+static void check_lora_start(void)
+{
+    et_plan lora, dense;
+    et_error err;
+    if (et_plan_load(ET_SOURCE_DIR "/tests/data/tiny-llama-lora-plan.json", &lora, &err) ||
+        et_plan_load(ET_SOURCE_DIR "/tests/data/tiny-llama-plan.json", &dense, &err)) {
+        CHECK(0, "plans load: %s", err.text);
+        return;
+    }
+    /* a backend each: a backend's op timers are its model's */
+    rt_backend *be = rt_backend_cpu_create(&err), *be_dense = rt_backend_cpu_create(&err);
+    rt_data data;
+    rt_model ml, md;
+    rt_batch b = {0};
+    if (!be || !be_dense || rt_data_init(&data, &lora.s, 4, 0, lora.seed, NULL, &err) ||
+        rt_model_init(&ml, &lora.s, be, lora.seed, &err) ||
+        rt_model_init(&md, &dense.s, be_dense, dense.seed, &err)) {
+        CHECK(0, "init: %s", err.text);
+        return;
+    }
+    const double norm = first_batch(&data, &b);
+    const double l0 = loss_of(&ml, &b, norm), d0 = loss_of(&md, &b, norm);
+    CHECK(l0 == d0, "LoRA's first loss %.9g is the dense model's %.9g", l0, d0);
+    CHECK(ml.n_frozen == md.n_params && ml.graph.param_count == (double)ml.n_params,
+          "frozen values %zu (the dense model's %zu), %zu trained", ml.n_frozen, md.n_params, ml.n_params);
+    float *before = malloc(ml.n_frozen * sizeof(float)), *after = malloc(ml.n_frozen * sizeof(float));
+    be->download(be, before, ml.frozen, ml.n_frozen * sizeof(float));
+    CHECK(rt_model_update(&ml, &lora.hyper) == 0, "the update runs");
+    be->download(be, after, ml.frozen, ml.n_frozen * sizeof(float));
+    CHECK(memcmp(before, after, ml.n_frozen * sizeof(float)) == 0,
+          "an update leaves the frozen model as it was");
+    free(before), free(after);
+    rt_batch_free(&b);
+    rt_model_free(&ml);
+    rt_model_free(&md);
+    be->destroy(be);
+    be_dense->destroy(be_dense);
+    rt_data_free(&data);
+    et_plan_free(&lora);
+    et_plan_free(&dense);
+}
+
 int main(void)
 {
+    check_lora_start();
     check_checkpoints();
     check_refused();
     check_plan(ET_SOURCE_DIR "/tests/data/tiny-bert-plan.json");
@@ -197,5 +263,6 @@ int main(void)
     check_plan(ET_SOURCE_DIR "/tests/data/tiny-llama-plan.json");
     check_plan(ET_SOURCE_DIR "/tests/data/tiny-llama-gqa-plan.json");
     check_plan(ET_SOURCE_DIR "/tests/data/tiny-moe-plan.json");
+    check_plan(ET_SOURCE_DIR "/tests/data/tiny-llama-lora-plan.json");
     return check_summary("test_runtime_model");
 }
