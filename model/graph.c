@@ -1473,7 +1473,8 @@ int et_graph_stage_twin(const et_model_config *m, const et_graph_options *o)
     if (stage <= 1 || stage >= pp - 1 || o->layers_per_stage || (o->op_scales && o->op_scales->n))
         return stage; /* the first and last stages hold the embedding and the head */
     const int per_stage = m->layers / pp;
-    if (m->moe.experts > 0 && per_stage % m->moe.every != 0) return stage;
+    if (m->moe.experts > 0 && (per_stage % m->moe.every != 0 || m->moe.first_dense > per_stage)) return stage;
+    if (m->window > 0 && m->full_every > 0 && per_stage % m->full_every != 0) return stage;
     return 1;
 }
 

@@ -178,7 +178,8 @@ int et_graph_rebuild(const et_model_config *model, const et_graph_options *optio
 
 /* The first stage whose graph costs what `options.stage`'s does, op for op (the stage itself when none
  * does): an interior stage of an even split is its first interior stage's twin, differing only in layer
- * numbers, unless op scales name layers or mixture-of-experts layers fall at other places in it. */
+ * numbers, unless op scales name layers, or mixture-of-experts layers, dense first layers or windowed
+ * layers fall at other places in it. */
 int et_graph_stage_twin(const et_model_config *model, const et_graph_options *options);
 
 double et_linear_eval(const et_linear *l, const et_batch_shape *b);

@@ -317,8 +317,25 @@ static void test_lora(void)
     et_scenario_free(&s);
 }
 
+/* An interior stage costs what the first interior stage does only when the same kinds of layer fall at the
+ * same places: gpt-oss's windows every other layer on 9-layer stages do not, on 6-layer ones they do; dense
+ * first layers reaching past the first stage do not. */
+static void test_stage_twins(void)
+{
+    et_model_config m;
+    et_model_preset("gpt-oss-120b", &m);
+    et_graph_options o = {
+        .tensor = 1, .pipeline = 4, .stage = 2, .precision = ET_BF16, .optimizer_shards = 1};
+    CHECK(et_graph_stage_twin(&m, &o) == 2, "9 layers a stage, windows every other: stage 2 its own");
+    o.pipeline = 6;
+    CHECK(et_graph_stage_twin(&m, &o) == 1, "6 layers a stage: stage 2 is stage 1's twin");
+    m.moe.first_dense = 8;
+    CHECK(et_graph_stage_twin(&m, &o) == 2, "dense layers into stage 1: stage 2 its own");
+}
+
 int main(void)
 {
+    test_stage_twins();
     test_lora();
     test_deepseek_v3();
     test_gpt_oss();
