@@ -645,6 +645,18 @@ static void alltoall(builder *b, const dims *d, et_phase phase, int layer, const
     if (op) op->bytes = TOK(d->e * d->H * d->kc);
 }
 
+/* An MLP's activation over `width` values a token: SiLU(gate) x up (reading both halves, writing one: 6
+ * FLOPs and 3 e bytes a value forward, 10 and 5 e backward) or GELU (8 and 2 e, 8 and 3 e); a
+ * special-function evaluation a value either way. The MLPs, the experts and the shared experts all use it. */
+static et_op *activation(builder *b, const dims *d, et_phase phase, int layer, double width, int backward,
+                         const char *id)
+{
+    const double flops = backward ? (d->swiglu ? 10 : 8) : (d->swiglu ? 6 : 8);
+    const double bytes = backward ? (d->swiglu ? 5 : 3) : (d->swiglu ? 3 : 2);
+    return special(elementwise(b, phase, layer, TOK(flops * width), TOK(bytes * d->e * width), id),
+                   TOK(width));
+}
+
 /* Shared experts (DeepSeekMoE): a dense MLP of Fs hidden width on every token beside the routed experts
  * (Megatron-Core's SharedExpertMLP, split over the tensor ranks like the model's MLP), its output added to
  * the experts' combined one. */
@@ -652,13 +664,10 @@ static void shared_forward(builder *b, const dims *d, int i, et_phase phase, con
 {
     if (d->Fst <= 0) return;
     char id[80];
-    const double H = d->H, e = d->e, F = d->Fst;
+    const double H = d->H, F = d->Fst;
 #define ID(name) (id_printf(id, sizeof id, "layer.%d.moe.shared.%s%s", i, name, suffix), id)
     weight_forward(b, phase, i, ET_GROUP_MLP, TOK(1), H, d->swiglu ? 2 * F : F, 1, ID("fc1"));
-    if (d->swiglu)
-        special(elementwise(b, phase, i, TOK(6 * F), TOK(3 * e * F), ID("swiglu")), TOK(F));
-    else
-        special(elementwise(b, phase, i, TOK(8 * F), TOK(2 * e * F), ID("gelu")), TOK(F));
+    activation(b, d, phase, i, F, 0, ID(d->swiglu ? "swiglu" : "gelu"));
     weight_forward(b, phase, i, ET_GROUP_MLP, TOK(1), F, H, 1, ID("fc2"));
 #undef ID
 }
@@ -667,19 +676,15 @@ static void shared_backward(builder *b, const dims *d, int i)
 {
     if (d->Fst <= 0) return;
     char name[80];
-    const double H = d->H, e = d->e, F = d->Fst;
+    const double H = d->H, F = d->Fst;
 #define NAME(s) (id_printf(name, sizeof name, "layer.%d.moe.shared.%s", i, s), name)
     if (ET_RECOMPUTES(d->rm, ET_RECOMPUTE_SHARED_EXPERTS)) { /* selective "shared_experts" */
         weight_forward(b, ET_PHASE_BACKWARD, i, ET_GROUP_MLP, TOK(1), H, d->swiglu ? 2 * F : F, 1,
                        NAME("fc1.recompute"));
-        special(elementwise(b, ET_PHASE_BACKWARD, i, TOK((d->swiglu ? 6 : 8) * F),
-                            TOK((d->swiglu ? 3 : 2) * e * F), NAME("act.recompute")),
-                TOK(F));
+        activation(b, d, ET_PHASE_BACKWARD, i, F, 0, NAME("act.recompute"));
     }
     weight_backward(b, i, ET_GROUP_MLP, TOK(1), F, H, 1, NAME("fc2"), d->bias, 1);
-    special(elementwise(b, ET_PHASE_BACKWARD, i, TOK(d->swiglu ? 10 * F : 8 * F),
-                        TOK((d->swiglu ? 5 : 3) * e * F), NAME(d->swiglu ? "swiglu.bwd" : "gelu.bwd")),
-            TOK(F));
+    activation(b, d, ET_PHASE_BACKWARD, i, F, 1, NAME(d->swiglu ? "swiglu.bwd" : "gelu.bwd"));
     weight_backward(b, i, ET_GROUP_MLP, TOK(1), H, d->swiglu ? 2 * F : F, 1, NAME("fc1"), d->bias, 1);
 #undef NAME
 }
@@ -699,12 +704,7 @@ static void moe_forward(builder *b, const dims *d, int i, et_phase phase, const 
     elementwise(b, phase, i, FIX(0), TOK(e * H * (1 + kc)), ID("permute"));
     alltoall(b, d, phase, i, ID("dispatch"));
     et_op *op = expert_gemm(b, phase, i, 0, TOK(kc), El, H, d->swiglu ? 2 * Fet : Fet, ID("experts.fc1"));
-    if (d->swiglu)
-        op = special(elementwise(b, phase, i, TOK(6 * Fet * kc), TOK(3 * e * Fet * kc), ID("experts.swiglu")),
-                     TOK(Fet * kc));
-    else
-        op = special(elementwise(b, phase, i, TOK(8 * Fet * kc), TOK(2 * e * Fet * kc), ID("experts.gelu")),
-                     TOK(Fet * kc));
+    op = activation(b, d, phase, i, Fet * kc, 0, ID(d->swiglu ? "experts.swiglu" : "experts.gelu"));
     if (op) op->expert = true;
     expert_gemm(b, phase, i, 0, TOK(kc), El, Fet, H, ID("experts.fc2"));
     alltoall(b, d, phase, i, ID("combine"));
@@ -740,18 +740,11 @@ static void moe_backward(builder *b, const dims *d, int i)
     expert_backward(b, d, i, Fet, H, "fc2");
     et_op *op;
     if (ET_RECOMPUTES(d->rm, ET_RECOMPUTE_MOE_ACT)) { /* selective "moe_act": the activation's output */
-        op = special(elementwise(b, ET_PHASE_BACKWARD, i, TOK((d->swiglu ? 6 : 8) * Fet * kc),
-                                 TOK((d->swiglu ? 3 : 2) * e * Fet * kc), ID("experts.act.recompute")),
-                     TOK(Fet * kc));
+        op = activation(b, d, ET_PHASE_BACKWARD, i, Fet * kc, 0, ID("experts.act.recompute"));
         if (op) op->expert = true;
     }
-    if (d->swiglu)
-        op = elementwise(b, ET_PHASE_BACKWARD, i, TOK(10 * Fet * kc), TOK(5 * e * Fet * kc),
-                         ID("experts.swiglu.bwd"));
-    else
-        op = elementwise(b, ET_PHASE_BACKWARD, i, TOK(8 * Fet * kc), TOK(3 * e * Fet * kc),
-                         ID("experts.gelu.bwd"));
-    special(op, TOK(Fet * kc));
+    op = activation(b, d, ET_PHASE_BACKWARD, i, Fet * kc, 1,
+                    ID(d->swiglu ? "experts.swiglu.bwd" : "experts.gelu.bwd"));
     if (op) op->expert = true;
     expert_backward(b, d, i, H, Fc1, "fc1");
     alltoall(b, d, ET_PHASE_BACKWARD, i, ID("dispatch.bwd"));
@@ -768,6 +761,14 @@ static void moe_backward(builder *b, const dims *d, int i)
  * Lkv with the shared rotary key R (both products duplicated on every tensor rank), each latent RMS-normed,
  * then projected up to the heads' queries (D + R each) and to their no-position keys and values (D + Dv);
  * the rotary parts rotated, and each head's key and query assembled from its parts (a copy of each). */
+/* MLA's rotary parts, each head's query part and the shared key (forward, recomputed or backward alike). */
+static void mla_rope(builder *b, const dims *d, int i, et_phase phase, const char *id)
+{
+    if (!d->rope) return;
+    const double n = (d->At + 1) * d->R;
+    elementwise(b, phase, i, TOK(6 * n), TOK(2 * d->e * n), id);
+}
+
 static void mla_forward(builder *b, const dims *d, int i, et_phase phase, const char *suffix)
 {
     char id[80];
@@ -783,7 +784,7 @@ static void mla_forward(builder *b, const dims *d, int i, et_phase phase, const 
     weight_forward(b, phase, i, ET_GROUP_ATTENTION, TOK(1), H, Lkv + R, 1, ID("kv_down"));
     elementwise(b, phase, i, TOK(8 * Lkv), TOK(2 * e * Lkv), ID("kv_norm"));
     weight_forward(b, phase, i, ET_GROUP_ATTENTION, TOK(1), Lkv, At * (d->D + d->Dv), 1, ID("kv_up"));
-    if (d->rope) elementwise(b, phase, i, TOK(6 * (At + 1) * R), TOK(2 * e * (At + 1) * R), ID("rope"));
+    mla_rope(b, d, i, phase, ID("rope"));
     copies(b, phase, i, TOK(4 * e * d->Qt), 2, ID("qk_concat"));
 #undef ID
 }
@@ -801,15 +802,11 @@ static void mla_backward(builder *b, const dims *d, int i)
                            NAME("q_up.recompute"));
         weight_forward(b, ET_PHASE_BACKWARD, i, ET_GROUP_ATTENTION, TOK(1), Lkv, At * (d->D + d->Dv), 1,
                        NAME("kv_up.recompute"));
-        if (d->rope)
-            elementwise(b, ET_PHASE_BACKWARD, i, TOK(6 * (At + 1) * R), TOK(2 * e * (At + 1) * R),
-                        NAME("rope.recompute"));
+        mla_rope(b, d, i, ET_PHASE_BACKWARD, NAME("rope.recompute"));
         copies(b, ET_PHASE_BACKWARD, i, TOK(4 * e * d->Qt), 2, NAME("qk_concat.recompute"));
     }
     copies(b, ET_PHASE_BACKWARD, i, TOK(4 * e * d->Qt), 2, NAME("qk_concat.bwd"));
-    if (d->rope)
-        elementwise(b, ET_PHASE_BACKWARD, i, TOK(6 * (At + 1) * R), TOK(2 * e * (At + 1) * R),
-                    NAME("rope.bwd"));
+    mla_rope(b, d, i, ET_PHASE_BACKWARD, NAME("rope.bwd"));
     weight_backward(b, i, ET_GROUP_ATTENTION, TOK(1), Lkv, At * (d->D + d->Dv), 1, NAME("kv_up"), d->bias, 1);
     elementwise(b, ET_PHASE_BACKWARD, i, TOK(10 * Lkv), TOK(4 * e * Lkv), NAME("kv_norm.bwd"));
     add_grad(b, i, Lkv, "layer.%d.attn.kv_norm.weight", i);
@@ -867,10 +864,7 @@ static void layer_forward(builder *b, const dims *d, int i, int decoder, et_phas
     } else {
         weight_forward(b, phase, i, ET_GROUP_MLP, TOK(1), H, d->swiglu ? 2 * Ft : Ft, 1, ID("mlp.fc1"));
         lora_forward(b, phase, i, ET_GROUP_MLP, H, d->swiglu ? 2 * Ft : Ft, ET_LORA_FC1, id);
-        if (d->swiglu) /* SiLU(gate) x up: reads both halves, writes one */
-            special(elementwise(b, phase, i, TOK(6 * Ft), TOK(3 * e * Ft), ID("mlp.swiglu")), TOK(Ft));
-        else
-            special(elementwise(b, phase, i, TOK(8 * Ft), TOK(2 * e * Ft), ID("mlp.gelu")), TOK(Ft));
+        activation(b, d, phase, i, Ft, 0, ID(d->swiglu ? "mlp.swiglu" : "mlp.gelu"));
         weight_forward(b, phase, i, ET_GROUP_MLP, TOK(1), Ft, H, 1, ID("mlp.fc2"));
         lora_forward(b, phase, i, ET_GROUP_MLP, Ft, H, ET_LORA_FC2, id);
     }
@@ -911,24 +905,12 @@ static void layer_backward(builder *b, const dims *d, int i, int decoder, et_rec
         if (ET_RECOMPUTES(d->rm, ET_RECOMPUTE_MLP)) { /* selective "mlp": the first product and activation */
             weight_forward(b, ET_PHASE_BACKWARD, i, ET_GROUP_MLP, TOK(1), H, d->swiglu ? 2 * Ft : Ft, 1,
                            NAME("mlp.fc1.recompute"));
-            if (d->swiglu)
-                special(elementwise(b, ET_PHASE_BACKWARD, i, TOK(6 * Ft), TOK(3 * e * Ft),
-                                    NAME("mlp.swiglu.recompute")),
-                        TOK(Ft));
-            else
-                special(elementwise(b, ET_PHASE_BACKWARD, i, TOK(8 * Ft), TOK(2 * e * Ft),
-                                    NAME("mlp.gelu.recompute")),
-                        TOK(Ft));
+            activation(b, d, ET_PHASE_BACKWARD, i, Ft, 0,
+                       NAME(d->swiglu ? "mlp.swiglu.recompute" : "mlp.gelu.recompute"));
         }
         weight_backward(b, i, ET_GROUP_MLP, TOK(1), Ft, H, 1, NAME("mlp.fc2"), d->bias, 1);
         lora_backward(b, i, ET_GROUP_MLP, Ft, H, ET_LORA_FC2, NAME("mlp.fc2"));
-        if (d->swiglu)
-            special(
-                elementwise(b, ET_PHASE_BACKWARD, i, TOK(10 * Ft), TOK(5 * e * Ft), NAME("mlp.swiglu.bwd")),
-                TOK(Ft));
-        else
-            special(elementwise(b, ET_PHASE_BACKWARD, i, TOK(8 * Ft), TOK(3 * e * Ft), NAME("mlp.gelu.bwd")),
-                    TOK(Ft));
+        activation(b, d, ET_PHASE_BACKWARD, i, Ft, 1, NAME(d->swiglu ? "mlp.swiglu.bwd" : "mlp.gelu.bwd"));
         weight_backward(b, i, ET_GROUP_MLP, TOK(1), H, d->swiglu ? 2 * Ft : Ft, 1, NAME("mlp.fc1"), d->bias,
                         1);
         lora_backward(b, i, ET_GROUP_MLP, H, d->swiglu ? 2 * Ft : Ft, ET_LORA_FC1, NAME("mlp.fc1"));
