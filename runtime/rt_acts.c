@@ -19,10 +19,15 @@ static float *take(cursor *c, size_t n)
 static void layout(rt_acts *a, cursor *c, size_t T, size_t P)
 {
     const size_t H = (size_t)a->H, F = (size_t)a->F, F1 = (size_t)a->F1, V = (size_t)a->V,
-                 QKV = (size_t)a->QKV;
+                 QKV = (size_t)a->QKV, CW = (size_t)a->CW, Lq = (size_t)a->Lq, Lkv = (size_t)a->Lkv;
     for (int i = 0; i < a->L; i++) {
         rt_layer_acts *l = &a->layers[i];
-        l->qkv = take(c, T * QKV), l->ctx = take(c, T * H), l->y = take(c, T * H), l->res1 = take(c, T * H);
+        l->qkv = take(c, T * QKV), l->ctx = take(c, T * CW), l->y = take(c, T * H), l->res1 = take(c, T * H);
+        if (Lkv) {
+            l->cq = Lq ? take(c, T * Lq) : NULL, l->cqn = Lq ? take(c, T * Lq) : NULL;
+            l->q_rstd = Lq ? take(c, T) : NULL;
+            l->ckv = take(c, T * Lkv), l->ckvn = take(c, T * Lkv), l->kv_rstd = take(c, T);
+        }
         l->ln1 = take(c, T * H), l->ln2 = take(c, T * H), l->v = take(c, T * H), l->res2 = take(c, T * H);
         l->out = take(c, T * H), l->u = take(c, T * F1), l->g = take(c, T * F);
         l->probs = take(c, a->probs_cap);
@@ -34,6 +39,10 @@ static void layout(rt_acts *a, cursor *c, size_t T, size_t P)
             l->eu = take(c, RL * (size_t)a->Fe1), l->eg = take(c, RL * (size_t)a->Fe),
             l->ey = take(c, RL * H);
             l->xm = a->ep > 1 ? take(c, R * H) : l->x, l->eym = a->ep > 1 ? take(c, R * H) : l->ey;
+            if (a->Fs) {
+                l->su = take(c, T * (size_t)a->Fs1), l->sg = take(c, T * (size_t)a->Fs);
+                l->sy = take(c, T * H);
+            }
             /* device ints in float-sized slots (both 4 bytes; only ever read as ints) */
             l->idx = (int *)take(c, T * k), l->order = (int *)take(c, R), l->pos = (int *)take(c, T * k);
             l->loc_from = (int *)take(c, RL);
@@ -47,7 +56,14 @@ static void layout(rt_acts *a, cursor *c, size_t T, size_t P)
     a->fin = take(c, T * H), a->fin_mean = take(c, T), a->fin_rstd = take(c, T);
     a->logits = take(c, P * V), a->dlogits = take(c, P * V);
     a->d_out = take(c, T * H), a->d_res = take(c, T * H), a->d_mid = take(c, T * H),
-    a->d_ctx = take(c, T * H);
+    a->d_ctx = take(c, T * CW);
+    if (Lkv) {
+        const size_t A = (size_t)a->A, widest = Lq > Lkv ? Lq : Lkv;
+        a->mla_q = take(c, T * A * (size_t)a->attn.Dqk),
+        a->mla_kvu = take(c, T * A * (size_t)(a->Dn + a->attn.Dv));
+        a->mla_kpe = take(c, T * (size_t)a->R);
+        a->d_lat1 = take(c, T * widest), a->d_lat2 = take(c, T * widest);
+    }
     a->d_qkv = take(c, T * QKV), a->d_ff = take(c, T * F), a->d_ff2 = take(c, T * F1);
     a->d_probs = take(c, a->probs_cap);
     a->d_head = take(c, P * H), a->d_head2 = take(c, P * H);
@@ -59,11 +75,13 @@ static void layout(rt_acts *a, cursor *c, size_t T, size_t P)
         a->d_w = take(c, T * (size_t)a->k);
         a->d_xm = a->ep > 1 ? take(c, R * H) : a->d_x, a->d_eym = a->ep > 1 ? take(c, R * H) : a->d_ey;
         a->rbuf = a->ep > 1 ? take(c, RL * H) : NULL;
+        if (a->Fs) a->d_sg = take(c, T * (size_t)a->Fs), a->d_su = take(c, T * (size_t)a->Fs1);
     }
     if (a->lora_r) {
-        const size_t widest = QKV > F1 ? QKV : F1;
-        a->d_lora = take(c, T * (size_t)a->lora_r), a->lora_tmp = take(c, T * (widest > H ? widest : H));
-        a->frozen_grad = take(c, 2 * H);
+        const size_t widest = QKV > F1 ? QKV : F1, wide_in = CW > H ? CW : H;
+        a->d_lora = take(c, T * (size_t)a->lora_r),
+        a->lora_tmp = take(c, T * (widest > wide_in ? widest : wide_in));
+        a->frozen_grad = take(c, 2 * (H > Lkv ? (H > Lq ? H : Lq) : (Lkv > Lq ? Lkv : Lq)));
     }
 }
 
@@ -77,12 +95,19 @@ int rt_acts_alloc(rt_model *m, et_error *err)
     a->L = sc->model.layers, a->decoder = sc->model.arch == ET_ARCH_DECODER;
     a->rms = sc->model.norm == ET_NORM_RMSNORM, a->swiglu = sc->model.mlp == ET_MLP_SWIGLU;
     a->F1 = a->swiglu ? 2 * a->F : a->F;
-    a->KV = sc->model.kv_heads ? sc->model.kv_heads : a->A;
-    a->QKV = a->H + 2 * a->KV * (a->H / a->A);
+    const et_model_config *mc = &sc->model;
+    a->KV = mc->mla.kv_lora > 0 ? a->A : mc->kv_heads ? mc->kv_heads : a->A;
+    a->attn = (rt_attn_shape){a->A, a->KV, et_model_qk_dim(mc), et_model_v_dim(mc), 0};
+    a->window = mc->window;
+    a->QKV = rt_attn_ld(&a->attn), a->CW = rt_attn_ctx_width(&a->attn);
+    if (mc->mla.kv_lora > 0)
+        a->Lq = mc->mla.q_lora, a->Lkv = mc->mla.kv_lora, a->R = mc->mla.rope_dim,
+        a->Dn = et_model_head_dim(mc);
     if (sc->model.moe.experts > 0) {
         _Static_assert(sizeof(int) == sizeof(float), "routing indices share the float block");
         a->E = sc->model.moe.experts, a->k = sc->model.moe.top_k, a->Fe = et_model_expert_ffn(&sc->model);
         a->Fe1 = a->swiglu ? 2 * a->Fe : a->Fe;
+        a->Fs = sc->model.moe.shared_experts * a->Fe, a->Fs1 = a->swiglu ? 2 * a->Fs : a->Fs;
         a->ep = m->ep > 1 ? m->ep : 1;
         a->moe_layer = calloc((size_t)a->L, sizeof *a->moe_layer);
         a->host_idx = malloc((3 * (size_t)m->T_cap * a->k * a->ep + (size_t)a->E + 1) * sizeof *a->host_idx);

@@ -33,10 +33,11 @@
 
 #include "device_profile.h"
 #include "et_error.h"
+#include "rt_attn.h"
 #include "rt_tt.h"
 
 typedef enum {
-    RT_FAMILY_BUFFERS,       /* alloc, free, upload, download, fill, copy, copy_2d */
+    RT_FAMILY_BUFFERS,       /* alloc, free, upload, download, fill, copy, copy_2d, add_2d */
     RT_FAMILY_LINEAR,        /* linear_fwd, linear_bwd */
     RT_FAMILY_LAYERNORM,     /* layernorm_fwd, add_layernorm_fwd, layernorm_bwd */
     RT_FAMILY_GELU,          /* gelu_fwd, gelu_bwd */
@@ -102,6 +103,8 @@ struct rt_backend {
     void (*copy)(rt_backend *be, float *dst, const float *src, size_t n);
     /* dst[r * ld_dst + c] = src[r * ld_src + c] for r < rows, c < cols */
     void (*copy_2d)(rt_backend *be, float *dst, int ld_dst, const float *src, int ld_src, int rows, int cols);
+    /* dst[r * ld_dst + c] += src[r * ld_src + c] for r < rows, c < cols */
+    void (*add_2d)(rt_backend *be, float *dst, int ld_dst, const float *src, int ld_src, int rows, int cols);
 
     /* ---- kernels (rt_kernels.h contracts) ---- */
     void (*linear_fwd)(rt_backend *be, const float *x, const float *W, const float *b, float *y, int T,
@@ -116,24 +119,27 @@ struct rt_backend {
                           const float *rstd, const float *dy, float *dx, float *dg, float *db, int T, int n);
     void (*gelu_fwd)(rt_backend *be, const float *x, float *y, size_t n);
     void (*gelu_bwd)(rt_backend *be, const float *x, const float *dy, float *dx, size_t n);
-    void (*attn_scores_fwd)(rt_backend *be, const float *qkv, float *probs, const rt_dev_batch *b, int H,
-                            int A, int KV);
-    void (*attn_softmax_fwd)(rt_backend *be, float *probs, const rt_dev_batch *b, int A, bool causal);
+    /* attention of shape sh (rt_attn.h) in the six kernels of rt_kernels.h; sinks[A] and dsinks[A] (device,
+     * NULL: none) */
+    void (*attn_scores_fwd)(rt_backend *be, const float *qkv, float *probs, const rt_dev_batch *b,
+                            const rt_attn_shape *sh);
+    void (*attn_softmax_fwd)(rt_backend *be, float *probs, const float *sinks, const rt_dev_batch *b,
+                             const rt_attn_shape *sh, bool causal);
     void (*attn_context_fwd)(rt_backend *be, const float *qkv, const float *probs, float *ctx,
-                             const rt_dev_batch *b, int H, int A, int KV);
+                             const rt_dev_batch *b, const rt_attn_shape *sh);
     void (*attn_context_bwd)(rt_backend *be, const float *qkv, const float *probs, const float *dctx,
-                             float *dqkv, float *dprobs, const rt_dev_batch *b, int H, int A, int KV);
-    void (*attn_softmax_bwd)(rt_backend *be, const float *probs, float *dprobs, const rt_dev_batch *b, int H,
-                             int A);
+                             float *dqkv, float *dprobs, const rt_dev_batch *b, const rt_attn_shape *sh);
+    void (*attn_softmax_bwd)(rt_backend *be, const float *probs, float *dprobs, float *dsinks,
+                             const rt_dev_batch *b, const rt_attn_shape *sh);
     void (*attn_scores_bwd)(rt_backend *be, const float *qkv, const float *dscores, float *dqkv,
-                            const rt_dev_batch *b, int H, int A, int KV);
+                            const rt_dev_batch *b, const rt_attn_shape *sh);
     void (*rmsnorm_fwd)(rt_backend *be, const float *x, const float *g, float *y, float *rstd, int T, int n);
     void (*rmsnorm_bwd)(rt_backend *be, const float *x, const float *g, const float *rstd, const float *dy,
                         float *dx, float *dg, int T, int n);
-    /* rotary positions on q and k of qkv[T, H + 2 KV D] in place, by the batch's positions; inverse:
-     * backward */
-    void (*rope)(rt_backend *be, float *qkv, const rt_dev_batch *b, int H, int A, int KV, double base,
-                 bool inverse);
+    /* rotary positions (rt_kernels.h's rt_rope) on `heads` runs of R values in each of the batch's T rows of
+     * x (row stride ld, run h at h * stride), by the batch's positions; inverse: backward */
+    void (*rope)(rt_backend *be, float *x, const rt_dev_batch *b, int ld, int heads, int stride, int R,
+                 double base, bool inverse);
     void (*swiglu_fwd)(rt_backend *be, const float *u, float *y, int T, int F);
     void (*swiglu_bwd)(rt_backend *be, const float *u, const float *dy, float *du, int T, int F);
     /* mixture of experts (rt_kernels.h): top-k routing of logits[T, E] and the weighted combine */

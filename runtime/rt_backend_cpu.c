@@ -143,6 +143,18 @@ static void cpu_copy_2d(rt_backend *be, float *dst, int ld_dst, const float *src
         memcpy(dst + (size_t)r * ld_dst, src + (size_t)r * ld_src, (size_t)cols * sizeof *dst);
 }
 
+static void cpu_add_2d(rt_backend *be, float *dst, int ld_dst, const float *src, int ld_src, int rows,
+                       int cols)
+{
+    (void)be;
+    for (int r = 0; r < rows; r++) {
+        float *d = dst + (size_t)r * ld_dst;
+        const float *x = src + (size_t)r * ld_src;
+        for (int c = 0; c < cols; c++)
+            d[c] += x[c];
+    }
+}
+
 /* ---- kernels: rt_kernels.h's float instantiation ---- */
 
 static void cpu_linear_fwd(rt_backend *be, const float *x, const float *W, const float *b, float *y, int T,
@@ -212,11 +224,11 @@ static void cpu_rmsnorm_bwd(rt_backend *be, const float *x, const float *g, cons
     rt_rmsnorm_bwd_f(x, g, rstd, dy, dx, dg, T, n);
 }
 
-static void cpu_rope(rt_backend *be, float *qkv, const rt_dev_batch *b, int H, int A, int KV, double base,
-                     bool inverse)
+static void cpu_rope(rt_backend *be, float *x, const rt_dev_batch *b, int ld, int heads, int stride, int R,
+                     double base, bool inverse)
 {
     (void)be;
-    rt_rope_f(qkv, b->positions, b->T, H, A, KV, base, inverse);
+    rt_rope_f(x, b->positions, b->T, ld, heads, stride, R, base, inverse);
 }
 
 static void cpu_swiglu_fwd(rt_backend *be, const float *u, float *y, int T, int F)
@@ -270,45 +282,46 @@ static void cpu_gelu_bwd(rt_backend *be, const float *x, const float *dy, float 
     rt_gelu_bwd_f(x, dy, dx, n);
 }
 
-static void cpu_attn_scores_fwd(rt_backend *be, const float *qkv, float *probs, const rt_dev_batch *b, int H,
-                                int A, int KV)
+static void cpu_attn_scores_fwd(rt_backend *be, const float *qkv, float *probs, const rt_dev_batch *b,
+                                const rt_attn_shape *sh)
 {
     (void)be;
-    rt_attn_scores_fwd_f(qkv, probs, b->offsets_host, b->B, H, A, KV);
+    rt_attn_scores_fwd_f(qkv, probs, b->offsets_host, b->B, sh);
 }
 
-static void cpu_attn_softmax_fwd(rt_backend *be, float *probs, const rt_dev_batch *b, int A, bool causal)
+static void cpu_attn_softmax_fwd(rt_backend *be, float *probs, const float *sinks, const rt_dev_batch *b,
+                                 const rt_attn_shape *sh, bool causal)
 {
     (void)be;
-    rt_attn_softmax_fwd_f(probs, b->offsets_host, b->B, A, causal);
+    rt_attn_softmax_fwd_f(probs, sinks, b->offsets_host, b->B, sh, causal);
 }
 
 static void cpu_attn_context_fwd(rt_backend *be, const float *qkv, const float *probs, float *ctx,
-                                 const rt_dev_batch *b, int H, int A, int KV)
+                                 const rt_dev_batch *b, const rt_attn_shape *sh)
 {
     (void)be;
-    rt_attn_context_fwd_f(qkv, probs, ctx, b->offsets_host, b->B, H, A, KV);
+    rt_attn_context_fwd_f(qkv, probs, ctx, b->offsets_host, b->B, sh);
 }
 
 static void cpu_attn_context_bwd(rt_backend *be, const float *qkv, const float *probs, const float *dctx,
-                                 float *dqkv, float *dprobs, const rt_dev_batch *b, int H, int A, int KV)
+                                 float *dqkv, float *dprobs, const rt_dev_batch *b, const rt_attn_shape *sh)
 {
     (void)be;
-    rt_attn_context_bwd_f(qkv, probs, dctx, dqkv, dprobs, b->offsets_host, b->B, H, A, KV);
+    rt_attn_context_bwd_f(qkv, probs, dctx, dqkv, dprobs, b->offsets_host, b->B, sh);
 }
 
-static void cpu_attn_softmax_bwd(rt_backend *be, const float *probs, float *dprobs, const rt_dev_batch *b,
-                                 int H, int A)
+static void cpu_attn_softmax_bwd(rt_backend *be, const float *probs, float *dprobs, float *dsinks,
+                                 const rt_dev_batch *b, const rt_attn_shape *sh)
 {
     (void)be;
-    rt_attn_softmax_bwd_f(probs, dprobs, b->offsets_host, b->B, H, A);
+    rt_attn_softmax_bwd_f(probs, dprobs, dsinks, b->offsets_host, b->B, sh);
 }
 
 static void cpu_attn_scores_bwd(rt_backend *be, const float *qkv, const float *dscores, float *dqkv,
-                                const rt_dev_batch *b, int H, int A, int KV)
+                                const rt_dev_batch *b, const rt_attn_shape *sh)
 {
     (void)be;
-    rt_attn_scores_bwd_f(qkv, dscores, dqkv, b->offsets_host, b->B, H, A, KV);
+    rt_attn_scores_bwd_f(qkv, dscores, dqkv, b->offsets_host, b->B, sh);
 }
 
 static void cpu_embedding_fwd(rt_backend *be, const rt_dev_batch *b, const float *word, const float *pos,
@@ -556,6 +569,7 @@ rt_backend *rt_backend_cpu_create(et_error *err)
         .fill = cpu_fill,
         .copy = cpu_copy,
         .copy_2d = cpu_copy_2d,
+        .add_2d = cpu_add_2d,
         .linear_fwd = cpu_linear_fwd,
         .linear_bwd = cpu_linear_bwd,
         .layernorm_fwd = cpu_layernorm_fwd,

@@ -28,20 +28,37 @@ typedef struct rt_layer_acts {
      * (rows per local expert), sent and received rows per group member [x], received rows per member and
      * local expert [x][E / x], rows_local (R_loc) */
     float *logits, *w, *x, *eu, *eg, *ey, *xm, *eym;
+    float *su, *sg, *sy; /* shared experts (NULL without): fc1's output [T, Fs1], the activation [T, Fs], the
+                            output [T, H] the combine adds to the routed one */
     int *idx, *order, *pos, *counts, *loc_from, *counts_local, *sent, *received, *received_by;
     int rows_local;
     float *lora_u[ET_LORA_TARGETS]; /* LoRA: each target's (alpha / r) x A^T [T, r] (NULL: not a target) */
+    /* latent attention (NULL otherwise): the query latent cq = x Wq_down^T [T, Lq] and its norm cqn, the
+     * key-value latent ckv [T, Lkv] (kv_down's first Lkv outputs) and its norm ckvn, each norm's rstd [T] */
+    float *cq, *cqn, *q_rstd, *ckv, *ckvn, *kv_rstd;
+    /* attention sinks: this layer's logits [A] and their gradient (parameter slices; NULL: none) */
+    float *sinks, *dsinks;
 } rt_layer_acts;
 
 /* Every activation and gradient buffer of one rank (device memory, one allocation: rt_acts_alloc). */
 struct rt_acts {
     int H, F, A, V, L;
-    int F1;      /* fc1's outputs: F, or 2 F with SwiGLU (gate | up) */
-    int KV, QKV; /* key/value heads (grouped-query attention), and qkv's width H + 2 KV D */
+    int F1;             /* fc1's outputs: F, or 2 F with SwiGLU (gate | up) */
+    rt_attn_shape attn; /* every layer's attention shape (rt_attn.h); a windowed layer's adds model.window */
+    int window;         /* model.window (0: none); which layers: et_model_layer_windowed */
+    int KV, QKV, CW;    /* key/value heads, a qkv row's width (rt_attn_ld) and a context row's (A Dv) */
+    /* latent attention (Lkv > 0): the query latent (0: queries straight from the hidden state), the
+     * key-value latent, the rotary part of each query and of the shared key, the part without positions;
+     * shared scratch of the layer being run: q [T, A Dqk], kv_up's output [T, A (Dn + Dv)], the rotary key
+     * [T, R] (forward: values; backward: their gradients), and two latent gradients [T, max(Lq, Lkv)] */
+    int Lq, Lkv, R, Dn;
+    float *mla_q, *mla_kvu, *mla_kpe, *d_lat1, *d_lat2;
     bool decoder;
     bool rms, swiglu;      /* RMSNorm instead of layer norm; SwiGLU instead of GELU */
     double rope_base;      /* rotary positions' base, 0 without them */
     int E, k, Fe, Fe1;     /* mixture of experts: experts, top-k, expert width, its fc1 outputs (0: dense) */
+    int Fs, Fs1;           /* shared experts' width (shared_experts x Fe; 0: none) and their fc1 outputs */
+    float *d_sg, *d_su;    /* their backward's activation gradients [T, Fs] and [T, Fs1] */
     int *host_idx;         /* host scratch of the routing: 3 T_cap k + E + 1 ints (rt_exec_moe.c) */
     bool *moe_layer;       /* [L]: the layer's MLP is a mixture of experts */
     size_t probs_cap;      /* attention probabilities: A * local * seq_len^2 */
@@ -98,6 +115,14 @@ struct rt_op {
     rt_tt_record *tt;
 };
 
+/* Layer i's attention: the model's shape, with model.window on a windowed layer. */
+static inline rt_attn_shape rt_layer_attn(const rt_model *m, int i)
+{
+    rt_attn_shape sh = m->acts->attn;
+    sh.window = et_model_layer_windowed(&m->s->model, i) ? m->acts->window : 0;
+    return sh;
+}
+
 /* Binds every graph op to its executor and parameters; refuses ops without an executor and ops whose
  * executor needs a kernel family the backend does not support (rt_bind.c). */
 int rt_bind_ops(rt_model *m, et_error *err);
@@ -131,6 +156,28 @@ RT_EXEC(rt_ex_swiglu);
 RT_EXEC(rt_ex_swiglu_bwd);
 RT_EXEC(rt_ex_rope);
 RT_EXEC(rt_ex_rope_bwd);
+/* rt_exec_mla.c: latent attention's projections, norms, rotary parts and the heads' assembly */
+RT_EXEC(rt_ex_mla_q_down);
+RT_EXEC(rt_ex_mla_q_norm);
+RT_EXEC(rt_ex_mla_q_up);
+RT_EXEC(rt_ex_mla_q);
+RT_EXEC(rt_ex_mla_kv_down);
+RT_EXEC(rt_ex_mla_kv_norm);
+RT_EXEC(rt_ex_mla_kv_up);
+RT_EXEC(rt_ex_mla_concat);
+RT_EXEC(rt_ex_mla_concat_bwd);
+RT_EXEC(rt_ex_mla_kv_up_bwd_data);
+RT_EXEC(rt_ex_mla_kv_up_bwd_weight);
+RT_EXEC(rt_ex_mla_kv_norm_bwd);
+RT_EXEC(rt_ex_mla_kv_down_bwd_data);
+RT_EXEC(rt_ex_mla_kv_down_bwd_weight);
+RT_EXEC(rt_ex_mla_q_up_bwd_data);
+RT_EXEC(rt_ex_mla_q_up_bwd_weight);
+RT_EXEC(rt_ex_mla_q_norm_bwd);
+RT_EXEC(rt_ex_mla_q_down_bwd_data);
+RT_EXEC(rt_ex_mla_q_down_bwd_weight);
+RT_EXEC(rt_ex_mla_q_bwd_data);
+RT_EXEC(rt_ex_mla_q_bwd_weight);
 /* rt_exec_moe.c */
 RT_EXEC(rt_ex_moe_router);
 RT_EXEC(rt_ex_moe_route);
@@ -151,6 +198,14 @@ RT_EXEC(rt_ex_moe_fc1_bwd_data);
 RT_EXEC(rt_ex_moe_fc1_bwd_weight);
 RT_EXEC(rt_ex_moe_permute_bwd);
 RT_EXEC(rt_ex_moe_route_bwd);
+RT_EXEC(rt_ex_moe_shared_fc1);
+RT_EXEC(rt_ex_moe_shared_act);
+RT_EXEC(rt_ex_moe_shared_fc2);
+RT_EXEC(rt_ex_moe_shared_fc2_bwd_data);
+RT_EXEC(rt_ex_moe_shared_fc2_bwd_weight);
+RT_EXEC(rt_ex_moe_shared_act_bwd);
+RT_EXEC(rt_ex_moe_shared_fc1_bwd_data);
+RT_EXEC(rt_ex_moe_shared_fc1_bwd_weight);
 RT_EXEC(rt_ex_moe_router_bwd_data);
 RT_EXEC(rt_ex_moe_router_bwd_weight);
 RT_EXEC(rt_ex_fc2);
@@ -236,6 +291,14 @@ static inline void rt_norm_bwd(const rt_model *m, const float *x, const float *g
         m->be->rmsnorm_bwd(m->be, x, g, rstd, dy, dx, dg, T, n);
     else
         m->be->layernorm_bwd(m->be, x, g, mean, rstd, dy, dx, dg, db, T, n);
+}
+
+/* RMSNorm's backward where the model's norm may be a layer norm (latent attention's norms are RMSNorms) */
+static inline void rt_norm_bwd_rms(const rt_model *m, const float *x, const float *g, const float *rstd,
+                                   const float *dy, float *dx, float *dg, int T, int n)
+{
+    if (!dg) dg = m->acts->frozen_grad; /* frozen (LoRA) */
+    m->be->rmsnorm_bwd(m->be, x, g, rstd, dy, dx, dg, T, n);
 }
 
 /* The output of layer i's input: x0 for the first layer, the previous layer's output after. */

@@ -14,28 +14,29 @@ RT_EXEC(rt_ex_qkv)
 
 RT_EXEC(rt_ex_scores)
 {
-    rt_acts *a = m->acts;
-    m->be->attn_scores_fwd(m->be, LAYER(m, op)->qkv, LAYER(m, op)->probs, b, a->H, a->A, a->KV);
+    const rt_attn_shape sh = rt_layer_attn(m, op->layer);
+    m->be->attn_scores_fwd(m->be, LAYER(m, op)->qkv, LAYER(m, op)->probs, b, &sh);
 }
 
 RT_EXEC(rt_ex_softmax)
 {
-    rt_acts *a = m->acts;
-    m->be->attn_softmax_fwd(m->be, LAYER(m, op)->probs, b, a->A, a->decoder);
+    const rt_attn_shape sh = rt_layer_attn(m, op->layer);
+    const rt_layer_acts *l = LAYER(m, op);
+    m->be->attn_softmax_fwd(m->be, l->probs, l->sinks, b, &sh, m->acts->decoder);
 }
 
 RT_EXEC(rt_ex_context)
 {
-    rt_acts *a = m->acts;
+    const rt_attn_shape sh = rt_layer_attn(m, op->layer);
     const rt_layer_acts *l = LAYER(m, op);
-    m->be->attn_context_fwd(m->be, l->qkv, l->probs, l->ctx, b, a->H, a->A, a->KV);
+    m->be->attn_context_fwd(m->be, l->qkv, l->probs, l->ctx, b, &sh);
 }
 
 RT_EXEC(rt_ex_attn_out)
 {
     rt_acts *a = m->acts;
     const rt_layer_acts *l = LAYER(m, op);
-    m->be->linear_fwd(m->be, l->ctx, op->W, op->bias, l->y, b->T, a->H, a->H);
+    m->be->linear_fwd(m->be, l->ctx, op->W, op->bias, l->y, b->T, a->CW, a->H);
 }
 
 /* encoder: LN(x + y); decoder: LN(x) before attention */
@@ -86,11 +87,23 @@ RT_EXEC(rt_ex_swiglu)
     m->be->swiglu_fwd(m->be, l->u, l->g, b->T, a->F);
 }
 
-/* q and k turned by their positions, in place after the qkv product */
-RT_EXEC(rt_ex_rope)
+/* q and k turned by their positions, in place after the qkv product; under latent attention the rotary
+ * part of each query head and the shared rotary key, before the heads are assembled */
+static void rope_all(rt_model *m, float *qkv, const rt_dev_batch *b, bool inverse)
 {
     rt_acts *a = m->acts;
-    m->be->rope(m->be, LAYER(m, op)->qkv, b, a->H, a->A, a->KV, a->rope_base, false);
+    const rt_attn_shape *sh = &a->attn;
+    if (a->Lkv) {
+        m->be->rope(m->be, a->mla_q + a->Dn, b, sh->A * sh->Dqk, sh->A, sh->Dqk, a->R, a->rope_base, inverse);
+        m->be->rope(m->be, a->mla_kpe, b, a->R, 1, a->R, a->R, a->rope_base, inverse);
+    } else {
+        m->be->rope(m->be, qkv, b, a->QKV, sh->A + sh->KV, sh->Dqk, sh->Dqk, a->rope_base, inverse);
+    }
+}
+
+RT_EXEC(rt_ex_rope)
+{
+    rope_all(m, LAYER(m, op)->qkv, b, false);
 }
 
 RT_EXEC(rt_ex_fc2)
@@ -150,12 +163,11 @@ RT_EXEC(rt_ex_swiglu_bwd)
     m->be->swiglu_bwd(m->be, LAYER(m, op)->u, a->d_ff, a->d_ff2, b->T, a->F);
 }
 
-/* dq and dk turned back, in place before the qkv product's backward */
+/* dq and dk turned back, in place before the qkv product's backward (latent attention: in its scratch) */
 RT_EXEC(rt_ex_rope_bwd)
 {
-    rt_acts *a = m->acts;
     (void)op;
-    m->be->rope(m->be, a->d_qkv, b, a->H, a->A, a->KV, a->rope_base, true);
+    rope_all(m, m->acts->d_qkv, b, true);
 }
 
 RT_EXEC(rt_ex_fc1_bwd_data)
@@ -199,33 +211,36 @@ RT_EXEC(rt_ex_attn_out_bwd_data)
 {
     rt_acts *a = m->acts;
     rt_backend *be = m->be;
-    be->fill(be, a->d_ctx, 0, (size_t)b->T * a->H);
-    be->linear_bwd(be, NULL, op->W, a->d_res, a->d_ctx, NULL, NULL, b->T, a->H, a->H);
+    be->fill(be, a->d_ctx, 0, (size_t)b->T * a->CW);
+    be->linear_bwd(be, NULL, op->W, a->d_res, a->d_ctx, NULL, NULL, b->T, a->CW, a->H);
 }
 
 RT_EXEC(rt_ex_attn_out_bwd_weight)
 {
     rt_acts *a = m->acts;
-    m->be->linear_bwd(m->be, LAYER(m, op)->ctx, op->W, a->d_res, NULL, op->dW, op->dbias, b->T, a->H, a->H);
+    m->be->linear_bwd(m->be, LAYER(m, op)->ctx, op->W, a->d_res, NULL, op->dW, op->dbias, b->T, a->CW, a->H);
 }
 
 RT_EXEC(rt_ex_context_bwd)
 {
     rt_acts *a = m->acts;
+    const rt_attn_shape sh = rt_layer_attn(m, op->layer);
     const rt_layer_acts *l = LAYER(m, op);
-    m->be->attn_context_bwd(m->be, l->qkv, l->probs, a->d_ctx, a->d_qkv, a->d_probs, b, a->H, a->A, a->KV);
+    m->be->attn_context_bwd(m->be, l->qkv, l->probs, a->d_ctx, a->d_qkv, a->d_probs, b, &sh);
 }
 
 RT_EXEC(rt_ex_softmax_bwd)
 {
-    rt_acts *a = m->acts;
-    m->be->attn_softmax_bwd(m->be, LAYER(m, op)->probs, a->d_probs, b, a->H, a->A);
+    const rt_attn_shape sh = rt_layer_attn(m, op->layer);
+    const rt_layer_acts *l = LAYER(m, op);
+    m->be->attn_softmax_bwd(m->be, l->probs, m->acts->d_probs, l->dsinks, b, &sh);
 }
 
 RT_EXEC(rt_ex_scores_bwd)
 {
     rt_acts *a = m->acts;
-    m->be->attn_scores_bwd(m->be, LAYER(m, op)->qkv, a->d_probs, a->d_qkv, b, a->H, a->A, a->KV);
+    const rt_attn_shape sh = rt_layer_attn(m, op->layer);
+    m->be->attn_scores_bwd(m->be, LAYER(m, op)->qkv, a->d_probs, a->d_qkv, b, &sh);
 }
 
 RT_EXEC(rt_ex_qkv_bwd_data)

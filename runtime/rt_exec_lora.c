@@ -24,7 +24,7 @@ static target target_of(rt_model *m, const rt_op *op, et_lora_target t)
                         a->H,
                         a->QKV};
     case ET_LORA_PROJ:
-        return (target){l->ctx, a->d_res, l->y, a->d_ctx, a->H, a->H};
+        return (target){l->ctx, a->d_res, l->y, a->d_ctx, a->CW, a->H};
     case ET_LORA_FC1:
         return (target){a->decoder ? l->ln2 : l->ln1, a->d_ff2, l->u, a->d_mid, a->H, a->F1};
     case ET_LORA_FC2:

@@ -20,7 +20,7 @@ RT_EXEC(rt_ex_moe_router)
 {
     rt_acts *a = m->acts;
     const rt_layer_acts *l = LAYER(m, op);
-    m->be->linear_fwd(m->be, mlp_input(a, l), op->W, NULL, l->logits, b->T, a->H, a->E);
+    m->be->linear_fwd(m->be, mlp_input(a, l), op->W, op->bias, l->logits, b->T, a->H, a->E);
 }
 
 RT_EXEC(rt_ex_moe_route)
@@ -230,6 +230,7 @@ RT_EXEC(rt_ex_moe_unpermute)
     rt_backend *be = m->be;
     const rt_layer_acts *l = LAYER(m, op);
     be->moe_combine_fwd(be, l->eym, l->pos, l->w, l->v, b->T, a->k, a->H);
+    if (l->sy) be->axpy(be, l->v, l->sy, 1.0f, (size_t)b->T * a->H); /* the shared experts' output */
     if (a->decoder) be->add(be, l->out, l->res1, l->v, (size_t)b->T * a->H);
 }
 
@@ -309,5 +310,76 @@ RT_EXEC(rt_ex_moe_router_bwd_weight)
 {
     rt_acts *a = m->acts;
     const rt_layer_acts *l = LAYER(m, op);
-    m->be->linear_bwd(m->be, mlp_input(a, l), op->W, a->d_logits, NULL, op->dW, NULL, b->T, a->H, a->E);
+    m->be->linear_bwd(m->be, mlp_input(a, l), op->W, a->d_logits, NULL, op->dW, op->dbias, b->T, a->H, a->E);
+}
+
+/* ---- shared experts (DeepSeekMoE): a dense MLP of Fs = shared_experts x Fe beside the router, on every
+ * token, its output added to the routed one by the combine; backward after the routed rows' (their input
+ * gradient added to the MLP input's, which the permutation's backward started) ---- */
+
+RT_EXEC(rt_ex_moe_shared_fc1)
+{
+    rt_acts *a = m->acts;
+    const rt_layer_acts *l = LAYER(m, op);
+    m->be->linear_fwd(m->be, mlp_input(a, l), op->W, op->bias, l->su, b->T, a->H, a->Fs1);
+}
+
+RT_EXEC(rt_ex_moe_shared_act)
+{
+    rt_acts *a = m->acts;
+    const rt_layer_acts *l = LAYER(m, op);
+    if (a->swiglu)
+        m->be->swiglu_fwd(m->be, l->su, l->sg, b->T, a->Fs);
+    else
+        m->be->gelu_fwd(m->be, l->su, l->sg, (size_t)b->T * a->Fs);
+}
+
+RT_EXEC(rt_ex_moe_shared_fc2)
+{
+    rt_acts *a = m->acts;
+    const rt_layer_acts *l = LAYER(m, op);
+    m->be->linear_fwd(m->be, l->sg, op->W, op->bias, l->sy, b->T, a->Fs, a->H);
+}
+
+/* the MLP output's gradient: d_out (decoder; its residual copy taken by the combine's backward) or d_res */
+static const float *mlp_out_grad(const rt_acts *a)
+{
+    return a->decoder ? a->d_out : a->d_res;
+}
+
+RT_EXEC(rt_ex_moe_shared_fc2_bwd_data)
+{
+    rt_acts *a = m->acts;
+    m->be->fill(m->be, a->d_sg, 0, (size_t)b->T * a->Fs);
+    m->be->linear_bwd(m->be, NULL, op->W, mlp_out_grad(a), a->d_sg, NULL, NULL, b->T, a->Fs, a->H);
+}
+
+RT_EXEC(rt_ex_moe_shared_fc2_bwd_weight)
+{
+    rt_acts *a = m->acts;
+    m->be->linear_bwd(m->be, LAYER(m, op)->sg, op->W, mlp_out_grad(a), NULL, op->dW, op->dbias, b->T, a->Fs,
+                      a->H);
+}
+
+RT_EXEC(rt_ex_moe_shared_act_bwd)
+{
+    rt_acts *a = m->acts;
+    const rt_layer_acts *l = LAYER(m, op);
+    if (a->swiglu)
+        m->be->swiglu_bwd(m->be, l->su, a->d_sg, a->d_su, b->T, a->Fs);
+    else
+        m->be->gelu_bwd(m->be, l->su, a->d_sg, a->d_su, (size_t)b->T * a->Fs);
+}
+
+RT_EXEC(rt_ex_moe_shared_fc1_bwd_data)
+{
+    rt_acts *a = m->acts;
+    m->be->linear_bwd(m->be, NULL, op->W, a->d_su, a->d_mid, NULL, NULL, b->T, a->H, a->Fs1);
+}
+
+RT_EXEC(rt_ex_moe_shared_fc1_bwd_weight)
+{
+    rt_acts *a = m->acts;
+    const rt_layer_acts *l = LAYER(m, op);
+    m->be->linear_bwd(m->be, mlp_input(a, l), op->W, a->d_su, NULL, op->dW, op->dbias, b->T, a->H, a->Fs1);
 }

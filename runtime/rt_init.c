@@ -1,6 +1,6 @@
 /* Initial state of the model, drawn on the host from the seed (the same on every backend and rank count)
- * and uploaded: weights N(0, 0.02), layer-norm gains 1, biases 0; fixed sparse masks; tensor-train cores
- * at the dense layers' scale. */
+ * and uploaded: weights N(0, 0.02), norms' gains 1, biases and attention sinks 0; fixed sparse masks;
+ * tensor-train cores at the dense layers' scale. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,10 +17,12 @@ static int init_one(rt_model *m, const et_param *p, int i, float *dst, et_error 
         return et_error_set_code(err, ET_ERROR_MEMORY, NULL, 0, 0, NULL, "out of memory initialising %s",
                                  p->id);
     size_t len = strlen(p->id);
-    int is_gamma = strstr(p->id, "layernorm.weight") != NULL;
+    int is_gamma = strstr(p->id, "norm.weight") != NULL; /* layer norms, RMSNorms, latent attention's */
     int is_bias = (len > 5 && strcmp(p->id + len - 5, ".bias") == 0) || strstr(p->id, "layernorm.bias");
     /* LoRA's B starts at zero, so the adapted model starts as the frozen one (Hu et al. 2021) */
     int is_zero = is_bias || (len > 14 && strcmp(p->id + len - 14, ".lora_b.weight") == 0);
+    /* attention sinks start at 0 (a sink logit's exp(0) in every row's denominator) */
+    is_zero = is_zero || (len > 6 && strcmp(p->id + len - 6, ".sinks") == 0);
     unsigned long long st = et_rng_stream(m->seed, 7, (unsigned long long)i);
     /* an expert-parallel rank's experts are its slice of every expert's draw: the same weights as
      * without expert parallelism */

@@ -1,9 +1,8 @@
 /* rt_kernels: the CPU reference kernels of etrun, each with its backward. Built twice from one source:
  * float (suffix _f, training) and double (suffix _d, gradient checks against finite differences).
  *
- * Shape letters as in model/graph.h: T tokens (rows), H hidden, F ffn, A heads, D = H/A, V vocabulary,
- * P scored positions; KV key/value heads (grouped-query attention: query head h reads key/value head
- * h / (A / KV); KV = A is multi-head attention), so a qkv row is q (H) | k (KV D) | v (KV D). Matrices are
+ * Shape letters as in model/graph.h: T tokens (rows), H hidden, F ffn, A heads, V vocabulary, P scored
+ * positions; attention's heads, key/value heads and widths are an rt_attn_shape (rt_attn.h). Matrices are
  * row-major; a linear layer's weight W is [n_out, n_in] (y = x W^T + b). Variable-length attention: sequences
  * are packed back to back (offsets[0..B], offsets[B] = T); every sequence attends only within itself,
  * causally when `causal`. Kernels never allocate unless stated; gradients are accumulated (+=) into dW/db/dx
@@ -12,6 +11,8 @@
 #define ET_RT_KERNELS_H
 
 #include <stddef.h>
+
+#include "rt_attn.h"
 
 #define RT_DECLARE(REAL, S)                                                                                  \
     /* y[T, n_out] = x[T, n_in] W^T + b (b may be NULL) */                                                   \
@@ -32,27 +33,31 @@
     /* tanh-approximated GELU, elementwise over n values; bwd: dx = dy * gelu'(x) (overwrites) */            \
     void rt_gelu_fwd##S(const REAL *x, REAL *y, size_t n);                                                   \
     void rt_gelu_bwd##S(const REAL *x, const REAL *dy, REAL *dx, size_t n);                                  \
-    /* attention in three kernels, as the cost model's ops: scores = Q K^T / sqrt(D) into probs (A *         \
-     * sum(l^2) values, sequence by sequence, head by head), softmax in place (causal mask), ctx[T, H] =     \
-     * probs V */                                                                                            \
-    void rt_attn_scores_fwd##S(const REAL *qkv, REAL *probs, const int *offsets, int B, int H, int A,        \
-                               int KV);                                                                      \
-    void rt_attn_softmax_fwd##S(REAL *probs, const int *offsets, int B, int A, int causal);                  \
+    /* attention in three kernels, as the cost model's ops, of shape sh (rt_attn.h): scores = Q K^T /        \
+     * sqrt(Dqk) into probs (A * sum(l^2) values, sequence by sequence, head by head), softmax in place      \
+     * (causal mask, sliding window; sinks[A] a logit per head in each row's denominator, NULL: none),       \
+     * ctx[T, A Dv] = probs V */                                                                             \
+    void rt_attn_scores_fwd##S(const REAL *qkv, REAL *probs, const int *offsets, int B,                      \
+                               const rt_attn_shape *sh);                                                     \
+    void rt_attn_softmax_fwd##S(REAL *probs, const REAL *sinks, const int *offsets, int B,                   \
+                                const rt_attn_shape *sh, int causal);                                        \
     void rt_attn_context_fwd##S(const REAL *qkv, const REAL *probs, REAL *ctx, const int *offsets, int B,    \
-                                int H, int A, int KV);                                                       \
+                                const rt_attn_shape *sh);                                                    \
     /* backward: context.bwd writes dV into dqkv and dprobs; softmax.bwd turns dprobs into dscores in place  \
-     * (scaled by 1/sqrt(D)); scores.bwd writes dQ and dK into dqkv (every row of the batch written) */      \
+     * (scaled by 1/sqrt(Dqk)) and adds the sinks' gradient into dsinks[A] (NULL: none); scores.bwd writes   \
+     * dQ and dK into dqkv (every row of the batch written) */                                               \
     void rt_attn_context_bwd##S(const REAL *qkv, const REAL *probs, const REAL *dctx, REAL *dqkv,            \
-                                REAL *dprobs, const int *offsets, int B, int H, int A, int KV);              \
-    void rt_attn_softmax_bwd##S(const REAL *probs, REAL *dprobs, const int *offsets, int B, int H, int A);   \
+                                REAL *dprobs, const int *offsets, int B, const rt_attn_shape *sh);           \
+    void rt_attn_softmax_bwd##S(const REAL *probs, REAL *dprobs, REAL *dsinks, const int *offsets, int B,    \
+                                const rt_attn_shape *sh);                                                    \
     void rt_attn_scores_bwd##S(const REAL *qkv, const REAL *dscores, REAL *dqkv, const int *offsets, int B,  \
-                               int H, int A, int KV);                                                        \
-    /* the three composed: qkv[T, H + 2 KV D] (q | k | v) -> ctx[T, H]; scratch holds A * sum(l^2) values */ \
-    void rt_attention_fwd##S(const REAL *qkv, REAL *probs, REAL *ctx, const int *offsets, int B, int H,      \
-                             int A, int KV, int causal);                                                     \
-    /* dqkv[T, H + 2 KV D] = gradient of the attention wrt qkv given dctx (overwrites dqkv) */               \
-    void rt_attention_bwd##S(const REAL *qkv, const REAL *probs, const REAL *dctx, REAL *dqkv,               \
-                             REAL *scratch, const int *offsets, int B, int H, int A, int KV, int causal);    \
+                               const rt_attn_shape *sh);                                                     \
+    /* the three composed: qkv[T, ld] -> ctx[T, A Dv]; scratch holds A * sum(l^2) values */                  \
+    void rt_attention_fwd##S(const REAL *qkv, const REAL *sinks, REAL *probs, REAL *ctx, const int *offsets, \
+                             int B, const rt_attn_shape *sh, int causal);                                    \
+    /* dqkv[T, ld] = gradient of the attention wrt qkv given dctx (overwrites dqkv); dsinks += */            \
+    void rt_attention_bwd##S(const REAL *qkv, const REAL *probs, const REAL *dctx, REAL *dqkv, REAL *dsinks, \
+                             REAL *scratch, const int *offsets, int B, const rt_attn_shape *sh);             \
     /* out[T, H] = sum of table rows: word[tokens], position[pos within sequence] (if pos is not NULL), type \
      * (if not NULL) */                                                                                      \
     void rt_embedding_fwd##S(const int *tokens, const int *positions, const int *types, const REAL *word,    \
@@ -64,10 +69,12 @@
     void rt_rmsnorm_fwd##S(const REAL *x, const REAL *g, REAL *y, REAL *rstd, int T, int n);                 \
     void rt_rmsnorm_bwd##S(const REAL *x, const REAL *g, const REAL *rstd, const REAL *dy, REAL *dx,         \
                            REAL *dg, int T, int n);                                                          \
-    /* rotary positions (Su et al. 2021), in place on q and k of qkv[T, H + 2 KV D] (q | k | v per row):     \
-     * within each head of D values, pairs (i, i + D/2) turn by positions[t] x base^(-2i/D); `inverse` turns \
-     * them back (the backward of an orthogonal map is its transpose) */                                     \
-    void rt_rope##S(REAL *qkv, const int *positions, int T, int H, int A, int KV, double base, int inverse); \
+    /* rotary positions (Su et al. 2021), in place on `heads` runs of R values in each of T rows of x        \
+     * (row stride ld, run h at h * stride): pairs (i, i + R/2) turn by positions[t] x base^(-2i/R);         \
+     * `inverse` turns them back (the backward of an orthogonal map is its transpose). q and k of a qkv row: \
+     * heads A + KV, stride and R the head width; latent attention's rotary parts: R of each Dqk */          \
+    void rt_rope##S(REAL *x, const int *positions, int T, int ld, int heads, int stride, int R, double base, \
+                    int inverse);                                                                            \
     /* SwiGLU (Shazeer 2020): u[T, 2F] holds gate | up per row, y[T, F] = silu(gate) * up; bwd writes        \
      * du[T, 2F] (overwrites) from dy */                                                                     \
     void rt_swiglu_fwd##S(const REAL *u, REAL *y, int T, int F);                                             \

@@ -217,33 +217,64 @@ static void softmax_row(float *row, int n, int l)
         row[j] = 0;
 }
 
-RT_VECTOR_CLONES
-void rt_attn_softmax_fwd_f(float *probs, const int *offsets, int B, int A, int causal)
+/* A causal row whose live values are [lo, n) of l, with a sink logit in its denominator (NULL: none):
+ * with m = max(live, sink), p_j = exp(x_j - max(live)) exp(max(live) - m) / (that sum + exp(sink - m)). */
+RT_VECTOR_INLINE
+static void softmax_row_window(float *row, int lo, int n, int l, const float *sink)
 {
+    for (int j = 0; j < lo; j++)
+        row[j] = 0;
+    if (!sink) {
+        softmax_row(row + lo, n - lo, l - lo);
+        return;
+    }
+    float mx;
+    const float sum = exp_shifted(row + lo, row + lo, n - lo, &mx);
+    const float m = mx > *sink ? mx : *sink, c = expf(mx - m);
+    scale_row(row + lo, c / (sum * c + expf(*sink - m)), n - lo);
+    for (int j = n; j < l; j++)
+        row[j] = 0;
+}
+
+RT_VECTOR_CLONES
+void rt_attn_softmax_fwd_f(float *probs, const float *sinks, const int *offsets, int B,
+                           const rt_attn_shape *sh, int causal)
+{
+    const int A = sh->A;
     size_t p0 = 0;
     for (int s = 0; s < B; s++) {
         const int l = offsets[s + 1] - offsets[s];
         for (int h = 0; h < A; h++)
-            for (int i = 0; i < l; i++)
-                softmax_row(probs + p0 + (size_t)h * l * l + (size_t)i * l, causal ? i + 1 : l, l);
+            for (int i = 0; i < l; i++) {
+                float *row = probs + p0 + (size_t)h * l * l + (size_t)i * l;
+                const int lo = causal ? rt_attn_first(sh, i) : 0;
+                if (lo == 0 && !sinks)
+                    softmax_row(row, causal ? i + 1 : l, l);
+                else
+                    softmax_row_window(row, lo, causal ? i + 1 : l, l, sinks ? sinks + h : NULL);
+            }
         p0 += (size_t)A * l * l;
     }
 }
 
+/* A row's sink takes 1 - sum(p) of it and has no value: its logit's gradient is -(1 - sum p) (p . dp). */
 RT_VECTOR_CLONES
-void rt_attn_softmax_bwd_f(const float *probs, float *dprobs, const int *offsets, int B, int H, int A)
+void rt_attn_softmax_bwd_f(const float *probs, float *dprobs, float *dsinks, const int *offsets, int B,
+                           const rt_attn_shape *sh)
 {
-    const float scale = 1.0f / sqrtf((float)(H / A));
+    const int A = sh->A;
+    const float scale = 1.0f / sqrtf((float)sh->Dqk);
     size_t p0 = 0;
     for (int s = 0; s < B; s++) {
         const int l = offsets[s + 1] - offsets[s];
         for (size_t i = 0; i < (size_t)A * l; i++) {
             const float *pr = probs + p0 + i * l;
             float *dr = dprobs + p0 + i * l;
-            float dot = 0;
-#pragma omp simd reduction(+ : dot)
+            float dot = 0, mass = 0;
+#pragma omp simd reduction(+ : dot, mass)
             for (int j = 0; j < l; j++)
-                dot += dr[j] * pr[j];
+                dot += dr[j] * pr[j], mass += pr[j];
+            if (dsinks) dsinks[i / l] -= (1 - mass) * dot;
 #pragma omp simd
             for (int j = 0; j < l; j++)
                 dr[j] = pr[j] * (dr[j] - dot) * scale;

@@ -102,16 +102,17 @@ void FN(rt_gelu_bwd)(const REAL *x, const REAL *dy, REAL *dx, size_t n)
 
 #endif
 
-/* probs layout: for sequence s (length l, offset o), head h: A * (sum of previous l^2) + h * l * l */
-void FN(rt_attn_scores_fwd)(const REAL *qkv, REAL *probs, const int *offsets, int B, int H, int A, int KV)
+/* probs layout: for sequence s (length l, offset o), head h: A * (sum of previous l^2) + h * l * l;
+ * Q of head h: qkv + o ld + h Dqk, K: + k_offset + (h / group) Dqk, V: + v_offset + (h / group) Dv */
+void FN(rt_attn_scores_fwd)(const REAL *qkv, REAL *probs, const int *offsets, int B, const rt_attn_shape *sh)
 {
-    const int D = H / A, ld = H + 2 * KV * D, group = A / KV;
+    const int A = sh->A, D = sh->Dqk, ld = rt_attn_ld(sh), group = A / sh->KV, ko = rt_attn_k_offset(sh);
     const REAL scale = (REAL)(1 / sqrt((double)D));
     size_t p0 = 0;
     for (int s = 0; s < B; s++) {
         const int o = offsets[s], l = offsets[s + 1] - o;
         for (int h = 0; h < A; h++) {
-            const REAL *Q = qkv + (size_t)o * ld + h * D, *K = qkv + (size_t)o * ld + H + (h / group) * D;
+            const REAL *Q = qkv + (size_t)o * ld + h * D, *K = qkv + (size_t)o * ld + ko + (h / group) * D;
             GEMM(CblasRowMajor, CblasNoTrans, CblasTrans, l, l, D, scale, Q, ld, K, ld, 0,
                  probs + p0 + (size_t)h * l * l, l);
         }
@@ -120,22 +121,27 @@ void FN(rt_attn_scores_fwd)(const REAL *qkv, REAL *probs, const int *offsets, in
 }
 
 #ifndef RT_FAST_ELEMENTWISE /* the float build has its own (rt_kernels_fast.c) */
-void FN(rt_attn_softmax_fwd)(REAL *probs, const int *offsets, int B, int A, int causal)
+void FN(rt_attn_softmax_fwd)(REAL *probs, const REAL *sinks, const int *offsets, int B,
+                             const rt_attn_shape *sh, int causal)
 {
+    const int A = sh->A;
     size_t p0 = 0;
     for (int s = 0; s < B; s++) {
         const int l = offsets[s + 1] - offsets[s];
         for (int h = 0; h < A; h++)
             for (int i = 0; i < l; i++) {
                 REAL *row = probs + p0 + (size_t)h * l * l + (size_t)i * l;
-                int n = causal ? i + 1 : l;
-                double mx = row[0], sum = 0;
-                for (int j = 1; j < n; j++)
+                const int lo = causal ? rt_attn_first(sh, i) : 0, n = causal ? i + 1 : l;
+                double mx = sinks ? sinks[h] : row[lo], sum = 0;
+                for (int j = lo; j < n; j++)
                     mx = row[j] > mx ? row[j] : mx;
-                for (int j = 0; j < n; j++)
+                if (sinks) sum = exp(sinks[h] - mx);
+                for (int j = lo; j < n; j++)
                     sum += row[j] = (REAL)exp(row[j] - mx);
-                for (int j = 0; j < n; j++)
+                for (int j = lo; j < n; j++)
                     row[j] = (REAL)(row[j] / sum);
+                for (int j = 0; j < lo; j++)
+                    row[j] = 0;
                 for (int j = n; j < l; j++)
                     row[j] = 0;
             }
@@ -145,55 +151,62 @@ void FN(rt_attn_softmax_fwd)(REAL *probs, const int *offsets, int B, int A, int 
 
 #endif
 
-void FN(rt_attn_context_fwd)(const REAL *qkv, const REAL *probs, REAL *ctx, const int *offsets, int B, int H,
-                             int A, int KV)
+void FN(rt_attn_context_fwd)(const REAL *qkv, const REAL *probs, REAL *ctx, const int *offsets, int B,
+                             const rt_attn_shape *sh)
 {
-    const int D = H / A, ld = H + 2 * KV * D, group = A / KV;
+    const int A = sh->A, Dv = sh->Dv, ld = rt_attn_ld(sh), group = A / sh->KV, vo = rt_attn_v_offset(sh);
+    const int lc = rt_attn_ctx_width(sh);
     size_t p0 = 0;
     for (int s = 0; s < B; s++) {
         const int o = offsets[s], l = offsets[s + 1] - o;
         for (int h = 0; h < A; h++) {
-            const REAL *Vv = qkv + (size_t)o * ld + H + (KV + h / group) * D;
-            GEMM(CblasRowMajor, CblasNoTrans, CblasNoTrans, l, D, l, 1, probs + p0 + (size_t)h * l * l, l, Vv,
-                 ld, 0, ctx + (size_t)o * H + h * D, H);
+            const REAL *Vv = qkv + (size_t)o * ld + vo + (h / group) * Dv;
+            GEMM(CblasRowMajor, CblasNoTrans, CblasNoTrans, l, Dv, l, 1, probs + p0 + (size_t)h * l * l, l,
+                 Vv, ld, 0, ctx + (size_t)o * lc + h * Dv, lc);
         }
         p0 += (size_t)A * l * l;
     }
 }
 
 void FN(rt_attn_context_bwd)(const REAL *qkv, const REAL *probs, const REAL *dctx, REAL *dqkv, REAL *dprobs,
-                             const int *offsets, int B, int H, int A, int KV)
+                             const int *offsets, int B, const rt_attn_shape *sh)
 {
-    const int D = H / A, ld = H + 2 * KV * D, group = A / KV;
+    const int A = sh->A, Dv = sh->Dv, ld = rt_attn_ld(sh), group = A / sh->KV, vo = rt_attn_v_offset(sh);
+    const int lc = rt_attn_ctx_width(sh);
     size_t p0 = 0;
     for (int s = 0; s < B; s++) {
         const int o = offsets[s], l = offsets[s + 1] - o;
         for (int h = 0; h < A; h++) {
-            const size_t v = (size_t)o * ld + H + (KV + h / group) * D;
+            const size_t v = (size_t)o * ld + vo + (h / group) * Dv;
             const REAL *P = probs + p0 + (size_t)h * l * l, *Vv = qkv + v;
-            const REAL *dC = dctx + (size_t)o * H + h * D;
+            const REAL *dC = dctx + (size_t)o * lc + h * Dv;
             REAL *dV = dqkv + v, *dP = dprobs + p0 + (size_t)h * l * l;
             /* the query heads of a key/value group add their gradients into its V: the first writes it */
-            GEMM(CblasRowMajor, CblasTrans, CblasNoTrans, l, D, l, 1, P, l, dC, H, h % group ? 1 : 0, dV, ld);
-            GEMM(CblasRowMajor, CblasNoTrans, CblasTrans, l, l, D, 1, dC, H, Vv, ld, 0, dP, l);
+            GEMM(CblasRowMajor, CblasTrans, CblasNoTrans, l, Dv, l, 1, P, l, dC, lc, h % group ? 1 : 0, dV,
+                 ld);
+            GEMM(CblasRowMajor, CblasNoTrans, CblasTrans, l, l, Dv, 1, dC, lc, Vv, ld, 0, dP, l);
         }
         p0 += (size_t)A * l * l;
     }
 }
 
 #ifndef RT_FAST_ELEMENTWISE /* the float build has its own (rt_kernels_fast.c) */
-void FN(rt_attn_softmax_bwd)(const REAL *probs, REAL *dprobs, const int *offsets, int B, int H, int A)
+/* A row's sink takes 1 - sum(p) of it and has no value: its logit's gradient is -(1 - sum p) (p . dp). */
+void FN(rt_attn_softmax_bwd)(const REAL *probs, REAL *dprobs, REAL *dsinks, const int *offsets, int B,
+                             const rt_attn_shape *sh)
 {
-    const REAL scale = (REAL)(1 / sqrt((double)(H / A)));
+    const int A = sh->A;
+    const REAL scale = (REAL)(1 / sqrt((double)sh->Dqk));
     size_t p0 = 0;
     for (int s = 0; s < B; s++) {
         const int l = offsets[s + 1] - offsets[s];
         for (size_t i = 0; i < (size_t)A * l; i++) {
             const REAL *pr = probs + p0 + i * l;
             REAL *dr = dprobs + p0 + i * l;
-            double dot = 0;
+            double dot = 0, mass = 0;
             for (int j = 0; j < l; j++)
-                dot += dr[j] * pr[j];
+                dot += dr[j] * pr[j], mass += pr[j];
+            if (dsinks) dsinks[i / l] -= (REAL)((1 - mass) * dot);
             for (int j = 0; j < l; j++)
                 dr[j] = (REAL)(pr[j] * (dr[j] - dot) * scale);
         }
@@ -204,15 +217,15 @@ void FN(rt_attn_softmax_bwd)(const REAL *probs, REAL *dprobs, const int *offsets
 #endif
 
 void FN(rt_attn_scores_bwd)(const REAL *qkv, const REAL *dscores, REAL *dqkv, const int *offsets, int B,
-                            int H, int A, int KV)
+                            const rt_attn_shape *sh)
 {
-    const int D = H / A, ld = H + 2 * KV * D, group = A / KV;
+    const int A = sh->A, D = sh->Dqk, ld = rt_attn_ld(sh), group = A / sh->KV, ko = rt_attn_k_offset(sh);
     size_t p0 = 0;
     for (int s = 0; s < B; s++) {
         const int o = offsets[s], l = offsets[s + 1] - o;
         for (int h = 0; h < A; h++) {
             const REAL *dS = dscores + p0 + (size_t)h * l * l;
-            const size_t k = (size_t)o * ld + H + (h / group) * D;
+            const size_t k = (size_t)o * ld + ko + (h / group) * D;
             const REAL *Q = qkv + (size_t)o * ld + h * D, *K = qkv + k;
             REAL *dQ = dqkv + (size_t)o * ld + h * D, *dK = dqkv + k;
             GEMM(CblasRowMajor, CblasNoTrans, CblasNoTrans, l, D, l, 1, dS, l, K, ld, 0, dQ, ld);
@@ -224,21 +237,21 @@ void FN(rt_attn_scores_bwd)(const REAL *qkv, const REAL *dscores, REAL *dqkv, co
     }
 }
 
-void FN(rt_attention_fwd)(const REAL *qkv, REAL *probs, REAL *ctx, const int *offsets, int B, int H, int A,
-                          int KV, int causal)
+void FN(rt_attention_fwd)(const REAL *qkv, const REAL *sinks, REAL *probs, REAL *ctx, const int *offsets,
+                          int B, const rt_attn_shape *sh, int causal)
 {
-    FN(rt_attn_scores_fwd)(qkv, probs, offsets, B, H, A, KV);
-    FN(rt_attn_softmax_fwd)(probs, offsets, B, A, causal);
-    FN(rt_attn_context_fwd)(qkv, probs, ctx, offsets, B, H, A, KV);
+    FN(rt_attn_scores_fwd)(qkv, probs, offsets, B, sh);
+    FN(rt_attn_softmax_fwd)(probs, sinks, offsets, B, sh, causal);
+    FN(rt_attn_context_fwd)(qkv, probs, ctx, offsets, B, sh);
 }
 
-void FN(rt_attention_bwd)(const REAL *qkv, const REAL *probs, const REAL *dctx, REAL *dqkv, REAL *scratch,
-                          const int *offsets, int B, int H, int A, int KV, int causal)
+/* masked probabilities are zero, so their gradients vanish through the softmax */
+void FN(rt_attention_bwd)(const REAL *qkv, const REAL *probs, const REAL *dctx, REAL *dqkv, REAL *dsinks,
+                          REAL *scratch, const int *offsets, int B, const rt_attn_shape *sh)
 {
-    (void)causal; /* masked probabilities are zero, so their gradients vanish through the softmax */
-    FN(rt_attn_context_bwd)(qkv, probs, dctx, dqkv, scratch, offsets, B, H, A, KV);
-    FN(rt_attn_softmax_bwd)(probs, scratch, offsets, B, H, A);
-    FN(rt_attn_scores_bwd)(qkv, scratch, dqkv, offsets, B, H, A, KV);
+    FN(rt_attn_context_bwd)(qkv, probs, dctx, dqkv, scratch, offsets, B, sh);
+    FN(rt_attn_softmax_bwd)(probs, scratch, dsinks, offsets, B, sh);
+    FN(rt_attn_scores_bwd)(qkv, scratch, dqkv, offsets, B, sh);
 }
 
 void FN(rt_embedding_fwd)(const int *tokens, const int *positions, const int *types, const REAL *word,
@@ -324,14 +337,15 @@ void FN(rt_rmsnorm_bwd)(const REAL *x, const REAL *g, const REAL *rstd, const RE
     }
 }
 
-void FN(rt_rope)(REAL *qkv, const int *positions, int T, int H, int A, int KV, double base, int inverse)
+void FN(rt_rope)(REAL *x, const int *positions, int T, int ld, int heads, int stride, int R, double base,
+                 int inverse)
 {
-    const int D = H / A, half = D / 2, ld = H + 2 * KV * D;
+    const int half = R / 2;
     for (int t = 0; t < T; t++)
-        for (int h = 0; h < A + KV; h++) { /* the A query heads, then the KV key heads */
-            REAL *v = qkv + (size_t)t * ld + (size_t)h * D;
+        for (int h = 0; h < heads; h++) {
+            REAL *v = x + (size_t)t * ld + (size_t)h * stride;
             for (int i = 0; i < half; i++) {
-                const double angle = positions[t] * pow(base, -2.0 * i / D);
+                const double angle = positions[t] * pow(base, -2.0 * i / R);
                 const double c = cos(angle), s = inverse ? -sin(angle) : sin(angle);
                 const double a = v[i], b = v[i + half];
                 v[i] = (REAL)(a * c - b * s);

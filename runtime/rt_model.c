@@ -33,26 +33,13 @@ static int refuse_unsupported(const et_scenario *s, et_error *err)
                             "etrun routes dropless (capacity_factor 0); a fixed capacity is costed and "
                             "simulated by etsim only for now");
     static const char *const later = "costed and simulated by etsim only for now";
-    if (mc->mla.kv_lora > 0)
-        return et_error_set(err, s->source, 0, 0, "$.model.mla", "etrun has no latent attention: it is %s",
-                            later);
-    if (mc->window > 0)
-        return et_error_set(err, s->source, 0, 0, "$.model.sliding_window",
-                            "etrun attends to the whole causal prefix: a sliding window is %s", later);
-    if (mc->sinks)
-        return et_error_set(err, s->source, 0, 0, "$.model.attention_sinks",
-                            "etrun's softmax has no sink logits: attention sinks are %s", later);
-    if (mc->moe.shared_experts > 0)
-        return et_error_set(err, s->source, 0, 0, "$.model.moe.shared_experts",
-                            "etrun routes every expert: a shared expert is %s", later);
+    if ((mc->mla.kv_lora > 0 || mc->window > 0 || mc->sinks) && mc->arch != ET_ARCH_DECODER)
+        return et_error_set(err, s->source, 0, 0, "$.model.arch",
+                            "etrun runs latent attention, sliding windows and attention sinks in decoders "
+                            "only");
     if (mc->mtp_layers > 0)
         return et_error_set(err, s->source, 0, 0, "$.model.mtp_layers",
                             "etrun trains one next-token head: multi-token prediction is %s", later);
-    if (et_model_head_dim(mc) * mc->heads != mc->hidden)
-        return et_error_set(err, s->source, 0, 0, "$.model.head_dim",
-                            "etrun runs heads of hidden / heads (%d); a head width of %d is costed by etsim "
-                            "only for now",
-                            mc->hidden / mc->heads, et_model_head_dim(mc));
     if (mc->qk_norm)
         return et_error_set(err, s->source, 0, 0, "$.model.qk_norm",
                             "etrun has no query and key norms; they are costed by etsim only for now");
@@ -93,6 +80,12 @@ static int bind_named_params(rt_model *m, et_error *err)
     a->dec_b = rt_param(m, id, &a->dec_db); /* GPT's decoder has no bias: NULL, the kernels skip it */
     if (!a->word || (!a->pos && m->s->model.position == ET_POSITION_LEARNED) || !a->dec_W)
         return et_error_set(err, NULL, 0, 0, NULL, "the graph lacks the embedding or decoder parameters");
+    for (int i = 0; m->s->model.sinks && i < a->L; i++) {
+        snprintf(id, sizeof id, "layer.%d.attn.sinks", i);
+        if (!(a->layers[i].sinks = rt_param(m, id, &a->layers[i].dsinks)))
+            return et_error_set(err, NULL, 0, 0, NULL, "the graph lacks %s", id);
+        if (!a->layers[i].dsinks) a->layers[i].dsinks = a->frozen_grad; /* frozen (LoRA) */
+    }
     return 0;
 }
 

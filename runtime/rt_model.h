@@ -12,8 +12,9 @@
  *
  * Contract: rt_model_init() fails with *err for unsupported plans (tensor or pipeline parallelism, ZeRO,
  * a precision the backend's products lack, tensor-train embeddings or rank schedules, recomputation, the
- * next-sentence head) and for ops the backend cannot run. The model does not own the backend. Times are per
- * op, in seconds. */
+ * next-sentence head, shared experts, multi-token prediction, query and key norms; latent attention,
+ * windows and sinks outside decoders) and for ops the backend cannot run. The model does not own the backend.
+ * Times are per op, in seconds. */
 #ifndef ET_RT_MODEL_H
 #define ET_RT_MODEL_H
 

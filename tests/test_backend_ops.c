@@ -254,23 +254,31 @@ static void test_pointwise(void)
     free(u), free(dy), free(ud), free(dyd), free(yd), free(dud);
 }
 
-/* attention at A heads of D values over KV key/value heads (KV = A: multi-head) */
-static void test_attention(int A, int KV, int causal, int D)
+/* attention at A heads over KV key/value heads (KV = A: multi-head), queries and keys D wide, values Dv wide
+ * (latent attention's shape when they differ), a causal sliding window of `window` (0: none), sinks or not */
+static void test_attention(int A, int KV, int causal, int D, int Dv, int window, int sinks)
 {
-    const int H = A * D, ld = H + 2 * KV * D, T = offsets[NB], V = 11;
-    const size_t nq = (size_t)T * ld, np = probs_size(A), nc = (size_t)T * H;
+    const rt_attn_shape sh = {A, KV, D, Dv, window};
+    const int ld = rt_attn_ld(&sh), T = offsets[NB], V = 11, lc = rt_attn_ctx_width(&sh);
+    const size_t nq = (size_t)T * ld, np = probs_size(A), nc = (size_t)T * lc;
     int positions[TT_TOKENS], tokens[TT_TOKENS], targets[TT_TOKENS];
     rt_dev_batch b = make_batch(positions, tokens, targets, T, V);
-    float *qkv = randf(nq, 1), *dctx = randf(nc, 1);
+    float *qkv = randf(nq, 1), *dctx = randf(nc, 1), *sink = sinks ? randf((size_t)A, 1) : NULL;
     double *qd = to_d(qkv, nq), *dcd = to_d(dctx, nc), *pd = calloc(np, 8), *cd = calloc(nc, 8);
-    double *dqd = calloc(nq, 8), *dpd = calloc(np, 8);
+    double *dqd = calloc(nq, 8), *dpd = calloc(np, 8), *sd = sinks ? to_d(sink, (size_t)A) : NULL;
+    double *dsd = sinks ? calloc((size_t)A, 8) : NULL;
     float *Q = devf(qkv, nq), *P = devf(NULL, np), *C = devf(NULL, nc), *DC = devf(dctx, nc);
-    float *DQ = devf(NULL, nq), *DP = devf(NULL, np);
-    char what[64];
-    const char *kind = KV == A ? (causal ? "causal" : "bidirectional") : (causal ? "causal GQA" : "GQA");
-    if (D == 64) kind = causal ? "causal D64 l130" : "D64 l130";
-    be->attn_scores_fwd(be, Q, P, &b, H, A, KV);
-    rt_attn_scores_fwd_d(qd, pd, offsets, NB, H, A, KV);
+    float *DQ = devf(NULL, nq), *DP = devf(NULL, np), *S = sinks ? devf(sink, (size_t)A) : NULL;
+    float *DS = sinks ? devf(NULL, (size_t)A) : NULL;
+    char kind[64], what[96];
+    snprintf(kind, sizeof kind, "%s%s D%d%s%s", causal ? "causal " : "", KV == A ? "MHA" : "GQA", D,
+             Dv != D ? " Dv differs" : "",
+             window  ? " window"
+             : sinks ? " sinks"
+                     : "");
+    if (sinks && window) snprintf(kind + strlen(kind), sizeof kind - strlen(kind), " sinks");
+    be->attn_scores_fwd(be, Q, P, &b, &sh);
+    rt_attn_scores_fwd_d(qd, pd, offsets, NB, &sh);
     snprintf(what, sizeof what, "scores %s", kind);
     check("attention", what, P, pd, np, tol_gemm);
     {
@@ -280,42 +288,53 @@ static void test_attention(int A, int KV, int causal, int D)
         be->upload(be, P, pf, np * 4);
         free(pf);
     }
-    be->attn_softmax_fwd(be, P, &b, A, causal);
-    rt_attn_softmax_fwd_d(pd, offsets, NB, A, causal);
+    be->attn_softmax_fwd(be, P, S, &b, &sh, causal);
+    rt_attn_softmax_fwd_d(pd, sd, offsets, NB, &sh, causal);
     snprintf(what, sizeof what, "softmax %s", kind);
     check("attention", what, P, pd, np, tol_plain);
-    be->attn_context_fwd(be, Q, P, C, &b, H, A, KV);
-    rt_attn_context_fwd_d(qd, pd, cd, offsets, NB, H, A, KV);
+    be->attn_context_fwd(be, Q, P, C, &b, &sh);
+    rt_attn_context_fwd_d(qd, pd, cd, offsets, NB, &sh);
     snprintf(what, sizeof what, "context %s", kind);
     check("attention", what, C, cd, nc, tol_gemm);
-    be->attn_context_bwd(be, Q, P, DC, DQ, DP, &b, H, A, KV);
-    rt_attn_context_bwd_d(qd, pd, dcd, dqd, dpd, offsets, NB, H, A, KV);
+    be->attn_context_bwd(be, Q, P, DC, DQ, DP, &b, &sh);
+    rt_attn_context_bwd_d(qd, pd, dcd, dqd, dpd, offsets, NB, &sh);
     snprintf(what, sizeof what, "context.bwd dP %s", kind);
     check("attention", what, DP, dpd, np, tol_gemm);
-    be->attn_softmax_bwd(be, P, DP, &b, H, A);
-    rt_attn_softmax_bwd_d(pd, dpd, offsets, NB, H, A);
+    be->attn_softmax_bwd(be, P, DP, DS, &b, &sh);
+    rt_attn_softmax_bwd_d(pd, dpd, dsd, offsets, NB, &sh);
     snprintf(what, sizeof what, "softmax.bwd %s", kind);
     check("attention", what, DP, dpd, np, tol_gemm);
-    be->attn_scores_bwd(be, Q, DP, DQ, &b, H, A, KV);
-    rt_attn_scores_bwd_d(qd, dpd, dqd, offsets, NB, H, A, KV);
+    if (sinks) {
+        snprintf(what, sizeof what, "sinks' gradient %s", kind);
+        check("attention", what, DS, dsd, (size_t)A, tol_gemm);
+    }
+    be->attn_scores_bwd(be, Q, DP, DQ, &b, &sh);
+    rt_attn_scores_bwd_d(qd, dpd, dqd, offsets, NB, &sh);
     snprintf(what, sizeof what, "dqkv %s", kind);
     check("attention", what, DQ, dqd, nq, tol_gemm);
-    if (be->supports(be, RT_FAMILY_ROPE) && causal) {
-        be->upload(be, Q, qkv, nq * 4);
-        for (size_t i = 0; i < nq; i++)
-            qd[i] = qkv[i];
-        be->rope(be, Q, &b, H, A, KV, 10000.0, false);
-        rt_rope_d(qd, positions, T, H, A, KV, 10000.0, 0);
-        snprintf(what, sizeof what, "forward %s", kind);
-        check("rotary", what, Q, qd, nq, tol_plain);
-        be->rope(be, Q, &b, H, A, KV, 10000.0, true);
-        rt_rope_d(qd, positions, T, H, A, KV, 10000.0, 1);
-        snprintf(what, sizeof what, "inverse %s", kind);
-        check("rotary", what, Q, qd, nq, tol_plain);
+    if (be->supports(be, RT_FAMILY_ROPE) && causal && !window) {
+        /* q and k of every head (the standard layout), then a rotary part of R = 4 inside each query
+         * head (latent attention's) */
+        for (int pass = 0; pass < 2; pass++) {
+            const int heads = pass ? A : A + KV, R = pass ? 4 : D, off = pass ? D - 4 : 0;
+            be->upload(be, Q, qkv, nq * 4);
+            for (size_t i = 0; i < nq; i++)
+                qd[i] = qkv[i];
+            be->rope(be, Q + off, &b, ld, heads, D, R, 10000.0, false);
+            rt_rope_d(qd + off, positions, T, ld, heads, D, R, 10000.0, 0);
+            snprintf(what, sizeof what, "forward %s%s", kind, pass ? " rotary part" : "");
+            check("rotary", what, Q, qd, nq, tol_plain);
+            be->rope(be, Q + off, &b, ld, heads, D, R, 10000.0, true);
+            rt_rope_d(qd + off, positions, T, ld, heads, D, R, 10000.0, 1);
+            snprintf(what, sizeof what, "inverse %s%s", kind, pass ? " rotary part" : "");
+            check("rotary", what, Q, qd, nq, tol_plain);
+        }
     }
     be->free(be, Q), be->free(be, P), be->free(be, C), be->free(be, DC), be->free(be, DQ), be->free(be, DP);
+    if (S) be->free(be, S), be->free(be, DS);
     free_batch(&b);
     free(qkv), free(dctx), free(qd), free(dcd), free(pd), free(cd), free(dqd), free(dpd);
+    free(sink), free(sd), free(dsd);
 }
 
 static void test_embedding_head(void)
@@ -416,6 +435,10 @@ static void test_glue(void)
     for (int i = 0; i < 8; i++)
         r2[i] = i % 4 < 3 ? x[(size_t)(i / 4) * ld + i % 4] : 2.5;
     check("buffers", "fill, copy_2d", P2, r2, 8, 0);
+    be->add_2d(be, P2 + 1, 4, X, ld, 2, 2); /* columns 1 and 2 of each row of 4 gain x's first two */
+    for (int i = 0; i < 8; i++)
+        if (i % 4 == 1 || i % 4 == 2) r2[i] += x[(size_t)(i / 4) * ld + i % 4 - 1];
+    check("buffers", "add_2d (+=)", P2, r2, 8, 1e-6);
     be->free(be, X), be->free(be, Y), be->free(be, O), be->free(be, M), be->free(be, Bv), be->free(be, I);
     be->free(be, P2);
     free(x), free(y), free(mask), free(bias), free(ref);
@@ -575,12 +598,15 @@ static void run_backend(const char *name, int math)
         test_norms();
         test_pointwise();
         if (be->supports(be, RT_FAMILY_ATTENTION)) {
-            test_attention(4, 4, 0, 16);
-            test_attention(4, 4, 1, 16);
-            test_attention(4, 2, 1, 16);
+            test_attention(4, 4, 0, 16, 16, 0, 0);
+            test_attention(4, 4, 1, 16, 16, 0, 0);
+            test_attention(4, 2, 1, 16, 16, 0, 0);
+            test_attention(4, 4, 1, 24, 16, 0, 0); /* latent attention's shape */
+            test_attention(4, 2, 1, 16, 16, 5, 1); /* gpt-oss: windows and sinks */
+            test_attention(4, 4, 1, 16, 16, 0, 1);
             offsets = long_seqs, NB = 2; /* BERT's head width, several tiles and k-steps */
-            test_attention(2, 2, 0, 64);
-            test_attention(2, 2, 1, 64);
+            test_attention(2, 2, 0, 64, 64, 0, 0);
+            test_attention(2, 2, 1, 64, 64, 0, 0);
             offsets = short_seqs, NB = 3;
         }
         if (be->supports(be, RT_FAMILY_EMBEDDING) && be->supports(be, RT_FAMILY_CROSS_ENTROPY))

@@ -71,7 +71,7 @@ int main(void)
     for (int p = 0; p < 50; p++) {
         double qkv[6] = {0.3, -1.1, 0, 0, 0, 0};
         const int pos = p * 37;
-        rt_rope_d(qkv, &pos, 1, 2, 1, 1, 10000.0, 0);
+        rt_rope_d(qkv, &pos, 1, 6, 2, 2, 2, 10000.0, 0);
         float a = 0.3f, b = -1.1f;
         rt_rotate_pair(&a, &b, (float)cos(pos), (float)sin(pos));
         expect("rope a", a, qkv[0], 1);

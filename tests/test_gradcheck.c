@@ -162,41 +162,56 @@ static void check_gelu(void)
     free(dx), free(g.x), free(g.y), free(g.r);
 }
 
-/* attention over variable lengths (3 sequences of lengths 1, 4, 3), A heads of 3 sharing KV key/value
- * heads (KV = A: multi-head; fewer: grouped-query, each key/value head read by A / KV query heads) */
+/* attention over variable lengths (3 sequences of lengths 1, 4, 3), A heads sharing KV key/value heads (KV
+ * = A: multi-head; fewer: grouped-query, each key/value head read by A / KV query heads), queries and keys
+ * Dqk wide and values Dv wide (latent attention's shape when they differ), a causal window, sinks */
 typedef struct att {
-    int B, H, A, KV, causal, offsets[4];
-    double *qkv, *probs, *ctx, *r;
+    int B, causal, offsets[4];
+    rt_attn_shape sh;
+    double *qkv, *probs, *ctx, *r, *sinks;
 } att;
 
 static double att_loss(void *c)
 {
     att *a = c;
-    rt_attention_fwd_d(a->qkv, a->probs, a->ctx, a->offsets, a->B, a->H, a->A, a->KV, a->causal);
-    return dot(a->ctx, a->r, (size_t)a->offsets[a->B] * a->H);
+    rt_attention_fwd_d(a->qkv, a->sinks, a->probs, a->ctx, a->offsets, a->B, &a->sh, a->causal);
+    return dot(a->ctx, a->r, (size_t)a->offsets[a->B] * rt_attn_ctx_width(&a->sh));
 }
 
-static void check_attention(int causal, int A, int KV)
+static void check_attention(int causal, int A, int KV, int Dqk, int Dv, int window, int sinks)
 {
-    att a = {.B = 3, .H = 3 * A, .A = A, .KV = KV, .causal = causal, .offsets = {0, 1, 5, 8}};
-    const int T = 8, width = a.H + 2 * KV * 3;
+    att a = {.B = 3, .causal = causal, .offsets = {0, 1, 5, 8}, .sh = {A, KV, Dqk, Dv, window}};
+    const int T = 8, width = rt_attn_ld(&a.sh), lc = rt_attn_ctx_width(&a.sh);
     const size_t n = (size_t)T * width;
-    a.qkv = randv(n), a.probs = randv((size_t)A * (1 + 16 + 9)), a.ctx = randv((size_t)T * a.H),
-    a.r = randv((size_t)T * a.H);
+    a.qkv = randv(n), a.probs = randv((size_t)A * (1 + 16 + 9)), a.ctx = randv((size_t)T * lc),
+    a.r = randv((size_t)T * lc), a.sinks = sinks ? randv((size_t)A) : NULL;
     att_loss(&a);
     double *dqkv = malloc(n * sizeof(double)), *scratch = malloc((size_t)A * 26 * sizeof(double));
-    rt_attention_bwd_d(a.qkv, a.probs, a.r, dqkv, scratch, a.offsets, a.B, a.H, a.A, a.KV, a.causal);
-    CHECK(max_rel_error(a.qkv, dqkv, n, att_loss, &a) < 1e-5,
-          "%s attention over variable lengths, %d heads, %d "
-          "key/value heads",
-          causal ? "causal" : "bidirectional", A, KV);
+    double *dsinks = sinks ? calloc((size_t)A, sizeof(double)) : NULL;
+    rt_attention_bwd_d(a.qkv, a.probs, a.r, dqkv, dsinks, scratch, a.offsets, a.B, &a.sh);
+    char what[160];
+    snprintf(what, sizeof what,
+             "%s attention over variable lengths, %d heads, %d key/value heads, widths %d and %d%s%s",
+             causal ? "causal" : "bidirectional", A, KV, Dqk, Dv, window ? ", a window of 2" : "",
+             sinks ? ", sinks" : "");
+    CHECK(max_rel_error(a.qkv, dqkv, n, att_loss, &a) < 1e-5, "%s", what);
+    if (sinks) CHECK(max_rel_error(a.sinks, dsinks, (size_t)A, att_loss, &a) < 1e-5, "%s: the sinks", what);
     /* no attention across sequences: changing sequence 0 leaves sequence 1's output unchanged */
-    double before = a.ctx[1 * a.H], saved = a.qkv[0];
+    double before = a.ctx[1 * lc], saved = a.qkv[0];
     a.qkv[0] += 1;
     att_loss(&a);
-    CHECK(a.ctx[1 * a.H] == before, "each sequence attends only within itself");
+    CHECK(a.ctx[1 * lc] == before, "each sequence attends only within itself");
     a.qkv[0] = saved;
-    free(dqkv), free(scratch), free(a.qkv), free(a.probs), free(a.ctx), free(a.r);
+    if (window &&
+        causal) { /* the last row of sequence 1 (row 4) sees rows 3 and 4 only: row 2's key is out */
+        att_loss(&a);
+        before = a.ctx[4 * lc];
+        a.qkv[2 * width + rt_attn_k_offset(&a.sh)] += 1;
+        att_loss(&a);
+        CHECK(a.ctx[4 * lc] == before, "a sliding window of 2: a row does not see three rows back");
+    }
+    free(dqkv), free(scratch), free(dsinks), free(a.qkv), free(a.probs), free(a.ctx), free(a.r),
+        free(a.sinks);
 }
 
 typedef struct emb {
@@ -317,36 +332,44 @@ static void check_rmsnorm(void)
     free(dx), free(dg), free(l.x), free(l.g), free(l.y), free(l.rstd), free(l.r);
 }
 
+/* rotary positions on `heads` runs of R values a row (stride `stride`, from column `off`): q and k of each
+ * head, or the rotary part of latent attention's heads */
 typedef struct rope {
     double *qkv, *work, *r;
-    int positions[3], T, H, A, KV;
+    int positions[3], T, ld, heads, stride, R, off;
 } rope;
 
 static double rope_loss(void *c)
 {
     rope *l = c;
-    size_t n = (size_t)l->T * (l->H + 2 * l->KV * (l->H / l->A));
+    size_t n = (size_t)l->T * l->ld;
     memcpy(l->work, l->qkv, n * sizeof(double));
-    rt_rope_d(l->work, l->positions, l->T, l->H, l->A, l->KV, 10000, 0);
+    rt_rope_d(l->work + l->off, l->positions, l->T, l->ld, l->heads, l->stride, l->R, 10000, 0);
     return dot(l->work, l->r, n);
 }
 
-static void check_rope(int KV)
+static void check_rope(int KV, int R)
 {
-    /* 3 tokens at positions 0, 5, 2; 2 heads of 4, KV key heads */
-    rope l = {.positions = {0, 5, 2}, .T = 3, .H = 8, .A = 2, .KV = KV};
-    const size_t n = (size_t)3 * (8 + 2 * KV * 4);
+    /* 3 tokens at positions 0, 5, 2; 2 heads of 4, KV key heads; R < 4: the last R of each query head */
+    rope l = {.positions = {0, 5, 2},
+              .T = 3,
+              .ld = 8 + 2 * KV * 4,
+              .heads = R < 4 ? 2 : 2 + KV,
+              .stride = 4,
+              .R = R,
+              .off = 4 - R};
+    const size_t n = (size_t)3 * l.ld;
     l.qkv = randv(n), l.work = randv(n), l.r = randv(n);
     /* the backward is the inverse rotation of the output gradient (v untouched) */
     double *d = malloc(n * sizeof(double));
     memcpy(d, l.r, n * sizeof(double));
-    rt_rope_d(d, l.positions, l.T, l.H, l.A, l.KV, 10000, 1);
+    rt_rope_d(d + l.off, l.positions, l.T, l.ld, l.heads, l.stride, l.R, 10000, 1);
     CHECK(max_rel_error(l.qkv, d, n, rope_loss, &l) < 1e-6,
-          "rotary positions: the inverse turn is the gradient");
+          "rotary positions (%d key heads, %d of 4 turned): the inverse turn is the gradient", KV, R);
     /* forward then inverse is the identity */
     memcpy(l.work, l.qkv, n * sizeof(double));
-    rt_rope_d(l.work, l.positions, l.T, l.H, l.A, l.KV, 10000, 0);
-    rt_rope_d(l.work, l.positions, l.T, l.H, l.A, l.KV, 10000, 1);
+    rt_rope_d(l.work + l.off, l.positions, l.T, l.ld, l.heads, l.stride, l.R, 10000, 0);
+    rt_rope_d(l.work + l.off, l.positions, l.T, l.ld, l.heads, l.stride, l.R, 10000, 1);
     double worst = 0;
     for (size_t i = 0; i < n; i++)
         worst = fmax(worst, fabs(l.work[i] - l.qkv[i]));
@@ -471,16 +494,21 @@ int main(void)
     check_lora();
     check_moe();
     check_rmsnorm();
-    check_rope(2);
-    check_rope(1);
+    check_rope(2, 4);
+    check_rope(1, 4);
+    check_rope(2, 2);
     check_swiglu();
     check_linear();
     check_layernorm();
     check_gelu();
-    check_attention(0, 2, 2);
-    check_attention(1, 2, 2);
-    check_attention(0, 4, 2);
-    check_attention(1, 4, 1);
+    check_attention(0, 2, 2, 3, 3, 0, 0);
+    check_attention(1, 2, 2, 3, 3, 0, 0);
+    check_attention(0, 4, 2, 3, 3, 0, 0);
+    check_attention(1, 4, 1, 3, 3, 0, 0);
+    check_attention(1, 2, 2, 5, 3, 0, 0); /* latent attention: queries and keys wider than values */
+    check_attention(1, 4, 2, 3, 3, 2, 0); /* a sliding window */
+    check_attention(1, 4, 2, 3, 3, 0, 1); /* sinks */
+    check_attention(1, 2, 2, 5, 3, 2, 1); /* all three */
     check_embedding();
     check_cross_entropy();
     check_tensor_train();

@@ -120,7 +120,8 @@ static void check_llama_kernels(void)
     CLOSE(dx, 2e-5, "RMSNorm backward dx");
     CLOSE(dg, 1e-5, "RMSNorm backward dgamma");
     pair qkv = make((size_t)T * 3 * H, 2);
-    rt_rope_f(qkv.f, positions, T, H, A, A, 500000, 0), rt_rope_d(qkv.d, positions, T, H, A, A, 500000, 0);
+    rt_rope_f(qkv.f, positions, T, 3 * H, 2 * A, H / A, H / A, 500000, 0);
+    rt_rope_d(qkv.d, positions, T, 3 * H, 2 * A, H / A, H / A, 500000, 0);
     CLOSE(qkv, 1e-5, "rotary positions");
     pair u = make((size_t)T * 2 * F, 4), v = zeros((size_t)T * F), dv = make((size_t)T * F, 1);
     pair du = zeros((size_t)T * 2 * F);
@@ -153,20 +154,31 @@ static void check_llama_kernels(void)
         drop(&v), drop(&dv), drop(&du);
 }
 
-static void check_softmax(int causal)
+/* the float softmax (its own vector code) against the double reference: causal or not, with a sliding
+ * window of 5 and a sink logit per head or without */
+static void check_softmax(int causal, int window, int sinks)
 {
     const int B = 4, A = 2, H = 8, offsets[] = {0, 17, 18, 51, 60}; /* rows of 17, 1, 33 and 9 */
+    const rt_attn_shape sh = {A, A, H / A, H / A, window};
     size_t n = 0;
     for (int s = 0; s < B; s++)
         n += (size_t)A * (offsets[s + 1] - offsets[s]) * (offsets[s + 1] - offsets[s]);
-    pair p = make(n, 8), dp = make(n, 1);
-    rt_attn_softmax_fwd_f(p.f, offsets, B, A, causal), rt_attn_softmax_fwd_d(p.d, offsets, B, A, causal);
-    CLOSE(p, 2e-6, causal ? "causal softmax forward" : "softmax forward");
+    pair p = make(n, 8), dp = make(n, 1), sk = make((size_t)A, 3), dsk = zeros((size_t)A);
+    const float *skf = sinks ? sk.f : NULL;
+    const double *skd = sinks ? sk.d : NULL;
+    char what[96];
+    snprintf(what, sizeof what, "%ssoftmax%s%s", causal ? "causal " : "", window ? ", window" : "",
+             sinks ? ", sinks" : "");
+    rt_attn_softmax_fwd_f(p.f, skf, offsets, B, &sh, causal),
+        rt_attn_softmax_fwd_d(p.d, skd, offsets, B, &sh, causal);
+    CLOSE(p, 2e-6, what);
     for (size_t i = 0; i < n; i++) /* the backward of each from the same probabilities */
         p.f[i] = (float)p.d[i];
-    rt_attn_softmax_bwd_f(p.f, dp.f, offsets, B, H, A), rt_attn_softmax_bwd_d(p.d, dp.d, offsets, B, H, A);
-    CLOSE(dp, 1e-5, causal ? "causal softmax backward" : "softmax backward");
-    drop(&p), drop(&dp);
+    rt_attn_softmax_bwd_f(p.f, dp.f, sinks ? dsk.f : NULL, offsets, B, &sh);
+    rt_attn_softmax_bwd_d(p.d, dp.d, sinks ? dsk.d : NULL, offsets, B, &sh);
+    CLOSE(dp, 1e-5, what);
+    if (sinks) CLOSE(dsk, 1e-4, what);
+    drop(&p), drop(&dp), drop(&sk), drop(&dsk);
 }
 
 static void check_cross_entropy(void)
@@ -273,8 +285,11 @@ int main(void)
     check_gelu();
     check_layernorm();
     check_llama_kernels();
-    check_softmax(0);
-    check_softmax(1);
+    check_softmax(0, 0, 0);
+    check_softmax(1, 0, 0);
+    check_softmax(1, 5, 0);
+    check_softmax(1, 0, 1);
+    check_softmax(1, 5, 1);
     check_cross_entropy();
     et_error err;
     rt_backend *be = rt_backend_cpu_create(&err);

@@ -1,8 +1,10 @@
 /* The assembled runtime model: its gradients (all ops chained through the graph) against finite differences
  * of the loss, in fp32 with a loose tolerance, for a masked-LM encoder, a causal decoder, its tensor-train
  * form, its Llama forms (RMSNorm, SwiGLU, rotary positions, no biases, untied output; multi-head and
- * grouped-query attention) and a mixture of experts (top-2 of 4, dropless); checkpoints that are well formed
- * but wrong inside. */
+ * grouped-query attention), a mixture of experts (top-2 of 4, dropless), latent attention (with and without a
+ * query latent), a DeepSeek-shaped mixture (latent attention, a dense first layer, a shared expert, biased
+ * router) and gpt-oss's attention (narrow heads, sliding windows, sinks); checkpoints that are well
+ * formed but wrong inside. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdlib.h>
 #include <string.h>
@@ -34,7 +36,9 @@ static double first_batch(rt_data *data, rt_batch *b)
     return norm;
 }
 
-static void check_plan(const char *path)
+/* every_expert: each token routed to every expert (top_k = experts), so that no step of the differences flips
+ * a routing choice (biases move every token's logits) and the whole layer is checked to every element */
+static void check_plan_routed(const char *path, bool every_expert)
 {
     et_plan plan;
     et_error err;
@@ -42,6 +46,7 @@ static void check_plan(const char *path)
         CHECK(0, "%s loads: %s", path, err.text);
         return;
     }
+    if (every_expert) plan.s.model.moe.top_k = plan.s.model.moe.experts;
     rt_data data;
     rt_model m;
     rt_batch b = {0};
@@ -68,30 +73,41 @@ static void check_plan(const char *path)
     }
     loss_of(&m, &b, norm);
     rt_model_get_state(&m, w, NULL, NULL, g);
-    /* probe parameters of every tensor: the largest-gradient element of each */
+    /* probe parameters of every tensor: the largest-gradient element of each quarter (a product's rows in
+     * order: a fused product's parts, such as latent attention's latent and rotary key, each probed); with
+     * top-k routing the largest of each tensor only (a smaller gradient's step flips routing choices) */
+    const int parts =
+        plan.s.model.moe.experts > 0 && plan.s.model.moe.top_k < plan.s.model.moe.experts ? 1 : 4;
     int bad = 0, probed = 0;
-    for (int i = 0; i < m.graph.n_params; i++) {
-        size_t off = m.param_offset[i], n = (size_t)m.graph.params[i].dense, best = off;
-        for (size_t k = off; k < off + n; k++)
-            if (fabsf(g[k]) > fabsf(g[best])) best = k;
-        if (fabsf(g[best]) < 1e-4) continue;
-        float save = w[best];
-        double h = strstr(m.graph.params[i].id, "router") ? ROUTER_H : 1e-2;
-        w[best] = (float)(save + h);
-        rt_model_set_state(&m, w, NULL, NULL);
-        double up = loss_of(&m, &b, norm);
-        w[best] = (float)(save - h);
-        rt_model_set_state(&m, w, NULL, NULL);
-        double down = loss_of(&m, &b, norm);
-        w[best] = save;
-        rt_model_set_state(&m, w, NULL, NULL);
-        double num = (up - down) / (2 * h), rel = fabs(num - g[best]) / fmax(1e-4, fabs(num));
-        probed++;
-        if (rel > 0.05) {
-            bad++;
-            fprintf(stderr, "  %s: analytic %.6g numeric %.6g\n", m.graph.params[i].id, g[best], num);
+    for (int i = 0; i < m.graph.n_params; i++)
+        for (int part = 0; part < parts; part++) {
+            const size_t n = (size_t)m.graph.params[i].dense, off = m.param_offset[i] + n * part / parts;
+            const size_t end = m.param_offset[i] + n * (part + 1) / parts;
+            if (end <= off) continue;
+            size_t best = off;
+            for (size_t k = off; k < end; k++)
+                if (fabsf(g[k]) > fabsf(g[best])) best = k;
+            /* a small analytic gradient is checked too (without experts), against the numeric one to 5e-5
+             * (the differences' noise here is about 1e-6) */
+            if (fabsf(g[best]) < 1e-4 && parts == 1) continue;
+            float save = w[best];
+            double h = strstr(m.graph.params[i].id, "router") ? ROUTER_H : 1e-2;
+            w[best] = (float)(save + h);
+            rt_model_set_state(&m, w, NULL, NULL);
+            double up = loss_of(&m, &b, norm);
+            w[best] = (float)(save - h);
+            rt_model_set_state(&m, w, NULL, NULL);
+            double down = loss_of(&m, &b, norm);
+            w[best] = save;
+            rt_model_set_state(&m, w, NULL, NULL);
+            double num = (up - down) / (2 * h), rel = fabs(num - g[best]) / fmax(1e-4, fabs(num));
+            probed++;
+            if (fabsf(g[best]) < 1e-4 ? fabs(num - g[best]) > 5e-5 : rel > 0.05) {
+                bad++;
+                fprintf(stderr, "  %s[%zu]: analytic %.6g numeric %.6g\n", m.graph.params[i].id,
+                        best - m.param_offset[i], g[best], num);
+            }
         }
-    }
     CHECK(probed > 10 && bad == 0, "%s: %d of %d parameter tensors disagree with finite differences",
           plan.s.name, bad, probed);
     free(g), free(w);
@@ -100,6 +116,11 @@ static void check_plan(const char *path)
     be->destroy(be);
     rt_data_free(&data);
     et_plan_free(&plan);
+}
+
+static void check_plan(const char *path)
+{
+    check_plan_routed(path, false);
 }
 
 /* A backend that lacks a kernel family is refused at start-up, naming the op and the family. */
@@ -252,8 +273,48 @@ static void check_lora_start(void)
     et_plan_free(&dense);
 }
 
+/* The windowed plan's loss differs from the same plan attending to the whole prefix (its sequences are
+ * longer than the window), and equals it when the window covers every sequence: the windows reach the
+ * kernels, on the layers the model names. */
+static double first_loss(et_plan *plan, int window)
+{
+    et_error err;
+    rt_data data;
+    rt_model m;
+    rt_batch b = {0};
+    plan->s.model.window = window;
+    rt_backend *be = rt_backend_cpu_create(&err);
+    if (!be || rt_data_init(&data, &plan->s, 4, 0, plan->seed, NULL, &err) ||
+        rt_model_init(&m, &plan->s, be, plan->seed, &err)) {
+        CHECK(0, "init: %s", err.text);
+        return -1;
+    }
+    const double norm = first_batch(&data, &b), loss = loss_of(&m, &b, norm);
+    rt_batch_free(&b);
+    rt_model_free(&m);
+    be->destroy(be);
+    rt_data_free(&data);
+    return loss;
+}
+
+static void check_windows(void)
+{
+    et_plan plan;
+    et_error err;
+    if (et_plan_load(ET_SOURCE_DIR "/tests/data/tiny-oss-plan.json", &plan, &err)) {
+        CHECK(0, "plan loads: %s", err.text);
+        return;
+    }
+    const double windowed = first_loss(&plan, 8), full = first_loss(&plan, 0),
+                 wide = first_loss(&plan, plan.s.data.seq_len);
+    CHECK(windowed != full, "a window of 8 changes the loss (%.9f against %.9f)", windowed, full);
+    CHECK(wide == full, "a window as long as the sequences changes nothing (%.9f against %.9f)", wide, full);
+    et_plan_free(&plan);
+}
+
 int main(void)
 {
+    check_windows();
     check_lora_start();
     check_checkpoints();
     check_refused();
@@ -264,5 +325,9 @@ int main(void)
     check_plan(ET_SOURCE_DIR "/tests/data/tiny-llama-gqa-plan.json");
     check_plan(ET_SOURCE_DIR "/tests/data/tiny-moe-plan.json");
     check_plan(ET_SOURCE_DIR "/tests/data/tiny-llama-lora-plan.json");
+    check_plan(ET_SOURCE_DIR "/tests/data/tiny-mla-plan.json");
+    check_plan(ET_SOURCE_DIR "/tests/data/tiny-mla-direct-q-plan.json");
+    check_plan(ET_SOURCE_DIR "/tests/data/tiny-oss-plan.json");
+    check_plan_routed(ET_SOURCE_DIR "/tests/data/tiny-deepseek-plan.json", true);
     return check_summary("test_runtime_model");
 }

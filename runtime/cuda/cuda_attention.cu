@@ -4,11 +4,12 @@
  * their own lengths, so one launch a sequence, as the first version ran, was launch-bound on an H200: 0.28 ms
  * for a layer's context backward against 0.05 predicted (2026-12-04).
  *
- * Layout, per sequence of length l at row o and head h (D = H / A, ld = H + 2 KV D): Q = qkv + o ld + h D,
- * K = qkv + o ld + H + (h / group) D, V = qkv + o ld + H + (KV + h / group) D, each row-major [l, D] with
- * leading dimension ld; ctx + o H + h D likewise with H; P = probs + A (sum of earlier l^2) + h l l,
- * row-major [l, l]. The products' operand pointers are written on the device from the batch's offsets
- * (attn_ptrs_kernel), so nothing waits for the host.
+ * Layout (rt_attn.h), per sequence of length l at row o and head h (ld = rt_attn_ld): Q = qkv + o ld + h Dqk,
+ * K = qkv + o ld + A Dqk + (h / group) Dqk, V = qkv + o ld + (A + KV) Dqk + (h / group) Dv, each row-major
+ * [l, Dqk] or [l, Dv] with leading dimension ld; ctx + o A Dv + h Dv likewise with A Dv; P = probs + A (sum
+ * of earlier l^2) + h l l, row-major [l, l]. Each product's head width D (m, n or k) is Dqk for the scores
+ * and their gradients, Dv for the context and its. The products' operand pointers are written on the device
+ * from the batch's offsets (attn_ptrs_kernel), so nothing waits for the host.
  *
  * Grouped-query attention (group > 1) adds the query heads' gradients into their key/value head, the first
  * writing it; products that run at once would race there, so it takes the per-sequence path of cuBLASLt
@@ -138,10 +139,11 @@ static void run_per_sequence(cu_ctx *c, const attn_product *p, const rt_dev_batc
     }
 }
 
-static void run_product(cu_ctx *c, const attn_product *p, const rt_dev_batch *b, int H, int A, int KV)
+static void run_product(cu_ctx *c, const attn_product *p, const rt_dev_batch *b, const rt_attn_shape *sh,
+                        int D)
 {
     if (c->failure[0] || b->B <= 0) return;
-    const int D = H / A, group = A / KV;
+    const int A = sh->A, group = sh->A / sh->KV;
     const cublasComputeType_t compute =
         c->math == RT_GEMM_FP32 ? CUBLAS_COMPUTE_32F : CUBLAS_COMPUTE_32F_FAST_TF32;
     if (group == 1 && !c->grouped_off && run_grouped(c, p, b, A, D, compute)) return;
@@ -164,58 +166,60 @@ static attn_product product(bool ta, bool tb, attn_sizes sizes, float alpha, boo
     return p;
 }
 
-static void cu_attn_scores_fwd(rt_backend *be, const float *qkv, float *probs, const rt_dev_batch *b, int H,
-                               int A, int KV)
+static void cu_attn_scores_fwd(rt_backend *be, const float *qkv, float *probs, const rt_dev_batch *b,
+                               const rt_attn_shape *sh)
 {
-    const int D = H / A, ld = H + 2 * KV * D;
-    /* S^T = K Q^T: S[i][j] = Q_i . K_j / sqrt(D) */
-    const attn_product p = product(true, false, SIZES_L_L_D, 1.0f / sqrtf((float)D), false,
-                                   rows(qkv + H, ld, D, A / KV), rows(qkv, ld, D, 1), probs_of(probs));
-    run_product(cu_of(be), &p, b, H, A, KV);
+    const int D = sh->Dqk, ld = rt_attn_ld(sh), ko = rt_attn_k_offset(sh);
+    /* S^T = K Q^T: S[i][j] = Q_i . K_j / sqrt(Dqk) */
+    const attn_product p =
+        product(true, false, SIZES_L_L_D, 1.0f / sqrtf((float)D), false,
+                rows(qkv + ko, ld, D, sh->A / sh->KV), rows(qkv, ld, D, 1), probs_of(probs));
+    run_product(cu_of(be), &p, b, sh, D);
 }
 
 static void cu_attn_context_fwd(rt_backend *be, const float *qkv, const float *probs, float *ctx,
-                                const rt_dev_batch *b, int H, int A, int KV)
+                                const rt_dev_batch *b, const rt_attn_shape *sh)
 {
-    const int D = H / A, ld = H + 2 * KV * D;
+    const int Dv = sh->Dv, ld = rt_attn_ld(sh), vo = rt_attn_v_offset(sh), lc = rt_attn_ctx_width(sh);
     /* ctx = P V: ctx^T = V^T P^T */
     const attn_product p =
-        product(false, false, SIZES_D_L_L, 1.0f, false, rows(qkv + H + KV * D, ld, D, A / KV),
-                probs_of(probs), rows(ctx, H, D, 1));
-    run_product(cu_of(be), &p, b, H, A, KV);
+        product(false, false, SIZES_D_L_L, 1.0f, false, rows(qkv + vo, ld, Dv, sh->A / sh->KV),
+                probs_of(probs), rows(ctx, lc, Dv, 1));
+    run_product(cu_of(be), &p, b, sh, Dv);
 }
 
 static void cu_attn_context_bwd(rt_backend *be, const float *qkv, const float *probs, const float *dctx,
-                                float *dqkv, float *dprobs, const rt_dev_batch *b, int H, int A, int KV)
+                                float *dqkv, float *dprobs, const rt_dev_batch *b, const rt_attn_shape *sh)
 {
-    const int D = H / A, ld = H + 2 * KV * D;
-    const attn_operand V = rows(qkv + H + KV * D, ld, D, A / KV), dC = rows(dctx, H, D, 1);
+    const int Dv = sh->Dv, ld = rt_attn_ld(sh), vo = rt_attn_v_offset(sh), lc = rt_attn_ctx_width(sh);
+    const attn_operand V = rows(qkv + vo, ld, Dv, sh->A / sh->KV), dC = rows(dctx, lc, Dv, 1);
     /* dV = P^T dC: dV^T = dC^T P; dP = dC V^T: dP^T = V dC^T */
     const attn_product dv = product(false, true, SIZES_D_L_L, 1.0f, true, dC, probs_of(probs),
-                                    rows(dqkv + H + KV * D, ld, D, A / KV));
+                                    rows(dqkv + vo, ld, Dv, sh->A / sh->KV));
     const attn_product dp = product(true, false, SIZES_L_L_D, 1.0f, false, V, dC, probs_of(dprobs));
-    run_product(cu_of(be), &dv, b, H, A, KV);
-    run_product(cu_of(be), &dp, b, H, A, KV);
+    run_product(cu_of(be), &dv, b, sh, Dv);
+    run_product(cu_of(be), &dp, b, sh, Dv);
 }
 
 static void cu_attn_scores_bwd(rt_backend *be, const float *qkv, const float *dscores, float *dqkv,
-                               const rt_dev_batch *b, int H, int A, int KV)
+                               const rt_dev_batch *b, const rt_attn_shape *sh)
 {
-    const int D = H / A, ld = H + 2 * KV * D;
+    const int D = sh->Dqk, ld = rt_attn_ld(sh), ko = rt_attn_k_offset(sh);
     /* dQ = dS K: dQ^T = K^T dS^T; dK = dS^T Q: dK^T = Q^T dS */
-    const attn_product dq = product(false, false, SIZES_D_L_L, 1.0f, false, rows(qkv + H, ld, D, A / KV),
-                                    probs_of(dscores), rows(dqkv, ld, D, 1));
+    const attn_product dq =
+        product(false, false, SIZES_D_L_L, 1.0f, false, rows(qkv + ko, ld, D, sh->A / sh->KV),
+                probs_of(dscores), rows(dqkv, ld, D, 1));
     const attn_product dk = product(false, true, SIZES_D_L_L, 1.0f, true, rows(qkv, ld, D, 1),
-                                    probs_of(dscores), rows(dqkv + H, ld, D, A / KV));
-    run_product(cu_of(be), &dq, b, H, A, KV);
-    run_product(cu_of(be), &dk, b, H, A, KV);
+                                    probs_of(dscores), rows(dqkv + ko, ld, D, sh->A / sh->KV));
+    run_product(cu_of(be), &dq, b, sh, D);
+    run_product(cu_of(be), &dk, b, sh, D);
 }
 
 /* ---- softmax over every row of the micro-batch: a warp a row ---- */
 
-/* row r of the A T rows (sequence by sequence, head by head): its sequence's length l, its index i within
- * its head, and where it starts in probs */
-__device__ void locate_row(const int *offsets, int B, int A, int r, int *l, int *i, long long *start)
+/* row r of the A T rows (sequence by sequence, head by head): its sequence's length l, its head h, its index
+ * i within its head, and where it starts in probs */
+__device__ void locate_row(const int *offsets, int B, int A, int r, int *l, int *h, int *i, long long *start)
 {
     int s = 0;
     long long p0 = 0;
@@ -225,72 +229,81 @@ __device__ void locate_row(const int *offsets, int B, int A, int r, int *l, int 
     }
     *l = offsets[s + 1] - offsets[s];
     const int local = r - A * offsets[s];
-    *i = local % *l;
+    *h = local / *l, *i = local % *l;
     *start = p0 + (long long)local * *l; /* (h l + i) l */
 }
 
-__global__ void attn_softmax_fwd_kernel(float *probs, const int *offsets, int B, int A, int rows, int causal)
+/* live values [lo, n) of each row (a causal mask, a sliding window); sinks[A]: a logit per head in the
+ * denominator (NULL: none) */
+__global__ void attn_softmax_fwd_kernel(float *probs, const float *sinks, const int *offsets, int B,
+                                        rt_attn_shape sh, int rows, int causal)
 {
     const int r = blockIdx.x * ROWS_PER_BLOCK + threadIdx.x / 32, lane = threadIdx.x % 32;
     if (r >= rows) return;
-    int l, i;
+    int l, h, i;
     long long start;
-    locate_row(offsets, B, A, r, &l, &i, &start);
+    locate_row(offsets, B, sh.A, r, &l, &h, &i, &start);
     float *p = probs + start;
-    const int n = causal ? i + 1 : l;
-    float mx = -INFINITY;
-    for (int j = lane; j < n; j += 32)
+    const int n = causal ? i + 1 : l, lo = causal ? rt_attn_first(&sh, i) : 0;
+    float mx = sinks ? sinks[h] : -INFINITY;
+    for (int j = lo + lane; j < n; j += 32)
         mx = fmaxf(mx, p[j]);
     mx = warp_max(mx);
     float s = 0;
-    for (int j = lane; j < n; j += 32) {
+    for (int j = lo + lane; j < n; j += 32) {
         const float e = expf(p[j] - mx);
         p[j] = e;
         s += e;
     }
-    const float inv = 1.0f / warp_sum(s);
+    s = warp_sum(s);
+    if (sinks) s += expf(sinks[h] - mx);
+    const float inv = 1.0f / s;
     for (int j = lane; j < l; j += 32)
-        p[j] = j < n ? p[j] * inv : 0.0f;
+        p[j] = j >= lo && j < n ? p[j] * inv : 0.0f;
 }
 
-/* dprobs = probs (dprobs - probs . dprobs) / sqrt(D), in place */
-__global__ void attn_softmax_bwd_kernel(const float *probs, float *dprobs, const int *offsets, int B, int A,
-                                        int rows, float scale)
+/* dprobs = probs (dprobs - probs . dprobs) / sqrt(Dqk), in place; a row's sink holds 1 - sum(probs) and adds
+ * -(1 - sum probs) (probs . dprobs) to its head's dsinks (NULL: none) */
+__global__ void attn_softmax_bwd_kernel(const float *probs, float *dprobs, float *dsinks, const int *offsets,
+                                        int B, int A, int rows, float scale)
 {
     const int r = blockIdx.x * ROWS_PER_BLOCK + threadIdx.x / 32, lane = threadIdx.x % 32;
     if (r >= rows) return;
-    int l, i;
+    int l, h, i;
     long long start;
-    locate_row(offsets, B, A, r, &l, &i, &start);
+    locate_row(offsets, B, A, r, &l, &h, &i, &start);
     const float *p = probs + start;
     float *d = dprobs + start;
-    float dot = 0;
+    float dot = 0, mass = 0;
     for (int j = lane; j < l; j += 32)
-        dot += d[j] * p[j];
+        dot += d[j] * p[j], mass += p[j];
     dot = warp_sum(dot);
+    mass = warp_sum(mass);
+    if (dsinks && lane == 0) atomicAdd(dsinks + h, -(1.0f - mass) * dot);
     for (int j = lane; j < l; j += 32)
         d[j] = p[j] * (d[j] - dot) * scale;
 }
 
-static void cu_attn_softmax_fwd(rt_backend *be, float *probs, const rt_dev_batch *b, int A, bool causal)
+static void cu_attn_softmax_fwd(rt_backend *be, float *probs, const float *sinks, const rt_dev_batch *b,
+                                const rt_attn_shape *sh, bool causal)
 {
     cu_ctx *c = cu_of(be);
-    const int rows = A * b->offsets_host[b->B];
+    const int rows = sh->A * b->offsets_host[b->B];
     if (c->failure[0] || rows <= 0) return;
     attn_softmax_fwd_kernel<<<(unsigned)((rows + ROWS_PER_BLOCK - 1) / ROWS_PER_BLOCK), 32 * ROWS_PER_BLOCK,
-                              0, c->compute>>>(probs, b->offsets, b->B, A, rows, causal);
+                              0, c->compute>>>(probs, sinks, b->offsets, b->B, *sh, rows, causal);
     CU_CHECK_LAUNCH(c, "attn_softmax_fwd_kernel");
 }
 
-static void cu_attn_softmax_bwd(rt_backend *be, const float *probs, float *dprobs, const rt_dev_batch *b,
-                                int H, int A)
+static void cu_attn_softmax_bwd(rt_backend *be, const float *probs, float *dprobs, float *dsinks,
+                                const rt_dev_batch *b, const rt_attn_shape *sh)
 {
     cu_ctx *c = cu_of(be);
-    const int rows = A * b->offsets_host[b->B];
+    const int rows = sh->A * b->offsets_host[b->B];
     if (c->failure[0] || rows <= 0) return;
     attn_softmax_bwd_kernel<<<(unsigned)((rows + ROWS_PER_BLOCK - 1) / ROWS_PER_BLOCK), 32 * ROWS_PER_BLOCK,
-                              0, c->compute>>>(probs, dprobs, b->offsets, b->B, A, rows,
-                                               1.0f / sqrtf((float)(H / A)));
+                              0, c->compute>>>(probs, dprobs, dsinks, b->offsets, b->B, sh->A, rows,
+                                               1.0f / sqrtf((float)sh->Dqk));
     CU_CHECK_LAUNCH(c, "attn_softmax_bwd_kernel");
 }
 

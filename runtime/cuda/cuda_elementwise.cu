@@ -73,28 +73,45 @@ static void cu_swiglu_bwd(rt_backend *be, const float *u, const float *dy, float
 
 /* ---- rotary positions: one thread a (token, head, pair); the angle in double, as the reference ---- */
 
-__global__ void rope_kernel(float *qkv, const int *positions, int heads, int D, int ld, double base,
+/* rt_rope's runs: `heads` runs of R values a row (row stride ld, run h at h * stride), pairs (i, i + R/2) */
+__global__ void rope_kernel(float *x, const int *positions, int heads, int stride, int R, int ld, double base,
                             int inverse, size_t n)
 {
-    const int half = D / 2;
+    const int half = R / 2;
     GRID_LOOP(idx, n)
     {
         const size_t t = idx / ((size_t)heads * half);
         const int h = (int)(idx / half % heads), i = (int)(idx % half);
-        const double angle = positions[t] * pow(base, -2.0 * i / D);
+        const double angle = positions[t] * pow(base, -2.0 * i / R);
         double s, c;
         sincos(angle, &s, &c);
-        float *v = qkv + t * ld + (size_t)h * D;
+        float *v = x + t * ld + (size_t)h * stride;
         rt_rotate_pair(v + i, v + i + half, (float)c, inverse ? (float)-s : (float)s);
     }
 }
 
-static void cu_rope(rt_backend *be, float *qkv, const rt_dev_batch *b, int H, int A, int KV, double base,
-                    bool inverse)
+static void cu_rope(rt_backend *be, float *x, const rt_dev_batch *b, int ld, int heads, int stride, int R,
+                    double base, bool inverse)
 {
-    const int D = H / A;
-    const size_t n = (size_t)b->T * (A + KV) * (D / 2);
-    LAUNCH(cu_of(be), rope_kernel, n, qkv, b->positions, A + KV, D, H + 2 * KV * D, base, inverse ? 1 : 0, n);
+    const size_t n = (size_t)b->T * heads * (R / 2);
+    LAUNCH(cu_of(be), rope_kernel, n, x, b->positions, heads, stride, R, ld, base, inverse ? 1 : 0, n);
+}
+
+/* dst[r ld_dst + c] += src[r ld_src + c] (rt_backend.h's add_2d) */
+__global__ void add_2d_kernel(float *dst, int ld_dst, const float *src, int ld_src, int cols, size_t n)
+{
+    GRID_LOOP(idx, n)
+    {
+        const size_t r = idx / cols, col = idx % cols;
+        dst[r * ld_dst + col] += src[r * ld_src + col];
+    }
+}
+
+static void cu_add_2d(rt_backend *be, float *dst, int ld_dst, const float *src, int ld_src, int rows,
+                      int cols)
+{
+    const size_t n = rows > 0 && cols > 0 ? (size_t)rows * cols : 0;
+    LAUNCH(cu_of(be), add_2d_kernel, n, dst, ld_dst, src, ld_src, cols, n);
 }
 
 /* ---- embeddings ---- */
@@ -359,6 +376,7 @@ void cu_table_elementwise(rt_backend *be)
     be->swiglu_fwd = cu_swiglu_fwd;
     be->swiglu_bwd = cu_swiglu_bwd;
     be->rope = cu_rope;
+    be->add_2d = cu_add_2d;
     be->embedding_fwd = cu_embedding_fwd;
     be->embedding_bwd = cu_embedding_bwd;
     be->add = cu_add;
