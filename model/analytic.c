@@ -86,6 +86,8 @@ static int graph_for(const et_model_config *model, const et_graph_options *o, et
     key.options.precision = o->precision, key.options.recompute = o->recompute;
     key.options.attention = o->attention, key.options.sequence_parallel = o->sequence_parallel;
     key.options.optimizer = o->optimizer, key.options.optimizer_shards = o->optimizer_shards;
+    key.options.expert_optimizer_shards = o->expert_optimizer_shards;
+    key.options.scaling = o->scaling, key.options.recompute_modules = o->recompute_modules;
     key.options.clip_global = o->clip_global, key.options.tokens_hint = o->tokens_hint;
     key.options.loss_fp32 = o->loss_fp32;
     key.options.flash_rate = o->flash_rate, key.options.attention_unpad = o->attention_unpad;
@@ -195,7 +197,7 @@ static int whole_model_graph(const et_scenario *s, et_graph *g, int *owned, et_l
     o.layers_per_stage = NULL;
     o.recompute = ET_RECOMPUTE_NONE;
     o.sequence_parallel = false;
-    o.optimizer_shards = 1;
+    o.optimizer_shards = 1, o.expert_optimizer_shards = 1;
     o.expert = 1; /* every expert counted once */
     /* model FLOPs count the routed rows, not a fixed capacity's padding */
     et_model_config model = s->model;

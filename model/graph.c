@@ -1243,10 +1243,23 @@ static double galore_ops(builder *b, const et_graph_options *o)
 }
 
 /* Optimizer kernels over this GPU's shard of parameters (fp32 math, bytes per parameter in docs). */
+double et_graph_optimizer_params(const et_graph *g)
+{
+    const et_graph_options *o = &g->options;
+    double experts = 0;
+    for (int i = 0; i < g->n_params; i++)
+        if (g->params[i].expert) experts += g->params[i].count;
+    const double shards = o->optimizer_shards > 0 ? o->optimizer_shards : 1,
+                 expert_shards = o->expert_optimizer_shards > 0 ? o->expert_optimizer_shards : shards;
+    return (g->param_count - experts) / shards + experts / expert_shards;
+}
+
 static void optimizer_ops(builder *b, const et_graph_options *o, double params)
 {
     if (o->galore.rank > 0) params -= galore_ops(b, o);
+    /* the experts' states are sharded over their own data-parallel group (et_graph_optimizer_params) */
     double shard = params / o->optimizer_shards;
+    if (o->galore.rank <= 0) shard = et_graph_optimizer_params(b->g);
     double ge = b->e; /* gradient element size */
     /* sparse weights kept dense with a mask (etrun's CPU backend): the update runs over every element */
     double dense = 0, kept = 0;

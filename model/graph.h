@@ -126,17 +126,19 @@ typedef struct et_graph_options {
     bool sequence_parallel; /* tensor-parallel all-reduces become all-gather + reduce-scatter; layer norms
                                and dropouts run on T/t tokens */
     et_optimizer optimizer;
-    int optimizer_shards;    /* ZeRO: optimizer states split over this many ranks (1 = none) */
-    bool clip_global;        /* clip after the all-reduce: a global-norm op before the update */
-    bool loss_fp32;          /* the loss over fp32 logits in separate passes (software.cross_entropy) */
-    double flash_rate;       /* the fused attention kernel's share of the profile's rate (0 or 1: the
-                                profile's; software.attention_kernel) */
-    bool attention_unpad;    /* gather and scatter copies around the fused attention (software) */
-    bool residual_kernels;   /* residual adds and backward sums as kernels of their own (software) */
-    et_galore galore;        /* GaLore's low-rank projected optimizer states (rank 0: off) */
-    const et_method *method; /* NULL = dense */
-    double tokens_hint;      /* tokens per micro-batch the tensor-train contraction orders are chosen for */
-    int tt_rank;             /* tensor-train rank of this phase (0 = the method's) */
+    int optimizer_shards;        /* ZeRO: optimizer states split over this many ranks (1 = none) */
+    int expert_optimizer_shards; /* the experts' states, over the ranks holding the same experts (d / x;
+                                    0: as optimizer_shards) */
+    bool clip_global;            /* clip after the all-reduce: a global-norm op before the update */
+    bool loss_fp32;              /* the loss over fp32 logits in separate passes (software.cross_entropy) */
+    double flash_rate;           /* the fused attention kernel's share of the profile's rate (0 or 1: the
+                                    profile's; software.attention_kernel) */
+    bool attention_unpad;        /* gather and scatter copies around the fused attention (software) */
+    bool residual_kernels;       /* residual adds and backward sums as kernels of their own (software) */
+    et_galore galore;            /* GaLore's low-rank projected optimizer states (rank 0: off) */
+    const et_method *method;     /* NULL = dense */
+    double tokens_hint; /* tokens per micro-batch the tensor-train contraction orders are chosen for */
+    int tt_rank;        /* tensor-train rank of this phase (0 = the method's) */
     const et_op_scales *op_scales; /* NULL: every op at the cost model's time */
 } et_graph_options;
 
@@ -194,6 +196,10 @@ double et_op_launches(const et_op *op, const et_batch_shape *b);
 void et_graph_activation_terms(const et_graph *g, et_linear *per_micro, et_linear *once);
 
 /* Index of the op with this id, -1 if none. */
+/* The parameters of this GPU's optimizer shard: the model's over optimizer_shards, the experts' over
+ * expert_optimizer_shards (memory.c shards the states alike). */
+double et_graph_optimizer_params(const et_graph *g);
+
 int et_graph_find(const et_graph *g, const char *id);
 
 /* One step's cost on a device as etrun runs it: op_time[i] (seconds) is op i summed over the step's

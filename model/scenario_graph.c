@@ -1,6 +1,7 @@
 #include "scenario_graph.h"
 
 #include "batch.h"
+#include "collectives.h"
 
 et_graph_options et_scenario_graph_options(const et_scenario *s, int stage)
 {
@@ -20,6 +21,8 @@ et_graph_options et_scenario_graph_options(const et_scenario *s, int stage)
         .optimizer = s->optimizer.name,
         .optimizer_shards =
             s->parallel.zero_stage >= 1 || s->parallel.distributed_optimizer ? et_scenario_grad_ranks(s) : 1,
+        .expert_optimizer_shards =
+            s->parallel.zero_stage >= 1 || s->parallel.distributed_optimizer ? et_ep_data_group(s).ranks : 1,
         .clip_global = s->optimizer.clip == ET_CLIP_AFTER_ALLREDUCE,
         .loss_fp32 = s->software.cross_entropy == ET_CROSS_ENTROPY_FP32,
         .flash_rate = et_software_flash_rate(&s->software),
@@ -37,6 +40,6 @@ et_graph_options et_scenario_graph_options(const et_scenario *s, int stage)
 et_graph_options et_plan_graph_options(const et_scenario *s)
 {
     et_graph_options o = et_scenario_graph_options(s, 0);
-    o.optimizer_shards = 1;
+    o.optimizer_shards = 1, o.expert_optimizer_shards = 1;
     return o;
 }

@@ -374,7 +374,6 @@ double et_step_optimizer_seconds(const et_step_schedule *q, const et_scenario *s
                                  const et_batch_shape *b)
 {
     const et_graph *g = q->graph;
-    const double shards = g->options.optimizer_shards > 0 ? g->options.optimizer_shards : 1;
     return et_phase_time_of(s, c, ET_PHASE_OPTIMIZER, b, NULL) +
-           et_optimizer_stack_time(s, g->param_count, g->param_count / shards);
+           et_optimizer_stack_time(s, g->param_count, et_graph_optimizer_params(g));
 }

@@ -23,6 +23,11 @@ static void layout(rt_acts *a, cursor *c, size_t T, size_t P)
     for (int i = 0; i < a->L; i++) {
         rt_layer_acts *l = &a->layers[i];
         l->qkv = take(c, T * QKV), l->ctx = take(c, T * CW), l->y = take(c, T * H), l->res1 = take(c, T * H);
+        if (a->qk_norm) {
+            const size_t A = (size_t)a->A, KV = (size_t)a->KV, D = (size_t)a->attn.Dqk;
+            l->q_pre = take(c, T * A * D), l->k_pre = take(c, T * KV * D);
+            l->q_rstd_h = take(c, T * A), l->k_rstd_h = take(c, T * KV);
+        }
         if (Lkv) {
             l->cq = Lq ? take(c, T * Lq) : NULL, l->cqn = Lq ? take(c, T * Lq) : NULL;
             l->q_rstd = Lq ? take(c, T) : NULL;
@@ -57,6 +62,10 @@ static void layout(rt_acts *a, cursor *c, size_t T, size_t P)
     a->logits = take(c, P * V), a->dlogits = take(c, P * V);
     a->d_out = take(c, T * H), a->d_res = take(c, T * H), a->d_mid = take(c, T * H),
     a->d_ctx = take(c, T * CW);
+    if (a->qk_norm) {
+        const size_t qw = (size_t)a->A * (size_t)a->attn.Dqk;
+        a->qk_tmp = take(c, T * qw), a->qk_tmp2 = take(c, T * qw);
+    }
     if (Lkv) {
         const size_t A = (size_t)a->A, widest = Lq > Lkv ? Lq : Lkv;
         a->mla_q = take(c, T * A * (size_t)a->attn.Dqk),
@@ -99,6 +108,7 @@ int rt_acts_alloc(rt_model *m, et_error *err)
     a->KV = mc->mla.kv_lora > 0 ? a->A : mc->kv_heads ? mc->kv_heads : a->A;
     a->attn = (rt_attn_shape){a->A, a->KV, et_model_qk_dim(mc), et_model_v_dim(mc), 0};
     a->window = mc->window;
+    a->qk_norm = mc->qk_norm;
     a->QKV = rt_attn_ld(&a->attn), a->CW = rt_attn_ctx_width(&a->attn);
     if (mc->mla.kv_lora > 0)
         a->Lq = mc->mla.q_lora, a->Lkv = mc->mla.kv_lora, a->R = mc->mla.rope_dim,

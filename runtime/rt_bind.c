@@ -61,6 +61,8 @@ static const binding layer_ops[] = {
     {"moe.router.bwd_data", rt_ex_moe_router_bwd_data, "weight", NULL, F(LINEAR)},
     {"moe.router.bwd_weight", rt_ex_moe_router_bwd_weight, "weight", "bias", F(LINEAR)},
     {"attn.rope", rt_ex_rope, NULL, NULL, F(ROPE)},
+    {"attn.qk_norm", rt_ex_qk_norm, NULL, NULL, F(RMSNORM)},
+    {"attn.qk_norm.bwd", rt_ex_qk_norm_bwd, NULL, NULL, F(RMSNORM)},
     {"attn.q_down", rt_ex_mla_q_down, "weight", "bias", F(LINEAR)},
     {"attn.q_norm", rt_ex_mla_q_norm, "weight", NULL, F(RMSNORM)},
     {"attn.q_up", rt_ex_mla_q_up, "weight", "bias", F(LINEAR)},

@@ -38,6 +38,9 @@ typedef struct rt_layer_acts {
     float *cq, *cqn, *q_rstd, *ckv, *ckvn, *kv_rstd;
     /* attention sinks: this layer's logits [A] and their gradient (parameter slices; NULL: none) */
     float *sinks, *dsinks;
+    /* query and key norms (Qwen3; NULL without): q and k before them, [T A D] and [T KV D] as rows of D, each
+     * row's rstd, and the norms' gains [D] with their gradients (parameter slices) */
+    float *q_pre, *k_pre, *q_rstd_h, *k_rstd_h, *qn_g, *qn_dg, *kn_g, *kn_dg;
 } rt_layer_acts;
 
 /* Every activation and gradient buffer of one rank (device memory, one allocation: rt_acts_alloc). */
@@ -53,6 +56,8 @@ struct rt_acts {
      * [T, R] (forward: values; backward: their gradients), and two latent gradients [T, max(Lq, Lkv)] */
     int Lq, Lkv, R, Dn;
     float *mla_q, *mla_kvu, *mla_kpe, *d_lat1, *d_lat2;
+    bool qk_norm;            /* each head's query and key RMS-normed (model.qk_norm) */
+    float *qk_tmp, *qk_tmp2; /* its scratch, [T, A D] each (A >= KV) */
     bool decoder;
     bool rms, swiglu;      /* RMSNorm instead of layer norm; SwiGLU instead of GELU */
     double rope_base;      /* rotary positions' base, 0 without them */
@@ -155,6 +160,8 @@ RT_EXEC(rt_ex_gelu);
 RT_EXEC(rt_ex_swiglu);
 RT_EXEC(rt_ex_swiglu_bwd);
 RT_EXEC(rt_ex_rope);
+RT_EXEC(rt_ex_qk_norm);
+RT_EXEC(rt_ex_qk_norm_bwd);
 RT_EXEC(rt_ex_rope_bwd);
 /* rt_exec_mla.c: latent attention's projections, norms, rotary parts and the heads' assembly */
 RT_EXEC(rt_ex_mla_q_down);

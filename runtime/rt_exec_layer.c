@@ -101,6 +101,45 @@ static void rope_all(rt_model *m, float *qkv, const rt_dev_batch *b, bool invers
     }
 }
 
+/* Qwen3's query and key norms: each head's D values RMS-normed with one gain for the queries and one for
+ * the keys; q and k copied out as rows of D (kept for the backward), normed, copied back. */
+static void qk_norm_part(rt_model *m, float *qkv, int offset, int heads, const float *g, float *pre,
+                         float *rstd, int T)
+{
+    rt_acts *a = m->acts;
+    const int D = a->attn.Dqk, w = heads * D;
+    m->be->copy_2d(m->be, pre, w, qkv + offset, a->QKV, T, w);
+    m->be->rmsnorm_fwd(m->be, pre, g, a->qk_tmp, rstd, T * heads, D);
+    m->be->copy_2d(m->be, qkv + offset, a->QKV, a->qk_tmp, w, T, w);
+}
+
+static void qk_norm_part_bwd(rt_model *m, int offset, int heads, const float *g, const float *pre,
+                             const float *rstd, float *dg, int T)
+{
+    rt_acts *a = m->acts;
+    const int D = a->attn.Dqk, w = heads * D;
+    m->be->copy_2d(m->be, a->qk_tmp, w, a->d_qkv + offset, a->QKV, T, w);
+    m->be->fill(m->be, a->qk_tmp2, 0, (size_t)T * w);
+    rt_norm_bwd_rms(m, pre, g, rstd, a->qk_tmp, a->qk_tmp2, dg, T * heads, D);
+    m->be->copy_2d(m->be, a->d_qkv + offset, a->QKV, a->qk_tmp2, w, T, w);
+}
+
+RT_EXEC(rt_ex_qk_norm)
+{
+    rt_acts *a = m->acts;
+    rt_layer_acts *l = LAYER(m, op);
+    qk_norm_part(m, l->qkv, 0, a->A, l->qn_g, l->q_pre, l->q_rstd_h, b->T);
+    qk_norm_part(m, l->qkv, rt_attn_k_offset(&a->attn), a->KV, l->kn_g, l->k_pre, l->k_rstd_h, b->T);
+}
+
+RT_EXEC(rt_ex_qk_norm_bwd)
+{
+    rt_acts *a = m->acts;
+    const rt_layer_acts *l = LAYER(m, op);
+    qk_norm_part_bwd(m, 0, a->A, l->qn_g, l->q_pre, l->q_rstd_h, l->qn_dg, b->T);
+    qk_norm_part_bwd(m, rt_attn_k_offset(&a->attn), a->KV, l->kn_g, l->k_pre, l->k_rstd_h, l->kn_dg, b->T);
+}
+
 RT_EXEC(rt_ex_rope)
 {
     rope_all(m, LAYER(m, op)->qkv, b, false);

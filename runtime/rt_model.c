@@ -40,9 +40,6 @@ static int refuse_unsupported(const et_scenario *s, et_error *err)
     if (mc->mtp_layers > 0)
         return et_error_set(err, s->source, 0, 0, "$.model.mtp_layers",
                             "etrun trains one next-token head: multi-token prediction is %s", later);
-    if (mc->qk_norm)
-        return et_error_set(err, s->source, 0, 0, "$.model.qk_norm",
-                            "etrun has no query and key norms; they are costed by etsim only for now");
     if (s->model.head == ET_HEAD_MLM_NSP)
         return et_error_set(
             err, s->source, 0, 0, "$.model.loss_head",
@@ -85,6 +82,14 @@ static int bind_named_params(rt_model *m, et_error *err)
         if (!(a->layers[i].sinks = rt_param(m, id, &a->layers[i].dsinks)))
             return et_error_set(err, NULL, 0, 0, NULL, "the graph lacks %s", id);
         if (!a->layers[i].dsinks) a->layers[i].dsinks = a->frozen_grad; /* frozen (LoRA) */
+    }
+    for (int i = 0; m->s->model.qk_norm && i < a->L; i++) {
+        rt_layer_acts *l = &a->layers[i];
+        snprintf(id, sizeof id, "layer.%d.attn.q_norm.weight", i);
+        l->qn_g = rt_param(m, id, &l->qn_dg);
+        snprintf(id, sizeof id, "layer.%d.attn.k_norm.weight", i);
+        l->kn_g = rt_param(m, id, &l->kn_dg);
+        if (!l->qn_g || !l->kn_g) return et_error_set(err, NULL, 0, 0, NULL, "the graph lacks %s", id);
     }
     return 0;
 }

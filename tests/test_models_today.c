@@ -333,8 +333,55 @@ static void test_stage_twins(void)
     CHECK(et_graph_stage_twin(&m, &o) == 2, "dense layers into stage 1: stage 2 its own");
 }
 
+/* The distributed optimizer shards the experts' states over the ranks holding the same experts (d / x), the
+ * rest over every data rank: gpt-oss 120B on 64 GPUs with expert parallelism 64 updates all its 2 experts a
+ * layer itself. The step's bytes by hand: 28 a parameter of the shard (the bf16 gradient, the fp32 weight, m
+ * and v read and written, the bf16 copy written: et_adam_step_costs), over the shard memory.c keeps. */
+static void test_expert_optimizer_shards(void)
+{
+    et_model_config m;
+    et_model_preset("gpt-oss-120b", &m);
+    et_graph_options o = {.tensor = 1,
+                          .pipeline = 1,
+                          .expert = 64,
+                          .precision = ET_BF16,
+                          .attention = ET_ATTENTION_FLASH,
+                          .optimizer = ET_OPT_ADAMW,
+                          .optimizer_shards = 64,
+                          .expert_optimizer_shards = 1};
+    et_graph g;
+    et_error err;
+    if (et_graph_build(&m, &o, &g, &err)) {
+        CHECK(0, "gpt-oss graph: %s", err.text);
+        return;
+    }
+    double experts = 0;
+    for (int i = 0; i < g.n_params; i++)
+        if (g.params[i].expert) experts += g.params[i].count;
+    /* 36 layers x 2 of 128 experts x (fc1 2 x 2880 x 2880 + its bias 5760 + fc2 2880 x 2880 + its bias 2880)
+     */
+    const double by_hand = 36.0 * 2 * (2.0 * 2880 * 2880 + 5760 + 2880.0 * 2880 + 2880);
+    CHECK(fabs(experts - by_hand) < 0.5, "this GPU's expert parameters: %.0f, by hand %.0f", experts,
+          by_hand);
+    const double shard = (g.param_count - experts) / 64 + experts;
+    CHECK(fabs(et_graph_optimizer_params(&g) - shard) < 1, "the optimizer's shard: %.0f, by hand %.0f",
+          et_graph_optimizer_params(&g), shard);
+    const et_op *up = find(&g, "optimizer.step");
+    if (up)
+        CHECK(fabs(at(&up->bytes, 1, 1) - 28 * shard) < 28, "the step's bytes: %.4g, by hand %.4g",
+              at(&up->bytes, 1, 1), 28 * shard);
+    o.expert_optimizer_shards = 0; /* unset: as the rest (the old figure, 1/64 of the experts) */
+    et_graph g2;
+    if (et_graph_build(&m, &o, &g2, &err) == 0) {
+        CHECK(et_graph_optimizer_params(&g2) < shard / 10, "unset, the experts shard like the rest");
+        et_graph_free(&g2);
+    }
+    et_graph_free(&g);
+}
+
 int main(void)
 {
+    test_expert_optimizer_shards();
     test_stage_twins();
     test_lora();
     test_deepseek_v3();

@@ -3,8 +3,8 @@
  * form, its Llama forms (RMSNorm, SwiGLU, rotary positions, no biases, untied output; multi-head and
  * grouped-query attention), a mixture of experts (top-2 of 4, dropless), latent attention (with and without a
  * query latent), a DeepSeek-shaped mixture (latent attention, a dense first layer, a shared expert, biased
- * router) and gpt-oss's attention (narrow heads, sliding windows, sinks); checkpoints that are well
- * formed but wrong inside. */
+ * router), a Qwen3-shaped one (wide heads, query and key norms) and gpt-oss's attention (narrow heads,
+ * sliding windows, sinks); checkpoints that are well formed but wrong inside. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdlib.h>
 #include <string.h>
@@ -329,5 +329,6 @@ int main(void)
     check_plan(ET_SOURCE_DIR "/tests/data/tiny-mla-direct-q-plan.json");
     check_plan(ET_SOURCE_DIR "/tests/data/tiny-oss-plan.json");
     check_plan_routed(ET_SOURCE_DIR "/tests/data/tiny-deepseek-plan.json", true);
+    check_plan_routed(ET_SOURCE_DIR "/tests/data/tiny-qwen3-plan.json", true);
     return check_summary("test_runtime_model");
 }

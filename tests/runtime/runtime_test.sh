@@ -61,10 +61,10 @@ case $mode in
     mpi 4 "$etrun" --quiet --out "$work/x4e1.json" "$work/pe.json"
     mpi 4 "$etrun" --quiet --out "$work/x4e2.json" "$work/pe2.json"
     "$check" close-loss "$work/x4e1.json" "$work/x4e2.json" 1e-6 ;;
-  train-attention) # latent attention (a query latent, and queries straight from the hidden state with biases)
-    # and gpt-oss's attention (heads narrower than hidden / heads, sliding windows on every other layer,
-    # sinks) learn, and 2 ranks give 1 rank's parameters within fp32 rounding
-    for p in tiny-mla tiny-mla-direct-q tiny-oss; do
+  train-attention) # latent attention (a query latent, and queries straight from the hidden state with biases),
+    # gpt-oss's attention (heads narrower than hidden / heads, sliding windows on every other layer, sinks)
+    # and Qwen3's (heads wider than hidden / heads, query and key norms, experts) learn, and 2 ranks give 1 rank's parameters within fp32 rounding
+    for p in tiny-mla tiny-mla-direct-q tiny-oss tiny-qwen3; do
       "$etrun" --quiet --out "$work/$p.json" "$src/tests/data/$p-plan.json"
       "$check" loss "$work/$p.json" 0.25
     done
