@@ -90,6 +90,8 @@ typedef struct et_model_config {
     int mtp_layers; /* multi-token prediction depth (DeepSeek-V3): each module an embedding of the next
                      * token, two RMSNorms, a 2H x H projection, one transformer layer and the shared output
                      * head with its loss, on the last pipeline stage */
+    double mtp_loss_scale; /* the modules' losses averaged over the depth and scaled by this in training
+                            * (Megatron-Core's mtp_loss_scaling_factor, 0.1; etrun's gradients; no cost) */
 } et_model_config;
 
 /* Each attention head's width: head_dim, or hidden / heads (MLA: the part without positions). A head's

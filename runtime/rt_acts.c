@@ -55,6 +55,15 @@ static void layout(rt_acts *a, cursor *c, size_t T, size_t P)
         for (int t = 0; t < ET_LORA_TARGETS; t++)
             l->lora_u[t] = a->lora_r && (a->lora_targets >> t & 1u) ? take(c, T * (size_t)a->lora_r) : NULL;
     }
+    for (int j = 0; j < a->D; j++) {
+        rt_mtp_acts *x = &a->mtp[j];
+        x->emb = take(c, T * H), x->e_rstd = take(c, T), x->h_rstd = take(c, T), x->cat = take(c, T * 2 * H);
+        x->x0 = take(c, T * H), x->fin = take(c, T * H), x->fin_mean = take(c, T), x->fin_rstd = take(c, T);
+        x->dlogits = take(c, P * V);
+    }
+    if (a->D)
+        a->d_cat = take(c, T * 2 * H), a->d_mtp_h = take(c, T * H), a->d_emb = take(c, T * H),
+        a->tmp_h = take(c, T * H);
     a->emb = take(c, T * H), a->x0 = take(c, T * H), a->emb_mean = take(c, T), a->emb_rstd = take(c, T);
     a->hs = take(c, P * H), a->t1 = take(c, P * H), a->t2 = take(c, P * H), a->t3 = take(c, P * H);
     a->t3_mean = take(c, P), a->t3_rstd = take(c, P);
@@ -101,7 +110,8 @@ int rt_acts_alloc(rt_model *m, et_error *err)
     if (!a) return et_error_set_code(err, ET_ERROR_MEMORY, NULL, 0, 0, NULL, "out of memory");
     m->acts = a;
     a->H = sc->model.hidden, a->F = sc->model.ffn, a->A = sc->model.heads, a->V = sc->model.vocab;
-    a->L = sc->model.layers, a->decoder = sc->model.arch == ET_ARCH_DECODER;
+    a->L_main = sc->model.layers, a->D = sc->model.mtp_layers, a->L = a->L_main + a->D;
+    a->decoder = sc->model.arch == ET_ARCH_DECODER;
     a->rms = sc->model.norm == ET_NORM_RMSNORM, a->swiglu = sc->model.mlp == ET_MLP_SWIGLU;
     a->F1 = a->swiglu ? 2 * a->F : a->F;
     const et_model_config *mc = &sc->model;
@@ -133,7 +143,9 @@ int rt_acts_alloc(rt_model *m, et_error *err)
     }
     a->probs_cap = (size_t)a->A * sc->batch.local * sc->data.seq_len * sc->data.seq_len;
     a->layers = calloc((size_t)a->L, sizeof *a->layers);
-    if (!a->layers) return et_error_set_code(err, ET_ERROR_MEMORY, NULL, 0, 0, NULL, "out of memory");
+    a->mtp = a->D ? calloc((size_t)a->D, sizeof *a->mtp) : NULL;
+    if (!a->layers || (a->D && !a->mtp))
+        return et_error_set_code(err, ET_ERROR_MEMORY, NULL, 0, 0, NULL, "out of memory");
     for (int i = 0; a->E && i < a->L; i++)
         if (a->moe_layer[i]) {
             /* host: counts [E] | counts_local [E / x] | sent [x] | received [x] | received_by [E] */
@@ -173,6 +185,7 @@ void rt_acts_free(rt_model *m)
     free(a->moe_layer);
     free(a->host_idx);
     free(a->layers);
+    free(a->mtp);
     free(a);
     m->acts = NULL;
 }

@@ -60,6 +60,9 @@ typedef struct rt_dev_batch {
     int B, T, P;
     const int *offsets_host;                                         /* B + 1 sequence offsets on the host */
     int *tokens, *positions, *types, *offsets, *pred_rows, *targets; /* device; types all 0 */
+    /* multi-token prediction (NULL without): depth j's tokens (row i: the token j + 1 ahead in its sequence,
+     * 0 past its end) and targets (the token j + 2 ahead, -1 past the end) at + j T, on the device */
+    int *mtp_tokens, *mtp_targets;
 } rt_dev_batch;
 
 /* One optimizer update: moments m, v and bias corrections c1 = 1 - beta1^t, c2 = 1 - beta2^t. */

@@ -117,6 +117,24 @@ static const binding layer_ops[] = {
 #undef LORA_BINDINGS
 };
 
+/* a multi-token prediction module's ops, after "mtp.j." (its weights under "mtp.j." too; the output weight
+ * is the main head's) */
+static const binding mtp_ops[] = {
+    {"embed.lookup", rt_ex_mtp_embed, NULL, NULL, F(EMBEDDING)},
+    {"norms", rt_ex_mtp_norms, "weight", NULL, F(RMSNORM)},
+    {"eh_proj", rt_ex_mtp_eh_proj, "weight", "bias", F(LINEAR)},
+    {"head.final_layernorm", rt_ex_mtp_final_ln, "weight", "bias", F(LAYERNORM)},
+    {"head.lm.decoder", rt_ex_mtp_decoder, NULL, NULL, F(LINEAR)},
+    {"head.loss", rt_ex_mtp_loss, NULL, NULL, F(CROSS_ENTROPY)},
+    {"head.lm.decoder.bwd_data", rt_ex_mtp_decoder_bwd_data, NULL, NULL, F(LINEAR)},
+    {"head.lm.decoder.bwd_weight", rt_ex_mtp_decoder_bwd_weight, NULL, NULL, F(LINEAR)},
+    {"head.final_layernorm.bwd", rt_ex_mtp_final_ln_bwd, "weight", "bias", F(LAYERNORM) | F(GLUE)},
+    {"eh_proj.bwd_data", rt_ex_mtp_eh_proj_bwd_data, "weight", NULL, F(LINEAR)},
+    {"eh_proj.bwd_weight", rt_ex_mtp_eh_proj_bwd_weight, "weight", "bias", F(LINEAR)},
+    {"norms.bwd", rt_ex_mtp_norms_bwd, "weight", NULL, F(RMSNORM)},
+    {"embed.lookup.bwd", rt_ex_mtp_embed_bwd, NULL, NULL, F(EMBEDDING)},
+};
+
 static const binding other_ops[] = {
     {"embed.lookup", rt_ex_embed, NULL, NULL, F(EMBEDDING)},
     {"embed.layernorm", rt_ex_embed_ln, NULL, NULL, F(LAYERNORM)},
@@ -232,7 +250,15 @@ int rt_bind_ops(rt_model *m, et_error *err)
         const char *name = op->id;
         const binding *table = other_ops;
         size_t n = sizeof other_ops / sizeof other_ops[0];
-        if (op->layer >= 0) {
+        char mtp_prefix[32] = "";
+        r->mtp = -1;
+        if (strncmp(op->id, "mtp.", 4) == 0) { /* "mtp.j.<name>" */
+            r->mtp = atoi(op->id + 4);
+            name = strchr(op->id + 4, '.') + 1;
+            snprintf(mtp_prefix, sizeof mtp_prefix, "mtp.%d.", r->mtp);
+            table = mtp_ops;
+            n = sizeof mtp_ops / sizeof mtp_ops[0];
+        } else if (op->layer >= 0) {
             name = strchr(strchr(op->id, '.') + 1, '.') + 1; /* after "layer.N." */
             table = layer_ops;
             n = sizeof layer_ops / sizeof layer_ops[0];
@@ -252,7 +278,13 @@ int rt_bind_ops(rt_model *m, et_error *err)
         r->exec = found->exec;
         if (found->weight) {
             char prefix[128];
-            prefix_of(name, op->layer, prefix, sizeof prefix);
+            if (r->mtp >= 0) {
+                char base[96];
+                prefix_of(name, -1, base, sizeof base);
+                snprintf(prefix, sizeof prefix, "%s%s", mtp_prefix, base);
+            } else {
+                prefix_of(name, op->layer, prefix, sizeof prefix);
+            }
             char id[256];
             snprintf(id, sizeof id, "%s.%s", prefix, found->weight);
             r->W = rt_param(m, id, &r->dW);

@@ -43,10 +43,26 @@ typedef struct rt_layer_acts {
     float *q_pre, *k_pre, *q_rstd_h, *k_rstd_h, *qn_g, *qn_dg, *kn_g, *kn_dg;
 } rt_layer_acts;
 
+/* A multi-token prediction module's own activations (rt_exec_mtp.c): the embedding of the tokens ahead, its
+ * and the previous depth's hidden state's RMSNorms (rstd each), their concatenation [T, 2H] (embedding
+ * first), the projection's output (its transformer layer's input), the head's final norm and the loss's
+ * logit gradients [P, V] (kept until the module's backward, which runs after the main head's forward). */
+typedef struct rt_mtp_acts {
+    float *emb, *e_rstd, *h_rstd, *cat, *x0, *fin, *fin_mean, *fin_rstd, *dlogits;
+} rt_mtp_acts;
+
 /* Every activation and gradient buffer of one rank (device memory, one allocation: rt_acts_alloc). */
 struct rt_acts {
-    int H, F, A, V, L;
-    int F1;             /* fc1's outputs: F, or 2 F with SwiGLU (gate | up) */
+    int H, F, A, V;
+    int L;            /* layers, the prediction modules' included (theirs numbered from L_main on) */
+    int L_main;       /* the model's own layers */
+    int D;            /* multi-token prediction depth (0: none) */
+    rt_mtp_acts *mtp; /* D of them */
+    float *d_cat, *d_mtp_h, *d_emb, *tmp_h; /* their backward's scratch: [T, 2H], the gradient of the hidden
+                                             state a module read (added by the head that produced it), [T, H]
+                                             twice */
+    bool mtp_pending;                       /* d_mtp_h holds a gradient not yet added */
+    int F1;                                 /* fc1's outputs: F, or 2 F with SwiGLU (gate | up) */
     rt_attn_shape attn; /* every layer's attention shape (rt_attn.h); a windowed layer's adds model.window */
     int window;         /* model.window (0: none); which layers: et_model_layer_windowed */
     int KV, QKV, CW;    /* key/value heads, a qkv row's width (rt_attn_ld) and a context row's (A Dv) */
@@ -115,6 +131,7 @@ typedef struct rt_tt_record {
 struct rt_op {
     rt_exec_fn exec;
     int layer;
+    int mtp;                      /* a prediction module's op: its depth (else -1) */
     float *W, *bias, *dW, *dbias; /* weight and bias of this op's layer (or LN gamma/beta) */
     rt_tt_role role;              /* tensor-train ops */
     rt_tt_record *tt;
@@ -185,6 +202,22 @@ RT_EXEC(rt_ex_mla_q_down_bwd_data);
 RT_EXEC(rt_ex_mla_q_down_bwd_weight);
 RT_EXEC(rt_ex_mla_q_bwd_data);
 RT_EXEC(rt_ex_mla_q_bwd_weight);
+/* rt_exec_mtp.c: multi-token prediction modules (DeepSeek-V3) */
+RT_EXEC(rt_ex_mtp_embed);
+RT_EXEC(rt_ex_mtp_norms);
+RT_EXEC(rt_ex_mtp_eh_proj);
+RT_EXEC(rt_ex_mtp_final_ln);
+RT_EXEC(rt_ex_mtp_decoder);
+RT_EXEC(rt_ex_mtp_loss);
+RT_EXEC(rt_ex_mtp_decoder_bwd_data);
+RT_EXEC(rt_ex_mtp_decoder_bwd_weight);
+RT_EXEC(rt_ex_mtp_final_ln_bwd);
+RT_EXEC(rt_ex_mtp_eh_proj_bwd_data);
+RT_EXEC(rt_ex_mtp_eh_proj_bwd_weight);
+RT_EXEC(rt_ex_mtp_norms_bwd);
+RT_EXEC(rt_ex_mtp_embed_bwd);
+/* adds a module's pending hidden-state gradient into d_out (the heads' final norms' backward) */
+void rt_mtp_add_pending(rt_model *m, const rt_dev_batch *b);
 /* rt_exec_moe.c */
 RT_EXEC(rt_ex_moe_router);
 RT_EXEC(rt_ex_moe_route);
@@ -308,10 +341,11 @@ static inline void rt_norm_bwd_rms(const rt_model *m, const float *x, const floa
     m->be->rmsnorm_bwd(m->be, x, g, rstd, dy, dx, dg, T, n);
 }
 
-/* The output of layer i's input: x0 for the first layer, the previous layer's output after. */
+/* Layer i's input: x0 for the first layer, the previous layer's output after; a prediction module's layer
+ * reads its projection's output. */
 static inline const float *rt_layer_input(const rt_acts *a, int i)
 {
-    return i == 0 ? a->x0 : a->layers[i - 1].out;
+    return i == 0 ? a->x0 : i >= a->L_main ? a->mtp[i - a->L_main].x0 : a->layers[i - 1].out;
 }
 
 #endif

@@ -4,7 +4,7 @@
 
 static const float *last_output(const rt_acts *a)
 {
-    return a->layers[a->L - 1].out;
+    return a->layers[a->L_main - 1].out;
 }
 
 static const float *head_input(const rt_acts *a)
@@ -123,6 +123,7 @@ RT_EXEC(rt_ex_final_ln_bwd)
     be->fill(be, a->d_out, 0, (size_t)b->T * a->H);
     rt_norm_bwd(m, last_output(a), op->W, a->fin_mean, a->fin_rstd, a->d_head, a->d_out, op->dW, op->dbias,
                 b->T, a->H);
+    rt_mtp_add_pending(m, b); /* the first prediction module read the last layer's output too */
 }
 
 RT_EXEC(rt_ex_nothing)

@@ -17,7 +17,8 @@ static int init_one(rt_model *m, const et_param *p, int i, float *dst, et_error 
         return et_error_set_code(err, ET_ERROR_MEMORY, NULL, 0, 0, NULL, "out of memory initialising %s",
                                  p->id);
     size_t len = strlen(p->id);
-    int is_gamma = strstr(p->id, "norm.weight") != NULL; /* layer norms, RMSNorms, latent attention's */
+    /* layer norms, RMSNorms, latent attention's, a prediction module's pair ("norms") */
+    int is_gamma = strstr(p->id, "norm.weight") != NULL || strstr(p->id, "norms.weight") != NULL;
     int is_bias = (len > 5 && strcmp(p->id + len - 5, ".bias") == 0) || strstr(p->id, "layernorm.bias");
     /* LoRA's B starts at zero, so the adapted model starts as the frozen one (Hu et al. 2021) */
     int is_zero = is_bias || (len > 14 && strcmp(p->id + len - 14, ".lora_b.weight") == 0);

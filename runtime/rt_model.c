@@ -32,14 +32,13 @@ static int refuse_unsupported(const et_scenario *s, et_error *err)
         return et_error_set(err, s->source, 0, 0, "$.model.moe.capacity_factor",
                             "etrun routes dropless (capacity_factor 0); a fixed capacity is costed and "
                             "simulated by etsim only for now");
-    static const char *const later = "costed and simulated by etsim only for now";
     if ((mc->mla.kv_lora > 0 || mc->window > 0 || mc->sinks) && mc->arch != ET_ARCH_DECODER)
         return et_error_set(err, s->source, 0, 0, "$.model.arch",
                             "etrun runs latent attention, sliding windows and attention sinks in decoders "
                             "only");
-    if (mc->mtp_layers > 0)
+    if (mc->mtp_layers > 0 && s->method.kind == ET_METHOD_LORA)
         return et_error_set(err, s->source, 0, 0, "$.model.mtp_layers",
-                            "etrun trains one next-token head: multi-token prediction is %s", later);
+                            "etrun trains multi-token prediction with the whole model, not with LoRA");
     if (s->model.head == ET_HEAD_MLM_NSP)
         return et_error_set(
             err, s->source, 0, 0, "$.model.loss_head",
@@ -103,17 +102,20 @@ static int alloc_state(rt_model *m, et_error *err)
     m->m = be->alloc(be, bytes);
     m->v = be->alloc(be, bytes);
     m->mask = m->s->method.kind == ET_METHOD_SPARSE ? be->alloc(be, bytes) : NULL;
-    m->batch_ints = be->alloc(be, (6 * T + 1) * sizeof(int));
+    const size_t D = (size_t)m->s->model.mtp_layers;
+    m->batch_ints = be->alloc(be, (6 * T + 1 + 2 * D * T) * sizeof(int));
+    m->mtp_host = D ? malloc(2 * D * T * sizeof(int)) : NULL;
     m->ops = calloc((size_t)m->graph.n_ops, sizeof *m->ops);
     m->op_time = calloc((size_t)m->graph.n_ops, sizeof *m->op_time);
     m->tt_records = calloc((size_t)m->s->model.layers * 4, sizeof *m->tt_records);
     if (!m->params || !m->grads || !m->m || !m->v || !m->batch_ints || !m->ops || !m->op_time ||
-        !m->tt_records || (m->s->method.kind == ET_METHOD_SPARSE && !m->mask))
+        (D && !m->mtp_host) || !m->tt_records || (m->s->method.kind == ET_METHOD_SPARSE && !m->mask))
         return et_error_set_code(err, ET_ERROR_MEMORY, NULL, 0, 0, NULL,
                                  "out of %s memory for %zu parameters", be->name, m->n_params);
     int *p = m->batch_ints;
     m->batch.tokens = p, m->batch.positions = p + T, m->batch.types = p + 2 * T; /* types stay 0 */
     m->batch.offsets = p + 3 * T, m->batch.pred_rows = p + 4 * T + 1, m->batch.targets = p + 5 * T + 1;
+    if (D) m->batch.mtp_tokens = p + 6 * T + 1, m->batch.mtp_targets = p + 6 * T + 1 + D * T;
     return 0;
 }
 
@@ -207,6 +209,7 @@ void rt_model_free(rt_model *m)
     if (m->batch_ints) be->free(be, m->batch_ints);
     free(m->tt_records), free(m->ops), free(m->op_time), free(m->param_offset), free(m->buckets);
     free(m->frozen_offset);
+    free(m->mtp_host);
     et_graph_free(&m->graph);
     et_graph_free(&m->frozen_graph);
     memset(m, 0, sizeof *m);
@@ -217,6 +220,7 @@ void rt_model_begin_step(rt_model *m)
     m->be->fill(m->be, m->grads, 0, m->n_params);
     memset(m->op_time, 0, (size_t)m->graph.n_ops * sizeof *m->op_time);
     m->loss_sum = 0;
+    m->mtp_loss_sum = 0;
     m->last_grad_norm = 0;
 }
 
@@ -239,6 +243,19 @@ static void upload_batch(rt_model *m, const rt_batch *b)
     be->upload(be, d->offsets, b->offsets, (size_t)(b->B + 1) * sizeof(int));
     be->upload(be, d->pred_rows, b->pred_rows, (size_t)b->P * sizeof(int));
     be->upload(be, d->targets, b->targets, (size_t)b->P * sizeof(int));
+    const int D = m->s->model.mtp_layers, T = b->T;
+    if (D) { /* each depth's tokens and targets, within each sequence (the causal head scores every row) */
+        int *tok = m->mtp_host, *tgt = m->mtp_host + (size_t)D * T;
+        for (int j = 0; j < D; j++)
+            for (int s = 0; s < b->B; s++)
+                for (int r = b->offsets[s]; r < b->offsets[s + 1]; r++) {
+                    const int end = b->offsets[s + 1];
+                    tok[(size_t)j * T + r] = r + j + 1 < end ? b->tokens[r + j + 1] : 0;
+                    tgt[(size_t)j * T + r] = r + j + 2 < end ? b->tokens[r + j + 2] : -1;
+                }
+        be->upload(be, d->mtp_tokens, tok, (size_t)D * T * sizeof(int));
+        be->upload(be, d->mtp_targets, tgt, (size_t)D * T * sizeof(int));
+    }
 }
 
 int rt_model_step_micro(rt_model *m, const rt_batch *b, double norm, rt_grad_ready_fn ready, void *ctx)

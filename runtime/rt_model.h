@@ -54,7 +54,10 @@ struct rt_model {
     rt_dev_batch batch;    /* the current micro-batch on the device */
     int *batch_ints;       /* its device arrays, one allocation */
     double *op_time;       /* per op, accumulated over the micro-batches of the current step */
-    double loss_sum;       /* summed loss of the current step on this rank */
+    double loss_sum;       /* summed loss of the current step on this rank (the main head's) */
+    double mtp_loss_sum;   /* the prediction modules' summed losses (their gradients scaled by
+                              model.mtp_loss_scale / depth) */
+    int *mtp_host;         /* host scratch of their tokens and targets (2 depth T ints) */
     double last_grad_norm; /* global gradient norm before clipping (clip after all-reduce), else 0 */
     long long adam_t;
     /* fp16's dynamic loss scale (rt_model_set_loss_scale; 1: none): the loss's gradient is scaled by it,

@@ -3,8 +3,9 @@
  * form, its Llama forms (RMSNorm, SwiGLU, rotary positions, no biases, untied output; multi-head and
  * grouped-query attention), a mixture of experts (top-2 of 4, dropless), latent attention (with and without a
  * query latent), a DeepSeek-shaped mixture (latent attention, a dense first layer, a shared expert, biased
- * router), a Qwen3-shaped one (wide heads, query and key norms) and gpt-oss's attention (narrow heads,
- * sliding windows, sinks); checkpoints that are well formed but wrong inside. */
+ * router, a prediction module), the tiny Llama with two prediction modules, a Qwen3-shaped one (wide heads,
+ * query and key norms) and gpt-oss's attention (narrow heads, sliding windows, sinks); checkpoints that are
+ * well formed but wrong inside. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdlib.h>
 #include <string.h>
@@ -19,11 +20,13 @@
  * not on these plans */
 #define ROUTER_H 1e-3
 
+/* The loss the gradients are of: the main head's, and the prediction modules' averaged and scaled */
 static double loss_of(rt_model *m, const rt_batch *b, double norm)
 {
     rt_model_begin_step(m);
     rt_model_step_micro(m, b, norm, NULL, NULL);
-    return m->loss_sum / norm;
+    const int D = m->s->model.mtp_layers;
+    return (m->loss_sum + (D ? m->mtp_loss_sum * m->s->model.mtp_loss_scale / D : 0)) / norm;
 }
 
 /* The data's first micro-batch and its loss normaliser (the positions it scores). */
@@ -38,7 +41,7 @@ static double first_batch(rt_data *data, rt_batch *b)
 
 /* every_expert: each token routed to every expert (top_k = experts), so that no step of the differences flips
  * a routing choice (biases move every token's logits) and the whole layer is checked to every element */
-static void check_plan_routed(const char *path, bool every_expert)
+static void check_plan_opts(const char *path, bool every_expert, double mtp_scale)
 {
     et_plan plan;
     et_error err;
@@ -47,6 +50,7 @@ static void check_plan_routed(const char *path, bool every_expert)
         return;
     }
     if (every_expert) plan.s.model.moe.top_k = plan.s.model.moe.experts;
+    if (mtp_scale > 0) plan.s.model.mtp_loss_scale = mtp_scale;
     rt_data data;
     rt_model m;
     rt_batch b = {0};
@@ -118,9 +122,21 @@ static void check_plan_routed(const char *path, bool every_expert)
     et_plan_free(&plan);
 }
 
+static void check_plan_routed(const char *path, bool every_expert)
+{
+    check_plan_opts(path, every_expert, 0);
+}
+
 static void check_plan(const char *path)
 {
     check_plan_routed(path, false);
+}
+
+/* The prediction modules' losses weighted mtp_scale (the default 0.1 leaves their share of a main-model
+ * gradient under the 5% the probe resolves) */
+static void check_plan_scaled(const char *path, double mtp_scale)
+{
+    check_plan_opts(path, false, mtp_scale);
 }
 
 /* A backend that lacks a kernel family is refused at start-up, naming the op and the family. */
@@ -328,6 +344,9 @@ int main(void)
     check_plan(ET_SOURCE_DIR "/tests/data/tiny-mla-plan.json");
     check_plan(ET_SOURCE_DIR "/tests/data/tiny-mla-direct-q-plan.json");
     check_plan(ET_SOURCE_DIR "/tests/data/tiny-oss-plan.json");
+    check_plan(ET_SOURCE_DIR "/tests/data/tiny-llama-mtp-plan.json");
+    check_plan_scaled(ET_SOURCE_DIR "/tests/data/tiny-llama-mtp-plan.json",
+                      20); /* the modules' paths dominant */
     check_plan_routed(ET_SOURCE_DIR "/tests/data/tiny-deepseek-plan.json", true);
     check_plan_routed(ET_SOURCE_DIR "/tests/data/tiny-qwen3-plan.json", true);
     return check_summary("test_runtime_model");

@@ -61,16 +61,18 @@ case $mode in
     mpi 4 "$etrun" --quiet --out "$work/x4e1.json" "$work/pe.json"
     mpi 4 "$etrun" --quiet --out "$work/x4e2.json" "$work/pe2.json"
     "$check" close-loss "$work/x4e1.json" "$work/x4e2.json" 1e-6 ;;
-  train-attention) # latent attention (a query latent, and queries straight from the hidden state with biases),
-    # gpt-oss's attention (heads narrower than hidden / heads, sliding windows on every other layer, sinks)
-    # and Qwen3's (heads wider than hidden / heads, query and key norms, experts) learn, and 2 ranks give 1 rank's parameters within fp32 rounding
-    for p in tiny-mla tiny-mla-direct-q tiny-oss tiny-qwen3; do
+  train-today) # today's models' layers: latent attention (a query latent, and queries straight from the
+    # hidden state with biases), gpt-oss's attention (heads narrower than hidden / heads, sliding windows on every other layer, sinks)
+    # and Qwen3's (heads wider than hidden / heads, query and key norms, experts), and two prediction modules
+    # beside the tiny Llama, learn, and 2 ranks give 1 rank's parameters within fp32 rounding
+    for p in tiny-mla tiny-mla-direct-q tiny-oss tiny-qwen3 tiny-llama-mtp; do
       "$etrun" --quiet --out "$work/$p.json" "$src/tests/data/$p-plan.json"
       "$check" loss "$work/$p.json" 0.25
     done
     two_ranks_match "$src/tests/data/tiny-mla-plan.json" 20 1e-5 m
     two_ranks_match "$src/tests/data/tiny-oss-plan.json" 20 1e-5 o
-    # DeepSeek's shape (latent attention, a dense first layer, 4 routed experts and a shared one): learns,
+    # DeepSeek's shape (latent attention, a dense first layer, 4 routed experts and a shared one, a prediction
+    # module): learns,
     # and expert parallelism 2 over 2 ranks gives the losses of every expert on both
     "$etrun" --quiet --out "$work/ds.json" "$src/tests/data/tiny-deepseek-plan.json"
     "$check" loss "$work/ds.json" 0.25
