@@ -256,7 +256,7 @@ static int read_sampling(const et_json_reader *r, json_t *data, et_scenario *s);
 
 static int read_data(const et_json_reader *r, json_t *root, et_scenario *s)
 {
-    static const char *const keys[] = {"seq_len", "lengths", "unpadded", "sampling", NULL};
+    static const char *const keys[] = {"seq_len", "lengths", "unpadded", "sampling", "answer_fraction", NULL};
     static const char *const length_keys[] = {"distribution", "file", "min", NULL};
     json_t *o, *lengths;
     long long v;
@@ -267,6 +267,12 @@ static int read_data(const et_json_reader *r, json_t *root, et_scenario *s)
         FAIL("$.data.seq_len", "seq_len %d exceeds the model's max_positions %d", s->data.seq_len,
              s->model.max_positions);
     if (et_json_get_bool(r, o, "$.data", "unpadded", false, false, &s->data.unpadded)) return -1;
+    if (et_json_get_number(r, o, "$.data", "answer_fraction", false, 1, 1e-6, 1, &s->data.answer_fraction))
+        return -1;
+    if (s->data.answer_fraction < 1 && s->model.head != ET_HEAD_CAUSAL_LM)
+        FAIL("$.data.answer_fraction",
+             "answer_fraction applies to the causal_lm head (a masked-LM head scores its masked tokens)%s",
+             "");
     if (read_sampling(r, o, s)) return -1;
     if (et_json_get_object(r, o, "$.data", "lengths", false, length_keys, &lengths)) return -1;
     int kind = ET_LENGTHS_FIXED;

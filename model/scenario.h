@@ -56,6 +56,11 @@ typedef struct et_scenario {
         et_length_dist lengths;
         bool unpadded;
         et_sampling sampling;
+        /* supervised fine-tuning: the share of each sequence's tokens the loss scores, its last ones (the
+         * answer; the prompt's predictions masked). No cost: the output layer and the loss run over every
+         * position (Megatron's loss mask multiplies the per-token losses); etrun masks them. 1: every token
+         */
+        double answer_fraction;
     } data;
     struct {
         long long global;

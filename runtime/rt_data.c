@@ -294,10 +294,13 @@ static int build_batch(const rt_data *d, int step, int chunk, const int *drawn, 
         for (int k = 0; k < l; k++)
             b->positions[o + k] = k;
         if (d->causal) {
-            /* every token but the last predicts the next one */
+            /* every token but the last predicts the next one; under data.answer_fraction only the answer's
+             * (the sequence's last ceil(f l) tokens) are scored, the prompt's predictions masked */
+            const double f = s->data.answer_fraction > 0 ? s->data.answer_fraction : 1;
+            const int answer = (int)ceil(f * l - 1e-9);
             for (int k = 0; k < l; k++) {
                 b->pred_rows[b->P] = o + k;
-                b->targets[b->P++] = k + 1 < l ? b->tokens[o + k + 1] : -1;
+                b->targets[b->P++] = k + 1 < l && k + 1 >= l - answer ? b->tokens[o + k + 1] : -1;
             }
         } else {
             int want = (int)et_model_predictions_for_length(&s->model, l);

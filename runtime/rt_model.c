@@ -244,14 +244,16 @@ static void upload_batch(rt_model *m, const rt_batch *b)
     be->upload(be, d->pred_rows, b->pred_rows, (size_t)b->P * sizeof(int));
     be->upload(be, d->targets, b->targets, (size_t)b->P * sizeof(int));
     const int D = m->s->model.mtp_layers, T = b->T;
-    if (D) { /* each depth's tokens and targets, within each sequence (the causal head scores every row) */
+    if (D) { /* each depth's tokens and targets, within each sequence (causal: row r's target is targets[r])
+              */
         int *tok = m->mtp_host, *tgt = m->mtp_host + (size_t)D * T;
         for (int j = 0; j < D; j++)
             for (int s = 0; s < b->B; s++)
                 for (int r = b->offsets[s]; r < b->offsets[s + 1]; r++) {
                     const int end = b->offsets[s + 1];
                     tok[(size_t)j * T + r] = r + j + 1 < end ? b->tokens[r + j + 1] : 0;
-                    tgt[(size_t)j * T + r] = r + j + 2 < end ? b->tokens[r + j + 2] : -1;
+                    /* the main head's target of row r + j + 1 (token r + j + 2, or masked) */
+                    tgt[(size_t)j * T + r] = r + j + 1 < end ? b->targets[r + j + 1] : -1;
                 }
         be->upload(be, d->mtp_tokens, tok, (size_t)D * T * sizeof(int));
         be->upload(be, d->mtp_targets, tgt, (size_t)D * T * sizeof(int));

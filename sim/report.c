@@ -402,6 +402,11 @@ void report_print_header(FILE *out, const et_scenario *s, const et_estimate *e, 
             s->batch.global, s->batch.local, s->parallel.data, s->batch.grad_accum, s->data.seq_len,
             et_length_kind_names[s->data.lengths.kind], s->data.unpadded ? "unpadded" : "padded",
             et_length_mean(&s->data.lengths), et_length_padding_fraction(&s->data.lengths, s->data.seq_len));
+    if (s->data.answer_fraction > 0 && s->data.answer_fraction < 1)
+        fprintf(out,
+                "fine-tuning  the loss on each sequence's last %.0f%% of tokens (its answer; the prompt's "
+                "predictions masked, at no cost)\n",
+                100 * s->data.answer_fraction);
     fprintf(out,
             "training     %s%s%s %s, %s clipping, %d gradient bucket%s (largest %.1f MiB), all-reduce %s\n",
             et_precision_names[s->precision], et_precision_quantized(s->precision) ? " " : "",

@@ -328,8 +328,63 @@ static void check_windows(void)
     et_plan_free(&plan);
 }
 
+/* Supervised fine-tuning's loss on answers (data.answer_fraction 0.25): each sequence of l tokens scores the
+ * predictions of its last ceil(l / 4) tokens, the prompt's none; the first loss is the mean over those only;
+ * a prediction module's targets are masked alike. */
+static void check_answers(void)
+{
+    et_plan plan;
+    et_error err;
+    if (et_plan_load(ET_SOURCE_DIR "/tests/data/tiny-llama-mtp-plan.json", &plan, &err)) {
+        CHECK(0, "plan loads: %s", err.text);
+        return;
+    }
+    plan.s.data.answer_fraction = 0.25;
+    rt_data data;
+    rt_batch b = {0};
+    if (rt_data_init(&data, &plan.s, 4, 0, plan.seed, NULL, &err)) {
+        CHECK(0, "init: %s", err.text);
+        return;
+    }
+    rt_data_batch(&data, 0, 0, &b);
+    int bad = 0, scored = 0, want = 0;
+    for (int s = 0; s < b.B; s++) {
+        const int o = b.offsets[s], l = b.offsets[s + 1] - o, answer = (l + 3) / 4;
+        want += answer < l - 1 ? answer : l - 1;
+        for (int k = 0; k < l; k++) {
+            const bool live = b.targets[o + k] >= 0;
+            scored += live;
+            bad += live != (k + 1 < l && k + 1 >= l - answer);
+        }
+    }
+    CHECK(bad == 0 && scored == want, "answers only: %d scored, %d by hand, %d misplaced", scored, want, bad);
+    rt_model m;
+    rt_backend *be = rt_backend_cpu_create(&err);
+    if (be && rt_model_init(&m, &plan.s, be, plan.seed, &err) == 0) {
+        loss_of(&m, &b, scored);
+        int *tgt = m.mtp_host + (size_t)m.s->model.mtp_layers * b.T, mismatch = 0;
+        for (int j = 0; j < m.s->model.mtp_layers; j++)
+            for (int s = 0; s < b.B; s++)
+                for (int r = b.offsets[s]; r < b.offsets[s + 1]; r++)
+                    mismatch += tgt[(size_t)j * b.T + r] !=
+                                (r + j + 1 < b.offsets[s + 1] ? b.targets[r + j + 1] : -1);
+        CHECK(mismatch == 0, "the prediction modules' targets masked as the main head's (%d differ)",
+              mismatch);
+        CHECK(m.loss_sum / scored > 1 && m.loss_sum / scored < 10, "a loss over the answers: %.3f",
+              m.loss_sum / scored);
+        rt_model_free(&m);
+    } else {
+        CHECK(0, "init: %s", err.text);
+    }
+    if (be) be->destroy(be);
+    rt_batch_free(&b);
+    rt_data_free(&data);
+    et_plan_free(&plan);
+}
+
 int main(void)
 {
+    check_answers();
     check_windows();
     check_lora_start();
     check_checkpoints();

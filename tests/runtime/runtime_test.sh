@@ -69,6 +69,10 @@ case $mode in
       "$etrun" --quiet --out "$work/$p.json" "$src/tests/data/$p-plan.json"
       "$check" loss "$work/$p.json" 0.25
     done
+    # supervised fine-tuning's loss on answers only (the last half of each sequence's tokens scored)
+    variant "$src/tests/data/tiny-llama-plan.json" '.data.answer_fraction = 0.5' > "$work/sft.json"
+    "$etrun" --quiet --out "$work/sft-m.json" "$work/sft.json"
+    "$check" loss "$work/sft-m.json" 0.25
     two_ranks_match "$src/tests/data/tiny-mla-plan.json" 20 1e-5 m
     two_ranks_match "$src/tests/data/tiny-oss-plan.json" 20 1e-5 o
     # DeepSeek's shape (latent attention, a dense first layer, 4 routed experts and a shared one, a prediction

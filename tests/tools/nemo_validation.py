@@ -29,6 +29,11 @@ PRECISIONS = {"BF16": ("bf16", None), "FP8": ("fp8", "delayed"), "FP8-CS": ("fp8
 # lora.py: dim 32, alpha 32, target_modules linear_qkv, linear_proj, linear_fc1, linear_fc2): the rows name
 # no other
 LORA = {"kind": "lora", "lora": {"rank": 32, "alpha": 32}}
+# Fine-tuning rows (SFT and LoRA) train on packed sequences whose samples' lengths the sources do not give:
+# each packed row's attention is taken over the whole row (an upper bound: attention within each sample
+# costs less), and the loss mask on the prompts costs nothing apart (docs/cost-model.md)
+PACKED = ("each packed %s-token row's attention taken whole (its samples' lengths are not in the sources: an "
+          "upper bound)")
 MODEL_WHY = {
     "deepseek_v4_flash": "its dimensions are not published in the cited sources",
     "kimi_k2": "multi-head latent attention and the Muon optimizer (issue 37)",
@@ -37,10 +42,7 @@ MODEL_WHY = {
 
 def why_not(r):
     """Why ET cannot express a row, or None."""
-    if r["task"] == "sft":
-        return ("supervised fine-tuning on packed sequences: the dataset's lengths (hence each packed "
-                "sequence's attention) are not in the cited sources")
-    if r["task"] not in ("pretrain", "lora"):
+    if r["task"] not in ("pretrain", "lora", "sft"):
         return "task %s" % r["task"]
     if r["model_key"].startswith("nemotron"):
         return "Nemotron 3's hybrid Mamba layers"
@@ -80,6 +82,11 @@ def model_of(r):
     if r["model_key"] == "deepseek_v3" and "w/o MTP" in r["model"]:
         model["mtp_layers"] = 0
     return model
+
+
+TASKS = {"pretrain": "pretraining%.0s",
+         "lora": "LoRA fine-tuning (rank 32, alpha 32, Megatron-Bridge's default targets; " + PACKED + ")",
+         "sft": "supervised fine-tuning (every parameter trained; " + PACKED + ")"}
 
 
 def layout_key(r):
@@ -140,8 +147,7 @@ def scenario(r, name, overlap_of):
     desc = ("NeMo Megatron Bridge %s, %s %s on %d %s (%s), %s, tensor %d, pipeline %d (virtual %d), context %d, "
             "%s, micro-batch %s, global batch %s, sequence %s; published %s tokens/s/GPU = %.4f s a step (row of "
             "scenarios/data/validation/nemo-megatron-bridge-performance.csv: %s). %s"
-            % (r["container"], r["model"], "LoRA fine-tuning (rank 32, alpha 32, Megatron-Bridge's default targets)"
-               if r["task"] == "lora" else "pretraining", gpus, r["gpu"], r["system"], r["precision"], tp, pp, vp, cp,
+            % (r["container"], r["model"], TASKS[r["task"]] % r["seq"], gpus, r["gpu"], r["system"], r["precision"], tp, pp, vp, cp,
                "Megatron FSDP" if fsdp > 0 else "distributed optimizer", r["mbs"], r["gbs"], r["seq"],
                r["tokens_per_s_per_gpu"], float(r["step_s"]), r["source"],
                ("The recipe at the same commit: recomputation %s, CUDA graphs %s, TP communication overlap %s."
