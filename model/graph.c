@@ -70,6 +70,7 @@ typedef struct builder {
     int t;              /* tensor-parallel degree */
     int x;              /* expert-parallel degree */
     double quant_bytes; /* fp8 and fp4 products: bytes to quantize an operand's element (0: none) */
+    int unquantized;    /* the products added now stay in 16 bits (the output layer, the router) */
     int quant_kernels;  /* and the kernels that do it */
     /* parameters only (et_graph_params): ops are written into `scratch`, not kept */
     int params_only;
@@ -288,7 +289,8 @@ static int tt_of(builder *b, et_layer_group group, double n_in, double n_out, et
  * is made once a step, with the optimizer. */
 static void fp8_cast(const builder *b, et_op *op, et_linear rows, double n_in)
 {
-    if (b->quant_bytes <= 0) return;
+    op->unquantized = b->unquantized;
+    if (b->quant_bytes <= 0 || b->unquantized) return;
     op->bytes = lin_add(op->bytes, lin_scale(rows, b->quant_bytes * n_in));
     op->kernels += b->quant_kernels;
 }
@@ -697,7 +699,9 @@ static void moe_forward(builder *b, const dims *d, int i, et_phase phase, const 
     char id[80];
     const double H = d->H, e = d->e, E = d->E, kc = d->kc, Fet = d->Fet, El = d->El;
 #define ID(name) (id_printf(id, sizeof id, "layer.%d.moe.%s%s", i, name, suffix), id)
+    b->unquantized = 1; /* TopKRouter's plain linear (megatron/core/transformer/moe/router.py) */
     weight_forward(b, phase, i, ET_GROUP_MLP, TOK(1), H, E, 1, ID("router"));
+    b->unquantized = 0;
     /* softmax over E logits and the top-k: logits read, probabilities written, k indices and weights */
     special(elementwise(b, phase, i, TOK(6 * E), TOK(2 * e * E + 8 * d->k), ID("route")), TOK(E));
     shared_forward(b, d, i, phase, suffix);
@@ -752,7 +756,9 @@ static void moe_backward(builder *b, const dims *d, int i)
     shared_backward(b, d, i);
     elementwise(b, ET_PHASE_BACKWARD, i, TOK(4 * E), TOK(2 * e * E + 8 * d->k), ID("route.bwd"));
     id_printf(pname, sizeof pname, "layer.%d.moe.router", i);
+    b->unquantized = 1;
     weight_backward(b, i, ET_GROUP_MLP, TOK(1), H, E, 1, pname, d->bias, 1);
+    b->unquantized = 0;
 #undef ID
 }
 
@@ -1005,7 +1011,11 @@ static void head_forward(builder *b, const dims *d, const et_model_config *m, co
         elementwise(b, ET_PHASE_FORWARD, -1, TOK(8 * H * d->St), TOK(2 * e * H * d->St),
                     ID("final_layernorm"));
         tp_boundary(b, d, ET_PHASE_FORWARD, -1, 1, ID("tp_allgather"));
+        /* the output layer: a tensor_parallel.ColumnParallelLinear outside the transformer block, whose
+         * layers alone run under Transformer Engine's FP8 autocast (megatron/core/models/gpt/gpt_model.py) */
+        b->unquantized = 1;
         weight_forward(b, ET_PHASE_FORWARD, -1, decoder_group, PRED(1), H, Vt, 1, ID("lm.decoder"));
+        b->unquantized = 0;
     } else {
         if (m->head == ET_HEAD_MLM_NSP) {
             weight_forward(b, ET_PHASE_FORWARD, -1, ET_GROUP_HEAD, SEQ(1), H, H, 1, "head.pooler");
@@ -1015,7 +1025,9 @@ static void head_forward(builder *b, const dims *d, const et_model_config *m, co
         weight_forward(b, ET_PHASE_FORWARD, -1, ET_GROUP_HEAD, PRED(1), H, H, 1, "head.mlm.transform");
         special(elementwise(b, ET_PHASE_FORWARD, -1, PRED(8 * H), PRED(2 * e * H), "head.mlm.gelu"), PRED(H));
         elementwise(b, ET_PHASE_FORWARD, -1, PRED(8 * H), PRED(2 * e * H), "head.mlm.layernorm");
+        b->unquantized = 1;
         weight_forward(b, ET_PHASE_FORWARD, -1, decoder_group, PRED(1), H, Vt, 1, "head.mlm.decoder");
+        b->unquantized = 0;
     }
     /* softmax cross-entropy: read logits, fp32 reductions, write the logit gradient (fused fwd+bwd); or
      * Megatron's vocabulary-parallel one over fp32 logits: the upcast copy (read e, write 4), forward's
@@ -1041,14 +1053,18 @@ static void head_backward(builder *b, const dims *d, const et_model_config *m, c
     char id[80];
     if (m->head == ET_HEAD_CAUSAL_LM) {
         id_printf(id, sizeof id, "%s.lm.decoder", p);
+        b->unquantized = 1;
         weight_backward(b, -1, decoder_group, PRED(1), H, Vt, 1, id, 0, untied);
+        b->unquantized = 0;
         id_printf(id, sizeof id, "%s.tp_reduce_scatter.bwd", p);
         tp_boundary(b, d, ET_PHASE_BACKWARD, -1, 0, id);
         id_printf(id, sizeof id, "%s.final_layernorm", p);
         layernorm_backward(b, d, -1, id, TOK(d->St));
         return;
     }
+    b->unquantized = 1;
     weight_backward(b, -1, decoder_group, PRED(1), H, Vt, 1, "head.mlm.decoder", 1, untied);
+    b->unquantized = 0;
     layernorm_backward(b, d, -1, "head.mlm.layernorm", PRED(1));
     special(elementwise(b, ET_PHASE_BACKWARD, -1, PRED(8 * H), PRED(3 * e * H), "head.mlm.gelu.bwd"),
             PRED(H));

@@ -86,6 +86,8 @@ typedef struct et_op {
     double time_scale; /* measured / modelled time of this op on this device (etsim --op-times), else 1 */
     bool expert;       /* an expert's op (mixture of experts): its time follows the rank's routed tokens */
     bool fused;        /* attention as one fused (flash-style) kernel */
+    bool unquantized;  /* a product that stays in 16 bits under FP8 and FP4 recipes (Megatron-Core's output
+                          layer and router run outside Transformer Engine's FP8 autocast) */
     double fused_rate; /* that kernel's share of the profile's fused-attention rate
                           (software.attention_kernel; 0: the profile's kernel, 1) */
     /* optimizer over sparse weights on a device that keeps them dense with a mask (sparse.masked_dense):

@@ -86,7 +86,9 @@ double et_op_time(const et_op *op, const et_batch_shape *b, const et_device_prof
         /* a tensor-train op is a sequence of contractions of other shapes than its largest: no one grid */
         double eff =
             op->kind == ET_OP_TT ? et_gemm_dimension_efficiency(d, m, n, k) : et_gemm_efficiency(d, m, n, k);
-        rate = et_gemm_peak(d, p) * eff * (factor > 0 ? factor : 1);
+        /* the output layer and the router stay in 16 bits under FP8 and FP4 recipes */
+        const et_precision q = op->unquantized && et_precision_quantized(p) ? ET_BF16 : p;
+        rate = et_gemm_peak(d, q) * eff * (factor > 0 ? factor : 1);
         break;
     }
     case ET_OP_ATTENTION: {

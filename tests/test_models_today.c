@@ -379,8 +379,40 @@ static void test_expert_optimizer_shards(void)
     et_graph_free(&g);
 }
 
+/* Under FP8 and FP4 recipes the output layer and the router stay in 16 bits (Megatron-Core runs them outside
+ * Transformer Engine's FP8 autocast): their products are marked unquantized and carry no quantize pass,
+ * their bytes those of the BF16 graph; the experts' and the layers' products are quantized. */
+static void test_unquantized_products(void)
+{
+    et_model_config m;
+    et_model_preset("qwen3-30b-a3b", &m);
+    et_graph q = graph_of(&m, 1, ET_RECOMPUTE_NONE, 0, ET_FP8, ET_SCALING_MXFP8),
+             h = graph_of(&m, 1, ET_RECOMPUTE_NONE, 0, ET_BF16, ET_SCALING_DELAYED);
+    static const char *const plain[] = {"head.lm.decoder", "head.lm.decoder.bwd_data",
+                                        "head.lm.decoder.bwd_weight", "layer.3.moe.router",
+                                        "layer.3.moe.router.bwd_weight"};
+    for (size_t i = 0; i < sizeof plain / sizeof plain[0]; i++) {
+        const et_op *a = find(&q, plain[i]), *b = find(&h, plain[i]);
+        if (a && b)
+            CHECK(a->unquantized && at(&a->bytes, 4096, 4096.0 * 4096) == at(&b->bytes, 4096, 4096.0 * 4096),
+                  "%s stays in 16 bits: no quantize pass (%.4g bytes against BF16's %.4g)", plain[i],
+                  at(&a->bytes, 4096, 4096.0 * 4096), at(&b->bytes, 4096, 4096.0 * 4096));
+    }
+    static const char *const quantized[] = {"layer.3.attn.qkv", "layer.3.moe.experts.fc1",
+                                            "layer.3.attn.out"};
+    for (size_t i = 0; i < sizeof quantized / sizeof quantized[0]; i++) {
+        const et_op *a = find(&q, quantized[i]), *b = find(&h, quantized[i]);
+        if (a && b)
+            CHECK(!a->unquantized && at(&a->bytes, 4096, 4096.0 * 4096) > at(&b->bytes, 4096, 4096.0 * 4096),
+                  "%s is quantized (its input's cast charged)", quantized[i]);
+    }
+    et_graph_free(&q);
+    et_graph_free(&h);
+}
+
 int main(void)
 {
+    test_unquantized_products();
     test_expert_optimizer_shards();
     test_stage_twins();
     test_lora();
