@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The shipped H100, H200, B200 and GB200 profiles' efficiencies are what tests/tools/training_fit.sh writes
-# today (etcalib fit-runs on the published H100 runs); fit-runs never ends worse than its base, writes a
+# The shipped H100, H200, B200, GB200, B300 and GB300 profiles' efficiencies are what
+# tests/tools/training_fit.sh writes today (etcalib fit-runs on each device's published dense runs); fit-runs never ends worse than its base, writes a
 # profile etsim loads, and refuses bad input with a file, a line and exit 2, writing nothing.
 # Usage: training_fit.sh BUILD_DIR SOURCE_DIR
 set -euo pipefail

@@ -1,34 +1,43 @@
 #!/usr/bin/env bash
 # The Hopper and Blackwell profiles' large-GEMM efficiencies as training runs sustain them (the fused
 # attention keeps its measured FlashAttention 2 rate: fitted too, it moves by 1.5%): `etcalib fit-runs
-# --terms gemm` of the datasheet-era H100 profile (tests/data/profiles-datasheet/h100-sxm.json) to
-# every published H100 run ET ships (scenarios/validation/published.csv: the llm-foundry MPT and NeMo
-# Megatron Bridge rows), then the same factor applied to the datasheet-era H200 (the same GH100 chip),
-# B200, GB200, B300 and GB300 profiles, which have no public GEMM rows of their own; their published runs test the
-# transfer. A developer's tool, run by hand when the data or the cost model changes; its outputs are
-# committed, and tests/calib/training_fit.sh checks they are what it writes now.
+# --terms gemm` of each datasheet-era profile (tests/data/profiles-datasheet/) to the published dense runs
+# of its device that ET ships (scenarios/validation/published.csv: the llm-foundry MPT rows and NeMo
+# Megatron Bridge's Llama rows, pretraining and fine-tuning); the mixtures of experts' runs are held out
+# everywhere (their errors have causes of their own: all-to-alls, grouped products) and test the fits.
+# Devices without dense runs take the factor of their chip's: the H200 the H100's (GH100), the B300 the
+# GB300's (Blackwell Ultra). A developer's tool, run by hand when the data or the cost model changes; its
+# outputs are committed, and tests/calib/training_fit.sh checks they are what it writes now.
 # Usage: tests/tools/training_fit.sh BUILD_DIR [OUT_DIR]   (default OUT_DIR: scenarios/profiles)
 set -euo pipefail
 src=$(cd "$(dirname "$0")/../.." && pwd)
 build=$1 out=${2:-$src/scenarios/profiles}
 base=$src/tests/data/profiles-datasheet
+csv=$src/scenarios/validation/published.csv
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-"$build/calib/etcalib" fit-runs "$src/scenarios/validation/published.csv" --base "$base/h100-sxm.json" \
-  --terms gemm --out "$work/h100-sxm.json" > "$work/fit.txt"
-grep '^#' "$work/fit.txt"
-g=$(jq -n --slurpfile a "$work/h100-sxm.json" --slurpfile b "$base/h100-sxm.json" \
-  '$a[0].efficiency.gemm_max / $b[0].efficiency.gemm_max')
-f=$(jq -n --slurpfile a "$work/h100-sxm.json" --slurpfile b "$base/h100-sxm.json" \
-  '$a[0].efficiency.flash_attention / $b[0].efficiency.flash_attention')
-cp "$work/h100-sxm.json" "$out/h100-sxm.json"
-for p in h200 b200 gb200 b300 gb300; do
-  jq --argjson g "$g" --argjson f "$f" '
-    .efficiency.gemm_max *= $g
-    | if .efficiency.gemm_max_by_precision then .efficiency.gemm_max_by_precision |= map_values(. * $g) else . end
-    | if .efficiency.flash_attention then .efficiency.flash_attention *= $f else . end
-    | .source += " Training efficiencies (tests/tools/training_fit.sh): the large-GEMM efficiency x \($g) and the fused attention'"'"'s x \($f), the factors etcalib fit-runs found for the H100 on its published training runs (the H100 profile'"'"'s source), applied here for want of public runs or GEMM rows of this device to fit."' \
-    "$base/$p.json" > "$work/$p.json"
+# the dense runs: every MPT row, and the NeMo rows of Llama models (fit-runs keeps those of the device)
+only="mpt-,$(grep -oE '^nemo-[0-9]+-llama' "$csv" | sort -u | paste -sd, -)"
+factor() { # factor FITTED BASE KEY: fitted / base efficiency
+  jq -n --slurpfile a "$1" --slurpfile b "$2" "\$a[0].efficiency.$3 / \$b[0].efficiency.$3"
+}
+for p in h100-sxm b200 gb200 gb300; do
+  "$build/calib/etcalib" fit-runs "$csv" --base "$base/$p.json" --terms gemm --only "$only" \
+    --out "$work/$p.json" > "$work/fit-$p.txt"
+  echo "# $p:"
+  grep '^#' "$work/fit-$p.txt"
   cp "$work/$p.json" "$out/$p.json"
 done
-echo "# GEMM x $g, fused attention x $f: wrote h100-sxm, h200, b200, gb200, b300, gb300 into $out"
+# a chip's factor for the device of the same chip without dense runs of its own
+for pair in h200:h100-sxm b300:gb300; do
+  p=${pair%%:*} from=${pair##*:}
+  g=$(factor "$work/$from.json" "$base/$from.json" gemm_max)
+  jq --argjson g "$g" --arg from "$from" '
+    .efficiency.gemm_max *= $g
+    | if .efficiency.gemm_max_by_precision then .efficiency.gemm_max_by_precision |= map_values(. * $g) else . end
+    | .source += " Training efficiencies (tests/tools/training_fit.sh): the large-GEMM efficiency x \($g), the factor etcalib fit-runs found for \($from) (the same chip) on its published dense training runs, applied here for want of dense runs of this device to fit."' \
+    "$base/$p.json" > "$work/$p.json"
+  cp "$work/$p.json" "$out/$p.json"
+  echo "# $p: GEMM x $g, $from's factor"
+done
+echo "# wrote h100-sxm, h200, b200, gb200, b300, gb300 into $out"
