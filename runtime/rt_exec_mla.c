@@ -115,26 +115,41 @@ RT_EXEC(rt_ex_mla_concat_bwd)
 
 /* ---- backward: the scratch holds the gradients of q, kvu and kpe ---- */
 
-RT_EXEC(rt_ex_mla_kv_up_bwd_data)
+/* A latent's up projection (latent L -> width n, its output's gradient dy in the scratch) and its RMSNorm:
+ * the latent's gradient into d_lat1, the weight's, then the norm's input gradient into d_lat2. */
+static void up_bwd_data(rt_model *m, const rt_op *op, const rt_dev_batch *b, const float *dy, int L, int n)
+{
+    m->be->fill(m->be, m->acts->d_lat1, 0, (size_t)b->T * L);
+    m->be->linear_bwd(m->be, NULL, op->W, dy, m->acts->d_lat1, NULL, NULL, b->T, L, n);
+}
+
+static void up_bwd_weight(rt_model *m, const rt_op *op, const rt_dev_batch *b, const float *normed,
+                          const float *dy, int L, int n)
+{
+    m->be->linear_bwd(m->be, normed, op->W, dy, NULL, op->dW, op->dbias, b->T, L, n);
+}
+
+static void latent_norm_bwd(rt_model *m, const rt_op *op, const rt_dev_batch *b, const float *x,
+                            const float *rstd, int L)
 {
     rt_acts *a = m->acts;
-    m->be->fill(m->be, a->d_lat1, 0, (size_t)b->T * a->Lkv);
-    m->be->linear_bwd(m->be, NULL, op->W, a->mla_kvu, a->d_lat1, NULL, NULL, b->T, a->Lkv, kvu_width(a));
+    m->be->fill(m->be, a->d_lat2, 0, (size_t)b->T * L);
+    rt_norm_bwd_rms(m, x, op->W, rstd, a->d_lat1, a->d_lat2, op->dW, b->T, L);
+}
+
+RT_EXEC(rt_ex_mla_kv_up_bwd_data)
+{
+    up_bwd_data(m, op, b, m->acts->mla_kvu, m->acts->Lkv, kvu_width(m->acts));
 }
 
 RT_EXEC(rt_ex_mla_kv_up_bwd_weight)
 {
-    rt_acts *a = m->acts;
-    m->be->linear_bwd(m->be, LAYER(m, op)->ckvn, op->W, a->mla_kvu, NULL, op->dW, op->dbias, b->T, a->Lkv,
-                      kvu_width(a));
+    up_bwd_weight(m, op, b, LAYER(m, op)->ckvn, m->acts->mla_kvu, m->acts->Lkv, kvu_width(m->acts));
 }
 
 RT_EXEC(rt_ex_mla_kv_norm_bwd)
 {
-    rt_acts *a = m->acts;
-    const rt_layer_acts *l = LAYER(m, op);
-    m->be->fill(m->be, a->d_lat2, 0, (size_t)b->T * a->Lkv);
-    rt_norm_bwd_rms(m, l->ckv, op->W, l->kv_rstd, a->d_lat1, a->d_lat2, op->dW, b->T, a->Lkv);
+    latent_norm_bwd(m, op, b, LAYER(m, op)->ckv, LAYER(m, op)->kv_rstd, m->acts->Lkv);
 }
 
 /* the layer norm's output gradient starts here: written, then added to by the query's products */
@@ -161,24 +176,17 @@ RT_EXEC(rt_ex_mla_kv_down_bwd_weight)
 
 RT_EXEC(rt_ex_mla_q_up_bwd_data)
 {
-    rt_acts *a = m->acts;
-    m->be->fill(m->be, a->d_lat1, 0, (size_t)b->T * a->Lq);
-    m->be->linear_bwd(m->be, NULL, op->W, a->mla_q, a->d_lat1, NULL, NULL, b->T, a->Lq, qk_width(a));
+    up_bwd_data(m, op, b, m->acts->mla_q, m->acts->Lq, qk_width(m->acts));
 }
 
 RT_EXEC(rt_ex_mla_q_up_bwd_weight)
 {
-    rt_acts *a = m->acts;
-    m->be->linear_bwd(m->be, LAYER(m, op)->cqn, op->W, a->mla_q, NULL, op->dW, op->dbias, b->T, a->Lq,
-                      qk_width(a));
+    up_bwd_weight(m, op, b, LAYER(m, op)->cqn, m->acts->mla_q, m->acts->Lq, qk_width(m->acts));
 }
 
 RT_EXEC(rt_ex_mla_q_norm_bwd)
 {
-    rt_acts *a = m->acts;
-    const rt_layer_acts *l = LAYER(m, op);
-    m->be->fill(m->be, a->d_lat2, 0, (size_t)b->T * a->Lq);
-    rt_norm_bwd_rms(m, l->cq, op->W, l->q_rstd, a->d_lat1, a->d_lat2, op->dW, b->T, a->Lq);
+    latent_norm_bwd(m, op, b, LAYER(m, op)->cq, LAYER(m, op)->q_rstd, m->acts->Lq);
 }
 
 RT_EXEC(rt_ex_mla_q_down_bwd_data)
