@@ -91,11 +91,11 @@ static void check_plan_opts(const char *path, bool every_expert, double mtp_scal
             size_t best = off;
             for (size_t k = off; k < end; k++)
                 if (fabsf(g[k]) > fabsf(g[best])) best = k;
-            /* a small analytic gradient is checked too (without experts), against the numeric one to 5e-5
-             * (the differences' noise here is about 1e-6) */
+            /* a small analytic gradient is checked too (where no routing choice can flip) */
             if (fabsf(g[best]) < 1e-4 && parts == 1) continue;
             float save = w[best];
-            double h = strstr(m.graph.params[i].id, "router") ? ROUTER_H : 1e-2;
+            /* a router's smaller step only where its choices can flip (top-k of more experts) */
+            double h = parts == 1 && strstr(m.graph.params[i].id, "router") ? ROUTER_H : 1e-2;
             w[best] = (float)(save + h);
             rt_model_set_state(&m, w, NULL, NULL);
             double up = loss_of(&m, &b, norm);
@@ -104,9 +104,11 @@ static void check_plan_opts(const char *path, bool every_expert, double mtp_scal
             double down = loss_of(&m, &b, norm);
             w[best] = save;
             rt_model_set_state(&m, w, NULL, NULL);
-            double num = (up - down) / (2 * h), rel = fabs(num - g[best]) / fmax(1e-4, fabs(num));
+            /* within 5% and 2e-5: the central difference of an fp32 loss near 4 is good to about 2e-5 at
+             * a step of 1e-2 (1e-6 measured on most tensors; a sanitized build's code rounds otherwise) */
+            const double num = (up - down) / (2 * h);
             probed++;
-            if (fabsf(g[best]) < 1e-4 ? fabs(num - g[best]) > 5e-5 : rel > 0.05) {
+            if (fabs(num - g[best]) > 0.05 * fabs(num) + 2e-5) {
                 bad++;
                 fprintf(stderr, "  %s[%zu]: analytic %.6g numeric %.6g\n", m.graph.params[i].id,
                         best - m.param_offset[i], g[best], num);
