@@ -461,6 +461,26 @@ static void weight_backward(builder *b, int layer, et_layer_group group, et_line
     if (bias) add_grad(b, layer, copies * n_out, "%s.bias", name);
 }
 
+/* A product that stays in 16 bits under FP8 and FP4 recipes (no quantize pass, the 16-bit peak): Megatron-
+ * Core's output layer, a tensor_parallel.ColumnParallelLinear outside the transformer block whose layers
+ * alone run under Transformer Engine's FP8 autocast (megatron/core/models/gpt/gpt_model.py), and the MoE
+ * router, TopKRouter's plain linear (megatron/core/transformer/moe/router.py). */
+static void plain_forward(builder *b, et_phase phase, int layer, et_layer_group group, et_linear rows,
+                          double n_in, double n_out, const char *id)
+{
+    b->unquantized = 1;
+    weight_forward(b, phase, layer, group, rows, n_in, n_out, 1, id);
+    b->unquantized = 0;
+}
+
+static void plain_backward(builder *b, int layer, et_layer_group group, et_linear rows, double n_in,
+                           double n_out, const char *name, int bias, int weight_grad)
+{
+    b->unquantized = 1;
+    weight_backward(b, layer, group, rows, n_in, n_out, 1, name, bias, weight_grad);
+    b->unquantized = 0;
+}
+
 /* The products of an MoE layer's experts on this rank as one grouped GEMM (MegaBlocks, Megatron-Core's
  * grouped GEMM): `rows` routed rows in all, `experts` experts, each weight n_in x n_out. `dir` 0 forward
  * (m = rows / experts, n = n_out, k = n_in), 1 data gradient (rows / experts, n_in, n_out), 2 weight
@@ -699,9 +719,7 @@ static void moe_forward(builder *b, const dims *d, int i, et_phase phase, const 
     char id[80];
     const double H = d->H, e = d->e, E = d->E, kc = d->kc, Fet = d->Fet, El = d->El;
 #define ID(name) (id_printf(id, sizeof id, "layer.%d.moe.%s%s", i, name, suffix), id)
-    b->unquantized = 1; /* TopKRouter's plain linear (megatron/core/transformer/moe/router.py) */
-    weight_forward(b, phase, i, ET_GROUP_MLP, TOK(1), H, E, 1, ID("router"));
-    b->unquantized = 0;
+    plain_forward(b, phase, i, ET_GROUP_MLP, TOK(1), H, E, ID("router"));
     /* softmax over E logits and the top-k: logits read, probabilities written, k indices and weights */
     special(elementwise(b, phase, i, TOK(6 * E), TOK(2 * e * E + 8 * d->k), ID("route")), TOK(E));
     shared_forward(b, d, i, phase, suffix);
@@ -756,9 +774,7 @@ static void moe_backward(builder *b, const dims *d, int i)
     shared_backward(b, d, i);
     elementwise(b, ET_PHASE_BACKWARD, i, TOK(4 * E), TOK(2 * e * E + 8 * d->k), ID("route.bwd"));
     id_printf(pname, sizeof pname, "layer.%d.moe.router", i);
-    b->unquantized = 1;
-    weight_backward(b, i, ET_GROUP_MLP, TOK(1), H, E, 1, pname, d->bias, 1);
-    b->unquantized = 0;
+    plain_backward(b, i, ET_GROUP_MLP, TOK(1), H, E, pname, d->bias, 1);
 #undef ID
 }
 
@@ -1011,11 +1027,7 @@ static void head_forward(builder *b, const dims *d, const et_model_config *m, co
         elementwise(b, ET_PHASE_FORWARD, -1, TOK(8 * H * d->St), TOK(2 * e * H * d->St),
                     ID("final_layernorm"));
         tp_boundary(b, d, ET_PHASE_FORWARD, -1, 1, ID("tp_allgather"));
-        /* the output layer: a tensor_parallel.ColumnParallelLinear outside the transformer block, whose
-         * layers alone run under Transformer Engine's FP8 autocast (megatron/core/models/gpt/gpt_model.py) */
-        b->unquantized = 1;
-        weight_forward(b, ET_PHASE_FORWARD, -1, decoder_group, PRED(1), H, Vt, 1, ID("lm.decoder"));
-        b->unquantized = 0;
+        plain_forward(b, ET_PHASE_FORWARD, -1, decoder_group, PRED(1), H, Vt, ID("lm.decoder"));
     } else {
         if (m->head == ET_HEAD_MLM_NSP) {
             weight_forward(b, ET_PHASE_FORWARD, -1, ET_GROUP_HEAD, SEQ(1), H, H, 1, "head.pooler");
@@ -1025,9 +1037,7 @@ static void head_forward(builder *b, const dims *d, const et_model_config *m, co
         weight_forward(b, ET_PHASE_FORWARD, -1, ET_GROUP_HEAD, PRED(1), H, H, 1, "head.mlm.transform");
         special(elementwise(b, ET_PHASE_FORWARD, -1, PRED(8 * H), PRED(2 * e * H), "head.mlm.gelu"), PRED(H));
         elementwise(b, ET_PHASE_FORWARD, -1, PRED(8 * H), PRED(2 * e * H), "head.mlm.layernorm");
-        b->unquantized = 1;
-        weight_forward(b, ET_PHASE_FORWARD, -1, decoder_group, PRED(1), H, Vt, 1, "head.mlm.decoder");
-        b->unquantized = 0;
+        plain_forward(b, ET_PHASE_FORWARD, -1, decoder_group, PRED(1), H, Vt, "head.mlm.decoder");
     }
     /* softmax cross-entropy: read logits, fp32 reductions, write the logit gradient (fused fwd+bwd); or
      * Megatron's vocabulary-parallel one over fp32 logits: the upcast copy (read e, write 4), forward's
@@ -1053,18 +1063,14 @@ static void head_backward(builder *b, const dims *d, const et_model_config *m, c
     char id[80];
     if (m->head == ET_HEAD_CAUSAL_LM) {
         id_printf(id, sizeof id, "%s.lm.decoder", p);
-        b->unquantized = 1;
-        weight_backward(b, -1, decoder_group, PRED(1), H, Vt, 1, id, 0, untied);
-        b->unquantized = 0;
+        plain_backward(b, -1, decoder_group, PRED(1), H, Vt, id, 0, untied);
         id_printf(id, sizeof id, "%s.tp_reduce_scatter.bwd", p);
         tp_boundary(b, d, ET_PHASE_BACKWARD, -1, 0, id);
         id_printf(id, sizeof id, "%s.final_layernorm", p);
         layernorm_backward(b, d, -1, id, TOK(d->St));
         return;
     }
-    b->unquantized = 1;
-    weight_backward(b, -1, decoder_group, PRED(1), H, Vt, 1, "head.mlm.decoder", 1, untied);
-    b->unquantized = 0;
+    plain_backward(b, -1, decoder_group, PRED(1), H, Vt, "head.mlm.decoder", 1, untied);
     layernorm_backward(b, d, -1, "head.mlm.layernorm", PRED(1));
     special(elementwise(b, ET_PHASE_BACKWARD, -1, PRED(8 * H), PRED(3 * e * H), "head.mlm.gelu.bwd"),
             PRED(H));
@@ -1258,7 +1264,6 @@ static double galore_ops(builder *b, const et_graph_options *o)
     return projected;
 }
 
-/* Optimizer kernels over this GPU's shard of parameters (fp32 math, bytes per parameter in docs). */
 double et_graph_optimizer_params(const et_graph *g)
 {
     const et_graph_options *o = &g->options;
@@ -1270,12 +1275,13 @@ double et_graph_optimizer_params(const et_graph *g)
     return (g->param_count - experts) / shards + experts / expert_shards;
 }
 
+/* Optimizer kernels over this GPU's shard of parameters (fp32 math, bytes per parameter in docs): GaLore's
+ * unprojected parameters over the data ranks, else the experts' states over their own group too
+ * (et_graph_optimizer_params). */
 static void optimizer_ops(builder *b, const et_graph_options *o, double params)
 {
     if (o->galore.rank > 0) params -= galore_ops(b, o);
-    /* the experts' states are sharded over their own data-parallel group (et_graph_optimizer_params) */
-    double shard = params / o->optimizer_shards;
-    if (o->galore.rank <= 0) shard = et_graph_optimizer_params(b->g);
+    const double shard = o->galore.rank > 0 ? params / o->optimizer_shards : et_graph_optimizer_params(b->g);
     double ge = b->e; /* gradient element size */
     /* sparse weights kept dense with a mask (etrun's CPU backend): the update runs over every element */
     double dense = 0, kept = 0;

@@ -197,11 +197,11 @@ double et_op_launches(const et_op *op, const et_batch_shape *b);
  * model/activations.c; the memory model (memory.h) and the ops' footprints both use it. */
 void et_graph_activation_terms(const et_graph *g, et_linear *per_micro, et_linear *once);
 
-/* Index of the op with this id, -1 if none. */
 /* The parameters of this GPU's optimizer shard: the model's over optimizer_shards, the experts' over
  * expert_optimizer_shards (memory.c shards the states alike). */
 double et_graph_optimizer_params(const et_graph *g);
 
+/* Index of the op with this id, -1 if none. */
 int et_graph_find(const et_graph *g, const char *id);
 
 /* One step's cost on a device as etrun runs it: op_time[i] (seconds) is op i summed over the step's

@@ -240,6 +240,11 @@ int et_model_v_dim(const et_model_config *m)
     return m->mla.kv_lora > 0 ? m->mla.v_dim : et_model_head_dim(m);
 }
 
+double et_model_mtp_loss_scale(const et_model_config *m)
+{
+    return m->mtp_loss_scale > 0 ? m->mtp_loss_scale : 0.1;
+}
+
 bool et_model_layer_windowed(const et_model_config *m, int layer)
 {
     return m->window > 0 && !(m->full_every > 0 && layer % m->full_every == m->full_every - 1);

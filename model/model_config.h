@@ -91,7 +91,7 @@ typedef struct et_model_config {
                      * token, two RMSNorms, a 2H x H projection, one transformer layer and the shared output
                      * head with its loss, on the last pipeline stage */
     double mtp_loss_scale; /* the modules' losses averaged over the depth and scaled by this in training
-                            * (Megatron-Core's mtp_loss_scaling_factor, 0.1; etrun's gradients; no cost) */
+                            * (etrun's gradients; no cost); 0: the default, et_model_mtp_loss_scale */
 } et_model_config;
 
 /* Each attention head's width: head_dim, or hidden / heads (MLA: the part without positions). A head's
@@ -99,6 +99,9 @@ typedef struct et_model_config {
 int et_model_head_dim(const et_model_config *m);
 int et_model_qk_dim(const et_model_config *m);
 int et_model_v_dim(const et_model_config *m);
+/* The prediction modules' loss weight: mtp_loss_scale, or 0.1 where it is 0 (Megatron-Core's
+ * mtp_loss_scaling_factor default). */
+double et_model_mtp_loss_scale(const et_model_config *m);
 /* Whether layer i attends through a sliding window (model.window). */
 bool et_model_layer_windowed(const et_model_config *m, int layer);
 

@@ -246,8 +246,8 @@ static int read_model(const et_json_reader *r, json_t *root, et_model_config *m)
     if (et_json_get_bool(r, o, "$.model", "attention_sinks", false, m->sinks, &m->sinks)) return -1;
     if (et_json_get_int(r, o, "$.model", "mtp_layers", false, m->mtp_layers, 0, 64, &v)) return -1;
     m->mtp_layers = (int)v;
-    if (et_json_get_number(r, o, "$.model", "mtp_loss_scale", false,
-                           m->mtp_loss_scale > 0 ? m->mtp_loss_scale : 0.1, 1e-6, 100, &m->mtp_loss_scale))
+    if (et_json_get_number(r, o, "$.model", "mtp_loss_scale", false, et_model_mtp_loss_scale(m), 1e-6, 100,
+                           &m->mtp_loss_scale))
         return -1;
     return et_model_config_check(m, r->source, "$.model", r->err);
 }

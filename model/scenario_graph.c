@@ -5,6 +5,7 @@
 
 et_graph_options et_scenario_graph_options(const et_scenario *s, int stage)
 {
+    const bool sharded = s->parallel.zero_stage >= 1 || s->parallel.distributed_optimizer;
     et_graph_options o = {
         .tensor = s->parallel.tensor,
         .expert = s->parallel.expert,
@@ -19,10 +20,10 @@ et_graph_options et_scenario_graph_options(const et_scenario *s, int stage)
         .sequence_parallel = s->parallel.sequence_parallel && s->parallel.tensor > 1,
         .attention = s->parallel.attention,
         .optimizer = s->optimizer.name,
-        .optimizer_shards =
-            s->parallel.zero_stage >= 1 || s->parallel.distributed_optimizer ? et_scenario_grad_ranks(s) : 1,
-        .expert_optimizer_shards =
-            s->parallel.zero_stage >= 1 || s->parallel.distributed_optimizer ? et_ep_data_group(s).ranks : 1,
+        /* ZeRO and the distributed optimizer shard the states over the data ranks, the experts' over the
+         * ranks holding the same experts */
+        .optimizer_shards = sharded ? et_scenario_grad_ranks(s) : 1,
+        .expert_optimizer_shards = sharded ? et_ep_data_group(s).ranks : 1,
         .clip_global = s->optimizer.clip == ET_CLIP_AFTER_ALLREDUCE,
         .loss_fp32 = s->software.cross_entropy == ET_CROSS_ENTROPY_FP32,
         .flash_rate = et_software_flash_rate(&s->software),

@@ -16,6 +16,11 @@ static float *take(cursor *c, size_t n)
     return p;
 }
 
+static size_t max_of(size_t x, size_t y)
+{
+    return x > y ? x : y;
+}
+
 static void layout(rt_acts *a, cursor *c, size_t T, size_t P)
 {
     const size_t H = (size_t)a->H, F = (size_t)a->F, F1 = (size_t)a->F1, V = (size_t)a->V,
@@ -76,7 +81,7 @@ static void layout(rt_acts *a, cursor *c, size_t T, size_t P)
         a->qk_tmp = take(c, T * qw), a->qk_tmp2 = take(c, T * qw);
     }
     if (Lkv) {
-        const size_t A = (size_t)a->A, widest = Lq > Lkv ? Lq : Lkv;
+        const size_t A = (size_t)a->A, widest = max_of(Lq, Lkv);
         a->mla_q = take(c, T * A * (size_t)a->attn.Dqk),
         a->mla_kvu = take(c, T * A * (size_t)(a->Dn + a->attn.Dv));
         a->mla_kpe = take(c, T * (size_t)a->R);
@@ -96,10 +101,9 @@ static void layout(rt_acts *a, cursor *c, size_t T, size_t P)
         if (a->Fs) a->d_sg = take(c, T * (size_t)a->Fs), a->d_su = take(c, T * (size_t)a->Fs1);
     }
     if (a->lora_r) {
-        const size_t widest = QKV > F1 ? QKV : F1, wide_in = CW > H ? CW : H;
-        a->d_lora = take(c, T * (size_t)a->lora_r),
-        a->lora_tmp = take(c, T * (widest > wide_in ? widest : wide_in));
-        a->frozen_grad = take(c, 2 * (H > Lkv ? (H > Lq ? H : Lq) : (Lkv > Lq ? Lkv : Lq)));
+        /* an adapter's output (its target's outputs); frozen norms' gains and biases, the latents' too */
+        a->d_lora = take(c, T * (size_t)a->lora_r), a->lora_tmp = take(c, T * max_of(max_of(QKV, F1), H));
+        a->frozen_grad = take(c, 2 * max_of(H, max_of(Lq, Lkv)));
     }
 }
 

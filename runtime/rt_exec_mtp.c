@@ -81,7 +81,7 @@ RT_EXEC(rt_ex_mtp_loss)
     rt_acts *a = m->acts;
     const rt_dev_batch x = ahead(b, op->mtp, true);
     m->mtp_loss_sum += m->be->cross_entropy(m->be, a->logits, &x, module(m, op)->dlogits, a->V,
-                                            a->norm * a->D / m->s->model.mtp_loss_scale);
+                                            a->norm * a->D / et_model_mtp_loss_scale(&m->s->model));
 }
 
 /* ---- backward ---- */

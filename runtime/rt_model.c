@@ -248,13 +248,14 @@ static void upload_batch(rt_model *m, const rt_batch *b)
               */
         int *tok = m->mtp_host, *tgt = m->mtp_host + (size_t)D * T;
         for (int j = 0; j < D; j++)
-            for (int s = 0; s < b->B; s++)
-                for (int r = b->offsets[s]; r < b->offsets[s + 1]; r++) {
-                    const int end = b->offsets[s + 1];
+            for (int s = 0; s < b->B; s++) {
+                const int end = b->offsets[s + 1];
+                for (int r = b->offsets[s]; r < end; r++) {
                     tok[(size_t)j * T + r] = r + j + 1 < end ? b->tokens[r + j + 1] : 0;
                     /* the main head's target of row r + j + 1 (token r + j + 2, or masked) */
                     tgt[(size_t)j * T + r] = r + j + 1 < end ? b->targets[r + j + 1] : -1;
                 }
+            }
         be->upload(be, d->mtp_tokens, tok, (size_t)D * T * sizeof(int));
         be->upload(be, d->mtp_targets, tgt, (size_t)D * T * sizeof(int));
     }

@@ -26,7 +26,7 @@ static double loss_of(rt_model *m, const rt_batch *b, double norm)
     rt_model_begin_step(m);
     rt_model_step_micro(m, b, norm, NULL, NULL);
     const int D = m->s->model.mtp_layers;
-    return (m->loss_sum + (D ? m->mtp_loss_sum * m->s->model.mtp_loss_scale / D : 0)) / norm;
+    return (m->loss_sum + (D ? m->mtp_loss_sum * et_model_mtp_loss_scale(&m->s->model) / D : 0)) / norm;
 }
 
 /* The data's first micro-batch and its loss normaliser (the positions it scores). */
