@@ -84,9 +84,13 @@ void et_graph_activation_terms(const et_graph *g, et_linear *per_micro, et_linea
         const double Fs = (double)moe->shared_experts * Fe, Fc1s = model->mlp == ET_MLP_SWIGLU ? 2 * Fs : Fs;
         const int act = ET_RECOMPUTES(rm, ET_RECOMPUTE_MOE_ACT),
                   shared = ET_RECOMPUTES(rm, ET_RECOMPUTE_SHARED_EXPERTS);
-        const double moe_quant = kc * (H + (act ? 0 : Fe / t)) + (shared ? 0 : Fs / t);
-        const double moe_mlp = 2 * H / (sp ? t : 1) + 4 * E +
-                               kc * (4 * H + 2 * Fc1 / t + (act ? 0 : 2 * Fe / t)) +
+        /* experts folded over the tensor ranks (graph.h's expert_tensor 1): the routed rows of the rank's
+         * sequence-parallel tokens, each expert whole (r = 1 / t rows a token, widths over te = 1) */
+        const double te = g->options.expert_tensor > 0 ? g->options.expert_tensor : t;
+        const double r = te < t && sp ? 1.0 / t : 1;
+        const double moe_quant = r * kc * (H + (act ? 0 : Fe / te)) + (shared ? 0 : Fs / t);
+        const double moe_mlp = 2 * H / (sp ? t : 1) + 4 * E * r +
+                               r * kc * (4 * H + 2 * Fc1 / te + (act ? 0 : 2 * Fe / te)) +
                                (shared ? 0 : 2 * (Fc1s + Fs) / t) + mask - moe_quant * qsave;
         moe_extra = (moe_mlp - dense_mlp) * e / 2;
     }

@@ -93,7 +93,8 @@ static int graph_for(const et_model_config *model, const et_graph_options *o, et
     key.options.flash_rate = o->flash_rate, key.options.attention_unpad = o->attention_unpad;
     key.options.residual_kernels = o->residual_kernels;
     key.options.tt_rank = o->tt_rank;
-    key.options.expert = o->expert, key.options.context = o->context, key.options.galore = o->galore;
+    key.options.expert = o->expert, key.options.expert_tensor = o->expert_tensor;
+    key.options.context = o->context, key.options.galore = o->galore;
     if (o->method) memcpy(&key.method, o->method, sizeof key.method);
     const size_t lps_bytes = o->layers_per_stage ? (size_t)o->pipeline * sizeof(int) : 0;
     unsigned long long hash = hash_bytes(1469598103934665603ULL, &key, sizeof key);

@@ -54,15 +54,27 @@ et_comm_group et_tp_group(const et_scenario *s)
     return group(s, s->parallel.tensor, s->parallel.tensor, s->cluster.gpus_per_node / s->parallel.tensor);
 }
 
+/* Data ranks an expert group spans: x, or x / t when the experts are folded over the tensor ranks (an
+ * expert group is then x / t whole tensor groups). */
+static int expert_data_span(const et_scenario *s)
+{
+    const int x = s->parallel.expert > 1 ? s->parallel.expert : 1;
+    return et_scenario_experts_folded(s) ? x / s->parallel.tensor : x;
+}
+
 et_comm_group et_ep_group(const et_scenario *s)
 {
-    return after_tensor_ranks(s, s->parallel.expert > 1 ? s->parallel.expert : 1, 1);
+    const int x = s->parallel.expert > 1 ? s->parallel.expert : 1;
+    if (!et_scenario_experts_folded(s)) return after_tensor_ranks(s, x, 1);
+    /* folded: x consecutive ranks, tensor ranks and data ranks together (Megatron's order) */
+    const int per_node = x < s->cluster.gpus_per_node ? x : s->cluster.gpus_per_node;
+    return group(s, x, per_node, s->cluster.gpus_per_node / per_node);
 }
 
 et_comm_group et_ep_data_group(const et_scenario *s)
 {
-    const int x = s->parallel.expert > 1 ? s->parallel.expert : 1;
-    return after_tensor_ranks(s, et_scenario_grad_ranks(s) / x, x);
+    const int xd = expert_data_span(s);
+    return after_tensor_ranks(s, et_scenario_grad_ranks(s) / xd, xd);
 }
 
 et_comm_group et_cp_group(const et_scenario *s)

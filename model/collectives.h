@@ -41,12 +41,13 @@ typedef struct et_comm_group {
 /* The data-parallel communicator of a scenario (tensor-parallel ranks fill a node first). */
 et_comm_group et_dp_group(const et_scenario *s);
 /* The tensor-parallel communicator (inside one node). */
-
 et_comm_group et_tp_group(const et_scenario *s);
-/* The expert-parallel communicator: `parallelism.expert` consecutive data-parallel ranks. */
+/* The expert-parallel communicator: `parallelism.expert` consecutive data-parallel ranks; with the experts
+ * folded over the tensor ranks (et_scenario_experts_folded) x consecutive ranks, x / t tensor groups. */
 et_comm_group et_ep_group(const et_scenario *s);
-/* The ranks holding the same experts (expert parallelism x): every x-th data-parallel rank, d / x of them;
- * their expert gradients are reduced together. The data-parallel group when x is 1. */
+/* The ranks holding the same experts (expert parallelism x): every x-th data-parallel rank, d / x of them
+ * (folded: every (x / t)-th, t d / x of them); their expert gradients are reduced together. The
+ * data-parallel group when x is 1. */
 et_comm_group et_ep_data_group(const et_scenario *s);
 /* The context-parallel ring: `parallelism.context` consecutive ranks after the tensor ranks. */
 et_comm_group et_cp_group(const et_scenario *s);

@@ -533,8 +533,11 @@ typedef struct dims {
     double St;        /* token share of the sequence-parallel region (layer norms, dropouts): 1/t or 1 */
     int causal;       /* a decoder's causal attention: row i of a sequence's scores has i + 1 live values */
     /* mixture of experts: E experts, k per token, rows per token after routing k x c (c the capacity factor,
-     * 1 dropless), experts on this rank El = E / x, each expert's hidden width per tensor rank Fet */
-    double E, k, kc, El, Fet;
+     * 1 dropless), experts on this rank El = E / x, each expert's hidden width per expert tensor rank Fet;
+     * Mt the token share of the routed part (1, or St when the experts are folded over the tensor ranks:
+     * each rank routes its sequence-parallel tokens, its experts whole) */
+    double E, k, kc, El, Fet, Mt;
+    int folded;
     double dropout; /* dropout probability (0: no dropout kernels) */
     int sp;         /* sequence parallelism */
 } dims;
@@ -548,6 +551,15 @@ static void tp_boundary(builder *b, const dims *d, et_phase phase, int layer, in
     et_op_kind kind = !d->sp ? ET_OP_TP_ALLREDUCE : gather ? ET_OP_TP_ALLGATHER : ET_OP_TP_REDUCE_SCATTER;
     et_op *op = add_op(b, kind, phase, layer, "%s", name);
     if (op) op->bytes = TOK(d->e * d->H);
+}
+
+/* Whether layer i's MLP block gathers its input over the tensor ranks and reduces its output: every dense
+ * MLP; an MoE layer with folded experts only for its shared experts (their tensor-parallel MLP), its routed
+ * part running on the rank's sequence-parallel tokens (Megatron-Core's MoE layer with expert tensor
+ * parallelism 1: the token dispatcher's all-to-all replaces the tensor-parallel gather). */
+static int mlp_tp_boundary(const builder *b, const dims *d, int i)
+{
+    return !(d->folded && d->Fst <= 0 && et_model_layer_is_moe(&b->g->model, i));
 }
 
 /* Dropout on `elems` values per batch unit (a mask byte each; Megatron's fused kernels): forward reads
@@ -664,7 +676,7 @@ static void alltoall(builder *b, const dims *d, et_phase phase, int layer, const
 {
     if (b->x <= 1) return;
     et_op *op = add_op(b, ET_OP_EP_ALLTOALL, phase, layer, "%s", id);
-    if (op) op->bytes = TOK(d->e * d->H * d->kc);
+    if (op) op->bytes = TOK(d->e * d->H * d->kc * d->Mt);
 }
 
 /* An MLP's activation over `width` values a token: SiLU(gate) x up (reading both halves, writing one: 6
@@ -717,21 +729,23 @@ static void shared_backward(builder *b, const dims *d, int i)
 static void moe_forward(builder *b, const dims *d, int i, et_phase phase, const char *suffix)
 {
     char id[80];
-    const double H = d->H, e = d->e, E = d->E, kc = d->kc, Fet = d->Fet, El = d->El;
+    const double H = d->H, e = d->e, E = d->E, kc = d->kc, Fet = d->Fet, El = d->El, Mt = d->Mt;
 #define ID(name) (id_printf(id, sizeof id, "layer.%d.moe.%s%s", i, name, suffix), id)
-    plain_forward(b, phase, i, ET_GROUP_MLP, TOK(1), H, E, ID("router"));
+    plain_forward(b, phase, i, ET_GROUP_MLP, TOK(Mt), H, E, ID("router"));
     /* softmax over E logits and the top-k: logits read, probabilities written, k indices and weights */
-    special(elementwise(b, phase, i, TOK(6 * E), TOK(2 * e * E + 8 * d->k), ID("route")), TOK(E));
+    special(elementwise(b, phase, i, TOK(6 * E * Mt), TOK((2 * e * E + 8 * d->k) * Mt), ID("route")),
+            TOK(E * Mt));
     shared_forward(b, d, i, phase, suffix);
-    elementwise(b, phase, i, FIX(0), TOK(e * H * (1 + kc)), ID("permute"));
+    elementwise(b, phase, i, FIX(0), TOK(e * H * (1 + kc) * Mt), ID("permute"));
     alltoall(b, d, phase, i, ID("dispatch"));
-    et_op *op = expert_gemm(b, phase, i, 0, TOK(kc), El, H, d->swiglu ? 2 * Fet : Fet, ID("experts.fc1"));
-    op = activation(b, d, phase, i, Fet * kc, 0, ID(d->swiglu ? "experts.swiglu" : "experts.gelu"));
+    et_op *op =
+        expert_gemm(b, phase, i, 0, TOK(kc * Mt), El, H, d->swiglu ? 2 * Fet : Fet, ID("experts.fc1"));
+    op = activation(b, d, phase, i, Fet * kc * Mt, 0, ID(d->swiglu ? "experts.swiglu" : "experts.gelu"));
     if (op) op->expert = true;
-    expert_gemm(b, phase, i, 0, TOK(kc), El, Fet, H, ID("experts.fc2"));
+    expert_gemm(b, phase, i, 0, TOK(kc * Mt), El, Fet, H, ID("experts.fc2"));
     alltoall(b, d, phase, i, ID("combine"));
     /* each token's k outputs weighted and summed */
-    elementwise(b, phase, i, TOK(2 * d->k * H), TOK(e * H * (1 + kc)), ID("unpermute"));
+    elementwise(b, phase, i, TOK(2 * d->k * H * Mt), TOK(e * H * (1 + kc) * Mt), ID("unpermute"));
 #undef ID
 }
 
@@ -741,9 +755,9 @@ static void expert_backward(builder *b, const dims *d, int i, double n_in, doubl
 {
     char id[80], pname[96];
     id_printf(id, sizeof id, "layer.%d.moe.experts.%s.bwd_data", i, name);
-    expert_gemm(b, ET_PHASE_BACKWARD, i, 1, TOK(d->kc), d->El, n_in, n_out, id);
+    expert_gemm(b, ET_PHASE_BACKWARD, i, 1, TOK(d->kc * d->Mt), d->El, n_in, n_out, id);
     id_printf(id, sizeof id, "layer.%d.moe.experts.%s.bwd_weight", i, name);
-    expert_gemm(b, ET_PHASE_BACKWARD, i, 2, TOK(d->kc), d->El, n_in, n_out, id);
+    expert_gemm(b, ET_PHASE_BACKWARD, i, 2, TOK(d->kc * d->Mt), d->El, n_in, n_out, id);
     id_printf(pname, sizeof pname, "layer.%d.moe.experts.%s.weight", i, name);
     add_param(b, i, d->El * n_in * n_out, d->El * n_in * n_out, d->El * n_in * n_out, 0, pname);
     mark_expert(b);
@@ -753,28 +767,28 @@ static void expert_backward(builder *b, const dims *d, int i, double n_in, doubl
 static void moe_backward(builder *b, const dims *d, int i)
 {
     char id[80], pname[96];
-    const double H = d->H, e = d->e, E = d->E, kc = d->kc, Fet = d->Fet;
+    const double H = d->H, e = d->e, E = d->E, kc = d->kc, Fet = d->Fet, Mt = d->Mt;
     const double Fc1 = d->swiglu ? 2 * Fet : Fet;
 #define ID(name) (id_printf(id, sizeof id, "layer.%d.moe.%s", i, name), id)
-    elementwise(b, ET_PHASE_BACKWARD, i, TOK(2 * d->k * H), TOK(e * H * (1 + kc) + 4 * d->k),
+    elementwise(b, ET_PHASE_BACKWARD, i, TOK(2 * d->k * H * Mt), TOK((e * H * (1 + kc) + 4 * d->k) * Mt),
                 ID("unpermute.bwd"));
     alltoall(b, d, ET_PHASE_BACKWARD, i, ID("combine.bwd"));
     expert_backward(b, d, i, Fet, H, "fc2");
     et_op *op;
     if (ET_RECOMPUTES(d->rm, ET_RECOMPUTE_MOE_ACT)) { /* selective "moe_act": the activation's output */
-        op = activation(b, d, ET_PHASE_BACKWARD, i, Fet * kc, 0, ID("experts.act.recompute"));
+        op = activation(b, d, ET_PHASE_BACKWARD, i, Fet * kc * Mt, 0, ID("experts.act.recompute"));
         if (op) op->expert = true;
     }
-    op = activation(b, d, ET_PHASE_BACKWARD, i, Fet * kc, 1,
+    op = activation(b, d, ET_PHASE_BACKWARD, i, Fet * kc * Mt, 1,
                     ID(d->swiglu ? "experts.swiglu.bwd" : "experts.gelu.bwd"));
     if (op) op->expert = true;
     expert_backward(b, d, i, H, Fc1, "fc1");
     alltoall(b, d, ET_PHASE_BACKWARD, i, ID("dispatch.bwd"));
-    elementwise(b, ET_PHASE_BACKWARD, i, FIX(0), TOK(e * H * (1 + kc)), ID("permute.bwd"));
+    elementwise(b, ET_PHASE_BACKWARD, i, FIX(0), TOK(e * H * (1 + kc) * Mt), ID("permute.bwd"));
     shared_backward(b, d, i);
-    elementwise(b, ET_PHASE_BACKWARD, i, TOK(4 * E), TOK(2 * e * E + 8 * d->k), ID("route.bwd"));
+    elementwise(b, ET_PHASE_BACKWARD, i, TOK(4 * E * Mt), TOK((2 * e * E + 8 * d->k) * Mt), ID("route.bwd"));
     id_printf(pname, sizeof pname, "layer.%d.moe.router", i);
-    plain_backward(b, i, ET_GROUP_MLP, TOK(1), H, E, pname, d->bias, 1);
+    plain_backward(b, i, ET_GROUP_MLP, TOK(Mt), H, E, pname, d->bias, 1);
 #undef ID
 }
 
@@ -880,7 +894,8 @@ static void layer_forward(builder *b, const dims *d, int i, int decoder, et_phas
         elementwise(b, phase, i, TOK(8 * H * St), TOK(2 * e * H * St), ID("mlp.layernorm"));
     else
         elementwise(b, phase, i, TOK(8 * H * St), TOK(3 * e * H * St), ID("attn.layernorm"));
-    tp_boundary(b, d, phase, i, 1, ID("mlp.tp_allgather"));
+    const int mlp_boundary = mlp_tp_boundary(b, d, i);
+    if (mlp_boundary) tp_boundary(b, d, phase, i, 1, ID("mlp.tp_allgather"));
     if (et_model_layer_is_moe(&b->g->model, i)) {
         moe_forward(b, d, i, phase, suffix);
     } else {
@@ -890,7 +905,8 @@ static void layer_forward(builder *b, const dims *d, int i, int decoder, et_phas
         weight_forward(b, phase, i, ET_GROUP_MLP, TOK(1), Ft, H, 1, ID("mlp.fc2"));
         lora_forward(b, phase, i, ET_GROUP_MLP, Ft, H, ET_LORA_FC2, id);
     }
-    tp_boundary(b, d, phase, i, 0, d->sp ? ID("mlp.tp_reduce_scatter") : ID("mlp.tp_allreduce"));
+    if (mlp_boundary)
+        tp_boundary(b, d, phase, i, 0, d->sp ? ID("mlp.tp_reduce_scatter") : ID("mlp.tp_allreduce"));
     dropout_op(b, d, phase, i, TOK(H * St), reads, ID("mlp.fc2.dropout"));
     if (decoder) residual_add(b, d, phase, i, ID("mlp.residual"));
     if (!decoder) elementwise(b, phase, i, TOK(8 * H * St), TOK(3 * e * H * St), ID("mlp.layernorm"));
@@ -919,7 +935,8 @@ static void layer_backward(builder *b, const dims *d, int i, int decoder, et_rec
                     NAME("mlp.layernorm.recompute"));
     if (!decoder) layernorm_backward(b, d, i, NAME("mlp.layernorm"), TOK(St));
     dropout_op(b, d, ET_PHASE_BACKWARD, i, TOK(H * St), 1, NAME("mlp.fc2.dropout.bwd"));
-    tp_boundary(b, d, ET_PHASE_BACKWARD, i, 1, NAME("mlp.tp_allgather.bwd"));
+    const int mlp_boundary = mlp_tp_boundary(b, d, i);
+    if (mlp_boundary) tp_boundary(b, d, ET_PHASE_BACKWARD, i, 1, NAME("mlp.tp_allgather.bwd"));
     /* rows of weight-grad products are the token dimension: m = n_out fixed, k = T */
     if (et_model_layer_is_moe(&b->g->model, i)) {
         moe_backward(b, d, i);
@@ -937,8 +954,9 @@ static void layer_backward(builder *b, const dims *d, int i, int decoder, et_rec
                         1);
         lora_backward(b, i, ET_GROUP_MLP, H, d->swiglu ? 2 * Ft : Ft, ET_LORA_FC1, NAME("mlp.fc1"));
     }
-    tp_boundary(b, d, ET_PHASE_BACKWARD, i, 0,
-                d->sp ? NAME("mlp.tp_reduce_scatter.bwd") : NAME("mlp.tp_allreduce.bwd"));
+    if (mlp_boundary)
+        tp_boundary(b, d, ET_PHASE_BACKWARD, i, 0,
+                    d->sp ? NAME("mlp.tp_reduce_scatter.bwd") : NAME("mlp.tp_allreduce.bwd"));
     if (!decoder) residual_backward(b, d, i, NAME("mlp.residual.bwd"));
     layernorm_backward(b, d, i, decoder ? NAME("mlp.layernorm") : NAME("attn.layernorm"), TOK(St));
     if (decoder) residual_backward(b, d, i, NAME("mlp.residual.bwd"));
@@ -1433,7 +1451,11 @@ static int build(const et_model_config *m, const et_graph_options *o, et_graph *
         d.k = m->moe.top_k;
         d.kc = d.k * (m->moe.capacity_factor > 0 ? m->moe.capacity_factor : 1);
         d.El = d.E / b.x;
-        d.Fet = et_model_expert_ffn(m) / d.t;
+        /* at most the tensor degree (a graph of the whole model, tensor 1, splits no expert) */
+        const int etp = o->expert_tensor > 0 && o->expert_tensor < o->tensor ? o->expert_tensor : o->tensor;
+        d.folded = etp < o->tensor;
+        d.Mt = d.folded ? d.St : 1;
+        d.Fet = et_model_expert_ffn(m) / etp;
         d.Fst = (double)m->moe.shared_experts * et_model_expert_ffn(m) / d.t;
     }
     int per_stage = m->layers / o->pipeline;

@@ -114,11 +114,15 @@ typedef struct et_param {
 } et_param;
 
 typedef struct et_graph_options {
-    int tensor;   /* tensor-parallel degree t */
-    int expert;   /* expert-parallel degree: each rank holds experts / expert of an MoE layer */
-    int context;  /* context-parallel degree (ring attention); the batch shapes are a rank's share */
-    int pipeline; /* pipeline stages */
-    int stage;    /* which stage this graph is for, 0-based */
+    int tensor;        /* tensor-parallel degree t */
+    int expert;        /* expert-parallel degree: each rank holds experts / expert of an MoE layer */
+    int expert_tensor; /* each expert's hidden width split over this many ranks (0 or above: tensor). Below
+                          tensor (1, Megatron's MoE parallel folding) an MoE layer's routed part runs on the
+                          rank's sequence-parallel share of the tokens, no tensor-parallel collective around
+                          it */
+    int context;       /* context-parallel degree (ring attention); the batch shapes are a rank's share */
+    int pipeline;      /* pipeline stages */
+    int stage;         /* which stage this graph is for, 0-based */
     const int *layers_per_stage; /* layers of each stage (NULL: layers / pipeline each) */
     et_precision precision;
     et_scaling scaling;          /* fp8 and fp4: how products' operands are quantized (quantization.h) */

@@ -81,15 +81,20 @@ static void draw(const et_scenario *s, double tokens)
 double et_moe_imbalance(const et_scenario *s, const et_batch_shape *b)
 {
     if (s->model.moe.experts <= 0 || s->parallel.expert <= 1 || s->model.moe.capacity_factor > 0) return 1;
-    draw(s, b->tokens);
+    draw(s, et_moe_routed_tokens(s, b->tokens));
     return cache.imbalance;
 }
 
 double et_moe_dropped_fraction(const et_scenario *s, const et_batch_shape *b)
 {
     if (s->model.moe.experts <= 0 || s->model.moe.capacity_factor <= 0) return 0;
-    draw(s, b->tokens);
+    draw(s, et_moe_routed_tokens(s, b->tokens));
     return cache.dropped;
+}
+
+double et_moe_routed_tokens(const et_scenario *s, double tokens)
+{
+    return et_scenario_experts_folded(s) ? tokens / s->parallel.tensor : tokens;
 }
 
 double et_moe_alltoall_time(const et_scenario *s, double bytes)

@@ -31,6 +31,10 @@ double et_moe_imbalance(const et_scenario *s, const et_batch_shape *b);
 /* Mean fraction of routed rows a fixed capacity drops (0 when dropless), over the same draws. */
 double et_moe_dropped_fraction(const et_scenario *s, const et_batch_shape *b);
 
+/* Tokens of a micro-batch of `tokens` (a data replica's) that one member of an expert group routes: all
+ * of them, or its sequence-parallel share tokens / t when the experts are folded over the tensor ranks. */
+double et_moe_routed_tokens(const et_scenario *s, double tokens);
+
 /* Seconds of one all-to-all of `bytes` per rank over the expert-parallel group (collectives.h). */
 double et_moe_alltoall_time(const et_scenario *s, double bytes);
 

@@ -625,6 +625,7 @@ static int read_parallelism(const et_json_reader *r, json_t *root, et_scenario *
                                        "distributed_optimizer",
                                        "tp_overlap",
                                        "expert",
+                                       "expert_tensor",
                                        "context",
                                        "recompute_modules",
                                        NULL};
@@ -641,6 +642,8 @@ static int read_parallelism(const et_json_reader *r, json_t *root, et_scenario *
     s->parallel.pipeline = (int)v;
     if (et_json_get_int(r, p, "$.parallelism", "expert", false, 1, 1, 1 << 16, &v)) goto done;
     s->parallel.expert = (int)v;
+    if (et_json_get_int(r, p, "$.parallelism", "expert_tensor", false, 0, 1, 4096, &v)) goto done;
+    s->parallel.expert_tensor = (int)v; /* 0: not given, the tensor degree */
     if (et_json_get_int(r, p, "$.parallelism", "context", false, 1, 1, 1 << 16, &v)) goto done;
     s->parallel.context = (int)v;
     if (et_json_get_int(r, p, "$.parallelism", "zero_stage", false, 0, 0, 3, &v)) goto done;
@@ -1022,10 +1025,37 @@ static int check_parallelism(const et_json_reader *r, et_scenario *s)
              ep);
     if (experts > 0 && experts % ep != 0)
         FAIL("$.parallelism.expert", "expert parallelism %d must divide the %d experts", ep, experts);
-    if (ep > 1 && s->parallel.data % ep != 0)
+    const int etp = et_scenario_expert_tensor(s);
+    if (etp != 1 && etp != t)
+        FAIL("$.parallelism.expert_tensor",
+             "expert tensor parallelism %d is not modelled: 1 (each expert whole, folded over the tensor "
+             "ranks) or the tensor degree %d",
+             etp, t);
+    if (etp < t && experts == 0)
+        FAIL("$.parallelism.expert_tensor",
+             "expert tensor parallelism %d needs a mixture-of-experts model "
+             "(model.moe)",
+             etp);
+    if (etp < t && !s->parallel.sequence_parallel)
+        FAIL("$.parallelism.expert_tensor",
+             "experts folded over the tensor ranks (expert_tensor 1, tensor %d) need sequence_parallel: each "
+             "rank routes its sequence-parallel share of the tokens (Megatron requires sequence parallelism "
+             "with experts and tensor parallelism)",
+             t);
+    if (etp < t && ep % t != 0)
         FAIL("$.parallelism.expert",
-             "expert parallelism %d must divide the %d data-parallel ranks (expert ranks are data ranks)", ep,
-             s->parallel.data);
+             "expert parallelism %d must be a multiple of the tensor degree %d when the experts are folded "
+             "over the tensor ranks (expert_tensor 1: an expert group spans whole tensor groups)",
+             ep, t);
+    if (etp < t && (t * s->parallel.data) % ep != 0)
+        FAIL("$.parallelism.expert",
+             "expert parallelism %d must divide the %d tensor x data ranks of a stage (expert_tensor 1)", ep,
+             t * s->parallel.data);
+    if (etp == t && ep > 1 && s->parallel.data % ep != 0)
+        FAIL("$.parallelism.expert",
+             "expert parallelism %d must divide the %d data-parallel ranks (expert ranks are data ranks; "
+             "parallelism.expert_tensor 1 folds them over the tensor ranks too)",
+             ep, s->parallel.data);
     if (experts > 0 && s->method.kind != ET_METHOD_DENSE)
         FAIL("$.model.moe", "a mixture of experts with method \"%s\" is not modelled (dense methods only)",
              et_method_kind_names[s->method.kind]);
@@ -1274,6 +1304,16 @@ bool et_scenario_gathers_parameters(const et_scenario *s)
 int et_scenario_gpus(const et_scenario *s)
 {
     return s->cluster.nodes * s->cluster.gpus_per_node;
+}
+
+int et_scenario_expert_tensor(const et_scenario *s)
+{
+    return s->parallel.expert_tensor > 0 ? s->parallel.expert_tensor : s->parallel.tensor;
+}
+
+bool et_scenario_experts_folded(const et_scenario *s)
+{
+    return et_scenario_expert_tensor(s) < s->parallel.tensor;
 }
 
 int et_scenario_read(json_t *root, const char *source, const char *const *extra_keys, et_scenario *out,

@@ -78,8 +78,12 @@ typedef struct et_scenario {
     struct {
         int tensor;
         int pipeline;
-        int data;    /* derived: gpus / (tensor * pipeline * context), the batch's replicas */
-        int expert;  /* expert parallelism: each MoE layer's experts split over this many data ranks */
+        int data;   /* derived: gpus / (tensor * pipeline * context), the batch's replicas */
+        int expert; /* expert parallelism: each MoE layer's experts split over this many ranks: data ranks,
+                       or with expert_tensor 1 and tensor > 1 the tensor and data ranks together (Megatron's
+                       MoE parallel folding) */
+        int expert_tensor; /* each expert's hidden width split over this many ranks: the tensor degree
+                              (Megatron's default) or 1 (folded: experts whole); et_scenario_expert_tensor */
         int context; /* context parallelism: each sequence split over this many ranks (ring attention) */
         int virtual_pipeline; /* interleaved 1F1B: model chunks per pipeline stage (1 = plain 1F1B) */
         int layers_per_stage[ET_MAX_PIPELINE]; /* uneven partition, or all 0 (layers / pipeline each) */
@@ -160,6 +164,12 @@ int et_device_profile_path(const char *name, const char *dir, const char *source
 
 /* Total GPUs in the cluster. */
 int et_scenario_gpus(const et_scenario *s);
+
+/* The expert tensor degree (parallelism.expert_tensor, else the tensor degree), and whether the experts are
+ * folded over the tensor ranks (an expert tensor degree below the tensor degree: each MoE layer runs on the
+ * sequence-parallel share of the tokens, its all-to-all spanning tensor and data ranks). */
+int et_scenario_expert_tensor(const et_scenario *s);
+bool et_scenario_experts_folded(const et_scenario *s);
 
 /* Ranks that hold the same weights and reduce gradients together: data x context (Megatron folds the
  * context-parallel ranks into the data-parallel gradient reduction and optimizer sharding). */

@@ -9,6 +9,7 @@ et_graph_options et_scenario_graph_options(const et_scenario *s, int stage)
     et_graph_options o = {
         .tensor = s->parallel.tensor,
         .expert = s->parallel.expert,
+        .expert_tensor = et_scenario_expert_tensor(s),
         .context = s->parallel.context,
         .pipeline = s->parallel.pipeline,
         .stage = stage,

@@ -57,7 +57,11 @@ json_t *report_json_scenario(const et_scenario *s)
         s->parallel.bucket_bytes / 1048576.0, "allreduce", et_coll_algo_names[s->parallel.allreduce],
         "overlap", s->parallel.overlap, "cluster", "device", c->device.name, "nodes", c->nodes,
         "gpus_per_node", c->gpus_per_node, "gpus", et_scenario_gpus(s));
-    if (j) json_object_set_new(j, "software", software_json(&s->software));
+    if (j) {
+        json_object_set_new(json_object_get(j, "parallelism"), "expert_tensor",
+                            json_integer(et_scenario_expert_tensor(s)));
+        json_object_set_new(j, "software", software_json(&s->software));
+    }
     if (j && et_precision_quantized(s->precision))
         json_object_set_new(j, "scaling", json_string(et_scaling_names[s->scaling]));
     return j;
@@ -431,12 +435,18 @@ void report_print_header(FILE *out, const et_scenario *s, const et_estimate *e, 
             snprintf(capacity, sizeof capacity, "dropless");
         char shared[48] = "";
         if (moe->shared_experts > 0) snprintf(shared, sizeof shared, " + %d shared", moe->shared_experts);
+        char tensor[64] = "";
+        if (et_scenario_experts_folded(s))
+            snprintf(tensor, sizeof tensor, ", folded over the %d tensor ranks", s->parallel.tensor);
+        else if (s->parallel.tensor > 1)
+            snprintf(tensor, sizeof tensor, ", each split over the %d tensor ranks", s->parallel.tensor);
         fprintf(out,
                 "experts      %d%s per MoE layer (%d of %d layers), top-%d, %s, %s routing; expert "
                 "parallelism %d "
-                "(%d per GPU); %.0f parameters active per token; expert ranks' imbalance E[max/mean] %.3f\n",
+                "(%d per GPU%s); %.0f parameters active per token; expert ranks' imbalance E[max/mean] "
+                "%.3f\n",
                 moe->experts, shared, moe_layers, m->layers, moe->top_k, capacity,
-                et_routing_names[moe->routing], s->parallel.expert, moe->experts / s->parallel.expert,
+                et_routing_names[moe->routing], s->parallel.expert, moe->experts / s->parallel.expert, tensor,
                 e->params_active, e->moe_imbalance);
     }
     if (s->parallel.context > 1)

@@ -27,7 +27,7 @@ int sim_moe_build(sim_world *w)
     const int x = s->parallel.expert, t = s->parallel.tensor, dp = s->parallel.data;
     const int per_stage = w->n_ranks / s->parallel.pipeline;
     w->ep = et_ep_group(s);
-    w->moe_tokens = et_batch_expected(s).tokens;
+    w->moe_tokens = et_moe_routed_tokens(s, et_batch_expected(s).tokens);
     w->n_ep_groups = w->n_ranks / x;
     w->ep_groups = calloc((size_t)w->n_ep_groups, sizeof *w->ep_groups);
     w->a2a = calloc(3 * (size_t)w->n_ranks, sizeof *w->a2a);
@@ -40,12 +40,19 @@ int sim_moe_build(sim_world *w)
         w->ep_groups[i].bar = sg_barrier_init((unsigned)x);
     }
     /* Megatron order (step_sim.c): tensor rank fastest, then data, then stage; a group is x consecutive data
-     * ranks of one stage and tensor rank */
+     * ranks of one stage and tensor rank, or with the experts folded over the tensor ranks x consecutive
+     * ranks of one stage (x / t data ranks, every tensor rank) */
+    const int folded = et_scenario_experts_folded(s);
     for (int rank = 0; rank < w->n_ranks; rank++) {
         sim_rank *r = &w->ranks[rank];
         int st = rank / per_stage, within = rank % per_stage, d = within / t, tp = within % t;
-        r->ep_group = (st * t + tp) * (dp / x) + d / x;
-        r->ep_index = d % x;
+        if (folded) {
+            r->ep_group = st * (per_stage / x) + within / x;
+            r->ep_index = within % x;
+        } else {
+            r->ep_group = (st * t + tp) * (dp / x) + d / x;
+            r->ep_index = d % x;
+        }
         w->ep_groups[r->ep_group].members[r->ep_index] = rank;
     }
     return 0;

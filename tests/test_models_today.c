@@ -8,10 +8,12 @@
 #include <string.h>
 
 #include "check.h"
+#include "collectives.h"
 #include "graph.h"
 #include "memory.h"
 #include "model_config.h"
 #include "scenario.h"
+#include "scenario_graph.h"
 
 static et_graph graph_of(const et_model_config *m, int tensor, et_recompute rc, unsigned modules,
                          et_precision p, et_scaling scaling)
@@ -379,6 +381,104 @@ static void test_expert_optimizer_shards(void)
     et_graph_free(&g);
 }
 
+/* Megatron's MoE parallel folding (parallelism.expert_tensor 1 with tensor 2): Qwen3-30B-A3B (H 2048, 128
+ * experts of 768, top 8, no shared expert) on 16 GPUs, tensor 2, data 8, expert 8. Folded, each rank routes
+ * its sequence-parallel half of a micro-batch's T tokens over whole experts: T k / 2 rows, 16 experts of
+ * 768; split (expert_tensor 2, Megatron's default), it routes all T tokens over experts split in two: T k
+ * rows of 384. The same FLOPs a rank either way; folded, no tensor-parallel collective around the MoE layer,
+ * half the all-to-all bytes, the router on T / 2 tokens, twice the expert parameters; an expert group spans
+ * 4 data ranks x 2 tensor ranks, so each expert is held by 2 ranks (every 4th data rank) instead of 1. */
+static void test_folded_experts(void)
+{
+    static const char json[] =
+        "{\"name\": \"folded\", \"model\": {\"preset\": \"qwen3-30b-a3b\"}, \"data\": {\"seq_len\": 4096},"
+        " \"batch\": {\"global\": 64, \"local\": 1}, \"optimizer\": {\"name\": \"adamw\"},"
+        " \"precision\": \"bf16\", \"parallelism\": {\"tensor\": 2, \"sequence_parallel\": true,"
+        " \"attention\": \"flash\", \"distributed_optimizer\": true, \"expert\": 8, \"expert_tensor\": %d},"
+        " \"cluster\": {\"device\": \"h100-sxm\", \"nodes\": 2, \"gpus_per_node\": 8, \"nics_per_node\": 8,"
+        " \"nic_Gbps\": 400},"
+        " \"target\": {\"steps\": 1}}";
+    et_scenario s[2];
+    et_graph g[2];
+    for (int f = 0; f < 2; f++) {
+        char text[1024];
+        snprintf(text, sizeof text, json, f ? 1 : 2);
+        et_error err;
+        json_t *root = json_loads(text, 0, NULL);
+        const int bad = !root || et_scenario_parse(root, "folded.json", NULL, &s[f], &err);
+        json_decref(root);
+        if (bad) {
+            CHECK(0, "folding scenario: %s", root ? err.text : "not JSON");
+            if (f) et_scenario_free(&s[0]), et_graph_free(&g[0]);
+            return;
+        }
+        et_graph_options o = et_scenario_graph_options(&s[f], 0);
+        if (et_graph_build(&s[f].model, &o, &g[f], &err)) {
+            CHECK(0, "folding graph: %s", err.text);
+            et_scenario_free(&s[f]);
+            if (f) et_scenario_free(&s[0]), et_graph_free(&g[0]);
+            return;
+        }
+    }
+    CHECK(!et_scenario_experts_folded(&s[0]) && et_scenario_experts_folded(&s[1]) &&
+              et_scenario_expert_tensor(&s[0]) == 2,
+          "expert_tensor 2 splits the experts, 1 folds them");
+    const double T = 4096, H = 2048, k = 8, Fe = 768, E = 128;
+    const et_op *fc1[2] = {find(&g[0], "layer.0.moe.experts.fc1"), find(&g[1], "layer.0.moe.experts.fc1")};
+    if (fc1[0] && fc1[1]) {
+        const double flops = 2 * (T * k / 2) * H * 2 * Fe; /* = 2 (T k) H (2 Fe / 2) */
+        CHECK(fabs(at(&fc1[1]->flops, T, T * T) - flops) < 1 &&
+                  fabs(at(&fc1[0]->flops, T, T * T) - flops) < 1,
+              "the first expert product: %.6g and %.6g FLOPs a rank, by hand %.6g both",
+              at(&fc1[0]->flops, T, T * T), at(&fc1[1]->flops, T, T * T), flops);
+        CHECK(at(&fc1[1]->m, T, 0) == T * k / 2 / 16 && at(&fc1[1]->n, T, 0) == 2 * Fe &&
+                  at(&fc1[0]->m, T, 0) == T * k / 16 && at(&fc1[0]->n, T, 0) == Fe,
+              "an expert's rows and width: folded %.0f x %.0f (by hand 1024 x 1536), split %.0f x %.0f "
+              "(2048 x 768)",
+              at(&fc1[1]->m, T, 0), at(&fc1[1]->n, T, 0), at(&fc1[0]->m, T, 0), at(&fc1[0]->n, T, 0));
+    }
+    const et_op *a2a[2] = {find(&g[0], "layer.0.moe.dispatch"), find(&g[1], "layer.0.moe.dispatch")};
+    if (a2a[0] && a2a[1])
+        CHECK(at(&a2a[1]->bytes, T, 0) == 2 * H * k * T / 2 && at(&a2a[0]->bytes, T, 0) == 2 * H * k * T,
+              "the dispatch's bytes a rank: folded %.6g (by hand %.6g), split %.6g", at(&a2a[1]->bytes, T, 0),
+              2 * H * k * T / 2, at(&a2a[0]->bytes, T, 0));
+    const et_op *router = find(&g[1], "layer.0.moe.router");
+    if (router) CHECK(at(&router->flops, T, 0) == 2 * (T / 2) * H * E, "folded, the router on T / 2 tokens");
+    CHECK(et_graph_find(&g[1], "layer.0.mlp.tp_allgather") < 0 &&
+              et_graph_find(&g[1], "layer.0.mlp.tp_reduce_scatter.bwd") < 0 &&
+              et_graph_find(&g[1], "layer.0.attn.tp_allgather") >= 0 &&
+              et_graph_find(&g[0], "layer.0.mlp.tp_allgather") >= 0,
+          "folded, no tensor-parallel collective around the MoE layer (attention keeps its own)");
+    double experts[2] = {0, 0};
+    for (int f = 0; f < 2; f++)
+        for (int i = 0; i < g[f].n_params; i++)
+            if (g[f].params[i].expert) experts[f] += g[f].params[i].count;
+    const double by_hand = 48 * 16 * (H * 2 * Fe + Fe * H);
+    CHECK(fabs(experts[1] - by_hand) < 0.5 && fabs(experts[0] - by_hand / 2) < 0.5,
+          "this GPU's expert parameters: folded %.0f (by hand %.0f), split %.0f", experts[1], by_hand,
+          experts[0]);
+    /* activations a token at 16 bits, by hand from activations.c's MoE terms: the router's fp32
+     * probabilities (4 E) and the permuted input and second product's output (4 H k) halve, the products'
+     * outputs (2 Fc1 k + 2 Fe k) keep their size, so folding saves 2 E + 2 H k a token a layer */
+    et_linear per[2], once;
+    et_graph_activation_terms(&g[0], &per[0], &once);
+    et_graph_activation_terms(&g[1], &per[1], &once);
+    CHECK(fabs(per[0].per_token - per[1].per_token - 48 * (2 * E + 2 * H * k)) < 1e-6,
+          "activations saved by folding: %.6g bytes a token, by hand %.6g",
+          per[0].per_token - per[1].per_token, 48 * (2 * E + 2 * H * k));
+    const et_comm_group ep[2] = {et_ep_group(&s[0]), et_ep_group(&s[1])},
+                        edp[2] = {et_ep_data_group(&s[0]), et_ep_data_group(&s[1])};
+    CHECK(ep[0].ranks == 8 && ep[0].nodes == 2 && ep[1].ranks == 8 && ep[1].nodes == 1,
+          "the expert group: split, 8 data ranks over %d nodes (2); folded, 8 ranks of one node (%d)",
+          ep[0].nodes, ep[1].nodes);
+    CHECK(edp[0].ranks == 1 && edp[1].ranks == 2,
+          "the ranks holding the same experts: split %d (1), folded %d (2)", edp[0].ranks, edp[1].ranks);
+    for (int f = 0; f < 2; f++) {
+        et_graph_free(&g[f]);
+        et_scenario_free(&s[f]);
+    }
+}
+
 /* Under FP8 and FP4 recipes the output layer and the router stay in 16 bits (Megatron-Core runs them outside
  * Transformer Engine's FP8 autocast): their products are marked unquantized and carry no quantize pass,
  * their bytes those of the BF16 graph; the experts' and the layers' products are quantized. */
@@ -412,6 +512,7 @@ static void test_unquantized_products(void)
 
 int main(void)
 {
+    test_folded_experts();
     test_unquantized_products();
     test_expert_optimizer_shards();
     test_stage_twins();

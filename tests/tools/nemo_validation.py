@@ -60,12 +60,22 @@ def why_not(r):
     if pp > 1 and layers % pp and vp > 1 and r["model_key"] != "deepseek_v3" and (layers + 2) // pp - 1 < vp:
         return ("fewer layers on the first and last stages than virtual chunks (Megatron counts the embedding "
                 "and the loss as layers, one chunk each): ET's virtual chunks hold at least a layer each")
-    ep, etp = int(r["ep"] or 1), int(r["etp"] or 1)
-    dp = int(r["gpus"]) // (int(r["tp"]) * int(r["pp"]) * int(r["cp"]))
-    if ep > 1 and (etp > 1 or dp % ep):
-        return ("expert parallelism %d over data %d and tensor ranks (Megatron's MoE parallel folding): ET splits "
-                "experts over data ranks only" % (ep, dp))
+    ep, tp = int(r["ep"] or 1), int(r["tp"])
+    dp = int(r["gpus"]) // (tp * int(r["pp"]) * int(r["cp"]))
+    if ep > 1 and r["etp"] and int(r["etp"]) not in (1, tp):
+        return "expert tensor parallelism %s: ET models 1 or the tensor degree" % r["etp"]
+    if ep > 1 and dp % ep and (ep % tp or (tp * dp) % ep):
+        return "expert parallelism %d over data %d and tensor %d ranks" % (ep, dp, tp)
     return None
+
+
+def folded(r):
+    """Megatron's MoE parallel folding: expert parallelism beyond the data ranks spans tensor ranks too, which
+    leaves each expert whole (expert tensor parallelism x expert parallelism must divide tensor x data ranks;
+    the rows' etp column is blank)."""
+    ep, tp = int(r["ep"] or 1), int(r["tp"])
+    dp = int(r["gpus"]) // (tp * int(r["pp"]) * int(r["cp"]))
+    return ep > 1 and (r["etp"] == "1" and tp > 1 or dp % ep != 0)
 
 
 def scaling_of(r):
@@ -144,12 +154,17 @@ def scenario(r, name, overlap_of):
         par["tp_overlap"] = True
     if int(r["ep"] or 1) > 1:
         par["expert"] = int(r["ep"])
+    if folded(r):
+        par["expert_tensor"] = 1
     desc = ("NeMo Megatron Bridge %s, %s %s on %d %s (%s), %s, tensor %d, pipeline %d (virtual %d), context %d, "
             "%s, micro-batch %s, global batch %s, sequence %s; published %s tokens/s/GPU = %.4f s a step (row of "
             "scenarios/data/validation/nemo-megatron-bridge-performance.csv: %s). %s"
             % (r["container"], r["model"], TASKS[r["task"]] % r["seq"], gpus, r["gpu"], r["system"], r["precision"], tp, pp, vp, cp,
                "Megatron FSDP" if fsdp > 0 else "distributed optimizer", r["mbs"], r["gbs"], r["seq"],
-               r["tokens_per_s_per_gpu"], float(r["step_s"]), r["source"],
+               r["tokens_per_s_per_gpu"], float(r["step_s"]), r["source"] + (
+                   "; expert parallelism %s over tensor and data ranks, each expert whole (Megatron's MoE "
+                   "parallel folding: %s x %s expert ranks must divide the %d tensor x data ranks)"
+                   % (r["ep"], r["etp"] or 1, r["ep"], tp * gpus // (tp * pp * cp)) if folded(r) else ""),
                ("The recipe at the same commit: recomputation %s, CUDA graphs %s, TP communication overlap %s."
                 % (r["recipe_recompute"], r["recipe_cuda_graph"], r["recipe_tp_comm_overlap"])) if recipe else
                "No recipe at the commit matches this layout: recomputation none and no CUDA graphs assumed%s."
