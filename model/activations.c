@@ -1,5 +1,7 @@
 #include "graph.h"
 
+#include <math.h>
+
 void et_graph_activation_terms(const et_graph *g, et_linear *per_micro, et_linear *once)
 {
     /* Activations per layer (Korthikanti et al. 2022, eqs. 2-5, Table 2), written for 16-bit tensors and
@@ -68,7 +70,7 @@ void et_graph_activation_terms(const et_graph *g, et_linear *per_micro, et_linea
      * product's output, the activation's and the second product's output (2 H + 2 Fc1 / t + 2 Fe / t + 2 H,
      * Fc1 = 2 Fe with SwiGLU), and the mask (T H): per token, the MoE layer keeps moe_extra more. The
      * permuted rows and the activation's output are products' inputs; moe_act rebuilds the activation. */
-    double moe_layers = 0, moe_extra = 0;
+    double moe_layers = 0, moe_extra = 0, moe_quant = 0;
     const et_moe *moe = &model->moe;
     if (moe->experts > 0) {
         moe_layers = et_model_moe_layers(model, g->first_layer, g->last_layer) +
@@ -88,7 +90,7 @@ void et_graph_activation_terms(const et_graph *g, et_linear *per_micro, et_linea
          * sequence-parallel tokens, each expert whole (r = 1 / t rows a token, widths over te = 1) */
         const double te = g->options.expert_tensor > 0 ? g->options.expert_tensor : t;
         const double r = te < t && sp ? 1.0 / t : 1;
-        const double moe_quant = r * kc * (H + (act ? 0 : Fe / te)) + (shared ? 0 : Fs / t);
+        moe_quant = r * kc * (H + (act ? 0 : Fe / te)) + (shared ? 0 : Fs / t);
         const double moe_mlp = 2 * H / (sp ? t : 1) + 4 * E * r +
                                r * kc * (4 * H + 2 * Fc1 / te + (act ? 0 : 2 * Fe / te)) +
                                (shared ? 0 : 2 * (Fc1s + Fs) / t) + mask - moe_quant * qsave;
@@ -102,8 +104,23 @@ void et_graph_activation_terms(const et_graph *g, et_linear *per_micro, et_linea
         per_micro->per_token = layers * per_layer.per_token + moe_layers * moe_extra,
         per_micro->per_token_sq = layers * per_layer.per_token_sq;
     per_micro->per_token += H * e + mtp * 2 * H * e; /* the layers' input; the modules' projection input */
+    /* layers kept in 16 bits under fp8 and fp4 (graph.h's bf16_first and bf16_last) keep their products'
+     * inputs at 16 bits: what qsave took off their share comes back */
+    double bf16_dense = 0, bf16_moe = 0;
+    for (int i = g->first_layer; qsave > 0 && i <= g->last_layer; i++)
+        if (et_graph_layer_bf16(model, &g->options, i)) {
+            if (et_model_layer_is_moe(model, i))
+                bf16_moe++;
+            else
+                bf16_dense++;
+        }
+    const double back_dense = (quant + dense_kept) * qsave * e / 2,
+                 back_moe = (quant + moe_quant) * qsave * e / 2;
+    if (g->options.recompute != ET_RECOMPUTE_FULL)
+        per_micro->per_token += bf16_dense * back_dense + bf16_moe * back_moe;
     /* the largest layer, rebuilt during backward under full recomputation */
     if (moe_layers > 0 && moe_extra > 0) per_layer.per_token += moe_extra;
+    per_layer.per_token += fmax(bf16_dense > 0 ? back_dense : 0, bf16_moe > 0 ? back_moe : 0);
     *once = g->options.recompute == ET_RECOMPUTE_FULL ? per_layer : (et_linear){0};
     /* embeddings output and the loss head: logits and their gradient, and in separate fp32 passes
      * (software.cross_entropy "fp32_passes") their fp32 copy */

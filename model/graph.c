@@ -286,11 +286,12 @@ static int tt_of(builder *b, et_layer_group group, double n_in, double n_out, et
 
 /* FP8 and FP4 products: the activation operand is quantized per product at the recipe's bytes an element
  * and kernels (quantization.h: 3 bytes and one kernel under delayed scaling); the weight's quantized copy
- * is made once a step, with the optimizer. */
+ * is made once a step, with the optimizer. The products of the layers kept in 16 bits
+ * (et_graph_layer_bf16) are not quantized. */
 static void fp8_cast(const builder *b, et_op *op, et_linear rows, double n_in)
 {
-    op->unquantized = b->unquantized;
-    if (b->quant_bytes <= 0 || b->unquantized) return;
+    op->unquantized = b->unquantized || et_graph_layer_bf16(&b->g->model, &b->g->options, op->layer);
+    if (b->quant_bytes <= 0 || op->unquantized) return;
     op->bytes = lin_add(op->bytes, lin_scale(rows, b->quant_bytes * n_in));
     op->kernels += b->quant_kernels;
 }
@@ -1531,6 +1532,12 @@ int et_graph_find(const et_graph *g, const char *id)
     for (int i = 0; i < g->n_ops; i++)
         if (strcmp(g->ops[i].id, id) == 0) return i;
     return -1;
+}
+
+bool et_graph_layer_bf16(const et_model_config *model, const et_graph_options *o, int layer)
+{
+    if (!et_precision_quantized(o->precision) || layer < 0 || layer >= model->layers) return false;
+    return layer < o->bf16_first || layer >= model->layers - o->bf16_last;
 }
 
 double et_op_model_share(const et_graph *g, const et_op *op)

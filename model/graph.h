@@ -126,6 +126,8 @@ typedef struct et_graph_options {
     const int *layers_per_stage; /* layers of each stage (NULL: layers / pipeline each) */
     et_precision precision;
     et_scaling scaling;          /* fp8 and fp4: how products' operands are quantized (quantization.h) */
+    int bf16_first, bf16_last;   /* fp8 and fp4: the model's first and last layers whose products stay in
+                                    16 bits (Megatron-Core's --first-last-layers-bf16) */
     et_recompute recompute;      /* none, full (every layer's forward again) or selective (attention core) */
     unsigned recompute_modules;  /* selective's modules (schedule.h; 0: the attention core) */
     et_attention_kind attention; /* standard (materialised scores) or flash (one fused kernel) */
@@ -218,6 +220,11 @@ double et_step_op_times(const et_graph *g, const et_batch_shape *micro, int n_mi
  * kernel's backward recomputes the scores (2 l^2 Dqk of its 6 l^2 Dqk + 4 l^2 Dv a head), 1 for every other
  * op. */
 double et_op_model_share(const et_graph *g, const et_op *op);
+
+/* Whether transformer layer `layer` of the model keeps its products in 16 bits under an fp8 or fp4 recipe
+ * (one of the options' bf16_first first or bf16_last last layers; multi-token prediction's layers past the
+ * model's are not among them). */
+bool et_graph_layer_bf16(const et_model_config *model, const et_graph_options *o, int layer);
 
 /* Total parameters of the full model (t = 1, one stage), and those one token uses: a mixture of experts'
  * top_k experts of each MoE layer instead of all of them (equal to the total for dense models). */

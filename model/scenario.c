@@ -1316,14 +1316,36 @@ bool et_scenario_experts_folded(const et_scenario *s)
     return et_scenario_expert_tensor(s) < s->parallel.tensor;
 }
 
+/* bf16_layers {first, last}: under fp8 and fp4, layers kept in 16 bits at each end of the model. */
+static int read_bf16_layers(const et_json_reader *r, json_t *root, et_scenario *s)
+{
+    static const char *const keys[] = {"first", "last", NULL};
+    json_t *o;
+    long long first, last;
+    if (et_json_get_object(r, root, "$", "bf16_layers", false, keys, &o)) return -1;
+    if (!o) return 0;
+    if (!et_precision_quantized(s->precision))
+        FAIL("$.bf16_layers", "keeps layers in 16 bits under fp8 or fp4 precision; precision is %s",
+             et_precision_names[s->precision]);
+    const int layers = s->model.layers;
+    if (et_json_get_int(r, o, "$.bf16_layers", "first", false, 0, 0, layers, &first) ||
+        et_json_get_int(r, o, "$.bf16_layers", "last", false, 0, 0, layers, &last))
+        return -1;
+    if (first + last > layers)
+        FAIL("$.bf16_layers", "%lld first and %lld last layers in 16 bits: the model has %d layers", first,
+             last, layers);
+    s->bf16_layers.first = (int)first, s->bf16_layers.last = (int)last;
+    return 0;
+}
+
 int et_scenario_read(json_t *root, const char *source, const char *const *extra_keys, et_scenario *out,
                      et_error *err)
 {
-    const char *keys[24] = {"name",      "description", "model",       "method",  "data",   "batch",
-                            "optimizer", "precision",   "parallelism", "cluster", "target", "simulation",
-                            "host",      "software",    "resilience",  "energy",  "scaling"};
-    int n_keys = 17;
-    for (int i = 0; extra_keys && extra_keys[i] && n_keys < 23; i++)
+    const char *keys[26] = {"name",      "description", "model",       "method",  "data",    "batch",
+                            "optimizer", "precision",   "parallelism", "cluster", "target",  "simulation",
+                            "host",      "software",    "resilience",  "energy",  "scaling", "bf16_layers"};
+    int n_keys = 18;
+    for (int i = 0; extra_keys && extra_keys[i] && n_keys < 25; i++)
         keys[n_keys++] = extra_keys[i];
     keys[n_keys] = NULL;
     memset(out, 0, sizeof *out);
@@ -1370,6 +1392,7 @@ int et_scenario_read(json_t *root, const char *source, const char *const *extra_
                      n ? allowed : "no scaling (only fp8 and fp4 quantize)", et_scaling_names[out->scaling]);
         goto done;
     }
+    if (read_bf16_layers(r, root, out)) goto done;
     if (read_optimizer(r, root, out)) goto done;
     if (read_cluster(r, root, out)) goto done;
     if (read_method(r, root, out)) goto done;

@@ -76,6 +76,10 @@ typedef struct et_scenario {
     et_precision precision;
     et_scaling scaling; /* fp8 and fp4: the quantization recipe (quantization.h; "scaling") */
     struct {
+        int first, last; /* fp8 and fp4: the first and last layers kept in 16 bits (Megatron-Core's
+                            --first-last-layers-bf16 with --num-layers-at-start/end-in-bf16); 0: none */
+    } bf16_layers;
+    struct {
         int tensor;
         int pipeline;
         int data;   /* derived: gpus / (tensor * pipeline * context), the batch's replicas */

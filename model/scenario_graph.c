@@ -16,6 +16,8 @@ et_graph_options et_scenario_graph_options(const et_scenario *s, int stage)
         .layers_per_stage = s->parallel.uneven ? s->parallel.layers_per_stage : NULL,
         .precision = s->precision,
         .scaling = s->scaling,
+        .bf16_first = s->bf16_layers.first,
+        .bf16_last = s->bf16_layers.last,
         .recompute = s->parallel.recompute,
         .recompute_modules = s->parallel.recompute_modules,
         .sequence_parallel = s->parallel.sequence_parallel && s->parallel.tensor > 1,

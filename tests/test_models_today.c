@@ -381,6 +381,48 @@ static void test_expert_optimizer_shards(void)
     et_graph_free(&g);
 }
 
+/* Layers kept in 16 bits under FP8 (bf16_layers, Megatron-Core's --first-last-layers-bf16): Llama 3 8B under
+ * MXFP8 with the first and last layers in 16 bits. Their products carry no quantize pass (bytes as the BF16
+ * graph's) and run at the 16-bit peak; the layers between are quantized. Memory: each such layer keeps its
+ * products' inputs at 2 bytes instead of 1 + 1/32, Korthikanti's 7 H elements a token (the qkv, output and
+ * fc1 inputs, H each, and fc2's 4 H): 2 x 7 H x (2 - 1 - 1/32) bytes a token more than with none. */
+static void test_bf16_layers(void)
+{
+    et_model_config m;
+    et_model_preset("llama3-8b", &m);
+    et_graph q = graph_of(&m, 1, ET_RECOMPUTE_NONE, 0, ET_FP8, ET_SCALING_MXFP8),
+             h = graph_of(&m, 1, ET_RECOMPUTE_NONE, 0, ET_BF16, ET_SCALING_DELAYED);
+    et_graph_options o = q.options;
+    o.bf16_first = 1, o.bf16_last = 1;
+    et_graph g;
+    et_error err;
+    if (et_graph_build(&m, &o, &g, &err)) {
+        CHECK(0, "bf16 layers graph: %s", err.text);
+        et_graph_free(&q), et_graph_free(&h);
+        return;
+    }
+    static const char *const plain[] = {"layer.0.attn.qkv", "layer.0.mlp.fc2.bwd_weight", "layer.31.mlp.fc1",
+                                        "layer.31.attn.out.bwd_data"};
+    for (size_t i = 0; i < sizeof plain / sizeof plain[0]; i++) {
+        const et_op *a = find(&g, plain[i]), *b = find(&h, plain[i]);
+        if (a && b)
+            CHECK(a->unquantized && at(&a->bytes, 4096, 4096.0 * 4096) == at(&b->bytes, 4096, 4096.0 * 4096),
+                  "%s stays in 16 bits", plain[i]);
+    }
+    const et_op *mid = find(&g, "layer.1.attn.qkv"), *midq = find(&q, "layer.1.attn.qkv");
+    if (mid && midq)
+        CHECK(!mid->unquantized && at(&mid->bytes, 4096, 0) == at(&midq->bytes, 4096, 0),
+              "layer 1 stays quantized");
+    et_linear with, without, once;
+    et_graph_activation_terms(&g, &with, &once);
+    et_graph_activation_terms(&q, &without, &once);
+    const double H = 4096, by_hand = 2 * 7 * H * (2 - 1 - 1.0 / 32);
+    CHECK(fabs(with.per_token - without.per_token - by_hand) < 1e-6,
+          "two layers in 16 bits keep %.6g bytes a token more, by hand %.6g",
+          with.per_token - without.per_token, by_hand);
+    et_graph_free(&g), et_graph_free(&q), et_graph_free(&h);
+}
+
 /* Megatron's MoE parallel folding (parallelism.expert_tensor 1 with tensor 2): Qwen3-30B-A3B (H 2048, 128
  * experts of 768, top 8, no shared expert) on 16 GPUs, tensor 2, data 8, expert 8. Folded, each rank routes
  * its sequence-parallel half of a micro-batch's T tokens over whole experts: T k / 2 rows, 16 experts of
@@ -513,6 +555,7 @@ static void test_unquantized_products(void)
 int main(void)
 {
     test_folded_experts();
+    test_bf16_layers();
     test_unquantized_products();
     test_expert_optimizer_shards();
     test_stage_twins();
