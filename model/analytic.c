@@ -489,7 +489,8 @@ static int estimate_stage(const et_scenario *s, int stage, const et_batch_shape 
     }
     et_step_schedule q;
     int rc = et_step_schedule_build(s, x.c, stage, buckets, nb, s->parallel.overlap, &q, err);
-    if (!rc && play_schedule(s, &q, x.c, buckets, b, dp, g.param_count * ge, whole, out))
+    if (!rc && play_schedule(s, &q, x.c, buckets, b, dp,
+                             et_graph_param_gather_bytes(&g, s->software.fp8_param_gather), whole, out))
         rc = et_error_set_code(err, ET_ERROR_MEMORY, NULL, 0, 0, NULL,
                                "out of memory playing the step schedule");
     et_step_schedule_free(&q);

@@ -224,11 +224,19 @@ static void add_param(builder *b, int layer, double count, double dense, double 
     p->layer = layer;
     p->rows = p->cols = 0;
     p->expert = false;
+    p->quantized = false;
     g->param_count += count;
     g->param_dense += dense;
     g->grad_elems += grad_elems;
     g->weight_bytes += count * b->e + meta;
     b->last->grad_count = g->n_params - b->last->grad_first;
+}
+
+/* The parameter just added is the weight of the product just added, which is quantized (FP8, FP4). */
+static void mark_quantized(builder *b)
+{
+    if (!b->failed && b->g->n_params > 0 && b->quant_bytes > 0 && b->last && !b->last->unquantized)
+        b->g->params[b->g->n_params - 1].quantized = true;
 }
 
 /* A dense parameter. */
@@ -456,6 +464,7 @@ static void weight_backward(builder *b, int layer, et_layer_group group, et_line
             if (!b->failed && sp.density >= 1 && (!b->lora || b->adapter)) { /* added (not frozen) */
                 b->g->params[b->g->n_params - 1].rows = out;
                 b->g->params[b->g->n_params - 1].cols = n_in;
+                mark_quantized(b);
             }
         }
     }
@@ -762,6 +771,7 @@ static void expert_backward(builder *b, const dims *d, int i, double n_in, doubl
     id_printf(pname, sizeof pname, "layer.%d.moe.experts.%s.weight", i, name);
     add_param(b, i, d->El * n_in * n_out, d->El * n_in * n_out, d->El * n_in * n_out, 0, pname);
     mark_expert(b);
+    mark_quantized(b);
     if (d->bias) add_grad(b, i, d->El * n_out, "layer.%d.moe.experts.%s.bias", i, name), mark_expert(b);
 }
 
@@ -1532,6 +1542,15 @@ int et_graph_find(const et_graph *g, const char *id)
     for (int i = 0; i < g->n_ops; i++)
         if (strcmp(g->ops[i].id, id) == 0) return i;
     return -1;
+}
+
+double et_graph_param_gather_bytes(const et_graph *g, bool fp8)
+{
+    const double e = et_precision_bytes(g->options.precision);
+    double bytes = 0;
+    for (int i = 0; i < g->n_params; i++)
+        bytes += g->params[i].count * (fp8 && g->params[i].quantized ? 1 : e);
+    return bytes;
 }
 
 bool et_graph_layer_bf16(const et_model_config *model, const et_graph_options *o, int layer)

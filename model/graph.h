@@ -109,6 +109,7 @@ typedef struct et_param {
     double rows, cols; /* a dense linear weight's n_out x n_in on this GPU (0 for other parameters) */
     bool expert;       /* an MoE layer's experts (this rank's experts / expert of them): reduced over the
                           ranks holding the same experts */
+    bool quantized;    /* the weight of an FP8 or FP4 product (what FP8 parameter gathers move at a byte) */
     double meta_bytes; /* sparse index / mask bytes */
     int layer;
 } et_param;
@@ -220,6 +221,10 @@ double et_step_op_times(const et_graph *g, const et_batch_shape *micro, int n_mi
  * kernel's backward recomputes the scores (2 l^2 Dqk of its 6 l^2 Dqk + 4 l^2 Dv a head), 1 for every other
  * op. */
 double et_op_model_share(const et_graph *g, const et_op *op);
+
+/* Bytes of this GPU's parameters a gather moves: e a value, or with FP8 parameter gathers
+ * (software.fp8_param_gather) one byte for the quantized products' weights (et_param.quantized). */
+double et_graph_param_gather_bytes(const et_graph *g, bool fp8);
 
 /* Whether transformer layer `layer` of the model keeps its products in 16 bits under an fp8 or fp4 recipe
  * (one of the options' bf16_first first or bf16_last last layers; multi-token prediction's layers past the

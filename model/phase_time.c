@@ -214,15 +214,18 @@ double et_accumulate_time(const et_scenario *s, double elements, double tensors)
     }
 }
 
-double et_optimizer_stack_time(const et_scenario *s, double params, double shard)
+double et_optimizer_stack_time(const et_scenario *s, double params, double shard, double quantized_shard)
 {
     const et_software *w = &s->software;
     const double e = et_precision_bytes(s->precision);
-    if (e >= 4 || w->optimizer == ET_OPTIMIZER_FUSED) return 0; /* fp32 training keeps one copy */
+    /* FP8 parameters: the new fp32 values' amax read before their cast (Megatron-Core's
+     * quantize_param_shard; the cast itself writes a byte where the copy back wrote e) */
+    const double amax = w->fp8_param_gather ? pass_time(s, 0, 4 * quantized_shard, 1) : 0;
+    if (e >= 4 || w->optimizer == ET_OPTIMIZER_FUSED) return amax; /* fp32 training keeps one copy */
     /* the fp32 weights read again to write the 16-bit copy (the fused update writes it as it goes) */
     double bytes = 4 * shard, kernels = 1;
     if (w->optimizer == ET_OPTIMIZER_FP16_MASTER && w->accumulate_bytes < 4)
         bytes += (w->accumulate_bytes + 4) * params, kernels++; /* 16-bit gradients copied to fp32 */
     if (w->optimizer == ET_OPTIMIZER_BF16_SHARDS) bytes += (4 - e) * params, kernels++; /* norm over fp32 */
-    return pass_time(s, 0, bytes, kernels);
+    return pass_time(s, 0, bytes, kernels) + amax;
 }

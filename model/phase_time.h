@@ -92,7 +92,8 @@ double et_sync_time(const et_scenario *s);
 double et_accumulate_time(const et_scenario *s, double elements, double tensors);
 
 /* The optimizer's passes beyond the graph's (software.optimizer) for `params` local parameters of which
- * `shard` are this rank's to update. */
-double et_optimizer_stack_time(const et_scenario *s, double params, double shard);
+ * `shard` are this rank's to update, `quantized_shard` of them quantized products' weights (with
+ * software.fp8_param_gather, an amax pass over their fp32 values before the cast to FP8). */
+double et_optimizer_stack_time(const et_scenario *s, double params, double shard, double quantized_shard);
 
 #endif

@@ -1316,6 +1316,25 @@ bool et_scenario_experts_folded(const et_scenario *s)
     return et_scenario_expert_tensor(s) < s->parallel.tensor;
 }
 
+/* software.fp8_param_gather: FP8 weights (Transformer Engine's Float8Tensor parameters, per-tensor scales)
+ * gathered by a sharded optimizer. */
+static int check_fp8_param_gather(const et_json_reader *r, const et_scenario *s)
+{
+    if (!s->software.fp8_param_gather) return 0;
+    if (s->precision != ET_FP8 || (s->scaling != ET_SCALING_DELAYED && s->scaling != ET_SCALING_CURRENT))
+        FAIL("$.software.fp8_param_gather",
+             "FP8 parameter gathers need precision fp8 with scaling \"delayed\" or \"current\" (per-tensor "
+             "FP8 weights); got %s%s%s",
+             et_precision_names[s->precision], et_precision_quantized(s->precision) ? " with " : "",
+             et_precision_quantized(s->precision) ? et_scaling_names[s->scaling] : "");
+    if (!et_scenario_gathers_parameters(s))
+        FAIL("$.software.fp8_param_gather",
+             "FP8 parameter gathers need an optimizer that gathers parameters (distributed_optimizer or "
+             "zero_stage 1-3)%s",
+             "");
+    return 0;
+}
+
 /* bf16_layers {first, last}: under fp8 and fp4, layers kept in 16 bits at each end of the model. */
 static int read_bf16_layers(const et_json_reader *r, json_t *root, et_scenario *s)
 {
@@ -1401,7 +1420,7 @@ int et_scenario_read(json_t *root, const char *source, const char *const *extra_
     if (read_target(r, root, out)) goto done;
     if (read_simulation(r, root, out)) goto done;
     if (read_host(r, root, out)) goto done;
-    if (et_software_read(r, root, &out->software)) goto done;
+    if (et_software_read(r, root, &out->software) || check_fp8_param_gather(r, out)) goto done;
     if (read_resilience(r, root, out)) goto done;
     if (read_energy(r, root, out)) goto done;
     rc = 0;

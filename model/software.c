@@ -86,11 +86,22 @@ double et_software_flash_rate(const et_software *s)
 
 int et_software_read(const et_json_reader *r, json_t *root, et_software *out)
 {
-    static const char *const keys[] = {"stack",           "grad_accumulation", "grad_accumulation_bytes",
-                                       "optimizer",       "cross_entropy",     "syncs_per_micro_batch",
-                                       "p2p_sync",        "syncs_per_step",    "loss_scale_sync",
-                                       "launch_blocking", "pipeline_sends",    "attention_kernel",
-                                       "attention_unpad", "residual_kernels",  NULL};
+    static const char *const keys[] = {"stack",
+                                       "grad_accumulation",
+                                       "grad_accumulation_bytes",
+                                       "optimizer",
+                                       "cross_entropy",
+                                       "syncs_per_micro_batch",
+                                       "p2p_sync",
+                                       "syncs_per_step",
+                                       "loss_scale_sync",
+                                       "launch_blocking",
+                                       "pipeline_sends",
+                                       "attention_kernel",
+                                       "attention_unpad",
+                                       "residual_kernels",
+                                       "fp8_param_gather",
+                                       NULL};
     json_t *o;
     *out = presets[ET_STACK_FUSED];
     if (et_json_get_object(r, root, "$", "software", false, keys, &o)) return -1;
@@ -134,7 +145,8 @@ int et_software_read(const et_json_reader *r, json_t *root, et_software *out)
                    et_json_get_bool(r, o, where, "attention_unpad", false, out->attention_unpad,
                                     &out->attention_unpad) ||
                    et_json_get_bool(r, o, where, "residual_kernels", false, out->residual_kernels,
-                                    &out->residual_kernels)
+                                    &out->residual_kernels) ||
+                   et_json_get_bool(r, o, where, "fp8_param_gather", false, false, &out->fp8_param_gather)
                ? -1
                : 0;
 }

@@ -82,6 +82,9 @@ typedef struct et_software {
     bool residual_kernels; /* residual adds (without a dropout kernel to carry them) and the backward sums of
                               the residual stream's gradients run as kernels of their own; false: folded into
                               the layer norms (etrun's add-norm forward and accumulating backward) */
+    bool fp8_param_gather; /* FP8 parameters (Megatron-Core's --fp8-param-gather): the quantized products'
+                              weights gathered at a byte, an amax pass over their fp32 shard after the update
+                              (user's choice, off in every preset) */
 } et_software;
 
 int et_software_preset(const char *name, et_software *out);

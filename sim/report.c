@@ -62,8 +62,12 @@ json_t *report_json_scenario(const et_scenario *s)
                             json_integer(et_scenario_expert_tensor(s)));
         json_object_set_new(j, "software", software_json(&s->software));
     }
-    if (j && et_precision_quantized(s->precision))
+    if (j && et_precision_quantized(s->precision)) {
         json_object_set_new(j, "scaling", json_string(et_scaling_names[s->scaling]));
+        json_object_set_new(
+            j, "bf16_layers",
+            json_pack("{s:i, s:i}", "first", s->bf16_layers.first, "last", s->bf16_layers.last));
+    }
     return j;
 }
 
@@ -71,12 +75,13 @@ json_t *report_json_scenario(const et_scenario *s)
 static json_t *software_json(const et_software *w)
 {
     return json_pack(
-        "{s:s, s:s, s:f, s:s, s:s, s:i, s:b, s:i, s:b, s:b, s:s}", "stack", et_stack_names[w->stack],
+        "{s:s, s:s, s:f, s:s, s:s, s:i, s:b, s:i, s:b, s:b, s:s, s:b}", "stack", et_stack_names[w->stack],
         "grad_accumulation", et_grad_accumulation_names[w->grad_accumulation], "grad_accumulation_bytes",
         w->accumulate_bytes, "optimizer", et_optimizer_path_names[w->optimizer], "cross_entropy",
         et_cross_entropy_names[w->cross_entropy], "syncs_per_micro_batch", w->syncs_per_micro_batch,
         "p2p_sync", w->p2p_sync, "syncs_per_step", w->syncs_per_step, "loss_scale_sync", w->loss_scale_sync,
-        "launch_blocking", w->launch_blocking, "pipeline_sends", et_pipeline_sends_names[w->pipeline_sends]);
+        "launch_blocking", w->launch_blocking, "pipeline_sends", et_pipeline_sends_names[w->pipeline_sends],
+        "fp8_param_gather", w->fp8_param_gather);
 }
 
 static json_t *memory_json(const et_memory *m)

@@ -438,7 +438,7 @@ static void communicator_actor(int argc, char **argv)
     const et_step_schedule *q = &st->schedule;
     const et_scenario *s = w->s;
     const int nb = st->n_buckets;
-    const double param_bytes = st->graph.param_count * et_precision_bytes(s->precision);
+    const double param_bytes = et_graph_param_gather_bytes(&st->graph, s->software.fp8_param_gather);
     for (int step = 0; step < w->steps; step++) {
         const double *latest = g->latest + (size_t)step * (nb + 1);
         double *start = g->coll_start + (size_t)step * (nb + 1), *end = g->coll_end + (size_t)step * (nb + 1);

@@ -420,6 +420,16 @@ static void test_bf16_layers(void)
     CHECK(fabs(with.per_token - without.per_token - by_hand) < 1e-6,
           "two layers in 16 bits keep %.6g bytes a token more, by hand %.6g",
           with.per_token - without.per_token, by_hand);
+    /* FP8 parameter gathers move the quantized products' weights at a byte: per layer qkv H (H + 2 KV), the
+     * output H H, fc1 H 2F and fc2 F H (KV = 8 x 128, F = 14336); the embeddings, the output layer and the
+     * norms at 2 bytes. The two 16-bit layers' weights are not quantized. */
+    const double KV = 1024, F = 14336, per_layer = H * (H + 2 * KV) + H * H + H * 2 * F + F * H;
+    CHECK(fabs(et_graph_param_gather_bytes(&q, true) - (2 * q.param_count - 32 * per_layer)) < 1 &&
+              fabs(et_graph_param_gather_bytes(&g, true) - (2 * g.param_count - 30 * per_layer)) < 1 &&
+              et_graph_param_gather_bytes(&q, false) == 2 * q.param_count,
+          "FP8 parameter gathers: %.6g bytes, by hand %.6g (16-bit: %.6g)",
+          et_graph_param_gather_bytes(&q, true), 2 * q.param_count - 32 * per_layer,
+          et_graph_param_gather_bytes(&q, false));
     et_graph_free(&g), et_graph_free(&q), et_graph_free(&h);
 }
 

@@ -102,19 +102,26 @@ static void test_passes(void)
      * the shard (4 bytes) */
     s.software.optimizer = ET_OPTIMIZER_FP16_MASTER, s.software.accumulate_bytes = 2;
     const double shard = N / 8;
-    CHECK_REL(et_optimizer_stack_time(&s, N, shard),
+    CHECK_REL(et_optimizer_stack_time(&s, N, shard, 0),
               fmax(et_kernel_time(d, ET_FP32, 0, 0, 4 * shard + 6 * N, 0, 0, 0), 2 * h), 1e-12,
               "fp16_master: 4 shard + (a + 4) N bytes");
     s.software.accumulate_bytes = 4;
-    CHECK_REL(et_optimizer_stack_time(&s, N, shard),
+    CHECK_REL(et_optimizer_stack_time(&s, N, shard, 0),
               fmax(et_kernel_time(d, ET_FP32, 0, 0, 4 * shard, 0, 0, 0), h), 1e-12,
               "fp16_master over fp32 main grads: the copy back alone");
     s.software.optimizer = ET_OPTIMIZER_BF16_SHARDS;
-    CHECK_REL(et_optimizer_stack_time(&s, N, shard),
+    CHECK_REL(et_optimizer_stack_time(&s, N, shard, 0),
               fmax(et_kernel_time(d, ET_FP32, 0, 0, 4 * shard + 2 * N, 0, 0, 0), 2 * h), 1e-12,
               "bf16_shards: the copy back and the norm's extra (4 - e) N bytes");
+    /* FP8 parameters: an amax pass over the shard's quantized weights (4 bytes each) beside the copy back */
+    s.software.optimizer = ET_OPTIMIZER_COPY_BACK, s.precision = ET_FP8, s.software.fp8_param_gather = true;
+    CHECK_REL(et_optimizer_stack_time(&s, N, shard, 0.9 * shard),
+              fmax(et_kernel_time(d, ET_FP32, 0, 0, 4 * shard, 0, 0, 0), h) +
+                  fmax(et_kernel_time(d, ET_FP32, 0, 0, 4 * 0.9 * shard, 0, 0, 0), h),
+              1e-12, "fp8_param_gather: the copy back and an amax pass of 4 bytes a quantized weight");
+    s.software.fp8_param_gather = false;
     s.precision = ET_FP32;
-    CHECK(et_optimizer_stack_time(&s, N, shard) == 0, "fp32 training keeps one copy of the weights");
+    CHECK(et_optimizer_stack_time(&s, N, shard, 0) == 0, "fp32 training keeps one copy of the weights");
     /* launches that block: host and device times add */
     s.software.launch_blocking = true;
     CHECK_REL(et_host_time(&s, 1e-3, 100), 1e-3 + 100 * h, 1e-12,
