@@ -984,13 +984,18 @@ static int check_parallelism(const et_json_reader *r, et_scenario *s)
         if (sum != s->model.layers)
             FAIL("$.parallelism.layers_per_stage", "the stages' layers add up to %d, the model has %d", sum,
                  s->model.layers);
-        /* interleaved: each stage's layers in virtual_pipeline chunks, every chunk at least one layer
-         * (Megatron's split that counts the embedding and the loss as layers is one such partition) */
-        for (int k = 0; k < pp && s->parallel.virtual_pipeline > 1; k++)
-            if (s->parallel.layers_per_stage[k] < s->parallel.virtual_pipeline)
+        /* interleaved: each stage's layers in virtual_pipeline chunks, every chunk at least one layer, but
+         * for the first chunk of the first stage and the last chunk of the last, which may hold the
+         * embedding or the loss alone (Megatron's account_for_embedding_in_pipeline_split and
+         * account_for_loss_in_pipeline_split count them as layers) */
+        for (int k = 0; k < pp && s->parallel.virtual_pipeline > 1; k++) {
+            const int ends = k == 0 || k == pp - 1;
+            if (s->parallel.layers_per_stage[k] < s->parallel.virtual_pipeline - ends)
                 FAIL("$.parallelism.layers_per_stage",
-                     "stage %d's %d layers cannot fill %d virtual stages (each holds whole layers)", k,
-                     s->parallel.layers_per_stage[k], s->parallel.virtual_pipeline);
+                     "stage %d's %d layers cannot fill %d virtual stages (each holds whole layers; the first "
+                     "and the last stage's end chunk may hold the embedding or the loss alone)",
+                     k, s->parallel.layers_per_stage[k], s->parallel.virtual_pipeline);
+        }
     } else if (s->model.layers % pp != 0) {
         FAIL("$.parallelism.pipeline",
              "pipeline degree %d must divide the %d layers (or give parallelism.layers_per_stage)", pp,

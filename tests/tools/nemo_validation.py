@@ -57,9 +57,9 @@ def why_not(r):
     if r["recipe_recompute"].startswith("full ("):
         return "recomputation of a few layers only (%s): ET recomputes all or none" % r["recipe_recompute"]
     layers, pp, vp = LAYERS[r["model_key"]], int(r["pp"]), int(r["vp"] or 1)
-    if pp > 1 and layers % pp and vp > 1 and r["model_key"] != "deepseek_v3" and (layers + 2) // pp - 1 < vp:
-        return ("fewer layers on the first and last stages than virtual chunks (Megatron counts the embedding "
-                "and the loss as layers, one chunk each): ET's virtual chunks hold at least a layer each")
+    if pp > 1 and layers % pp and vp > 1 and r["model_key"] != "deepseek_v3" and (layers + 2) // pp - 1 < vp - 1:
+        return ("fewer layers on the first and last stages than virtual chunks less the embedding's and the loss's "
+                "(Megatron counts them as layers, one chunk each)")
     ep, tp = int(r["ep"] or 1), int(r["tp"])
     dp = int(r["gpus"]) // (tp * int(r["pp"]) * int(r["cp"]))
     if ep > 1 and r["etp"] and int(r["etp"]) not in (1, tp):
