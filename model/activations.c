@@ -59,7 +59,6 @@ void et_graph_activation_terms(const et_graph *g, et_linear *per_micro, et_linea
                                 dense_drop - (quant + dense_kept) * qsave + (flash ? 4 * A / t * 2 / e : 0)) *
                                e / 2,
                            .per_token_sq = scores ? (dropout ? 5 : 2) * A / t * e / 2 : 0};
-    double layers = g->last_layer - g->first_layer + 1;
     /* multi-token prediction's modules on the last stage: a layer each (MoE as the model's layers past the
      * dense ones), its 2H-wide projection input, and another head's logits */
     const int last = g->options.stage == g->options.pipeline - 1;
@@ -96,32 +95,46 @@ void et_graph_activation_terms(const et_graph *g, et_linear *per_micro, et_linea
                                (shared ? 0 : 2 * (Fc1s + Fs) / t) + mask - moe_quant * qsave;
         moe_extra = (moe_mlp - dense_mlp) * e / 2;
     }
-    layers += mtp;
-    *per_micro = (et_linear){0};
-    if (g->options.recompute == ET_RECOMPUTE_FULL)
-        per_micro->per_token = layers * H * e / (sp ? t : 1);
-    else
-        per_micro->per_token = layers * per_layer.per_token + moe_layers * moe_extra,
-        per_micro->per_token_sq = layers * per_layer.per_token_sq;
-    per_micro->per_token += H * e + mtp * 2 * H * e; /* the layers' input; the modules' projection input */
-    /* layers kept in 16 bits under fp8 and fp4 (graph.h's bf16_first and bf16_last) keep their products'
-     * inputs at 16 bits: what qsave took off their share comes back */
-    double bf16_dense = 0, bf16_moe = 0;
-    for (int i = g->first_layer; qsave > 0 && i <= g->last_layer; i++)
-        if (et_graph_layer_bf16(model, &g->options, i)) {
-            if (et_model_layer_is_moe(model, i))
+    /* Full recomputation keeps of a recomputed layer its input alone (T H / t with sequence parallelism);
+     * the layers it leaves out (parallelism.recompute_layers: graph.h's et_graph_layer_recomputed) keep
+     * what they would without it. The prediction modules' layers are recomputed with the rest. Layers kept
+     * in 16 bits under fp8 and fp4 (graph.h's bf16_first and bf16_last) keep their products' inputs at 16
+     * bits: what qsave took off their share comes back. */
+    const int full = g->options.recompute == ET_RECOMPUTE_FULL;
+    double recomputed = full ? mtp : 0, kept = full ? 0 : mtp, kept_moe = 0, bf16_dense = 0, bf16_moe = 0;
+    if (!full && mtp) kept_moe = et_model_moe_layers(model, model->layers, model->layers + mtp - 1);
+    for (int i = g->first_layer; i <= g->last_layer; i++) {
+        const int is_moe = moe->experts > 0 && et_model_layer_is_moe(model, i);
+        if (et_graph_layer_recomputed(g, i)) {
+            recomputed++;
+            continue;
+        }
+        kept++, kept_moe += is_moe;
+        if (qsave > 0 && et_graph_layer_bf16(model, &g->options, i)) {
+            if (is_moe)
                 bf16_moe++;
             else
                 bf16_dense++;
         }
+    }
     const double back_dense = (quant + dense_kept) * qsave * e / 2,
                  back_moe = (quant + moe_quant) * qsave * e / 2;
-    if (g->options.recompute != ET_RECOMPUTE_FULL)
-        per_micro->per_token += bf16_dense * back_dense + bf16_moe * back_moe;
-    /* the largest layer, rebuilt during backward under full recomputation */
+    *per_micro = (et_linear){0};
+    per_micro->per_token = recomputed * H * e / (sp ? t : 1) + kept * per_layer.per_token +
+                           kept_moe * moe_extra + bf16_dense * back_dense + bf16_moe * back_moe;
+    per_micro->per_token_sq = kept * per_layer.per_token_sq;
+    per_micro->per_token += H * e + mtp * 2 * H * e; /* the layers' input; the modules' projection input */
+    /* the largest layer, rebuilt during backward under full recomputation (in 16 bits if the stage has such
+     * a layer: an upper bound) */
     if (moe_layers > 0 && moe_extra > 0) per_layer.per_token += moe_extra;
-    per_layer.per_token += fmax(bf16_dense > 0 ? back_dense : 0, bf16_moe > 0 ? back_moe : 0);
-    *once = g->options.recompute == ET_RECOMPUTE_FULL ? per_layer : (et_linear){0};
+    double bf16_on_stage = 0;
+    for (int i = g->first_layer; qsave > 0 && i <= g->last_layer; i++)
+        bf16_on_stage =
+            fmax(bf16_on_stage, !et_graph_layer_bf16(model, &g->options, i)           ? 0
+                                : moe->experts > 0 && et_model_layer_is_moe(model, i) ? back_moe
+                                                                                      : back_dense);
+    per_layer.per_token += bf16_on_stage;
+    *once = recomputed > 0 ? per_layer : (et_linear){0};
     /* embeddings output and the loss head: logits and their gradient, and in separate fp32 passes
      * (software.cross_entropy "fp32_passes") their fp32 copy */
     if (last)

@@ -1492,7 +1492,10 @@ static int build(const et_model_config *m, const et_graph_options *o, et_graph *
         mtp_backward(&b, &d, m, j, first);
     if (last) head_backward(&b, &d, m, "head", 1);
     for (int i = g->last_layer; i >= g->first_layer; i--)
-        layer_backward(&b, &d, i, decoder, o->recompute);
+        layer_backward(&b, &d, i, decoder,
+                       o->recompute == ET_RECOMPUTE_FULL && !et_graph_layer_recomputed(g, i)
+                           ? ET_RECOMPUTE_NONE
+                           : o->recompute);
     if (first) embedding_backward(&b, &d, m);
     /* An untied output projection on a one-stage model is still finalised in head_backward above; a tied one
      * on a last stage that does not hold the embedding keeps its own copy (Megatron), finalised at the end.
@@ -1551,6 +1554,16 @@ double et_graph_param_gather_bytes(const et_graph *g, bool fp8)
     for (int i = 0; i < g->n_params; i++)
         bytes += g->params[i].count * (fp8 && g->params[i].quantized ? 1 : e);
     return bytes;
+}
+
+bool et_graph_layer_recomputed(const et_graph *g, int i)
+{
+    const et_graph_options *o = &g->options;
+    if (o->recompute != ET_RECOMPUTE_FULL) return false;
+    if (o->recompute_layers <= 0 || i > g->last_layer) return true;
+    const int n = g->last_layer - g->first_layer + 1, v = o->virtual_pipeline > 1 ? o->virtual_pipeline : 1;
+    const int chunk = (n + v - 1) / v;
+    return (i - g->first_layer) % chunk < o->recompute_layers;
 }
 
 bool et_graph_layer_bf16(const et_model_config *model, const et_graph_options *o, int layer)

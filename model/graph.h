@@ -131,6 +131,9 @@ typedef struct et_graph_options {
                                     16 bits (Megatron-Core's --first-last-layers-bf16) */
     et_recompute recompute;      /* none, full (every layer's forward again) or selective (attention core) */
     unsigned recompute_modules;  /* selective's modules (schedule.h; 0: the attention core) */
+    int recompute_layers;        /* full: the first this many layers of each of the stage's virtual_pipeline
+                                    chunks (Megatron's block method; 0: every layer) */
+    int virtual_pipeline;        /* model chunks of the stage (0 or 1: one) */
     et_attention_kind attention; /* standard (materialised scores) or flash (one fused kernel) */
     bool sequence_parallel; /* tensor-parallel all-reduces become all-gather + reduce-scatter; layer norms
                                and dropouts run on T/t tokens */
@@ -221,6 +224,11 @@ double et_step_op_times(const et_graph *g, const et_batch_shape *micro, int n_mi
  * kernel's backward recomputes the scores (2 l^2 Dqk of its 6 l^2 Dqk + 4 l^2 Dv a head), 1 for every other
  * op. */
 double et_op_model_share(const et_graph *g, const et_op *op);
+
+/* Whether layer i of graph g is recomputed whole in backward: under full recomputation every layer, or with
+ * recompute_layers N the first N layers of each of the stage's chunks (its layers taken in order, chunks of
+ * ceil(layers / virtual_pipeline)); multi-token prediction's layers always. */
+bool et_graph_layer_recomputed(const et_graph *g, int i);
 
 /* Bytes of this GPU's parameters a gather moves: e a value, or with FP8 parameter gathers
  * (software.fp8_param_gather) one byte for the quantized products' weights (et_param.quantized). */

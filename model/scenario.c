@@ -628,6 +628,7 @@ static int read_parallelism(const et_json_reader *r, json_t *root, et_scenario *
                                        "expert_tensor",
                                        "context",
                                        "recompute_modules",
+                                       "recompute_layers",
                                        NULL};
     json_t *o;
     long long v;
@@ -685,6 +686,16 @@ static int read_parallelism(const et_json_reader *r, json_t *root, et_scenario *
         s->parallel.recompute = (et_recompute)e;
     }
     if (read_recompute_modules(r, p, s)) goto done;
+    if (et_json_get_int(r, p, "$.parallelism", "recompute_layers", false, 0, 1, 1 << 20, &v)) goto done;
+    s->parallel.recompute_layers = (int)v;
+    if (v > 0 && s->parallel.recompute != ET_RECOMPUTE_FULL) {
+        et_error_set(
+            r->err, r->source, 0, 0, "$.parallelism.recompute_layers",
+            "recompute_layers applies to recompute \"full\" (the first layers of each chunk recomputed "
+            "whole), got recompute \"%s\"",
+            et_recompute_names[s->parallel.recompute]);
+        goto done;
+    }
     if (et_json_get_bool(r, p, "$.parallelism", "sequence_parallel", false, false,
                          &s->parallel.sequence_parallel))
         goto done;
@@ -1010,6 +1021,19 @@ static int check_parallelism(const et_json_reader *r, et_scenario *s)
              "pipeline %d x virtual stages %d = %d must divide the %d layers (each virtual stage holds whole "
              "layers)",
              pp, v, pp * v, s->model.layers);
+    if (s->parallel.recompute_layers > 0 && s->parallel.recompute == ET_RECOMPUTE_FULL) {
+        int most = 0; /* the largest chunk of a stage, in layers */
+        for (int k = 0; k < pp; k++) {
+            const int n = s->parallel.uneven ? s->parallel.layers_per_stage[k] : s->model.layers / pp;
+            const int chunk = (n + v - 1) / v;
+            most = chunk > most ? chunk : most;
+        }
+        if (s->parallel.recompute_layers > most)
+            FAIL("$.parallelism.recompute_layers",
+                 "%d layers recomputed a chunk, but a stage's largest chunk holds %d (layers / (pipeline x "
+                 "virtual_pipeline))",
+                 s->parallel.recompute_layers, most);
+    }
     s->parallel.data = gpus / (t * pp * cp);
     if (t > 1 && s->method.kind == ET_METHOD_TENSOR_TRAIN)
         FAIL("$.parallelism.tensor",

@@ -97,6 +97,8 @@ typedef struct et_scenario {
                                      */
         et_recompute recompute;
         unsigned recompute_modules; /* selective's modules, a bit each (schedule.h); 0: core_attn */
+        int recompute_layers;       /* full: the first this many layers of each model chunk of a stage
+                                       (Megatron's --recompute-method block); 0: every layer */
         bool sequence_parallel;     /* Megatron sequence parallelism inside the tensor-parallel group */
         bool
             tp_overlap; /* tensor-parallel collectives pipelined with their GEMMs (needs sequence_parallel) */

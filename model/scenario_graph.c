@@ -20,6 +20,8 @@ et_graph_options et_scenario_graph_options(const et_scenario *s, int stage)
         .bf16_last = s->bf16_layers.last,
         .recompute = s->parallel.recompute,
         .recompute_modules = s->parallel.recompute_modules,
+        .recompute_layers = s->parallel.recompute_layers,
+        .virtual_pipeline = s->parallel.virtual_pipeline,
         .sequence_parallel = s->parallel.sequence_parallel && s->parallel.tensor > 1,
         .attention = s->parallel.attention,
         .optimizer = s->optimizer.name,

@@ -58,8 +58,9 @@ json_t *report_json_scenario(const et_scenario *s)
         "overlap", s->parallel.overlap, "cluster", "device", c->device.name, "nodes", c->nodes,
         "gpus_per_node", c->gpus_per_node, "gpus", et_scenario_gpus(s));
     if (j) {
-        json_object_set_new(json_object_get(j, "parallelism"), "expert_tensor",
-                            json_integer(et_scenario_expert_tensor(s)));
+        json_t *par = json_object_get(j, "parallelism");
+        json_object_set_new(par, "expert_tensor", json_integer(et_scenario_expert_tensor(s)));
+        json_object_set_new(par, "recompute_layers", json_integer(s->parallel.recompute_layers));
         json_object_set_new(j, "software", software_json(&s->software));
     }
     if (j && et_precision_quantized(s->precision)) {
@@ -401,8 +402,11 @@ void report_print_header(FILE *out, const et_scenario *s, const et_estimate *e, 
             fprintf(out, "interleaved 1F1B, %d chunks per stage; ", s->parallel.virtual_pipeline);
         else if (s->parallel.pipeline > 1)
             fprintf(out, "1F1B; ");
-        fprintf(out, "recomputation %s; sequence parallelism %s; dropout %g; attention %s\n",
-                et_recompute_names[s->parallel.recompute], s->parallel.sequence_parallel ? "on" : "off",
+        char some[64] = "";
+        if (s->parallel.recompute == ET_RECOMPUTE_FULL && s->parallel.recompute_layers > 0)
+            snprintf(some, sizeof some, " (the first %d layers of each chunk)", s->parallel.recompute_layers);
+        fprintf(out, "recomputation %s%s; sequence parallelism %s; dropout %g; attention %s\n",
+                et_recompute_names[s->parallel.recompute], some, s->parallel.sequence_parallel ? "on" : "off",
                 m->dropout, et_attention_names[s->parallel.attention]);
     }
     fprintf(out,

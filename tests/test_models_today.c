@@ -433,6 +433,58 @@ static void test_bf16_layers(void)
     et_graph_free(&g), et_graph_free(&q), et_graph_free(&h);
 }
 
+/* Full recomputation of some layers (parallelism.recompute_layers, Megatron's --recompute-method block
+ * --recompute-num-layers N): Llama 3 8B's 32 layers on one stage with N = 5, then as 4 chunks of 8
+ * (virtual_pipeline 4) with N = 2. The first N layers of each chunk rebuild their forward in backward, the
+ * others do not; the activations a micro-batch keeps are the recomputed layers' share of full
+ * recomputation's and the others' share of none's (both less the layers' input, held once). */
+static void test_recompute_layers(void)
+{
+    et_model_config m;
+    et_model_preset("llama3-8b", &m);
+    et_graph none = graph_of(&m, 1, ET_RECOMPUTE_NONE, 0, ET_BF16, ET_SCALING_DELAYED),
+             full = graph_of(&m, 1, ET_RECOMPUTE_FULL, 0, ET_BF16, ET_SCALING_DELAYED);
+    et_graph_options o = full.options;
+    o.recompute_layers = 5;
+    et_graph part, chunks;
+    et_error err;
+    if (et_graph_build(&m, &o, &part, &err)) {
+        CHECK(0, "recompute_layers graph: %s", err.text);
+        et_graph_free(&none), et_graph_free(&full);
+        return;
+    }
+    o.recompute_layers = 2, o.virtual_pipeline = 4;
+    if (et_graph_build(&m, &o, &chunks, &err)) {
+        CHECK(0, "recompute_layers graph: %s", err.text);
+        et_graph_free(&none), et_graph_free(&full), et_graph_free(&part);
+        return;
+    }
+    CHECK(et_graph_find(&part, "layer.4.attn.qkv.recompute") >= 0 &&
+              et_graph_find(&part, "layer.5.attn.qkv.recompute") < 0 &&
+              et_graph_find(&part, "layer.31.attn.qkv.recompute") < 0,
+          "N = 5: layers 0-4 recomputed, 5-31 not");
+    int rebuilt = 0;
+    for (int i = 0; i < 32; i++) {
+        char id[64];
+        snprintf(id, sizeof id, "layer.%d.attn.qkv.recompute", i);
+        const int expected = i % 8 < 2;
+        rebuilt += et_graph_find(&chunks, id) >= 0;
+        CHECK((et_graph_find(&chunks, id) >= 0) == expected, "4 chunks of 8, N = 2: layer %d %s", i,
+              expected ? "recomputed" : "kept");
+    }
+    CHECK(rebuilt == 8, "4 chunks of 8, N = 2: 8 layers recomputed (%d)", rebuilt);
+    et_linear a[3], once;
+    et_graph_activation_terms(&none, &a[0], &once);
+    et_graph_activation_terms(&full, &a[1], &once);
+    et_graph_activation_terms(&part, &a[2], &once);
+    const double input = 4096.0 * 2; /* the layers' input, H e, held once whatever the mode */
+    const double by_hand = input + 5.0 / 32 * (a[1].per_token - input) + 27.0 / 32 * (a[0].per_token - input);
+    CHECK(fabs(a[2].per_token - by_hand) < 1e-6 &&
+              fabs(a[2].per_token_sq - 27.0 / 32 * a[0].per_token_sq) < 1e-6,
+          "activations with 5 of 32 recomputed: %.6g bytes a token, by hand %.6g", a[2].per_token, by_hand);
+    et_graph_free(&none), et_graph_free(&full), et_graph_free(&part), et_graph_free(&chunks);
+}
+
 /* Megatron's MoE parallel folding (parallelism.expert_tensor 1 with tensor 2): Qwen3-30B-A3B (H 2048, 128
  * experts of 768, top 8, no shared expert) on 16 GPUs, tensor 2, data 8, expert 8. Folded, each rank routes
  * its sequence-parallel half of a micro-batch's T tokens over whole experts: T k / 2 rows, 16 experts of
@@ -565,6 +617,7 @@ static void test_unquantized_products(void)
 int main(void)
 {
     test_folded_experts();
+    test_recompute_layers();
     test_bf16_layers();
     test_unquantized_products();
     test_expert_optimizer_shards();

@@ -54,8 +54,9 @@ def why_not(r):
         return "the %s recipe" % r["precision"]
     if r["recipe_offload"] not in ("", "none"):
         return "%s (not modelled)" % r["recipe_offload"]
-    if r["recipe_recompute"].startswith("full ("):
-        return "recomputation of a few layers only (%s): ET recomputes all or none" % r["recipe_recompute"]
+    if r["recipe_recompute"].startswith("full (") and not re.fullmatch(r"full \(block, \d+ layers\)",
+                                                                        r["recipe_recompute"]):
+        return "recomputation %s" % r["recipe_recompute"]
     layers, pp, vp = LAYERS[r["model_key"]], int(r["pp"]), int(r["vp"] or 1)
     if pp > 1 and layers % pp and vp > 1 and r["model_key"] != "deepseek_v3" and (layers + 2) // pp - 1 < vp - 1:
         return ("fewer layers on the first and last stages than virtual chunks less the embedding's and the loss's "
@@ -113,11 +114,14 @@ def scenario(r, name, overlap_of):
     modules = r["recipe_recompute"].split(": ", 1)[1].split(",") if r["recipe_recompute"].startswith("selective: ") else []
     if modules:
         recompute = "selective"
+    block = re.fullmatch(r"full \(block, (\d+) layers\)", r["recipe_recompute"])
     graphs = "full_iteration" in r["recipe_cuda_graph"]
     par = {"tensor": tp, "pipeline": pp, "virtual_pipeline": vp, "context": cp, "attention": "flash",
            "recompute": recompute, "sequence_parallel": tp > 1}
     if modules:
         par["recompute_modules"] = modules  # Megatron's recompute_modules, as the recipe lists them
+    if block:  # Megatron's --recompute-method block --recompute-num-layers N
+        par["recompute_layers"] = int(block.group(1))
     layers = LAYERS[r["model_key"]]
     if r["model_key"] == "deepseek_v3" and pp > 1:
         # Megatron-Bridge's DeepSeek-V3 layouts (its pipeline_model_parallel_layout tables): the pp x vp model
