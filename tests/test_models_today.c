@@ -37,6 +37,15 @@ static et_graph graph_of(const et_model_config *m, int tensor, et_recompute rc, 
     return g;
 }
 
+/* Builds the graph of (m, o) into *g; 0, or -1 after a failed check naming `what`. */
+static int build(const et_model_config *m, const et_graph_options *o, et_graph *g, const char *what)
+{
+    et_error err;
+    if (et_graph_build(m, o, g, &err) == 0) return 0;
+    CHECK(0, "%s graph: %s", what, err.text);
+    return -1;
+}
+
 static const et_op *find(const et_graph *g, const char *id)
 {
     int i = et_graph_find(g, id);
@@ -395,9 +404,7 @@ static void test_bf16_layers(void)
     et_graph_options o = q.options;
     o.bf16_first = 1, o.bf16_last = 1;
     et_graph g;
-    et_error err;
-    if (et_graph_build(&m, &o, &g, &err)) {
-        CHECK(0, "bf16 layers graph: %s", err.text);
+    if (build(&m, &o, &g, "bf16 layers")) {
         et_graph_free(&q), et_graph_free(&h);
         return;
     }
@@ -447,15 +454,12 @@ static void test_recompute_layers(void)
     et_graph_options o = full.options;
     o.recompute_layers = 5;
     et_graph part, chunks;
-    et_error err;
-    if (et_graph_build(&m, &o, &part, &err)) {
-        CHECK(0, "recompute_layers graph: %s", err.text);
+    if (build(&m, &o, &part, "recompute_layers")) {
         et_graph_free(&none), et_graph_free(&full);
         return;
     }
     o.recompute_layers = 2, o.virtual_pipeline = 4;
-    if (et_graph_build(&m, &o, &chunks, &err)) {
-        CHECK(0, "recompute_layers graph: %s", err.text);
+    if (build(&m, &o, &chunks, "recompute_layers")) {
         et_graph_free(&none), et_graph_free(&full), et_graph_free(&part);
         return;
     }
