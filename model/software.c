@@ -21,52 +21,53 @@ const char *const et_stack_names[] = {"fused",
  * software stack", gives the file and commit of each). Order: accumulation, its element bytes, optimizer,
  * cross-entropy, syncs a micro-batch, p2p sync, syncs a step, loss-scale sync, launch blocking, pipeline
  * sends, attention kernel, attention behind unpad copies, residual kernels (every real stack: autograd sums
- * the residual stream's gradients in a kernel of its own, and without dropout nothing carries the add). */
+ * the residual stream's gradients in a kernel of its own, and without dropout nothing carries the add), FP8
+ * parameter gathers (off: a user's choice). */
 static const et_software presets[ET_STACKS] = {
     /* every pass fused, no host sync: ET's model before stacks were inputs */
     [ET_STACK_FUSED] = {ET_STACK_FUSED, ET_ACCUMULATE_FUSED, 4, ET_OPTIMIZER_FUSED, ET_CROSS_ENTROPY_FUSED, 0,
-                        false, 0, false, false, ET_SENDS_SHARDED, ET_ATTENTION_FLASH2, false, false},
+                        false, 0, false, false, ET_SENDS_SHARDED, ET_ATTENTION_FLASH2, false, false, false},
     /* SC21: autograd accumulates fp16 param.grad; Float16OptimizerWithFloat16Params; fp32 vocab-parallel
      * cross-entropy; _Timer start/stop synchronise around each micro-batch's forward and backward; p2p
      * synchronises after every call; the norm's .item() and, under fp16, found_inf.item() */
     [ET_STACK_MEGATRON_2021] = {ET_STACK_MEGATRON_2021, ET_ACCUMULATE_ADD, 2, ET_OPTIMIZER_FP16_MASTER,
                                 ET_CROSS_ENTROPY_FP32, 4, true, 1, true, false, ET_SENDS_SCATTER_GATHER,
-                                ET_ATTENTION_FLASH2, false, true},
+                                ET_ATTENTION_FLASH2, false, true, false},
     /* v3 (mid-2022): gradient accumulation fused into the weight-gradient GEMM into an fp32 main_grad; the
      * same optimizer (its fp32 gradients need no copy); the timers still synchronise (made no-ops 2022-08) */
     [ET_STACK_MEGATRON_2022] = {ET_STACK_MEGATRON_2022, ET_ACCUMULATE_FUSED, 4, ET_OPTIMIZER_FP16_MASTER,
                                 ET_CROSS_ENTROPY_FP32, 4, true, 1, true, false, ET_SENDS_SCATTER_GATHER,
-                                ET_ATTENTION_FLASH2, false, true},
+                                ET_ATTENTION_FLASH2, false, true, false},
     /* BLOOM: BF16_Optimizer's cast and add per parameter per micro-batch into one fp32 buffer; its sharded
      * update and copy; fp32 cross-entropy; CUDA_LAUNCH_BLOCKING=1 in tr11-176B-ml.slurm */
     [ET_STACK_MEGATRON_DEEPSPEED] = {ET_STACK_MEGATRON_DEEPSPEED, ET_ACCUMULATE_CAST_ADD, 4,
                                      ET_OPTIMIZER_BF16_SHARDS, ET_CROSS_ENTROPY_FP32, 0, false, 0, false,
-                                     true, ET_SENDS_SCATTER_GATHER, ET_ATTENTION_FLASH2, false, true},
+                                     true, ET_SENDS_SCATTER_GATHER, ET_ATTENTION_FLASH2, false, true, false},
     /* Megatron-core / NeMo with Transformer Engine: fuse_wgrad_accumulation into fp32 main_grad; the
      * distributed optimizer copies its fp32 shard back; fused cross-entropy; no timer syncs; the norm's
      * .item() */
     [ET_STACK_MEGATRON_CORE] = {ET_STACK_MEGATRON_CORE, ET_ACCUMULATE_FUSED, 4, ET_OPTIMIZER_COPY_BACK,
                                 ET_CROSS_ENTROPY_FUSED, 0, false, 1, true, false, ET_SENDS_FULL,
-                                ET_ATTENTION_FLASH2, false, true},
+                                ET_ATTENTION_FLASH2, false, true, false},
     /* eager PyTorch with apex amp O2 (DeepLearningExamples BERT, the MLPerf BERT reference stacks): autograd
      * accumulates fp16 grads; master gradients copied to fp32 and weights back; PyTorch's cross-entropy in
      * fp32; the loss scaler's overflow check each step */
     [ET_STACK_PYTORCH_APEX] = {ET_STACK_PYTORCH_APEX, ET_ACCUMULATE_ADD, 2, ET_OPTIMIZER_FP16_MASTER,
                                ET_CROSS_ENTROPY_FP32, 0, false, 0, true, false, ET_SENDS_FULL,
-                               ET_ATTENTION_FLASH2, false, true},
+                               ET_ATTENTION_FLASH2, false, true, false},
     /* PyTorch FSDP (torchtitan; llm-foundry with FlashAttention 2): what is confirmed in their code is fused
      * or absent (flash-attn's fused cross-entropy, SDPA or FlashAttention 2); the reduce between
      * micro-batches and the optimizer's form are unconfirmed and not charged */
     [ET_STACK_PYTORCH_FSDP] = {ET_STACK_PYTORCH_FSDP, ET_ACCUMULATE_FUSED, 4, ET_OPTIMIZER_FUSED,
                                ET_CROSS_ENTROPY_FUSED, 0, false, 0, false, false, ET_SENDS_FULL,
-                               ET_ATTENTION_FLASH2, false, true},
+                               ET_ATTENTION_FLASH2, false, true, false},
     /* llm-foundry as its 2023 benchmark tables ran it (Composer, FSDP1): pytorch-fsdp's terms, with
      * flash-attn 1.0.9 (docs/cost-model.md says on what evidence, and what of it is unchecked) called through
      * the unpadded interface: llmfoundry/models/layers/attention.py flash_attn_fn gathers q, k and v with
      * bert_padding.unpad_input and scatters the context back with pad_input */
     [ET_STACK_LLM_FOUNDRY] = {ET_STACK_LLM_FOUNDRY, ET_ACCUMULATE_FUSED, 4, ET_OPTIMIZER_FUSED,
                               ET_CROSS_ENTROPY_FUSED, 0, false, 0, false, false, ET_SENDS_FULL,
-                              ET_ATTENTION_FLASH1, true, true},
+                              ET_ATTENTION_FLASH1, true, true, false},
 };
 
 int et_software_preset(const char *name, et_software *out)
