@@ -1,4 +1,5 @@
 #include "graph.h"
+#include "graph_build.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -27,58 +28,6 @@ bool et_op_is_comm(et_op_kind kind)
 }
 
 const char *const et_phase_names[] = {"forward", "backward", "optimizer", NULL};
-
-/* Shorthands for linear forms in the batch letters (see graph.h). */
-#define FIX(x) ((et_linear){.fixed = (x)})
-#define TOK(x) ((et_linear){.per_token = (x)})
-#define SEQ(x) ((et_linear){.per_sequence = (x)})
-#define PRED(x) ((et_linear){.per_prediction = (x)})
-#define SQ(x) ((et_linear){.per_token_sq = (x)})
-
-static et_linear lin_scale(et_linear a, double s)
-{
-    return (et_linear){a.fixed * s, a.per_sequence * s, a.per_token * s, a.per_token_sq * s,
-                       a.per_prediction * s};
-}
-
-static int lin_is_fixed(et_linear a)
-{
-    return !a.per_sequence && !a.per_token && !a.per_token_sq && !a.per_prediction;
-}
-
-/* Product of two dimensions of which at most one depends on the batch. */
-static et_linear lin_mul(et_linear a, et_linear b)
-{
-    return lin_is_fixed(a) ? lin_scale(b, a.fixed) : lin_scale(a, b.fixed);
-}
-
-static et_linear lin_add(et_linear a, et_linear b)
-{
-    return (et_linear){a.fixed + b.fixed, a.per_sequence + b.per_sequence, a.per_token + b.per_token,
-                       a.per_token_sq + b.per_token_sq, a.per_prediction + b.per_prediction};
-}
-
-/* Builder state: the graph plus the error slot and the element size e. */
-typedef struct builder {
-    et_graph *g;
-    et_error *err;
-    double e; /* bytes per activation/weight element */
-    int failed;
-    const et_method *method; /* never NULL inside the builder */
-    double tokens;           /* tokens per micro-batch the TT orders are chosen for */
-    int tt_rank;
-    int t;              /* tensor-parallel degree */
-    int x;              /* expert-parallel degree */
-    double quant_bytes; /* fp8 and fp4 products: bytes to quantize an operand's element (0: none) */
-    int unquantized;    /* the products added now stay in 16 bits (the output layer, the router) */
-    int quant_kernels;  /* and the kernels that do it */
-    /* parameters only (et_graph_params): ops are written into `scratch`, not kept */
-    int params_only;
-    int lora;    /* method LoRA: the model's parameters frozen, adapters beside its targets */
-    int adapter; /* the parameter being added is an adapter's (trainable under LoRA) */
-    et_op *last; /* the op added last: the one a parameter added after it belongs to */
-    et_op scratch;
-} builder;
 
 /* Op and parameter ids are formatted for every op of every graph (the plan search builds tens of thousands
  * of graphs): %s, %d and %.Ns are all this file uses, and formatting them by hand is several times faster
@@ -136,8 +85,7 @@ bool et_graph_ids_on(void)
     return !ids_off;
 }
 
-static void id_printf(char *out, size_t size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void id_printf(char *out, size_t size, const char *fmt, ...)
+void gb_id_printf(char *out, size_t size, const char *fmt, ...)
 {
     if (ids_off) {
         out[0] = 0;
@@ -149,10 +97,7 @@ static void id_printf(char *out, size_t size, const char *fmt, ...)
     va_end(ap);
 }
 
-static et_op *add_op(builder *b, et_op_kind kind, et_phase phase, int layer, const char *fmt, ...)
-    __attribute__((format(printf, 5, 6)));
-
-static et_op *add_op(builder *b, et_op_kind kind, et_phase phase, int layer, const char *fmt, ...)
+et_op *gb_add_op(builder *b, et_op_kind kind, et_phase phase, int layer, const char *fmt, ...)
 {
     et_graph *g = b->g;
     if (b->failed) return NULL;
@@ -193,8 +138,8 @@ static et_op *add_op(builder *b, et_op_kind kind, et_phase phase, int layer, con
 
 /* Appends a parameter whose gradient is final after the most recently added op: `count` trainable values
  * (dense-equivalent `dense`), `grad_elems` gradient elements reduced, `meta` bytes of sparse indices. */
-static void add_param(builder *b, int layer, double count, double dense, double grad_elems, double meta,
-                      const char *name)
+void gb_add_param(builder *b, int layer, double count, double dense, double grad_elems, double meta,
+                  const char *name)
 {
     et_graph *g = b->g;
     if (b->failed) return;
@@ -216,7 +161,7 @@ static void add_param(builder *b, int layer, double count, double dense, double 
         g->cap_params = cap;
     }
     et_param *p = &g->params[g->n_params++];
-    id_printf(p->id, sizeof p->id, "%.79s", name);
+    gb_id_printf(p->id, sizeof p->id, "%.79s", name);
     p->count = count;
     p->dense = dense;
     p->grad_elems = grad_elems;
@@ -233,17 +178,14 @@ static void add_param(builder *b, int layer, double count, double dense, double 
 }
 
 /* The parameter just added is the weight of the product just added, which is quantized (FP8, FP4). */
-static void mark_quantized(builder *b)
+void gb_mark_quantized(builder *b)
 {
     if (!b->failed && b->g->n_params > 0 && b->quant_bytes > 0 && b->last && !b->last->unquantized)
         b->g->params[b->g->n_params - 1].quantized = true;
 }
 
 /* A dense parameter. */
-static void add_grad(builder *b, int layer, double count, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-
-static void add_grad(builder *b, int layer, double count, const char *fmt, ...)
+void gb_add_grad(builder *b, int layer, double count, const char *fmt, ...)
 {
     char name[80] = "";
     if (!ids_off) {
@@ -252,13 +194,12 @@ static void add_grad(builder *b, int layer, double count, const char *fmt, ...)
         format_id(name, sizeof name, fmt, ap);
         va_end(ap);
     }
-    add_param(b, layer, count, count, count, 0, name);
+    gb_add_param(b, layer, count, count, count, 0, name);
 }
 
-static et_op *elementwise(builder *b, et_phase phase, int layer, et_linear flops, et_linear bytes,
-                          const char *id)
+et_op *gb_elementwise(builder *b, et_phase phase, int layer, et_linear flops, et_linear bytes, const char *id)
 {
-    et_op *op = add_op(b, ET_OP_ELEMENTWISE, phase, layer, "%s", id);
+    et_op *op = gb_add_op(b, ET_OP_ELEMENTWISE, phase, layer, "%s", id);
     if (!op) return NULL;
     op->flops = flops;
     op->bytes = bytes;
@@ -266,7 +207,7 @@ static et_op *elementwise(builder *b, et_phase phase, int layer, et_linear flops
 }
 
 /* Sets an op's special-function evaluations (exp, tanh, sigmoid, sqrt, division); returns the op. */
-static et_op *special(et_op *op, et_linear evaluations)
+et_op *gb_special(et_op *op, et_linear evaluations)
 {
     if (op) op->special = evaluations;
     return op;
@@ -296,7 +237,7 @@ static int tt_of(builder *b, et_layer_group group, double n_in, double n_out, et
  * and kernels (quantization.h: 3 bytes and one kernel under delayed scaling); the weight's quantized copy
  * is made once a step, with the optimizer. The products of the layers kept in 16 bits
  * (et_graph_layer_bf16) are not quantized. */
-static void fp8_cast(const builder *b, et_op *op, et_linear rows, double n_in)
+void gb_fp8_cast(const builder *b, et_op *op, et_linear rows, double n_in)
 {
     op->unquantized = b->unquantized || et_graph_layer_bf16(&b->g->model, &b->g->options, op->layer);
     if (b->quant_bytes <= 0 || op->unquantized) return;
@@ -310,7 +251,7 @@ static void fp8_cast(const builder *b, et_op *op, et_linear rows, double n_in)
 static et_op *weight_gemm(builder *b, et_phase phase, int layer, et_layer_group group, et_linear m,
                           et_linear n, et_linear k, et_linear rows, double n_in, double n_out, const char *id)
 {
-    et_op *op = add_op(b, ET_OP_GEMM, phase, layer, "%s", id);
+    et_op *op = gb_add_op(b, ET_OP_GEMM, phase, layer, "%s", id);
     if (!op) return NULL;
     et_sparse_spec sp = sparse_of(b, group);
     op->m = m;
@@ -321,7 +262,7 @@ static et_op *weight_gemm(builder *b, et_phase phase, int layer, et_layer_group 
     op->flops = lin_scale(lin_mul(lin_mul(m, n), k), 2 * sp.density);
     op->weight_bytes = n_in * n_out * et_sparse_bytes_per_weight(&sp, b->e);
     op->bytes = lin_add(lin_scale(rows, b->e * (n_in + n_out)), FIX(op->weight_bytes));
-    fp8_cast(b, op, rows, n_in);
+    gb_fp8_cast(b, op, rows, n_in);
     return op;
 }
 
@@ -333,7 +274,7 @@ static et_op *tt_op(builder *b, et_phase phase, int layer, et_layer_group group,
 {
     et_tt_plan plan;
     et_tt_plan_best(tt, b->tokens, &plan);
-    et_op *op = add_op(b, ET_OP_TT, phase, layer, "%s", id);
+    et_op *op = gb_add_op(b, ET_OP_TT, phase, layer, "%s", id);
     if (!op) return NULL;
     op->group = group;
     op->sparse.density = 1;
@@ -378,15 +319,12 @@ static void lora_forward(builder *b, et_phase phase, int layer, et_layer_group g
     if (!lora_targets(b, t)) return;
     char name[96];
     const double r = b->method->lora_rank;
-    id_printf(name, sizeof name, "%s.lora_a", id);
+    gb_id_printf(name, sizeof name, "%s.lora_a", id);
     weight_gemm(b, phase, layer, group, TOK(1), FIX(r), FIX(n_in), TOK(1), n_in, r, name);
-    id_printf(name, sizeof name, "%s.lora_b", id);
+    gb_id_printf(name, sizeof name, "%s.lora_b", id);
     et_op *op = weight_gemm(b, phase, layer, group, TOK(1), FIX(n_out), FIX(r), TOK(1), r, n_out, name);
     if (op) op->bytes = lin_add(op->bytes, TOK(b->e * n_out));
 }
-
-static void weight_backward(builder *b, int layer, et_layer_group group, et_linear rows, double n_in,
-                            double n_out, int copies, const char *name, int bias, int weight_grad);
 
 static void lora_backward(builder *b, int layer, et_layer_group group, double n_in, double n_out,
                           et_lora_target t, const char *name)
@@ -395,10 +333,10 @@ static void lora_backward(builder *b, int layer, et_layer_group group, double n_
     char id[96];
     const double r = b->method->lora_rank;
     b->adapter = 1;
-    id_printf(id, sizeof id, "%s.lora_b", name);
-    weight_backward(b, layer, group, TOK(1), r, n_out, 1, id, 0, 1);
-    id_printf(id, sizeof id, "%s.lora_a", name);
-    weight_backward(b, layer, group, TOK(1), n_in, r, 1, id, 0, 1);
+    gb_id_printf(id, sizeof id, "%s.lora_b", name);
+    gb_weight_backward(b, layer, group, TOK(1), r, n_out, 1, id, 0, 1);
+    gb_id_printf(id, sizeof id, "%s.lora_a", name);
+    gb_weight_backward(b, layer, group, TOK(1), n_in, r, 1, id, 0, 1);
     b->adapter = 0;
     /* A's data gradient (the op before its weight gradient) accumulates into the product's: read too */
     if (!b->params_only && !b->failed && b->g->n_ops >= 2) {
@@ -408,8 +346,8 @@ static void lora_backward(builder *b, int layer, et_layer_group group, double n_
 }
 
 /* Forward of y = x W^T for `copies` layers of n_in x n_out each: dense or sparse GEMM, or tensor train. */
-static void weight_forward(builder *b, et_phase phase, int layer, et_layer_group group, et_linear rows,
-                           double n_in, double n_out, int copies, const char *id)
+void gb_weight_forward(builder *b, et_phase phase, int layer, et_layer_group group, et_linear rows,
+                       double n_in, double n_out, int copies, const char *id)
 {
     et_tt_shape tt;
     if (tt_of(b, group, n_in, n_out, &tt))
@@ -420,8 +358,8 @@ static void weight_forward(builder *b, et_phase phase, int layer, et_layer_group
 }
 
 /* Backward: data gradient then weight gradient, which finalises the weights (or cores) and biases. */
-static void weight_backward(builder *b, int layer, et_layer_group group, et_linear rows, double n_in,
-                            double n_out, int copies, const char *name, int bias, int weight_grad)
+void gb_weight_backward(builder *b, int layer, et_layer_group group, et_linear rows, double n_in,
+                        double n_out, int copies, const char *name, int bias, int weight_grad)
 {
     static const char *const copy_names[] = {"q", "k", "v"};
     char id[96], pname[96];
@@ -429,10 +367,10 @@ static void weight_backward(builder *b, int layer, et_layer_group group, et_line
     if (tt_of(b, group, n_in, n_out, &tt)) {
         /* one reverse pass yields the input and the core gradients (they share its intermediates' gradients,
          * and etrun runs it so); the weight-gradient op is left the bias gradient's column sums */
-        id_printf(id, sizeof id, "%s.bwd_data", name);
+        gb_id_printf(id, sizeof id, "%s.bwd_data", name);
         tt_op(b, ET_PHASE_BACKWARD, layer, group, &tt, copies, id);
-        id_printf(id, sizeof id, "%s.bwd_weight", name);
-        et_op *bias_op = add_op(b, ET_OP_TT, ET_PHASE_BACKWARD, layer, "%s", id);
+        gb_id_printf(id, sizeof id, "%s.bwd_weight", name);
+        et_op *bias_op = gb_add_op(b, ET_OP_TT, ET_PHASE_BACKWARD, layer, "%s", id);
         if (bias_op) {
             bias_op->group = group;
             bias_op->sparse.density = 1;
@@ -446,111 +384,50 @@ static void weight_backward(builder *b, int layer, et_layer_group group, et_line
                 else
                     snprintf(pname, sizeof pname, "%.60s.core.%d", name, k);
                 double n = et_tt_core_params(&tt, k);
-                add_param(b, layer, n, n, n, 0, pname);
+                gb_add_param(b, layer, n, n, n, 0, pname);
             }
     } else {
         double out = copies * n_out;
-        id_printf(id, sizeof id, "%s.bwd_data", name);
+        gb_id_printf(id, sizeof id, "%s.bwd_data", name);
         weight_gemm(b, ET_PHASE_BACKWARD, layer, group, rows, FIX(n_in), FIX(out), rows, n_in, out, id);
-        id_printf(id, sizeof id, "%s.bwd_weight", name);
+        gb_id_printf(id, sizeof id, "%s.bwd_weight", name);
         if (!b->lora || b->adapter) /* a frozen weight has no gradient */
             weight_gemm(b, ET_PHASE_BACKWARD, layer, group, FIX(out), FIX(n_in), rows, rows, n_in, out, id);
         if (weight_grad) {
             et_sparse_spec sp = sparse_of(b, group);
             double dense = out * n_in, kept = dense * sp.density;
-            id_printf(pname, sizeof pname, "%s.weight", name);
-            add_param(b, layer, kept, dense, b->method->dense_gradients ? dense : kept,
-                      dense * et_sparse_meta_bytes_per_weight(&sp), pname);
+            gb_id_printf(pname, sizeof pname, "%s.weight", name);
+            gb_add_param(b, layer, kept, dense, b->method->dense_gradients ? dense : kept,
+                         dense * et_sparse_meta_bytes_per_weight(&sp), pname);
             if (!b->failed && sp.density >= 1 && (!b->lora || b->adapter)) { /* added (not frozen) */
                 b->g->params[b->g->n_params - 1].rows = out;
                 b->g->params[b->g->n_params - 1].cols = n_in;
-                mark_quantized(b);
+                gb_mark_quantized(b);
             }
         }
     }
-    if (bias) add_grad(b, layer, copies * n_out, "%s.bias", name);
+    if (bias) gb_add_grad(b, layer, copies * n_out, "%s.bias", name);
 }
 
 /* A product that stays in 16 bits under FP8 and FP4 recipes (no quantize pass, the 16-bit peak): Megatron-
  * Core's output layer, a tensor_parallel.ColumnParallelLinear outside the transformer block whose layers
  * alone run under Transformer Engine's FP8 autocast (megatron/core/models/gpt/gpt_model.py), and the MoE
  * router, TopKRouter's plain linear (megatron/core/transformer/moe/router.py). */
-static void plain_forward(builder *b, et_phase phase, int layer, et_layer_group group, et_linear rows,
-                          double n_in, double n_out, const char *id)
+void gb_plain_forward(builder *b, et_phase phase, int layer, et_layer_group group, et_linear rows,
+                      double n_in, double n_out, const char *id)
 {
     b->unquantized = 1;
-    weight_forward(b, phase, layer, group, rows, n_in, n_out, 1, id);
+    gb_weight_forward(b, phase, layer, group, rows, n_in, n_out, 1, id);
     b->unquantized = 0;
 }
 
-static void plain_backward(builder *b, int layer, et_layer_group group, et_linear rows, double n_in,
-                           double n_out, const char *name, int bias, int weight_grad)
+void gb_plain_backward(builder *b, int layer, et_layer_group group, et_linear rows, double n_in, double n_out,
+                       const char *name, int bias, int weight_grad)
 {
     b->unquantized = 1;
-    weight_backward(b, layer, group, rows, n_in, n_out, 1, name, bias, weight_grad);
+    gb_weight_backward(b, layer, group, rows, n_in, n_out, 1, name, bias, weight_grad);
     b->unquantized = 0;
 }
-
-/* The products of an MoE layer's experts on this rank as one grouped GEMM (MegaBlocks, Megatron-Core's
- * grouped GEMM): `rows` routed rows in all, `experts` experts, each weight n_in x n_out. `dir` 0 forward
- * (m = rows / experts, n = n_out, k = n_in), 1 data gradient (rows / experts, n_in, n_out), 2 weight
- * gradient (n_out, n_in, rows / experts). FLOPs 2 rows n_in n_out; bytes the two activation operands and
- * every local expert's weight. */
-static et_op *expert_gemm(builder *b, et_phase phase, int layer, int dir, et_linear rows, double experts,
-                          double n_in, double n_out, const char *id)
-{
-    et_op *op = add_op(b, ET_OP_GEMM, phase, layer, "%s", id);
-    if (!op) return NULL;
-    const et_linear per_expert = lin_scale(rows, 1 / experts);
-    op->m = dir == 2 ? FIX(n_out) : per_expert;
-    op->n = dir == 0 ? FIX(n_out) : FIX(n_in);
-    op->k = dir == 0 ? FIX(n_in) : dir == 1 ? FIX(n_out) : per_expert;
-    op->group = ET_GROUP_MLP;
-    op->sparse = (et_sparse_spec){.density = 1, .pattern = ET_PATTERN_DENSE};
-    op->expert = true;
-    op->flops = lin_scale(rows, 2 * n_in * n_out);
-    op->weight_bytes = experts * n_in * n_out * b->e;
-    op->bytes = lin_add(lin_scale(rows, b->e * (n_in + n_out)), FIX(op->weight_bytes));
-    fp8_cast(b, op, rows, n_in);
-    return op;
-}
-
-typedef struct dims {
-    double H, A, D, F, V, t, Ht, Ft, At, e;
-    int flash;         /* attention as one fused kernel */
-    double flash_rate; /* its share of the profile's fused-attention rate (software.attention_kernel) */
-    int unpad;         /* gather and scatter copies around it (software.attention_unpad) */
-    int residual; /* residual adds and backward sums as kernels of their own (software.residual_kernels) */
-    double KVt;   /* key/value width per tensor rank: kv_heads x D / t (grouped-query attention); under MLA
-                     the mean of a key's and a value's (Qt + Vt) / 2 */
-    double Qt;    /* query (and key) width per tensor rank: heads x D / t, Ht unless head_dim is set; under
-                     multi-head latent attention heads x (D + R) / t */
-    double Vt;    /* value (and context) width per tensor rank: Qt, or heads x Dv / t under MLA */
-    /* multi-head latent attention: latents of the queries Lq (0: none) and of the keys and values Lkv, the
-     * rotary key R shared by the heads, the no-position part of a head D and its value Dv */
-    int mla;
-    double Lq, Lkv, R, Dv;
-    double Fst;  /* shared experts' hidden width per tensor rank (0: none) */
-    unsigned rm; /* selective recomputation's modules (schedule.h), 0 unless recompute is "selective" */
-    int qk_norm; /* RMSNorm of each head's query and key */
-    int sinks;   /* a learned sink logit per head (its parameter; its arithmetic is the softmax's) */
-    int bias;    /* linear layers carry biases */
-    int swiglu;  /* gated MLP: gate and up in one product of 2 Ft outputs, SiLU(gate) x up */
-    int rms;     /* RMSNorm: a weight, no bias */
-    int rope;    /* rotary positions: q and k rotated after their projection, no position table */
-    double
-        causal_share; /* of the l x l products a fused causal kernel computes: 1/2 (decoder, flash), else 1 */
-    double St;        /* token share of the sequence-parallel region (layer norms, dropouts): 1/t or 1 */
-    int causal;       /* a decoder's causal attention: row i of a sequence's scores has i + 1 live values */
-    /* mixture of experts: E experts, k per token, rows per token after routing k x c (c the capacity factor,
-     * 1 dropless), experts on this rank El = E / x, each expert's hidden width per expert tensor rank Fet;
-     * Mt the token share of the routed part (1, or St when the experts are folded over the tensor ranks:
-     * each rank routes its sequence-parallel tokens, its experts whole) */
-    double E, k, kc, El, Fet, Mt;
-    int folded;
-    double dropout; /* dropout probability (0: no dropout kernels) */
-    int sp;         /* sequence parallelism */
-} dims;
 
 /* The tensor-parallel collective at the boundary of a block: one all-reduce of the block's output, or
  * with sequence parallelism a reduce-scatter after the block and an all-gather before the next (`gather`
@@ -559,17 +436,8 @@ static void tp_boundary(builder *b, const dims *d, et_phase phase, int layer, in
 {
     if (d->t <= 1 || (gather && !d->sp)) return;
     et_op_kind kind = !d->sp ? ET_OP_TP_ALLREDUCE : gather ? ET_OP_TP_ALLGATHER : ET_OP_TP_REDUCE_SCATTER;
-    et_op *op = add_op(b, kind, phase, layer, "%s", name);
+    et_op *op = gb_add_op(b, kind, phase, layer, "%s", name);
     if (op) op->bytes = TOK(d->e * d->H);
-}
-
-/* Whether layer i's MLP block gathers its input over the tensor ranks and reduces its output: every dense
- * MLP; an MoE layer with folded experts only for its shared experts (their tensor-parallel MLP), its routed
- * part running on the rank's sequence-parallel tokens (Megatron-Core's MoE layer with expert tensor
- * parallelism 1: the token dispatcher's all-to-all replaces the tensor-parallel gather). */
-static int mlp_tp_boundary(const builder *b, const dims *d, int i)
-{
-    return !(d->folded && d->Fst <= 0 && et_model_layer_is_moe(&b->g->model, i));
 }
 
 /* Dropout on `elems` values per batch unit (a mask byte each; Megatron's fused kernels): forward reads
@@ -579,7 +447,7 @@ static void dropout_op(builder *b, const dims *d, et_phase phase, int layer, et_
                        const char *id)
 {
     if (d->dropout <= 0) return;
-    elementwise(b, phase, layer, lin_scale(elems, 2), lin_scale(elems, (reads + 1) * d->e + 1), id);
+    gb_elementwise(b, phase, layer, lin_scale(elems, 2), lin_scale(elems, (reads + 1) * d->e + 1), id);
 }
 
 /* A decoder's residual add where no dropout kernel carries it (dropout 0): the block's output added to the
@@ -588,7 +456,7 @@ static void dropout_op(builder *b, const dims *d, et_phase phase, int layer, et_
 static void residual_add(builder *b, const dims *d, et_phase phase, int layer, const char *id)
 {
     if (d->dropout > 0 || !d->residual) return;
-    elementwise(b, phase, layer, TOK(d->H * d->St), TOK(3 * d->e * d->H * d->St), id);
+    gb_elementwise(b, phase, layer, TOK(d->H * d->St), TOK(3 * d->e * d->H * d->St), id);
 }
 
 /* Backward of a residual block x + f(x): the stream's gradient and the one f's backward returns for x are
@@ -597,13 +465,13 @@ static void residual_add(builder *b, const dims *d, et_phase phase, int layer, c
 static void residual_backward(builder *b, const dims *d, int layer, const char *id)
 {
     if (!d->residual) return;
-    elementwise(b, ET_PHASE_BACKWARD, layer, TOK(d->H * d->St), TOK(3 * d->e * d->H * d->St), id);
+    gb_elementwise(b, ET_PHASE_BACKWARD, layer, TOK(d->H * d->St), TOK(3 * d->e * d->H * d->St), id);
 }
 
 /* Layout copies (gathers, scatters, concatenations) of `bytes` in `kernels` launches: no arithmetic. */
-static void copies(builder *b, et_phase phase, int layer, et_linear bytes, int kernels, const char *id)
+void gb_copies(builder *b, et_phase phase, int layer, et_linear bytes, int kernels, const char *id)
 {
-    et_op *op = elementwise(b, phase, layer, (et_linear){0}, bytes, id);
+    et_op *op = gb_elementwise(b, phase, layer, (et_linear){0}, bytes, id);
     if (op) op->kernels = kernels;
 }
 
@@ -614,7 +482,7 @@ static void copies(builder *b, et_phase phase, int layer, et_linear bytes, int k
 static void cp_ring(builder *b, const dims *d, et_phase phase, int layer, int tensors, const char *id)
 {
     if (b->g->options.context <= 1) return;
-    et_op *op = add_op(b, ET_OP_CP_RING, phase, layer, "%s", id);
+    et_op *op = gb_add_op(b, ET_OP_CP_RING, phase, layer, "%s", id);
     if (op) op->bytes = TOK(tensors * d->e * d->KVt);
 }
 
@@ -637,12 +505,12 @@ static void attention_core(builder *b, const dims *d, int i, et_phase phase, con
     char id[80];
     const double Qt = d->Qt, Vt = d->Vt, At = d->At, e = d->e;
     const et_linear area = attention_area(b, d, i);
-#define ID(name) (id_printf(id, sizeof id, "layer.%d.%s%s", i, name, suffix), id)
+#define ID(name) (gb_id_printf(id, sizeof id, "layer.%d.%s%s", i, name, suffix), id)
     et_op *op;
     if (d->flash) {
         if (d->unpad) /* unpad_input: q, k and v gathered into unpadded rows, one kernel each */
-            copies(b, phase, i, TOK(2 * e * (Qt + 2 * d->KVt)), 3, ID("attn.unpad"));
-        if ((op = add_op(b, ET_OP_ATTENTION, phase, i, "%s", ID("attn.flash")))) {
+            gb_copies(b, phase, i, TOK(2 * e * (Qt + 2 * d->KVt)), 3, ID("attn.unpad"));
+        if ((op = gb_add_op(b, ET_OP_ATTENTION, phase, i, "%s", ID("attn.flash")))) {
             op->k = FIX(d->D);
             op->flops = lin_scale(area, 2 * Qt + 2 * Vt);
             op->bytes = TOK(e * (2 * Qt + 2 * Vt) + 4 * At); /* q, k, v, context; fp32 log-sum-exp a row */
@@ -651,10 +519,10 @@ static void attention_core(builder *b, const dims *d, int i, et_phase phase, con
             op->fused_rate = d->flash_rate;
         }
         if (d->unpad) /* pad_input: a zeroed T x Q context and the scatter into it */
-            copies(b, phase, i, TOK(3 * e * Vt), 2, ID("attn.pad"));
+            gb_copies(b, phase, i, TOK(3 * e * Vt), 2, ID("attn.pad"));
         return;
     }
-    op = add_op(b, ET_OP_ATTENTION, phase, i, "%s", ID("attn.scores"));
+    op = gb_add_op(b, ET_OP_ATTENTION, phase, i, "%s", ID("attn.scores"));
     if (op) {
         op->k = FIX(d->D);
         op->flops = SQ(2 * Qt);
@@ -663,10 +531,10 @@ static void attention_core(builder *b, const dims *d, int i, et_phase phase, con
     /* an exp per live score: all l^2 of a sequence, or under a causal mask l (l + 1) / 2 (sum over its rows,
      * Q / 2 + T / 2: the masked ones are set to zero, not exponentiated, as etrun's and Megatron's fused
      * upper-triangular softmax do); every score is read and written */
-    special(elementwise(b, phase, i, SQ(5 * At), SQ(2 * e * At), ID("attn.softmax")),
-            d->causal ? lin_add(SQ(At / 2), TOK(At / 2)) : SQ(At));
+    gb_special(gb_elementwise(b, phase, i, SQ(5 * At), SQ(2 * e * At), ID("attn.softmax")),
+               d->causal ? lin_add(SQ(At / 2), TOK(At / 2)) : SQ(At));
     dropout_op(b, d, phase, i, SQ(At), 1, ID("attn.dropout"));
-    op = add_op(b, ET_OP_ATTENTION, phase, i, "%s", ID("attn.context"));
+    op = gb_add_op(b, ET_OP_ATTENTION, phase, i, "%s", ID("attn.context"));
     if (op) {
         op->k = FIX(d->D);
         op->flops = SQ(2 * Vt);
@@ -675,198 +543,16 @@ static void attention_core(builder *b, const dims *d, int i, et_phase phase, con
 #undef ID
 }
 
-/* The parameter just added is an expert's. */
-static void mark_expert(builder *b)
-{
-    if (!b->failed && (!b->lora || b->adapter)) b->g->params[b->g->n_params - 1].expert = true;
-}
-
-/* The experts' all-to-all of this rank's routed rows (dispatch or combine), with expert parallelism. */
-static void alltoall(builder *b, const dims *d, et_phase phase, int layer, const char *id)
-{
-    if (b->x <= 1) return;
-    et_op *op = add_op(b, ET_OP_EP_ALLTOALL, phase, layer, "%s", id);
-    if (op) op->bytes = TOK(d->e * d->H * d->kc * d->Mt);
-}
-
 /* An MLP's activation over `width` values a token: SiLU(gate) x up (reading both halves, writing one: 6
  * FLOPs and 3 e bytes a value forward, 10 and 5 e backward) or GELU (8 and 2 e, 8 and 3 e); a
  * special-function evaluation a value either way. The MLPs, the experts and the shared experts all use it. */
-static et_op *activation(builder *b, const dims *d, et_phase phase, int layer, double width, int backward,
-                         const char *id)
+et_op *gb_activation(builder *b, const dims *d, et_phase phase, int layer, double width, int backward,
+                     const char *id)
 {
     const double flops = backward ? (d->swiglu ? 10 : 8) : (d->swiglu ? 6 : 8);
     const double bytes = backward ? (d->swiglu ? 5 : 3) : (d->swiglu ? 3 : 2);
-    return special(elementwise(b, phase, layer, TOK(flops * width), TOK(bytes * d->e * width), id),
-                   TOK(width));
-}
-
-/* Shared experts (DeepSeekMoE): a dense MLP of Fs hidden width on every token beside the routed experts
- * (Megatron-Core's SharedExpertMLP, split over the tensor ranks like the model's MLP), its output added to
- * the experts' combined one. */
-static void shared_forward(builder *b, const dims *d, int i, et_phase phase, const char *suffix)
-{
-    if (d->Fst <= 0) return;
-    char id[80];
-    const double H = d->H, F = d->Fst;
-#define ID(name) (id_printf(id, sizeof id, "layer.%d.moe.shared.%s%s", i, name, suffix), id)
-    weight_forward(b, phase, i, ET_GROUP_MLP, TOK(1), H, d->swiglu ? 2 * F : F, 1, ID("fc1"));
-    activation(b, d, phase, i, F, 0, ID(d->swiglu ? "swiglu" : "gelu"));
-    weight_forward(b, phase, i, ET_GROUP_MLP, TOK(1), F, H, 1, ID("fc2"));
-#undef ID
-}
-
-static void shared_backward(builder *b, const dims *d, int i)
-{
-    if (d->Fst <= 0) return;
-    char name[80];
-    const double H = d->H, F = d->Fst;
-#define NAME(s) (id_printf(name, sizeof name, "layer.%d.moe.shared.%s", i, s), name)
-    if (ET_RECOMPUTES(d->rm, ET_RECOMPUTE_SHARED_EXPERTS)) { /* selective "shared_experts" */
-        weight_forward(b, ET_PHASE_BACKWARD, i, ET_GROUP_MLP, TOK(1), H, d->swiglu ? 2 * F : F, 1,
-                       NAME("fc1.recompute"));
-        activation(b, d, ET_PHASE_BACKWARD, i, F, 0, NAME("act.recompute"));
-    }
-    weight_backward(b, i, ET_GROUP_MLP, TOK(1), F, H, 1, NAME("fc2"), d->bias, 1);
-    activation(b, d, ET_PHASE_BACKWARD, i, F, 1, NAME(d->swiglu ? "swiglu.bwd" : "gelu.bwd"));
-    weight_backward(b, i, ET_GROUP_MLP, TOK(1), H, d->swiglu ? 2 * F : F, 1, NAME("fc1"), d->bias, 1);
-#undef NAME
-}
-
-/* An MoE MLP (docs/cost-model.md, "Mixture of experts"): the router's product and top-k, the tokens
- * permuted into expert order (k c copies), dispatched to the experts' ranks, the experts' products as
- * grouped GEMMs over k c T rows, combined back and summed with the router's weights. */
-static void moe_forward(builder *b, const dims *d, int i, et_phase phase, const char *suffix)
-{
-    char id[80];
-    const double H = d->H, e = d->e, E = d->E, kc = d->kc, Fet = d->Fet, El = d->El, Mt = d->Mt;
-#define ID(name) (id_printf(id, sizeof id, "layer.%d.moe.%s%s", i, name, suffix), id)
-    plain_forward(b, phase, i, ET_GROUP_MLP, TOK(Mt), H, E, ID("router"));
-    /* softmax over E logits and the top-k: logits read, probabilities written, k indices and weights */
-    special(elementwise(b, phase, i, TOK(6 * E * Mt), TOK((2 * e * E + 8 * d->k) * Mt), ID("route")),
-            TOK(E * Mt));
-    shared_forward(b, d, i, phase, suffix);
-    elementwise(b, phase, i, FIX(0), TOK(e * H * (1 + kc) * Mt), ID("permute"));
-    alltoall(b, d, phase, i, ID("dispatch"));
-    et_op *op =
-        expert_gemm(b, phase, i, 0, TOK(kc * Mt), El, H, d->swiglu ? 2 * Fet : Fet, ID("experts.fc1"));
-    op = activation(b, d, phase, i, Fet * kc * Mt, 0, ID(d->swiglu ? "experts.swiglu" : "experts.gelu"));
-    if (op) op->expert = true;
-    expert_gemm(b, phase, i, 0, TOK(kc * Mt), El, Fet, H, ID("experts.fc2"));
-    alltoall(b, d, phase, i, ID("combine"));
-    /* each token's k outputs weighted and summed */
-    elementwise(b, phase, i, TOK(2 * d->k * H * Mt), TOK(e * H * (1 + kc) * Mt), ID("unpermute"));
-#undef ID
-}
-
-/* An expert product's backward (data and weight gradients over the routed rows) and the parameters it
- * finalises: El weights of n_in x n_out, and their biases when the model has them. */
-static void expert_backward(builder *b, const dims *d, int i, double n_in, double n_out, const char *name)
-{
-    char id[80], pname[96];
-    id_printf(id, sizeof id, "layer.%d.moe.experts.%s.bwd_data", i, name);
-    expert_gemm(b, ET_PHASE_BACKWARD, i, 1, TOK(d->kc * d->Mt), d->El, n_in, n_out, id);
-    id_printf(id, sizeof id, "layer.%d.moe.experts.%s.bwd_weight", i, name);
-    expert_gemm(b, ET_PHASE_BACKWARD, i, 2, TOK(d->kc * d->Mt), d->El, n_in, n_out, id);
-    id_printf(pname, sizeof pname, "layer.%d.moe.experts.%s.weight", i, name);
-    add_param(b, i, d->El * n_in * n_out, d->El * n_in * n_out, d->El * n_in * n_out, 0, pname);
-    mark_expert(b);
-    mark_quantized(b);
-    if (d->bias) add_grad(b, i, d->El * n_out, "layer.%d.moe.experts.%s.bias", i, name), mark_expert(b);
-}
-
-static void moe_backward(builder *b, const dims *d, int i)
-{
-    char id[80], pname[96];
-    const double H = d->H, e = d->e, E = d->E, kc = d->kc, Fet = d->Fet, Mt = d->Mt;
-    const double Fc1 = d->swiglu ? 2 * Fet : Fet;
-#define ID(name) (id_printf(id, sizeof id, "layer.%d.moe.%s", i, name), id)
-    elementwise(b, ET_PHASE_BACKWARD, i, TOK(2 * d->k * H * Mt), TOK((e * H * (1 + kc) + 4 * d->k) * Mt),
-                ID("unpermute.bwd"));
-    alltoall(b, d, ET_PHASE_BACKWARD, i, ID("combine.bwd"));
-    expert_backward(b, d, i, Fet, H, "fc2");
-    et_op *op;
-    if (ET_RECOMPUTES(d->rm, ET_RECOMPUTE_MOE_ACT)) { /* selective "moe_act": the activation's output */
-        op = activation(b, d, ET_PHASE_BACKWARD, i, Fet * kc * Mt, 0, ID("experts.act.recompute"));
-        if (op) op->expert = true;
-    }
-    op = activation(b, d, ET_PHASE_BACKWARD, i, Fet * kc * Mt, 1,
-                    ID(d->swiglu ? "experts.swiglu.bwd" : "experts.gelu.bwd"));
-    if (op) op->expert = true;
-    expert_backward(b, d, i, H, Fc1, "fc1");
-    alltoall(b, d, ET_PHASE_BACKWARD, i, ID("dispatch.bwd"));
-    elementwise(b, ET_PHASE_BACKWARD, i, FIX(0), TOK(e * H * (1 + kc) * Mt), ID("permute.bwd"));
-    shared_backward(b, d, i);
-    elementwise(b, ET_PHASE_BACKWARD, i, TOK(4 * E * Mt), TOK((2 * e * E + 8 * d->k) * Mt), ID("route.bwd"));
-    id_printf(pname, sizeof pname, "layer.%d.moe.router", i);
-    plain_backward(b, i, ET_GROUP_MLP, TOK(Mt), H, E, pname, d->bias, 1);
-#undef ID
-}
-
-/* Multi-head latent attention's projections (DeepSeek-V2 section 2.1; Megatron-Core's
- * MultiLatentAttention): the hidden state projected down to the query latent Lq and to the key-value latent
- * Lkv with the shared rotary key R (both products duplicated on every tensor rank), each latent RMS-normed,
- * then projected up to the heads' queries (D + R each) and to their no-position keys and values (D + Dv);
- * the rotary parts rotated, and each head's key and query assembled from its parts (a copy of each). */
-/* MLA's rotary parts, each head's query part and the shared key (forward, recomputed or backward alike). */
-static void mla_rope(builder *b, const dims *d, int i, et_phase phase, const char *id)
-{
-    if (!d->rope) return;
-    const double n = (d->At + 1) * d->R;
-    elementwise(b, phase, i, TOK(6 * n), TOK(2 * d->e * n), id);
-}
-
-static void mla_forward(builder *b, const dims *d, int i, et_phase phase, const char *suffix)
-{
-    char id[80];
-    const double H = d->H, e = d->e, At = d->At, Lq = d->Lq, Lkv = d->Lkv, R = d->R;
-#define ID(name) (id_printf(id, sizeof id, "layer.%d.attn.%s%s", i, name, suffix), id)
-    if (Lq > 0) {
-        weight_forward(b, phase, i, ET_GROUP_ATTENTION, TOK(1), H, Lq, 1, ID("q_down"));
-        elementwise(b, phase, i, TOK(8 * Lq), TOK(2 * e * Lq), ID("q_norm"));
-        weight_forward(b, phase, i, ET_GROUP_ATTENTION, TOK(1), Lq, d->Qt, 1, ID("q_up"));
-    } else {
-        weight_forward(b, phase, i, ET_GROUP_ATTENTION, TOK(1), H, d->Qt, 1, ID("q"));
-    }
-    weight_forward(b, phase, i, ET_GROUP_ATTENTION, TOK(1), H, Lkv + R, 1, ID("kv_down"));
-    elementwise(b, phase, i, TOK(8 * Lkv), TOK(2 * e * Lkv), ID("kv_norm"));
-    weight_forward(b, phase, i, ET_GROUP_ATTENTION, TOK(1), Lkv, At * (d->D + d->Dv), 1, ID("kv_up"));
-    mla_rope(b, d, i, phase, ID("rope"));
-    copies(b, phase, i, TOK(4 * e * d->Qt), 2, ID("qk_concat"));
-#undef ID
-}
-
-/* MLA's backward, the forward's products in reverse: each finalises its weight, each norm its scale. */
-static void mla_backward(builder *b, const dims *d, int i)
-{
-    char name[80];
-    const double H = d->H, e = d->e, At = d->At, Lq = d->Lq, Lkv = d->Lkv, R = d->R;
-#define NAME(s) (id_printf(name, sizeof name, "layer.%d.attn.%s", i, s), name)
-    if (ET_RECOMPUTES(d->rm,
-                      ET_RECOMPUTE_MLA_UP_PROJ)) { /* selective "mla_up_proj": q, k, v from the latents */
-        if (Lq > 0)
-            weight_forward(b, ET_PHASE_BACKWARD, i, ET_GROUP_ATTENTION, TOK(1), Lq, d->Qt, 1,
-                           NAME("q_up.recompute"));
-        weight_forward(b, ET_PHASE_BACKWARD, i, ET_GROUP_ATTENTION, TOK(1), Lkv, At * (d->D + d->Dv), 1,
-                       NAME("kv_up.recompute"));
-        mla_rope(b, d, i, ET_PHASE_BACKWARD, NAME("rope.recompute"));
-        copies(b, ET_PHASE_BACKWARD, i, TOK(4 * e * d->Qt), 2, NAME("qk_concat.recompute"));
-    }
-    copies(b, ET_PHASE_BACKWARD, i, TOK(4 * e * d->Qt), 2, NAME("qk_concat.bwd"));
-    mla_rope(b, d, i, ET_PHASE_BACKWARD, NAME("rope.bwd"));
-    weight_backward(b, i, ET_GROUP_ATTENTION, TOK(1), Lkv, At * (d->D + d->Dv), 1, NAME("kv_up"), d->bias, 1);
-    elementwise(b, ET_PHASE_BACKWARD, i, TOK(10 * Lkv), TOK(4 * e * Lkv), NAME("kv_norm.bwd"));
-    add_grad(b, i, Lkv, "layer.%d.attn.kv_norm.weight", i);
-    weight_backward(b, i, ET_GROUP_ATTENTION, TOK(1), H, Lkv + R, 1, NAME("kv_down"), d->bias, 1);
-    if (Lq > 0) {
-        weight_backward(b, i, ET_GROUP_ATTENTION, TOK(1), Lq, d->Qt, 1, NAME("q_up"), d->bias, 1);
-        elementwise(b, ET_PHASE_BACKWARD, i, TOK(10 * Lq), TOK(4 * e * Lq), NAME("q_norm.bwd"));
-        add_grad(b, i, Lq, "layer.%d.attn.q_norm.weight", i);
-        weight_backward(b, i, ET_GROUP_ATTENTION, TOK(1), H, Lq, 1, NAME("q_down"), d->bias, 1);
-    } else {
-        weight_backward(b, i, ET_GROUP_ATTENTION, TOK(1), H, d->Qt, 1, NAME("q"), d->bias, 1);
-    }
-#undef NAME
+    return gb_special(gb_elementwise(b, phase, layer, TOK(flops * width), TOK(bytes * d->e * width), id),
+                      TOK(width));
 }
 
 /* Forward ops of one transformer layer. Formulas: docs/cost-model.md, "Transformer layer". */
@@ -875,63 +561,64 @@ static void layer_forward(builder *b, const dims *d, int i, int decoder, et_phas
     char id[80];
     const double H = d->H, Ht = d->Ht, Ft = d->Ft, e = d->e, St = d->St;
     const double reads = decoder ? 2 : 1; /* the decoder's dropout kernels add the residual */
-#define ID(name) (id_printf(id, sizeof id, "layer.%d.%s%s", i, name, suffix), id)
-    if (decoder) elementwise(b, phase, i, TOK(8 * H * St), TOK(2 * e * H * St), ID("attn.layernorm"));
+#define ID(name) (gb_id_printf(id, sizeof id, "layer.%d.%s%s", i, name, suffix), id)
+    if (decoder) gb_elementwise(b, phase, i, TOK(8 * H * St), TOK(2 * e * H * St), ID("attn.layernorm"));
     tp_boundary(b, d, phase, i, 1, ID("attn.tp_allgather"));
     /* q, k, v: one product of 3Ht outputs, or three tensor-train layers of H x H, or MLA's latents */
     if (d->mla)
-        mla_forward(b, d, i, phase, suffix);
+        gb_mla_forward(b, d, i, phase, suffix);
     else if (b->method->kind == ET_METHOD_TENSOR_TRAIN && b->method->tt_group[ET_GROUP_ATTENTION])
-        weight_forward(b, phase, i, ET_GROUP_ATTENTION, TOK(1), H, Ht, 3, ID("attn.qkv"));
+        gb_weight_forward(b, phase, i, ET_GROUP_ATTENTION, TOK(1), H, Ht, 3, ID("attn.qkv"));
     else
-        weight_forward(b, phase, i, ET_GROUP_ATTENTION, TOK(1), H, d->Qt + 2 * d->KVt, 1, ID("attn.qkv")),
+        gb_weight_forward(b, phase, i, ET_GROUP_ATTENTION, TOK(1), H, d->Qt + 2 * d->KVt, 1, ID("attn.qkv")),
             lora_forward(b, phase, i, ET_GROUP_ATTENTION, H, d->Qt + 2 * d->KVt, ET_LORA_QKV, id);
     /* each head's query and key normalised (RMSNorm over D: a square, a sum, a scale per element) */
     if (d->qk_norm)
-        elementwise(b, phase, i, TOK(4 * (d->Qt + d->KVt)), TOK(2 * e * (d->Qt + d->KVt)),
-                    ID("attn.qk_norm"));
+        gb_elementwise(b, phase, i, TOK(4 * (d->Qt + d->KVt)), TOK(2 * e * (d->Qt + d->KVt)),
+                       ID("attn.qk_norm"));
     /* rotary positions: q and k rotated pairwise (a multiply-add per element and its cos/sin lookup) */
     if (d->rope && !d->mla)
-        elementwise(b, phase, i, TOK(6 * (d->Qt + d->KVt)), TOK(2 * e * (d->Qt + d->KVt)), ID("attn.rope"));
+        gb_elementwise(b, phase, i, TOK(6 * (d->Qt + d->KVt)), TOK(2 * e * (d->Qt + d->KVt)),
+                       ID("attn.rope"));
     attention_core(b, d, i, phase, suffix);
     cp_ring(b, d, phase, i, 2, ID("attn.cp_ring"));
-    weight_forward(b, phase, i, ET_GROUP_ATTENTION, TOK(1), d->Vt, H, 1, ID("attn.out"));
+    gb_weight_forward(b, phase, i, ET_GROUP_ATTENTION, TOK(1), d->Vt, H, 1, ID("attn.out"));
     lora_forward(b, phase, i, ET_GROUP_ATTENTION, d->Vt, H, ET_LORA_PROJ, id);
     tp_boundary(b, d, phase, i, 0, d->sp ? ID("attn.tp_reduce_scatter") : ID("attn.tp_allreduce"));
     dropout_op(b, d, phase, i, TOK(H * St), reads, ID("attn.out.dropout"));
     if (decoder) residual_add(b, d, phase, i, ID("attn.residual"));
     /* encoder (post-LN): residual add fused with layer norm after each block */
     if (decoder)
-        elementwise(b, phase, i, TOK(8 * H * St), TOK(2 * e * H * St), ID("mlp.layernorm"));
+        gb_elementwise(b, phase, i, TOK(8 * H * St), TOK(2 * e * H * St), ID("mlp.layernorm"));
     else
-        elementwise(b, phase, i, TOK(8 * H * St), TOK(3 * e * H * St), ID("attn.layernorm"));
-    const int mlp_boundary = mlp_tp_boundary(b, d, i);
+        gb_elementwise(b, phase, i, TOK(8 * H * St), TOK(3 * e * H * St), ID("attn.layernorm"));
+    const int mlp_boundary = gb_mlp_tp_boundary(b, d, i);
     if (mlp_boundary) tp_boundary(b, d, phase, i, 1, ID("mlp.tp_allgather"));
     if (et_model_layer_is_moe(&b->g->model, i)) {
-        moe_forward(b, d, i, phase, suffix);
+        gb_moe_forward(b, d, i, phase, suffix);
     } else {
-        weight_forward(b, phase, i, ET_GROUP_MLP, TOK(1), H, d->swiglu ? 2 * Ft : Ft, 1, ID("mlp.fc1"));
+        gb_weight_forward(b, phase, i, ET_GROUP_MLP, TOK(1), H, d->swiglu ? 2 * Ft : Ft, 1, ID("mlp.fc1"));
         lora_forward(b, phase, i, ET_GROUP_MLP, H, d->swiglu ? 2 * Ft : Ft, ET_LORA_FC1, id);
-        activation(b, d, phase, i, Ft, 0, ID(d->swiglu ? "mlp.swiglu" : "mlp.gelu"));
-        weight_forward(b, phase, i, ET_GROUP_MLP, TOK(1), Ft, H, 1, ID("mlp.fc2"));
+        gb_activation(b, d, phase, i, Ft, 0, ID(d->swiglu ? "mlp.swiglu" : "mlp.gelu"));
+        gb_weight_forward(b, phase, i, ET_GROUP_MLP, TOK(1), Ft, H, 1, ID("mlp.fc2"));
         lora_forward(b, phase, i, ET_GROUP_MLP, Ft, H, ET_LORA_FC2, id);
     }
     if (mlp_boundary)
         tp_boundary(b, d, phase, i, 0, d->sp ? ID("mlp.tp_reduce_scatter") : ID("mlp.tp_allreduce"));
     dropout_op(b, d, phase, i, TOK(H * St), reads, ID("mlp.fc2.dropout"));
     if (decoder) residual_add(b, d, phase, i, ID("mlp.residual"));
-    if (!decoder) elementwise(b, phase, i, TOK(8 * H * St), TOK(3 * e * H * St), ID("mlp.layernorm"));
+    if (!decoder) gb_elementwise(b, phase, i, TOK(8 * H * St), TOK(3 * e * H * St), ID("mlp.layernorm"));
 #undef ID
 }
 
 static void layernorm_backward(builder *b, const dims *d, int layer, const char *name, et_linear rows)
 {
     char id[80];
-    id_printf(id, sizeof id, "%s.bwd", name);
-    elementwise(b, ET_PHASE_BACKWARD, layer, lin_scale(rows, 10 * d->H), lin_scale(rows, 4 * d->e * d->H),
-                id);
-    add_grad(b, layer, d->H, "%s.weight", name);
-    if (!d->rms) add_grad(b, layer, d->H, "%s.bias", name);
+    gb_id_printf(id, sizeof id, "%s.bwd", name);
+    gb_elementwise(b, ET_PHASE_BACKWARD, layer, lin_scale(rows, 10 * d->H), lin_scale(rows, 4 * d->e * d->H),
+                   id);
+    gb_add_grad(b, layer, d->H, "%s.weight", name);
+    if (!d->rms) gb_add_grad(b, layer, d->H, "%s.bias", name);
 }
 
 static void layer_backward(builder *b, const dims *d, int i, int decoder, et_recompute recompute)
@@ -940,29 +627,29 @@ static void layer_backward(builder *b, const dims *d, int i, int decoder, et_rec
     const double H = d->H, Ht = d->Ht, Qt = d->Qt, Ft = d->Ft, At = d->At, e = d->e, St = d->St;
     if (recompute == ET_RECOMPUTE_FULL) layer_forward(b, d, i, decoder, ET_PHASE_BACKWARD, ".recompute");
     const int norms = decoder && ET_RECOMPUTES(d->rm, ET_RECOMPUTE_LAYERNORM);
-#define NAME(s) (id_printf(name, sizeof name, "layer.%d.%s", i, s), name)
+#define NAME(s) (gb_id_printf(name, sizeof name, "layer.%d.%s", i, s), name)
     if (norms) /* selective "layernorm": the norm's output rebuilt for the products that read it */
-        elementwise(b, ET_PHASE_BACKWARD, i, TOK(8 * H * St), TOK(2 * e * H * St),
-                    NAME("mlp.layernorm.recompute"));
+        gb_elementwise(b, ET_PHASE_BACKWARD, i, TOK(8 * H * St), TOK(2 * e * H * St),
+                       NAME("mlp.layernorm.recompute"));
     if (!decoder) layernorm_backward(b, d, i, NAME("mlp.layernorm"), TOK(St));
     dropout_op(b, d, ET_PHASE_BACKWARD, i, TOK(H * St), 1, NAME("mlp.fc2.dropout.bwd"));
-    const int mlp_boundary = mlp_tp_boundary(b, d, i);
+    const int mlp_boundary = gb_mlp_tp_boundary(b, d, i);
     if (mlp_boundary) tp_boundary(b, d, ET_PHASE_BACKWARD, i, 1, NAME("mlp.tp_allgather.bwd"));
     /* rows of weight-grad products are the token dimension: m = n_out fixed, k = T */
     if (et_model_layer_is_moe(&b->g->model, i)) {
-        moe_backward(b, d, i);
+        gb_moe_backward(b, d, i);
     } else {
         if (ET_RECOMPUTES(d->rm, ET_RECOMPUTE_MLP)) { /* selective "mlp": the first product and activation */
-            weight_forward(b, ET_PHASE_BACKWARD, i, ET_GROUP_MLP, TOK(1), H, d->swiglu ? 2 * Ft : Ft, 1,
-                           NAME("mlp.fc1.recompute"));
-            activation(b, d, ET_PHASE_BACKWARD, i, Ft, 0,
-                       NAME(d->swiglu ? "mlp.swiglu.recompute" : "mlp.gelu.recompute"));
+            gb_weight_forward(b, ET_PHASE_BACKWARD, i, ET_GROUP_MLP, TOK(1), H, d->swiglu ? 2 * Ft : Ft, 1,
+                              NAME("mlp.fc1.recompute"));
+            gb_activation(b, d, ET_PHASE_BACKWARD, i, Ft, 0,
+                          NAME(d->swiglu ? "mlp.swiglu.recompute" : "mlp.gelu.recompute"));
         }
-        weight_backward(b, i, ET_GROUP_MLP, TOK(1), Ft, H, 1, NAME("mlp.fc2"), d->bias, 1);
+        gb_weight_backward(b, i, ET_GROUP_MLP, TOK(1), Ft, H, 1, NAME("mlp.fc2"), d->bias, 1);
         lora_backward(b, i, ET_GROUP_MLP, Ft, H, ET_LORA_FC2, NAME("mlp.fc2"));
-        activation(b, d, ET_PHASE_BACKWARD, i, Ft, 1, NAME(d->swiglu ? "mlp.swiglu.bwd" : "mlp.gelu.bwd"));
-        weight_backward(b, i, ET_GROUP_MLP, TOK(1), H, d->swiglu ? 2 * Ft : Ft, 1, NAME("mlp.fc1"), d->bias,
-                        1);
+        gb_activation(b, d, ET_PHASE_BACKWARD, i, Ft, 1, NAME(d->swiglu ? "mlp.swiglu.bwd" : "mlp.gelu.bwd"));
+        gb_weight_backward(b, i, ET_GROUP_MLP, TOK(1), H, d->swiglu ? 2 * Ft : Ft, 1, NAME("mlp.fc1"),
+                           d->bias, 1);
         lora_backward(b, i, ET_GROUP_MLP, H, d->swiglu ? 2 * Ft : Ft, ET_LORA_FC1, NAME("mlp.fc1"));
     }
     if (mlp_boundary)
@@ -973,15 +660,15 @@ static void layer_backward(builder *b, const dims *d, int i, int decoder, et_rec
     if (decoder) residual_backward(b, d, i, NAME("mlp.residual.bwd"));
     dropout_op(b, d, ET_PHASE_BACKWARD, i, TOK(H * St), 1, NAME("attn.out.dropout.bwd"));
     tp_boundary(b, d, ET_PHASE_BACKWARD, i, 1, NAME("attn.tp_allgather.bwd"));
-    weight_backward(b, i, ET_GROUP_ATTENTION, TOK(1), d->Vt, H, 1, NAME("attn.out"), d->bias, 1);
+    gb_weight_backward(b, i, ET_GROUP_ATTENTION, TOK(1), d->Vt, H, 1, NAME("attn.out"), d->bias, 1);
     lora_backward(b, i, ET_GROUP_ATTENTION, d->Vt, H, ET_LORA_PROJ, NAME("attn.out"));
     const et_linear area = attention_area(b, d, i);
     et_op *op;
     if (d->flash) {
         if (d->unpad) /* pad_input's backward: the context's gradient gathered back into unpadded rows */
-            copies(b, ET_PHASE_BACKWARD, i, TOK(2 * e * d->Vt), 1, NAME("attn.pad.bwd"));
+            gb_copies(b, ET_PHASE_BACKWARD, i, TOK(2 * e * d->Vt), 1, NAME("attn.pad.bwd"));
         /* the fused backward recomputes the scores itself: nothing for selective recomputation to repeat */
-        if ((op = add_op(b, ET_OP_ATTENTION, ET_PHASE_BACKWARD, i, "%s", NAME("attn.flash.bwd")))) {
+        if ((op = gb_add_op(b, ET_OP_ATTENTION, ET_PHASE_BACKWARD, i, "%s", NAME("attn.flash.bwd")))) {
             op->k = FIX(d->D);
             /* scores again, dV and dP (value width), dQ and dK (query width) */
             op->flops = lin_scale(area, 6 * Qt + 4 * d->Vt);
@@ -993,47 +680,47 @@ static void layer_backward(builder *b, const dims *d, int i, int decoder, et_rec
         /* unpad_input's backward: dq, dk, dv each scattered into a zeroed padded tensor (6 launches), then
          * concatenated into the q, k, v projection's gradient (qkv.chunk's backward) */
         if (d->unpad)
-            copies(b, ET_PHASE_BACKWARD, i, TOK(5 * e * (Qt + 2 * d->KVt)), 7, NAME("attn.unpad.bwd"));
+            gb_copies(b, ET_PHASE_BACKWARD, i, TOK(5 * e * (Qt + 2 * d->KVt)), 7, NAME("attn.unpad.bwd"));
         cp_ring(b, d, ET_PHASE_BACKWARD, i, 4, NAME("attn.cp_ring.bwd"));
     }
     if (!d->flash && ET_RECOMPUTES(d->rm, ET_RECOMPUTE_CORE_ATTN))
         attention_core(b, d, i, ET_PHASE_BACKWARD, ".recompute");
     /* context = P V: dP = dO V^T and dV = P^T dO, each 2*l*l*D per head */
     if (!d->flash &&
-        (op = add_op(b, ET_OP_ATTENTION, ET_PHASE_BACKWARD, i, "%s", NAME("attn.context.bwd")))) {
+        (op = gb_add_op(b, ET_OP_ATTENTION, ET_PHASE_BACKWARD, i, "%s", NAME("attn.context.bwd")))) {
         op->k = FIX(d->D);
         op->flops = SQ(4 * d->Vt);
         op->bytes = lin_add(TOK(4 * e * d->Vt), SQ(2 * e * At));
     }
     if (!d->flash) {
         dropout_op(b, d, ET_PHASE_BACKWARD, i, SQ(At), 1, NAME("attn.dropout.bwd"));
-        elementwise(b, ET_PHASE_BACKWARD, i, SQ(4 * At), SQ(3 * e * At), NAME("attn.softmax.bwd"));
-        if ((op = add_op(b, ET_OP_ATTENTION, ET_PHASE_BACKWARD, i, "%s", NAME("attn.scores.bwd")))) {
+        gb_elementwise(b, ET_PHASE_BACKWARD, i, SQ(4 * At), SQ(3 * e * At), NAME("attn.softmax.bwd"));
+        if ((op = gb_add_op(b, ET_OP_ATTENTION, ET_PHASE_BACKWARD, i, "%s", NAME("attn.scores.bwd")))) {
             op->k = FIX(d->D);
             op->flops = SQ(4 * Qt);
             op->bytes = lin_add(TOK(4 * e * Qt), SQ(e * At));
         }
     }
-    if (d->sinks) add_grad(b, i, At, "layer.%d.attn.sinks", i);
+    if (d->sinks) gb_add_grad(b, i, At, "layer.%d.attn.sinks", i);
     if (norms)
-        elementwise(b, ET_PHASE_BACKWARD, i, TOK(8 * H * St), TOK(2 * e * H * St),
-                    NAME("attn.layernorm.recompute"));
+        gb_elementwise(b, ET_PHASE_BACKWARD, i, TOK(8 * H * St), TOK(2 * e * H * St),
+                       NAME("attn.layernorm.recompute"));
     if (d->mla)
-        mla_backward(b, d, i);
+        gb_mla_backward(b, d, i);
     else if (b->method->kind == ET_METHOD_TENSOR_TRAIN && b->method->tt_group[ET_GROUP_ATTENTION])
-        weight_backward(b, i, ET_GROUP_ATTENTION, TOK(1), H, Ht, 3, NAME("attn.qkv"), 1, 1);
+        gb_weight_backward(b, i, ET_GROUP_ATTENTION, TOK(1), H, Ht, 3, NAME("attn.qkv"), 1, 1);
     else {
         if (d->rope)
-            elementwise(b, ET_PHASE_BACKWARD, i, TOK(6 * (Qt + d->KVt)), TOK(2 * e * (Qt + d->KVt)),
-                        NAME("attn.rope.bwd"));
+            gb_elementwise(b, ET_PHASE_BACKWARD, i, TOK(6 * (Qt + d->KVt)), TOK(2 * e * (Qt + d->KVt)),
+                           NAME("attn.rope.bwd"));
         if (d->qk_norm) { /* as a layer norm's backward over q and k; each norm's weight of D */
-            elementwise(b, ET_PHASE_BACKWARD, i, TOK(10 * (Qt + d->KVt)), TOK(4 * e * (Qt + d->KVt)),
-                        NAME("attn.qk_norm.bwd"));
-            add_grad(b, i, d->D, "layer.%d.attn.q_norm.weight", i);
-            add_grad(b, i, d->D, "layer.%d.attn.k_norm.weight", i);
+            gb_elementwise(b, ET_PHASE_BACKWARD, i, TOK(10 * (Qt + d->KVt)), TOK(4 * e * (Qt + d->KVt)),
+                           NAME("attn.qk_norm.bwd"));
+            gb_add_grad(b, i, d->D, "layer.%d.attn.q_norm.weight", i);
+            gb_add_grad(b, i, d->D, "layer.%d.attn.k_norm.weight", i);
         }
-        weight_backward(b, i, ET_GROUP_ATTENTION, TOK(1), H, Qt + 2 * d->KVt, 1, NAME("attn.qkv"), d->bias,
-                        1);
+        gb_weight_backward(b, i, ET_GROUP_ATTENTION, TOK(1), H, Qt + 2 * d->KVt, 1, NAME("attn.qkv"), d->bias,
+                           1);
         lora_backward(b, i, ET_GROUP_ATTENTION, H, Qt + 2 * d->KVt, ET_LORA_QKV, NAME("attn.qkv"));
     }
     tp_boundary(b, d, ET_PHASE_BACKWARD, i, 0,
@@ -1049,30 +736,31 @@ static void head_forward(builder *b, const dims *d, const et_model_config *m, co
 {
     const double H = d->H, Vt = d->V / d->t, e = d->e;
     char id[80];
-#define ID(name) (id_printf(id, sizeof id, "%s.%s", p, name), id)
+#define ID(name) (gb_id_printf(id, sizeof id, "%s.%s", p, name), id)
     /* a tied output projection is the word embedding: it has the embeddings' sparsity */
     const et_layer_group decoder_group = m->tie_embeddings ? ET_GROUP_EMBEDDINGS : ET_GROUP_HEAD;
     if (m->head == ET_HEAD_CAUSAL_LM) {
-        elementwise(b, ET_PHASE_FORWARD, -1, TOK(8 * H * d->St), TOK(2 * e * H * d->St),
-                    ID("final_layernorm"));
+        gb_elementwise(b, ET_PHASE_FORWARD, -1, TOK(8 * H * d->St), TOK(2 * e * H * d->St),
+                       ID("final_layernorm"));
         tp_boundary(b, d, ET_PHASE_FORWARD, -1, 1, ID("tp_allgather"));
-        plain_forward(b, ET_PHASE_FORWARD, -1, decoder_group, PRED(1), H, Vt, ID("lm.decoder"));
+        gb_plain_forward(b, ET_PHASE_FORWARD, -1, decoder_group, PRED(1), H, Vt, ID("lm.decoder"));
     } else {
         if (m->head == ET_HEAD_MLM_NSP) {
-            weight_forward(b, ET_PHASE_FORWARD, -1, ET_GROUP_HEAD, SEQ(1), H, H, 1, "head.pooler");
-            weight_forward(b, ET_PHASE_FORWARD, -1, ET_GROUP_HEAD, SEQ(1), H, 2, 1, "head.nsp");
+            gb_weight_forward(b, ET_PHASE_FORWARD, -1, ET_GROUP_HEAD, SEQ(1), H, H, 1, "head.pooler");
+            gb_weight_forward(b, ET_PHASE_FORWARD, -1, ET_GROUP_HEAD, SEQ(1), H, 2, 1, "head.nsp");
         }
-        elementwise(b, ET_PHASE_FORWARD, -1, FIX(0), PRED(2 * e * H), "head.mlm.gather");
-        weight_forward(b, ET_PHASE_FORWARD, -1, ET_GROUP_HEAD, PRED(1), H, H, 1, "head.mlm.transform");
-        special(elementwise(b, ET_PHASE_FORWARD, -1, PRED(8 * H), PRED(2 * e * H), "head.mlm.gelu"), PRED(H));
-        elementwise(b, ET_PHASE_FORWARD, -1, PRED(8 * H), PRED(2 * e * H), "head.mlm.layernorm");
-        plain_forward(b, ET_PHASE_FORWARD, -1, decoder_group, PRED(1), H, Vt, "head.mlm.decoder");
+        gb_elementwise(b, ET_PHASE_FORWARD, -1, FIX(0), PRED(2 * e * H), "head.mlm.gather");
+        gb_weight_forward(b, ET_PHASE_FORWARD, -1, ET_GROUP_HEAD, PRED(1), H, H, 1, "head.mlm.transform");
+        gb_special(gb_elementwise(b, ET_PHASE_FORWARD, -1, PRED(8 * H), PRED(2 * e * H), "head.mlm.gelu"),
+                   PRED(H));
+        gb_elementwise(b, ET_PHASE_FORWARD, -1, PRED(8 * H), PRED(2 * e * H), "head.mlm.layernorm");
+        gb_plain_forward(b, ET_PHASE_FORWARD, -1, decoder_group, PRED(1), H, Vt, "head.mlm.decoder");
     }
     /* softmax cross-entropy: read logits, fp32 reductions, write the logit gradient (fused fwd+bwd); or
      * Megatron's vocabulary-parallel one over fp32 logits: the upcast copy (read e, write 4), forward's
      * max, subtract, exp, sum and divide (read 4 each, write 4 for the three in place), backward's multiply
      * (read and write 4) and the cast back (read 4, write e): 48 + 2e bytes a logit, 8 kernels */
-    et_op *op = add_op(b, ET_OP_LOSS, ET_PHASE_FORWARD, -1, "%s", ID("loss"));
+    et_op *op = gb_add_op(b, ET_OP_LOSS, ET_PHASE_FORWARD, -1, "%s", ID("loss"));
     if (op) {
         op->flops = PRED(6 * Vt);
         op->bytes = b->g->options.loss_fp32 ? PRED((48 + 2 * e) * Vt) : PRED(2 * e * Vt);
@@ -1091,23 +779,23 @@ static void head_backward(builder *b, const dims *d, const et_model_config *m, c
     int untied = !m->tie_embeddings && owner;
     char id[80];
     if (m->head == ET_HEAD_CAUSAL_LM) {
-        id_printf(id, sizeof id, "%s.lm.decoder", p);
-        plain_backward(b, -1, decoder_group, PRED(1), H, Vt, id, 0, untied);
-        id_printf(id, sizeof id, "%s.tp_reduce_scatter.bwd", p);
+        gb_id_printf(id, sizeof id, "%s.lm.decoder", p);
+        gb_plain_backward(b, -1, decoder_group, PRED(1), H, Vt, id, 0, untied);
+        gb_id_printf(id, sizeof id, "%s.tp_reduce_scatter.bwd", p);
         tp_boundary(b, d, ET_PHASE_BACKWARD, -1, 0, id);
-        id_printf(id, sizeof id, "%s.final_layernorm", p);
+        gb_id_printf(id, sizeof id, "%s.final_layernorm", p);
         layernorm_backward(b, d, -1, id, TOK(d->St));
         return;
     }
-    plain_backward(b, -1, decoder_group, PRED(1), H, Vt, "head.mlm.decoder", 1, untied);
+    gb_plain_backward(b, -1, decoder_group, PRED(1), H, Vt, "head.mlm.decoder", 1, untied);
     layernorm_backward(b, d, -1, "head.mlm.layernorm", PRED(1));
-    special(elementwise(b, ET_PHASE_BACKWARD, -1, PRED(8 * H), PRED(3 * e * H), "head.mlm.gelu.bwd"),
-            PRED(H));
-    weight_backward(b, -1, ET_GROUP_HEAD, PRED(1), H, H, 1, "head.mlm.transform", 1, 1);
-    elementwise(b, ET_PHASE_BACKWARD, -1, FIX(0), PRED(2 * e * H), "head.mlm.gather.bwd");
+    gb_special(gb_elementwise(b, ET_PHASE_BACKWARD, -1, PRED(8 * H), PRED(3 * e * H), "head.mlm.gelu.bwd"),
+               PRED(H));
+    gb_weight_backward(b, -1, ET_GROUP_HEAD, PRED(1), H, H, 1, "head.mlm.transform", 1, 1);
+    gb_elementwise(b, ET_PHASE_BACKWARD, -1, FIX(0), PRED(2 * e * H), "head.mlm.gather.bwd");
     if (m->head == ET_HEAD_MLM_NSP) {
-        weight_backward(b, -1, ET_GROUP_HEAD, SEQ(1), H, 2, 1, "head.nsp", 1, 1);
-        weight_backward(b, -1, ET_GROUP_HEAD, SEQ(1), H, H, 1, "head.pooler", 1, 1);
+        gb_weight_backward(b, -1, ET_GROUP_HEAD, SEQ(1), H, 2, 1, "head.nsp", 1, 1);
+        gb_weight_backward(b, -1, ET_GROUP_HEAD, SEQ(1), H, H, 1, "head.pooler", 1, 1);
     }
 }
 
@@ -1120,17 +808,17 @@ static void mtp_forward(builder *b, const dims *d, const et_model_config *m, int
     char id[80];
     const double H = d->H, e = d->e;
     const int layer = m->layers + j;
-#define ID(name) (id_printf(id, sizeof id, "mtp.%d.%s", j, name), id)
-    et_op *op = add_op(b, ET_OP_EMBEDDING, ET_PHASE_FORWARD, layer, "%s", ID("embed.lookup"));
+#define ID(name) (gb_id_printf(id, sizeof id, "mtp.%d.%s", j, name), id)
+    et_op *op = gb_add_op(b, ET_OP_EMBEDDING, ET_PHASE_FORWARD, layer, "%s", ID("embed.lookup"));
     if (op) {
         op->group = ET_GROUP_EMBEDDINGS;
         op->flops = TOK(H);
         op->bytes = TOK(2 * e * H);
     }
-    elementwise(b, ET_PHASE_FORWARD, layer, TOK(16 * H), TOK(4 * e * H), ID("norms"));
-    weight_forward(b, ET_PHASE_FORWARD, layer, ET_GROUP_ATTENTION, TOK(1), 2 * H, H, 1, ID("eh_proj"));
+    gb_elementwise(b, ET_PHASE_FORWARD, layer, TOK(16 * H), TOK(4 * e * H), ID("norms"));
+    gb_weight_forward(b, ET_PHASE_FORWARD, layer, ET_GROUP_ATTENTION, TOK(1), 2 * H, H, 1, ID("eh_proj"));
     layer_forward(b, d, layer, 1, ET_PHASE_FORWARD, "");
-    id_printf(id, sizeof id, "mtp.%d.head", j);
+    gb_id_printf(id, sizeof id, "mtp.%d.head", j);
     head_forward(b, d, m, id);
 #undef ID
 }
@@ -1142,21 +830,21 @@ static void mtp_backward(builder *b, const dims *d, const et_model_config *m, in
     char id[80];
     const double H = d->H, e = d->e;
     const int layer = m->layers + j;
-    id_printf(id, sizeof id, "mtp.%d.head", j);
+    gb_id_printf(id, sizeof id, "mtp.%d.head", j);
     head_backward(b, d, m, id, 0);
     layer_backward(b, d, layer, 1, b->g->options.recompute);
-    id_printf(id, sizeof id, "mtp.%d.eh_proj", j);
-    weight_backward(b, layer, ET_GROUP_ATTENTION, TOK(1), 2 * H, H, 1, id, d->bias, 1);
-    id_printf(id, sizeof id, "mtp.%d.norms.bwd", j);
-    elementwise(b, ET_PHASE_BACKWARD, layer, TOK(20 * H), TOK(8 * e * H), id);
-    add_grad(b, layer, 2 * H, "mtp.%d.norms.weight", j); /* the embedding's and the hidden state's */
-    et_op *op = add_op(b, ET_OP_EMBEDDING, ET_PHASE_BACKWARD, layer, "mtp.%d.embed.lookup.bwd", j);
+    gb_id_printf(id, sizeof id, "mtp.%d.eh_proj", j);
+    gb_weight_backward(b, layer, ET_GROUP_ATTENTION, TOK(1), 2 * H, H, 1, id, d->bias, 1);
+    gb_id_printf(id, sizeof id, "mtp.%d.norms.bwd", j);
+    gb_elementwise(b, ET_PHASE_BACKWARD, layer, TOK(20 * H), TOK(8 * e * H), id);
+    gb_add_grad(b, layer, 2 * H, "mtp.%d.norms.weight", j); /* the embedding's and the hidden state's */
+    et_op *op = gb_add_op(b, ET_OP_EMBEDDING, ET_PHASE_BACKWARD, layer, "mtp.%d.embed.lookup.bwd", j);
     if (op) {
         op->group = ET_GROUP_EMBEDDINGS;
         op->flops = TOK(H);
         op->bytes = TOK(2 * e * H);
     }
-    if (!first && j == 0) add_grad(b, -1, d->V / d->t * H, "mtp.embed.word_embeddings");
+    if (!first && j == 0) gb_add_grad(b, -1, d->V / d->t * H, "mtp.embed.word_embeddings");
 }
 
 /* The word embedding as a TT-matrix, when the method says so. */
@@ -1174,7 +862,7 @@ static void embedding_forward(builder *b, const dims *d, const et_model_config *
     double tables = 1 + (m->position == ET_POSITION_LEARNED) + (m->type_vocab > 0);
     et_tt_shape tt;
     int tt_word = tt_embedding_of(b, &tt);
-    et_op *op = add_op(b, ET_OP_EMBEDDING, ET_PHASE_FORWARD, -1, "embed.lookup");
+    et_op *op = gb_add_op(b, ET_OP_EMBEDDING, ET_PHASE_FORWARD, -1, "embed.lookup");
     if (op) {
         op->group = ET_GROUP_EMBEDDINGS;
         op->flops = TOK(tables * H + (tt_word ? et_tt_embedding_flops_per_token(&tt) : 0));
@@ -1184,7 +872,7 @@ static void embedding_forward(builder *b, const dims *d, const et_model_config *
     tp_boundary(b, d, ET_PHASE_FORWARD, -1, 0, d->sp ? "embed.tp_reduce_scatter" : "embed.tp_allreduce");
     dropout_op(b, d, ET_PHASE_FORWARD, -1, TOK(H * d->St), 1, "embed.dropout");
     if (m->arch == ET_ARCH_ENCODER)
-        elementwise(b, ET_PHASE_FORWARD, -1, TOK(8 * H), TOK(2 * e * H), "embed.layernorm");
+        gb_elementwise(b, ET_PHASE_FORWARD, -1, TOK(8 * H), TOK(2 * e * H), "embed.layernorm");
 }
 
 static void embedding_backward(builder *b, const dims *d, const et_model_config *m)
@@ -1200,7 +888,7 @@ static void embedding_backward(builder *b, const dims *d, const et_model_config 
     double table_elems = word_kept + (m->position == ET_POSITION_LEARNED ? (double)m->max_positions * H : 0) +
                          m->type_vocab * H;
     /* under LoRA the tables are frozen: no scatter (their weights still counted below) */
-    et_op *op = b->lora ? NULL : add_op(b, ET_OP_EMBEDDING, ET_PHASE_BACKWARD, -1, "embed.lookup.bwd");
+    et_op *op = b->lora ? NULL : gb_add_op(b, ET_OP_EMBEDDING, ET_PHASE_BACKWARD, -1, "embed.lookup.bwd");
     if (!op && !b->lora) return;
     if (op) {
         op->group = ET_GROUP_EMBEDDINGS;
@@ -1214,15 +902,15 @@ static void embedding_backward(builder *b, const dims *d, const et_model_config 
         for (int k = tt.d_in - 1; k >= 0; k--) {
             snprintf(name, sizeof name, "embed.word_embeddings.core.%d", k);
             double n = et_tt_core_params(&tt, k);
-            add_param(b, -1, n, n, n, 0, name);
+            gb_add_param(b, -1, n, n, n, 0, name);
         }
     } else {
-        add_param(b, -1, word_kept, word_dense, b->method->dense_gradients ? word_dense : word_kept,
-                  word_dense * et_sparse_meta_bytes_per_weight(&sp), "embed.word_embeddings");
+        gb_add_param(b, -1, word_kept, word_dense, b->method->dense_gradients ? word_dense : word_kept,
+                     word_dense * et_sparse_meta_bytes_per_weight(&sp), "embed.word_embeddings");
     }
     if (m->position == ET_POSITION_LEARNED)
-        add_grad(b, -1, (double)m->max_positions * H, "embed.position_embeddings");
-    if (m->type_vocab > 0) add_grad(b, -1, (double)m->type_vocab * H, "embed.token_type_embeddings");
+        gb_add_grad(b, -1, (double)m->max_positions * H, "embed.position_embeddings");
+    if (m->type_vocab > 0) gb_add_grad(b, -1, (double)m->type_vocab * H, "embed.token_type_embeddings");
 }
 
 /* A tied output projection over a TT embedding needs the dense table: rebuilt from the cores each step. */
@@ -1230,7 +918,7 @@ static void tt_table_reconstruct(builder *b, const dims *d)
 {
     et_tt_shape tt;
     if (!tt_embedding_of(b, &tt) || !b->g->model.tie_embeddings) return;
-    et_op *op = add_op(b, ET_OP_EMBEDDING, ET_PHASE_FORWARD, -1, "head.tied_table.reconstruct");
+    et_op *op = gb_add_op(b, ET_OP_EMBEDDING, ET_PHASE_FORWARD, -1, "head.tied_table.reconstruct");
     if (!op) return;
     op->group = ET_GROUP_EMBEDDINGS;
     op->flops = FIX(d->V * et_tt_embedding_flops_per_token(&tt));
@@ -1260,19 +948,20 @@ static double galore_ops(builder *b, const et_graph_options *o)
         const et_param p = g->params[i];
         if (!galore_projects(g, &p)) continue;
         const double m = fmin(p.rows, p.cols), n = fmax(p.rows, p.cols);
-        et_op *op = add_op(b, ET_OP_GEMM, ET_PHASE_OPTIMIZER, p.layer, "optimizer.galore.project.%s", p.id);
+        et_op *op =
+            gb_add_op(b, ET_OP_GEMM, ET_PHASE_OPTIMIZER, p.layer, "optimizer.galore.project.%s", p.id);
         if (op) {
             op->m = FIX(r), op->n = FIX(n), op->k = FIX(m);
             op->flops = FIX(2 * r * m * n);
             op->bytes = FIX(e * (m * n + r * m + r * n));
         }
-        if ((op = add_op(b, ET_OP_GEMM, ET_PHASE_OPTIMIZER, p.layer, "optimizer.galore.project_back.%s",
-                         p.id))) {
+        if ((op = gb_add_op(b, ET_OP_GEMM, ET_PHASE_OPTIMIZER, p.layer, "optimizer.galore.project_back.%s",
+                            p.id))) {
             op->m = FIX(m), op->n = FIX(n), op->k = FIX(r);
             op->flops = FIX(2 * r * m * n);
             op->bytes = FIX(e * (m * n + r * m + r * n));
         }
-        if ((op = add_op(b, ET_OP_GEMM, ET_PHASE_OPTIMIZER, p.layer, "optimizer.galore.svd.%s", p.id))) {
+        if ((op = gb_add_op(b, ET_OP_GEMM, ET_PHASE_OPTIMIZER, p.layer, "optimizer.galore.svd.%s", p.id))) {
             op->m = FIX(m), op->n = FIX(n), op->k = FIX(m);
             op->flops = FIX((4 * m * n * m + 8 * m * m * m) / T);
             op->bytes = FIX(4 * (2 * m * n + m * m) / T);
@@ -1283,7 +972,8 @@ static double galore_ops(builder *b, const et_graph_options *o)
         g->galore_state_elems += 2 * r * n + r * m;
     }
     et_op *op;
-    if (projected > 0 && (op = add_op(b, ET_OP_OPTIMIZER, ET_PHASE_OPTIMIZER, -1, "optimizer.galore.step"))) {
+    if (projected > 0 &&
+        (op = gb_add_op(b, ET_OP_OPTIMIZER, ET_PHASE_OPTIMIZER, -1, "optimizer.galore.step"))) {
         /* Adam on the low-rank states (m, v read and written), the full-size update applied to the fp32
          * master copy and the weights, the gradient read */
         op->flops = FIX(12 * low_rank + 2 * full);
@@ -1321,31 +1011,32 @@ static void optimizer_ops(builder *b, const et_graph_options *o, double params)
                  mask_bytes = 4 * dense / o->optimizer_shards; /* fp32 masks */
     et_op *op;
     if (o->precision == ET_FP16 &&
-        (op = add_op(b, ET_OP_OPTIMIZER, ET_PHASE_OPTIMIZER, -1, "optimizer.unscale"))) {
+        (op = gb_add_op(b, ET_OP_OPTIMIZER, ET_PHASE_OPTIMIZER, -1, "optimizer.unscale"))) {
         op->flops = FIX(2 * shard);
         op->bytes = FIX(2 * ge * shard);
     }
-    if (o->clip_global && (op = add_op(b, ET_OP_OPTIMIZER, ET_PHASE_OPTIMIZER, -1, "optimizer.grad_norm"))) {
+    if (o->clip_global &&
+        (op = gb_add_op(b, ET_OP_OPTIMIZER, ET_PHASE_OPTIMIZER, -1, "optimizer.grad_norm"))) {
         op->flops = FIX(2 * shard);
         op->bytes = FIX(ge * shard);
     }
     if (o->optimizer == ET_OPT_LAMB) {
-        if ((op = add_op(b, ET_OP_OPTIMIZER, ET_PHASE_OPTIMIZER, -1, "optimizer.update"))) {
+        if ((op = gb_add_op(b, ET_OP_OPTIMIZER, ET_PHASE_OPTIMIZER, -1, "optimizer.update"))) {
             op->flops = FIX(12 * shard);
             op->bytes = FIX((ge + 12 + 12) * shard);
             op->cold_bytes = FIX(ET_ADAM_MOMENT_BYTES * shard);
             op->footprint = FIX((ge + 12) * shard); /* gradients, fp32 weights, m and v */
             op->masked_scale = masked_scale, op->mask_bytes = mask_bytes;
         }
-        if ((op = add_op(b, ET_OP_OPTIMIZER, ET_PHASE_OPTIMIZER, -1, "optimizer.trust_ratio"))) {
+        if ((op = gb_add_op(b, ET_OP_OPTIMIZER, ET_PHASE_OPTIMIZER, -1, "optimizer.trust_ratio"))) {
             op->flops = FIX(4 * shard);
             op->bytes = FIX(8 * shard);
         }
-        if ((op = add_op(b, ET_OP_OPTIMIZER, ET_PHASE_OPTIMIZER, -1, "optimizer.apply"))) {
+        if ((op = gb_add_op(b, ET_OP_OPTIMIZER, ET_PHASE_OPTIMIZER, -1, "optimizer.apply"))) {
             op->flops = FIX(3 * shard);
             op->bytes = FIX((12 + (ge < 4 ? ge : 0)) * shard); /* the 16-bit copy under mixed precision */
         }
-    } else if ((op = add_op(b, ET_OP_OPTIMIZER, ET_PHASE_OPTIMIZER, -1, "optimizer.step"))) {
+    } else if ((op = gb_add_op(b, ET_OP_OPTIMIZER, ET_PHASE_OPTIMIZER, -1, "optimizer.step"))) {
         et_adam_step_costs(op, shard, ge);
         op->masked_scale = masked_scale, op->mask_bytes = mask_bytes;
     }
@@ -1501,10 +1192,11 @@ static int build(const et_model_config *m, const et_graph_options *o, et_graph *
      * on a last stage that does not hold the embedding keeps its own copy (Megatron), finalised at the end.
      */
     if (last && !first && m->tie_embeddings) {
-        et_op *op =
-            b.lora ? NULL : add_op(&b, ET_OP_ELEMENTWISE, ET_PHASE_BACKWARD, -1, "head.tied_embedding.grad");
+        et_op *op = b.lora
+                        ? NULL
+                        : gb_add_op(&b, ET_OP_ELEMENTWISE, ET_PHASE_BACKWARD, -1, "head.tied_embedding.grad");
         if (op) op->bytes = FIX(b.e * d.V / d.t * d.H);
-        add_grad(&b, -1, d.V / d.t * d.H, "head.tied_embedding");
+        gb_add_grad(&b, -1, d.V / d.t * d.H, "head.tied_embedding");
     }
     optimizer_ops(&b, o, g->param_count);
     /* what a step holds besides an update's own state: one micro-batch's activations (in flight, once) */
