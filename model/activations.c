@@ -101,38 +101,29 @@ void et_graph_activation_terms(const et_graph *g, et_linear *per_micro, et_linea
      * in 16 bits under fp8 and fp4 (graph.h's bf16_first and bf16_last) keep their products' inputs at 16
      * bits: what qsave took off their share comes back. */
     const int full = g->options.recompute == ET_RECOMPUTE_FULL;
-    double recomputed = full ? mtp : 0, kept = full ? 0 : mtp, kept_moe = 0, bf16_dense = 0, bf16_moe = 0;
+    const double back_dense = (quant + dense_kept) * qsave * e / 2,
+                 back_moe = (quant + moe_quant) * qsave * e / 2;
+    double recomputed = full ? mtp : 0, kept = full ? 0 : mtp, kept_moe = 0, back = 0, bf16_on_stage = 0;
     if (!full && mtp) kept_moe = et_model_moe_layers(model, model->layers, model->layers + mtp - 1);
     for (int i = g->first_layer; i <= g->last_layer; i++) {
         const int is_moe = moe->experts > 0 && et_model_layer_is_moe(model, i);
+        const double bf16 =
+            qsave > 0 && et_graph_layer_bf16(model, &g->options, i) ? (is_moe ? back_moe : back_dense) : 0;
+        bf16_on_stage = fmax(bf16_on_stage, bf16);
         if (et_graph_layer_recomputed(g, i)) {
             recomputed++;
-            continue;
-        }
-        kept++, kept_moe += is_moe;
-        if (qsave > 0 && et_graph_layer_bf16(model, &g->options, i)) {
-            if (is_moe)
-                bf16_moe++;
-            else
-                bf16_dense++;
+        } else {
+            kept++, kept_moe += is_moe, back += bf16;
         }
     }
-    const double back_dense = (quant + dense_kept) * qsave * e / 2,
-                 back_moe = (quant + moe_quant) * qsave * e / 2;
     *per_micro = (et_linear){0};
-    per_micro->per_token = recomputed * H * e / (sp ? t : 1) + kept * per_layer.per_token +
-                           kept_moe * moe_extra + bf16_dense * back_dense + bf16_moe * back_moe;
+    per_micro->per_token =
+        recomputed * H * e / (sp ? t : 1) + kept * per_layer.per_token + kept_moe * moe_extra + back;
     per_micro->per_token_sq = kept * per_layer.per_token_sq;
     per_micro->per_token += H * e + mtp * 2 * H * e; /* the layers' input; the modules' projection input */
     /* the largest layer, rebuilt during backward under full recomputation (in 16 bits if the stage has such
      * a layer: an upper bound) */
     if (moe_layers > 0 && moe_extra > 0) per_layer.per_token += moe_extra;
-    double bf16_on_stage = 0;
-    for (int i = g->first_layer; qsave > 0 && i <= g->last_layer; i++)
-        bf16_on_stage =
-            fmax(bf16_on_stage, !et_graph_layer_bf16(model, &g->options, i)           ? 0
-                                : moe->experts > 0 && et_model_layer_is_moe(model, i) ? back_moe
-                                                                                      : back_dense);
     per_layer.per_token += bf16_on_stage;
     *once = recomputed > 0 ? per_layer : (et_linear){0};
     /* embeddings output and the loss head: logits and their gradient, and in separate fp32 passes

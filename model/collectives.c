@@ -54,14 +54,6 @@ et_comm_group et_tp_group(const et_scenario *s)
     return group(s, s->parallel.tensor, s->parallel.tensor, s->cluster.gpus_per_node / s->parallel.tensor);
 }
 
-/* Data ranks an expert group spans: x, or x / t when the experts are folded over the tensor ranks (an
- * expert group is then x / t whole tensor groups). */
-static int expert_data_span(const et_scenario *s)
-{
-    const int x = s->parallel.expert > 1 ? s->parallel.expert : 1;
-    return et_scenario_experts_folded(s) ? x / s->parallel.tensor : x;
-}
-
 et_comm_group et_ep_group(const et_scenario *s)
 {
     const int x = s->parallel.expert > 1 ? s->parallel.expert : 1;
@@ -73,7 +65,7 @@ et_comm_group et_ep_group(const et_scenario *s)
 
 et_comm_group et_ep_data_group(const et_scenario *s)
 {
-    const int xd = expert_data_span(s);
+    const int xd = et_scenario_expert_data_span(s);
     return after_tensor_ranks(s, et_scenario_grad_ranks(s) / xd, xd);
 }
 

@@ -1239,13 +1239,18 @@ int et_graph_find(const et_graph *g, const char *id)
     return -1;
 }
 
+double et_graph_quantized_params(const et_graph *g)
+{
+    double n = 0;
+    for (int i = 0; i < g->n_params; i++)
+        if (g->params[i].quantized) n += g->params[i].count;
+    return n;
+}
+
 double et_graph_param_gather_bytes(const et_graph *g, bool fp8)
 {
     const double e = et_precision_bytes(g->options.precision);
-    double bytes = 0;
-    for (int i = 0; i < g->n_params; i++)
-        bytes += g->params[i].count * (fp8 && g->params[i].quantized ? 1 : e);
-    return bytes;
+    return e * g->param_count - (fp8 ? (e - 1) * et_graph_quantized_params(g) : 0);
 }
 
 bool et_graph_layer_recomputed(const et_graph *g, int i)
@@ -1253,8 +1258,7 @@ bool et_graph_layer_recomputed(const et_graph *g, int i)
     const et_graph_options *o = &g->options;
     if (o->recompute != ET_RECOMPUTE_FULL) return false;
     if (o->recompute_layers <= 0 || i > g->last_layer) return true;
-    const int n = g->last_layer - g->first_layer + 1, v = o->virtual_pipeline > 1 ? o->virtual_pipeline : 1;
-    const int chunk = (n + v - 1) / v;
+    const int chunk = et_pipeline_chunk_layers(g->last_layer - g->first_layer + 1, o->virtual_pipeline);
     return (i - g->first_layer) % chunk < o->recompute_layers;
 }
 

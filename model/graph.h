@@ -230,6 +230,9 @@ double et_op_model_share(const et_graph *g, const et_op *op);
  * ceil(layers / virtual_pipeline)); multi-token prediction's layers always. */
 bool et_graph_layer_recomputed(const et_graph *g, int i);
 
+/* This GPU's parameters that are quantized products' weights (et_param.quantized). */
+double et_graph_quantized_params(const et_graph *g);
+
 /* Bytes of this GPU's parameters a gather moves: e a value, or with FP8 parameter gathers
  * (software.fp8_param_gather) one byte for the quantized products' weights (et_param.quantized). */
 double et_graph_param_gather_bytes(const et_graph *g, bool fp8);

@@ -1025,7 +1025,7 @@ static int check_parallelism(const et_json_reader *r, et_scenario *s)
         int most = 0; /* the largest chunk of a stage, in layers */
         for (int k = 0; k < pp; k++) {
             const int n = s->parallel.uneven ? s->parallel.layers_per_stage[k] : s->model.layers / pp;
-            const int chunk = (n + v - 1) / v;
+            const int chunk = et_pipeline_chunk_layers(n, v);
             most = chunk > most ? chunk : most;
         }
         if (s->parallel.recompute_layers > most)
@@ -1343,6 +1343,12 @@ int et_scenario_expert_tensor(const et_scenario *s)
 bool et_scenario_experts_folded(const et_scenario *s)
 {
     return et_scenario_expert_tensor(s) < s->parallel.tensor;
+}
+
+int et_scenario_expert_data_span(const et_scenario *s)
+{
+    const int x = s->parallel.expert > 1 ? s->parallel.expert : 1;
+    return et_scenario_experts_folded(s) ? x / s->parallel.tensor : x;
 }
 
 /* software.fp8_param_gather: FP8 weights (Transformer Engine's Float8Tensor parameters, per-tensor scales)

@@ -177,6 +177,11 @@ int et_scenario_gpus(const et_scenario *s);
 int et_scenario_expert_tensor(const et_scenario *s);
 bool et_scenario_experts_folded(const et_scenario *s);
 
+/* Data ranks an expert group spans: the expert degree x (1 without expert parallelism), or x / t when the
+ * experts are folded (an expert group is then x / t whole tensor groups). Every such-th data rank holds the
+ * same experts. */
+int et_scenario_expert_data_span(const et_scenario *s);
+
 /* Ranks that hold the same weights and reduce gradients together: data x context (Megatron folds the
  * context-parallel ranks into the data-parallel gradient reduction and optimizer sharding). */
 int et_scenario_grad_ranks(const et_scenario *s);

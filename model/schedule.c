@@ -38,6 +38,12 @@ double et_pipeline_bubble_micro_batches(int stages, int virtual_stages)
     return (double)(stages - 1) / (virtual_stages > 1 ? virtual_stages : 1);
 }
 
+int et_pipeline_chunk_layers(int stage_layers, int virtual_stages)
+{
+    const int v = virtual_stages > 1 ? virtual_stages : 1;
+    return (stage_layers + v - 1) / v;
+}
+
 int et_pipeline_sends_per_micro_batch(int stages, int virtual_stages)
 {
     if (stages <= 1) return 0;

@@ -51,6 +51,10 @@ double et_host_bound(double device, double kernels, double host_per_kernel);
  * whole-stage micro-batch times (forward + backward): (p - 1) / v (Narayanan et al. 2021, sec. 2.2). */
 double et_pipeline_bubble_micro_batches(int stages, int virtual_stages);
 
+/* Layers in each model chunk of a stage of `stage_layers` layers under interleaving (`virtual_stages`
+ * chunks; 0 or 1: one): ceil(stage_layers / virtual_stages), the last chunk the rest. */
+int et_pipeline_chunk_layers(int stage_layers, int virtual_stages);
+
 /* Activation sends (and receives) between stages per micro-batch, each way: v chunk boundaries. */
 int et_pipeline_sends_per_micro_batch(int stages, int virtual_stages);
 

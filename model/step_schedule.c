@@ -375,11 +375,10 @@ double et_step_optimizer_seconds(const et_step_schedule *q, const et_scenario *s
 {
     const et_graph *g = q->graph;
     const double shard = et_graph_optimizer_params(g);
-    double quantized = 0;
-    for (int i = 0; s->software.fp8_param_gather && i < g->n_params; i++)
-        if (g->params[i].quantized) quantized += g->params[i].count;
-    /* the shard's quantized share, as the parameters' */
-    const double quantized_shard = g->param_count > 0 ? shard * quantized / g->param_count : 0;
+    /* the shard's quantized share, as the parameters' (only FP8 parameter gathers read it) */
+    const double quantized_shard = s->software.fp8_param_gather && g->param_count > 0
+                                       ? shard * et_graph_quantized_params(g) / g->param_count
+                                       : 0;
     return et_phase_time_of(s, c, ET_PHASE_OPTIMIZER, b, NULL) +
            et_optimizer_stack_time(s, g->param_count, shard, quantized_shard);
 }

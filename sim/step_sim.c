@@ -84,9 +84,7 @@ static int flow_buffers(sim_group *g)
  * which reduce the expert buckets: the same actor plays them, as subgroups of one group (sim_world.h). */
 static int expert_groups(sim_world *w)
 {
-    /* the data ranks an expert group spans: every x-th member shares the experts (x / t when folded) */
-    const int x = et_scenario_experts_folded(w->s) ? w->s->parallel.expert / w->s->parallel.tensor
-                                                   : w->s->parallel.expert;
+    const int x = et_scenario_expert_data_span(w->s); /* every x-th member shares the experts */
     w->edp = et_ep_data_group(w->s);
     w->expert_groups = calloc((size_t)w->n_groups, sizeof *w->expert_groups);
     if (!w->expert_groups) return -1;
