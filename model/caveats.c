@@ -18,13 +18,18 @@ int et_caveats(const et_scenario *s, const char **out, int max)
         "loading");
     if (s->data.lengths.kind != ET_LENGTHS_FIXED)
         ADD("activation memory for the worst-case micro-batch (local x seq_len tokens), not a sampled one");
-    if (s->parallel.tensor > 1 && !s->parallel.tp_overlap)
+    if (s->parallel.tensor > 1 && !s->parallel.tp_overlap && s->software.tp_comm == ET_TP_COMM_EXPOSED)
         ADD("tensor-parallel communication not overlapped with compute");
-    if (s->parallel.tensor > 1 && s->parallel.tp_overlap)
-        ADD("overlapped tensor-parallel communication slows no GEMM (no contention for SMs or memory)");
+    if (s->parallel.tensor > 1 && !s->parallel.tp_overlap && s->software.tp_comm == ET_TP_COMM_ASYNC)
+        ADD("forward tensor-parallel collectives block compute; backward ones beside their products");
+    if (s->parallel.tensor > 1 && (s->parallel.tp_overlap || s->software.tp_comm == ET_TP_COMM_ASYNC))
+        ADD(s->cluster.device.multiprocessors > 0
+                ? "overlapped tensor-parallel communication takes SMs from its GEMM, not memory bandwidth"
+                : "overlapped tensor-parallel communication slows no GEMM (the profile gives no SM count)");
     if (s->parallel.pipeline > 1) ADD("pipeline sends not overlapped with compute");
-    if (s->parallel.sequence_parallel && s->parallel.tensor > 1)
-        ADD("no extra all-gather of layer inputs for weight gradients under sequence parallelism");
+    if (s->parallel.sequence_parallel && s->parallel.tensor > 1 && s->model.mla.kv_lora > 0)
+        ADD("no all-gather again of latent attention's inputs for weight gradients under sequence "
+            "parallelism");
     if (s->model.dropout <= 0) ADD("no dropout kernels (model.dropout 0)");
     if (s->model.moe.experts > 0 && s->model.moe.shared_experts > 0)
         ADD("shared experts run after the router, not overlapped with the experts' all-to-all");

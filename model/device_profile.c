@@ -62,7 +62,7 @@ static const char *const eff_keys[] = {"gemm_max",        "gemm_half_dim",      
                                        "memory",          "kernel_overhead_us", "gemm_max_by_precision",
                                        "flash_attention", "attention_products", NULL};
 
-/* The efficiency section, with the multiprocessors and the GEMM tile the wave quantization needs. */
+/* The efficiency section, with the multiprocessors and the GEMM tile the wave quantization needs (both). */
 static int read_efficiency(const et_json_reader *r, json_t *root, et_device_profile *out)
 {
     json_t *eff;
@@ -93,11 +93,6 @@ static int read_efficiency(const et_json_reader *r, json_t *root, et_device_prof
         for (size_t i = 0; i < 2; i++)
             if (et_json_array_number(r, tile, "$.efficiency.gemm_tile", i, 1, 1 << 16, &out->gemm_tile[i]))
                 return -1;
-    }
-    if (out->multiprocessors > 0 && !tile) {
-        et_error_set(r->err, r->source, 0, 0, "$.efficiency.gemm_tile",
-                     "a profile with multiprocessors needs the GEMM output tile [rows, columns]");
-        return -1;
     }
     if (et_json_get_number(r, eff, "$.efficiency", "memory", true, 0, 0.01, 1, &out->memory_efficiency))
         return -1;
@@ -260,9 +255,16 @@ static double wave_efficiency_split(const et_device_profile *d, double m, double
     return fmax(best, tile_wave_fraction(m, n, c, c, slots));
 }
 
+/* The wave model needs both the multiprocessors and the GEMM tile: a profile with the multiprocessors alone
+ * (what overlapped communication takes a share of) keeps GEMMs at their dimension terms. */
+static int wave_model(const et_device_profile *d)
+{
+    return d->multiprocessors > 0 && d->gemm_tile[0] > 0 && d->gemm_tile[1] > 0;
+}
+
 double et_gemm_wave_efficiency(const et_device_profile *d, double m, double n)
 {
-    if (d->multiprocessors <= 0 || m <= 0 || n <= 0) return 1;
+    if (!wave_model(d) || m <= 0 || n <= 0) return 1;
     return wave_efficiency_split(d, m, n, 1);
 }
 
@@ -285,8 +287,7 @@ double et_gemm_batched_efficiency(const et_device_profile *d, double batch, doub
     /* an output smaller than one wave of tiles is split along K (cuBLAS's split-K kernels): each slice a
      * block, at the efficiency of its shallower K; the partial sums' reduction is not costed. Larger outputs
      * keep their tiles (their last wave's quantization stays) */
-    const int small =
-        d->multiprocessors > 0 && rows * n < d->multiprocessors * d->gemm_tile[0] * d->gemm_tile[1];
+    const int small = wave_model(d) && rows * n < d->multiprocessors * d->gemm_tile[0] * d->gemm_tile[1];
     for (double split = 2; small && split <= d->multiprocessors && k / split >= SPLIT_K_MIN_DEPTH; split *= 2)
         best = fmax(best, et_gemm_dimension_efficiency(d, m, n, k / split) *
                               wave_efficiency_split(d, rows, n, split));

@@ -41,8 +41,9 @@ typedef struct et_device_profile {
     double reserved_bytes;      /* context, library workspaces, fragmentation: bytes */
     double gemm_max_efficiency; /* fraction of peak a large GEMM reaches */
     double gemm_max_by_precision[ET_PRECISION_COUNT]; /* the same for one precision (0: gemm_max) */
-    double gemm_half_dim;      /* GEMM dimension at which efficiency halves, elements */
-    int multiprocessors;       /* SMs a GEMM's tiles are spread over (0: no wave model) */
+    double gemm_half_dim; /* GEMM dimension at which efficiency halves, elements */
+    int multiprocessors;  /* SMs: a GEMM's tiles are spread over them (the wave model, with gemm_tile), an
+                             overlapped collective takes some (software.overlap_sms); 0: not given */
     double compute_capability; /* CUDA compute capability (8.0 A100); 0: not given (NCCL's tuning, 8.0) */
     double gemm_tile[2];       /* output tile of a large GEMM, rows x columns (elements) */
     double memory_efficiency;  /* fraction of bandwidth a streaming kernel reaches */

@@ -431,13 +431,30 @@ void gb_plain_backward(builder *b, int layer, et_layer_group group, et_linear ro
 
 /* The tensor-parallel collective at the boundary of a block: one all-reduce of the block's output, or
  * with sequence parallelism a reduce-scatter after the block and an all-gather before the next (`gather`
- * selects the one before). Messages are the full T x H activation. */
+ * selects the one before). Messages are the full T x H activation. In backward, the reduction after a
+ * column-parallel layer's products (its input gradient's) runs beside the weight-gradient product before it
+ * when the stack issues it asynchronously (Megatron's LinearWithGradAccumulationAndAsyncCommunication). */
 static void tp_boundary(builder *b, const dims *d, et_phase phase, int layer, int gather, const char *name)
 {
     if (d->t <= 1 || (gather && !d->sp)) return;
     et_op_kind kind = !d->sp ? ET_OP_TP_ALLREDUCE : gather ? ET_OP_TP_ALLGATHER : ET_OP_TP_REDUCE_SCATTER;
     et_op *op = gb_add_op(b, kind, phase, layer, "%s", name);
-    if (op) op->bytes = TOK(d->e * d->H);
+    if (!op) return;
+    op->bytes = TOK(d->e * d->H);
+    op->async_comm = d->tp_async && phase == ET_PHASE_BACKWARD && !gather;
+}
+
+/* Sequence parallelism keeps a column-parallel layer's input as its 1/t share: backward all-gathers it again
+ * for the weight gradient, beside the input-gradient product that follows (asynchronously in Megatron's
+ * linear layers and Transformer Engine's, blocking otherwise). */
+static void sp_regather(builder *b, const dims *d, int layer, const char *name)
+{
+    if (d->t <= 1 || !d->sp) return;
+    et_op *op = gb_add_op(b, ET_OP_TP_ALLGATHER, ET_PHASE_BACKWARD, layer, "%s", name);
+    if (!op) return;
+    op->bytes = TOK(d->e * d->H);
+    op->async_comm = d->tp_async;
+    op->regather = true;
 }
 
 /* Dropout on `elems` values per batch unit (a mask byte each; Megatron's fused kernels): forward reads
@@ -648,6 +665,7 @@ static void layer_backward(builder *b, const dims *d, int i, int decoder, et_rec
         gb_weight_backward(b, i, ET_GROUP_MLP, TOK(1), Ft, H, 1, NAME("mlp.fc2"), d->bias, 1);
         lora_backward(b, i, ET_GROUP_MLP, Ft, H, ET_LORA_FC2, NAME("mlp.fc2"));
         gb_activation(b, d, ET_PHASE_BACKWARD, i, Ft, 1, NAME(d->swiglu ? "mlp.swiglu.bwd" : "mlp.gelu.bwd"));
+        if (mlp_boundary) sp_regather(b, d, i, NAME("mlp.tp_allgather.regather"));
         gb_weight_backward(b, i, ET_GROUP_MLP, TOK(1), H, d->swiglu ? 2 * Ft : Ft, 1, NAME("mlp.fc1"),
                            d->bias, 1);
         lora_backward(b, i, ET_GROUP_MLP, H, d->swiglu ? 2 * Ft : Ft, ET_LORA_FC1, NAME("mlp.fc1"));
@@ -719,6 +737,7 @@ static void layer_backward(builder *b, const dims *d, int i, int decoder, et_rec
             gb_add_grad(b, i, d->D, "layer.%d.attn.q_norm.weight", i);
             gb_add_grad(b, i, d->D, "layer.%d.attn.k_norm.weight", i);
         }
+        sp_regather(b, d, i, NAME("attn.tp_allgather.regather"));
         gb_weight_backward(b, i, ET_GROUP_ATTENTION, TOK(1), H, Qt + 2 * d->KVt, 1, NAME("attn.qkv"), d->bias,
                            1);
         lora_backward(b, i, ET_GROUP_ATTENTION, H, Qt + 2 * d->KVt, ET_LORA_QKV, NAME("attn.qkv"));
@@ -1147,6 +1166,7 @@ static int build(const et_model_config *m, const et_graph_options *o, et_graph *
     d.flash = o->attention == ET_ATTENTION_FLASH;
     d.flash_rate = o->flash_rate; /* 0: the profile's kernel, as et_op_time reads an op's fused_rate */
     d.unpad = d.flash && o->attention_unpad;
+    d.tp_async = o->tp_async;
     d.residual = o->residual_kernels;
     if (m->moe.experts > 0) {
         d.E = m->moe.experts;

@@ -86,6 +86,11 @@ typedef struct et_op {
     double time_scale; /* measured / modelled time of this op on this device (etsim --op-times), else 1 */
     bool expert;       /* an expert's op (mixture of experts): its time follows the rank's routed tokens */
     bool fused;        /* attention as one fused (flash-style) kernel */
+    bool async_comm;   /* a tensor-parallel collective the stack issues beside its neighbouring product (the
+                          one it feeds: an all-gather's next op; or drains: the previous op), not blocking
+                          (software.tp_comm async) */
+    bool regather;     /* sequence parallelism's all-gather of a column-parallel layer's input again in
+                          backward, for its weight gradient (beside the input-gradient product) */
     bool unquantized;  /* a product that stays in 16 bits under FP8 and FP4 recipes (Megatron-Core's output
                           layer and router run outside Transformer Engine's FP8 autocast) */
     double fused_rate; /* that kernel's share of the profile's fused-attention rate
@@ -137,6 +142,8 @@ typedef struct et_graph_options {
     et_attention_kind attention; /* standard (materialised scores) or flash (one fused kernel) */
     bool sequence_parallel; /* tensor-parallel all-reduces become all-gather + reduce-scatter; layer norms
                                and dropouts run on T/t tokens */
+    bool tp_async;          /* the backward tensor-parallel collectives beside their products
+                               (software.tp_comm async) */
     et_optimizer optimizer;
     int optimizer_shards;        /* ZeRO: optimizer states split over this many ranks (1 = none) */
     int expert_optimizer_shards; /* the experts' states, over the ranks holding the same experts (d / x;

@@ -45,6 +45,27 @@ static double op_compute(const et_scenario *s, const et_graph *g, int j, const e
     return c ? c->class_time[c->class_of[j]] : et_op_time(&g->ops[j], b, &s->cluster.device, s->precision);
 }
 
+double et_overlap_blocking(double comm, double gemm, double taken, double sms, bool margin)
+{
+    const double share = sms > 0 && taken > 0 ? fmin(taken, sms - 1) / sms : 0;
+    if (margin) return fmax(comm, gemm / (1 - share)) - gemm;
+    /* the product's blocks share the multiprocessors only while the collective runs */
+    return comm * (1 - share) >= gemm ? comm - gemm : comm * share;
+}
+
+double et_beside_product_blocking(const et_scenario *s, const et_op *op, double comm, double gemm)
+{
+    const double sms = s->cluster.device.multiprocessors, k = s->software.overlap_sms;
+    if (!s->parallel.tp_overlap) return et_overlap_blocking(comm, gemm, k, sms, false); /* NCCL, async */
+    /* Transformer Engine's userbuffers (initialize_ub): the all-gathers before a product by ring exchange on
+     * one SM, the product on every SM; the forward reduce-scatters pipelined and the backward ones and the
+     * re-gather in bulk, on SMs taken from the product (set_sm_margin) */
+    if (op->kind == ET_OP_TP_ALLGATHER && !op->regather)
+        return et_overlap_blocking(comm, gemm, 1, sms, false);
+    const double taken = op->phase == ET_PHASE_FORWARD ? k : s->software.bulk_overlap_sms;
+    return et_overlap_blocking(comm, gemm, taken, sms, true);
+}
+
 double et_op_seconds_balanced(const et_scenario *s, const et_graph *g, int i, const et_batch_shape *b,
                               const et_op_classes *c, const et_comm_group *tp, double *tp_comm)
 {
@@ -66,14 +87,13 @@ double et_op_seconds_balanced(const et_scenario *s, const et_graph *g, int i, co
     }
     if (et_op_is_comm(op->kind)) {
         double t = et_tp_comm_time(tp, op->kind, et_linear_eval(&op->bytes, b));
-        if (s->parallel.tp_overlap) {
-            /* split into chunks pipelined with the product it feeds (an all-gather: the next op) or drains
-             * (a reduce-scatter or all-reduce: the previous op), only what that product cannot hide shows */
+        if (s->parallel.tp_overlap || op->async_comm) {
+            /* beside the product it feeds (an all-gather: the next op) or drains (a reduce-scatter or
+             * all-reduce: the previous op): what shows is what that product, slowed by the SMs the
+             * collective takes, cannot hide */
             int j = op->kind == ET_OP_TP_ALLGATHER ? i + 1 : i - 1;
-            if (j >= 0 && j < g->n_ops && g->ops[j].kind == ET_OP_GEMM && g->ops[j].phase == op->phase) {
-                double gemm = op_compute(s, g, j, b, c);
-                t = t > gemm ? t - gemm : 0;
-            }
+            if (j >= 0 && j < g->n_ops && g->ops[j].kind == ET_OP_GEMM && g->ops[j].phase == op->phase)
+                t = et_beside_product_blocking(s, op, t, op_compute(s, g, j, b, c));
         }
         if (tp_comm) *tp_comm += t;
         return 0;

@@ -23,10 +23,23 @@ et_comm_group et_bucket_group(const et_scenario *s, const et_bucket *bucket, con
 /* Time of the clipping kernel of one bucket: read for the norm, then read and write to scale. */
 double et_bucket_clip_time(const et_scenario *s, double bytes);
 
+/* The seconds a collective of `comm` seconds adds beside a product of `gemm` seconds that it runs with,
+ * taking `taken` of the device's `sms` multiprocessors (0 sms: none known, nothing taken). With `margin`
+ * the product runs on the others throughout (Transformer Engine's set_sm_margin): max(comm, gemm sms /
+ * (sms - taken)) - gemm; without, the two share the SMs while the collective runs: the product loses
+ * taken / sms of its rate for comm seconds, or the collective outlasts it. */
+double et_overlap_blocking(double comm, double gemm, double taken, double sms, bool margin);
+/* The same for tensor-parallel collective `op` beside its product, as the scenario overlaps it: NCCL's
+ * channels (software.overlap_sms) sharing the SMs, or Transformer Engine's userbuffers
+ * (parallelism.tp_overlap: ring exchange on one SM; the forward reduce-scatters pipelined on overlap_sms and
+ * the backward ones and the re-gather in bulk on bulk_overlap_sms, taken from the product). */
+double et_beside_product_blocking(const et_scenario *s, const et_op *op, double comm, double gemm);
+
 /* Op i's seconds at the rank's own (balanced) rows, from its class (c timed at b) or the cost model (c
  * NULL). A communication op (tensor-parallel collective, experts' all-to-all, ring attention's exchange)
- * returns 0 and adds what of it blocks compute to *tp_comm (when not NULL): with tp_overlap, what the GEMM
- * it feeds or drains cannot hide; an all-to-all at the busiest expert rank's rows. */
+ * returns 0 and adds what of it blocks compute to *tp_comm (when not NULL): with tp_overlap or issued beside
+ * its product (op->async_comm), what the GEMM it feeds or drains cannot hide, and what the SMs it takes
+ * slow that GEMM by (et_beside_product_blocking); an all-to-all at the busiest expert rank's rows. */
 double et_op_seconds_balanced(const et_scenario *s, const et_graph *g, int i, const et_batch_shape *b,
                               const et_op_classes *c, const et_comm_group *tp, double *tp_comm);
 

@@ -33,6 +33,7 @@ et_graph_options et_scenario_graph_options(const et_scenario *s, int stage)
         .loss_fp32 = s->software.cross_entropy == ET_CROSS_ENTROPY_FP32,
         .flash_rate = et_software_flash_rate(&s->software),
         .attention_unpad = s->software.attention_unpad,
+        .tp_async = s->software.tp_comm == ET_TP_COMM_ASYNC,
         .residual_kernels = s->software.residual_kernels,
         .galore = s->optimizer.galore,
         .method = &s->method,

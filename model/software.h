@@ -51,6 +51,14 @@ extern const char *const et_pipeline_sends_names[]; /* "sharded", "scatter_gathe
 typedef enum { ET_ATTENTION_FLASH2, ET_ATTENTION_FLASH1 } et_attention_kernel;
 extern const char *const et_attention_kernel_names[]; /* "flash2", "flash1", NULL */
 
+/* Tensor-parallel collectives without Transformer Engine's userbuffers (parallelism.tp_overlap): each one
+ * blocks compute (`exposed`), or, as Megatron's linear layers issue them, the backward ones run
+ * asynchronously beside a product (`async`): a column-parallel layer's input-gradient all-reduce (under
+ * sequence parallelism its reduce-scatter) beside the weight-gradient GEMM, and under sequence parallelism
+ * the input's all-gather again for that weight gradient beside the input-gradient GEMM. */
+typedef enum { ET_TP_COMM_EXPOSED, ET_TP_COMM_ASYNC } et_tp_comm;
+extern const char *const et_tp_comm_names[]; /* "exposed", "async", NULL */
+
 typedef enum {
     ET_STACK_FUSED,
     ET_STACK_MEGATRON_2021,
@@ -82,9 +90,13 @@ typedef struct et_software {
     bool residual_kernels; /* residual adds (without a dropout kernel to carry them) and the backward sums of
                               the residual stream's gradients run as kernels of their own; false: folded into
                               the layer norms (etrun's add-norm forward and accumulating backward) */
-    bool fp8_param_gather; /* FP8 parameters (Megatron-Core's --fp8-param-gather): the quantized products'
-                              weights gathered at a byte, an amax pass over their fp32 shard after the update
-                              (user's choice, off in every preset) */
+    et_tp_comm tp_comm;    /* tensor-parallel collectives beside their products, or blocking */
+    double overlap_sms;    /* multiprocessors a collective running beside a product takes from it (NCCL's
+                              channels, one block each; Transformer Engine's pipelined userbuffers' num_sm) */
+    double bulk_overlap_sms; /* and Transformer Engine's bulk overlaps (backward, parallelism.tp_overlap) */
+    bool fp8_param_gather;   /* FP8 parameters (Megatron-Core's --fp8-param-gather): the quantized products'
+                                weights gathered at a byte, an amax pass over their fp32 shard after the update
+                                (user's choice, off in every preset) */
 } et_software;
 
 int et_software_preset(const char *name, et_software *out);

@@ -1,13 +1,16 @@
 /* Execution schedules against hand-computed figures: activation memory with sequence parallelism and
  * selective or full recomputation (Korthikanti et al. 2022), the interleaved 1F1B bubble, sequence
  * parallelism's collectives, what selective recomputation repeats, and GEMM tile and wave quantization. */
+#include <math.h>
 #include <string.h>
 
 #include "analytic.h"
 #include "batch.h"
 #include "check.h"
+#include "collectives.h"
 #include "graph.h"
 #include "memory.h"
+#include "phase_time.h"
 #include "scenario_graph.h"
 
 /* A shipped scenario, by its path under scenarios/. */
@@ -98,7 +101,7 @@ static double layer_tp_seconds(const et_scenario *s, const et_graph *g, int laye
     et_comm_group tp = et_tp_group(s);
     double t = 0;
     for (int i = 0; i < g->n_ops; i++)
-        if (g->ops[i].layer == layer && et_op_is_comm(g->ops[i].kind))
+        if (g->ops[i].layer == layer && et_op_is_comm(g->ops[i].kind) && !g->ops[i].regather)
             t += et_tp_comm_time(&tp, g->ops[i].kind, et_linear_eval(&g->ops[i].bytes, b));
     return t;
 }
@@ -129,16 +132,38 @@ static void test_sequence_parallel(void)
     if (build_pair(&s, &o, &off, &sp, &plain)) return;
     /* a ring all-reduce is a reduce-scatter and an all-gather: the same time, split in two */
     CHECK_REL(layer_tp_seconds(&s, &sp, 3, &b), layer_tp_seconds(&s, &plain, 3, &b), 1e-12,
-              "layer 3: all-gathers + reduce-scatters cost the all-reduces they replace");
-    int ag = 0, rs = 0, ar = 0;
+              "layer 3: all-gathers + reduce-scatters cost the all-reduces they replace (re-gathers aside)");
+    int ag = 0, rs = 0, ar = 0, re = 0;
     for (int i = 0; i < sp.n_ops; i++)
         if (sp.ops[i].layer == 3) {
             ag += sp.ops[i].kind == ET_OP_TP_ALLGATHER;
             rs += sp.ops[i].kind == ET_OP_TP_REDUCE_SCATTER;
             ar += sp.ops[i].kind == ET_OP_TP_ALLREDUCE;
+            re += sp.ops[i].regather;
         }
-    CHECK(ag == 4 && rs == 4 && ar == 0,
-          "layer 3: 4 all-gathers, 4 reduce-scatters, no all-reduce (%d, %d, %d)", ag, rs, ar);
+    CHECK(ag == 6 && rs == 4 && ar == 0 && re == 2,
+          "layer 3: 4 all-gathers and 2 re-gathers, 4 reduce-scatters, no all-reduce (%d, %d, %d, %d)", ag,
+          rs, ar, re);
+    /* backward all-gathers the q, k, v and first MLP products' inputs again for their weight gradients: the
+     * forward all-gather's bytes, just before the input-gradient product; none without sequence parallelism
+     */
+    const char *const regathers[][3] = {
+        {"layer.3.attn.tp_allgather.regather", "layer.3.attn.tp_allgather", "layer.3.attn.qkv.bwd_data"},
+        {"layer.3.mlp.tp_allgather.regather", "layer.3.mlp.tp_allgather", "layer.3.mlp.fc1.bwd_data"}};
+    for (int k = 0; k < 2; k++) {
+        const int r = et_graph_find(&sp, regathers[k][0]), f = et_graph_find(&sp, regathers[k][1]);
+        CHECK(r >= 0 && f >= 0 && sp.ops[r].phase == ET_PHASE_BACKWARD && sp.ops[r].regather,
+              "%s is a backward re-gather", regathers[k][0]);
+        if (r < 0 || f < 0) continue;
+        const double moved = et_linear_eval(&sp.ops[r].bytes, &b),
+                     forward = et_linear_eval(&sp.ops[f].bytes, &b);
+        CHECK(forward > 0 && fabs(moved - forward) <= 1e-12 * forward,
+              "%s moves what the forward all-gather does", regathers[k][0]);
+        CHECK(r + 1 < sp.n_ops && !strcmp(sp.ops[r + 1].id, regathers[k][2]), "%s precedes %s",
+              regathers[k][0], regathers[k][2]);
+        CHECK(et_graph_find(&plain, regathers[k][0]) < 0, "no %s without sequence parallelism",
+              regathers[k][0]);
+    }
     const int a = et_graph_find(&sp, "layer.3.attn.layernorm"),
               p = et_graph_find(&plain, "layer.3.attn.layernorm");
     CHECK(a >= 0 && p >= 0, "layer norms exist");
@@ -362,36 +387,95 @@ static void test_expert_state_sharding(void)
     et_scenario_free(&s);
 }
 
+/* A collective beside a product, by hand: the SMs it takes slow the product while it runs (NCCL), or for the
+ * whole product (Transformer Engine's set_sm_margin); a collective longer than the product shows its excess.
+ */
+static void test_overlap_blocking(void)
+{
+    CHECK_REL(et_overlap_blocking(1, 2, 20, 100, false), 0.2, 1e-12, "sharing: 1 s at 20%% of the SMs");
+    CHECK_REL(et_overlap_blocking(1, 2, 20, 100, true), 0.5, 1e-12, "margin: 2 s on 80 SMs = 2.5 s");
+    CHECK_REL(et_overlap_blocking(3, 2, 20, 100, false), 1, 1e-12, "sharing: the product ends inside");
+    CHECK_REL(et_overlap_blocking(3, 2, 20, 100, true), 1, 1e-12, "margin: the collective outlasts it");
+    CHECK_REL(et_overlap_blocking(2.5, 2, 20, 100, false), 0.5, 1e-12, "sharing: continuous at 2 / 0.8");
+    CHECK_REL(et_overlap_blocking(2.4, 2, 20, 100, false), 0.48, 1e-12,
+              "sharing: just inside, 20%% of 2.4 s");
+    CHECK_REL(et_overlap_blocking(1, 2, 20, 0, false), 0, 1e-12, "no SM count: hidden, nothing taken");
+    CHECK_REL(et_overlap_blocking(3, 2, 20, 0, true), 1, 1e-12, "no SM count: the excess");
+}
+
+/* Each collective's blocking seconds, written out for the scenario's mode: exposed, beside its product
+ * (async: the backward reduce-scatters and re-gathers on NCCL's SMs), or Transformer Engine's userbuffers. */
+static double tp_by_hand(const et_scenario *s, const et_graph *g, const et_batch_shape *b)
+{
+    const et_comm_group tp = et_tp_group(s);
+    const double S = s->cluster.device.multiprocessors;
+    double sum = 0;
+    for (int i = 0; i < g->n_ops; i++) {
+        const et_op *op = &g->ops[i];
+        if (!et_op_is_comm(op->kind)) continue;
+        double t = et_tp_comm_time(&tp, op->kind, et_linear_eval(&op->bytes, b));
+        int j = op->kind == ET_OP_TP_ALLGATHER ? i + 1 : i - 1;
+        const double gemm = g->ops[j].kind == ET_OP_GEMM && g->ops[j].phase == op->phase
+                                ? et_op_time(&g->ops[j], b, &s->cluster.device, s->precision)
+                                : -1;
+        if (gemm >= 0 && s->parallel.tp_overlap) {
+            if (op->kind == ET_OP_TP_ALLGATHER && !op->regather) /* ring exchange, one SM */
+                t = t * (1 - 1 / S) >= gemm ? t - gemm : t / S;
+            else { /* pipelined (forward) or bulk, the product on the SMs left */
+                const double k = op->phase == ET_PHASE_FORWARD ? 16 : 4;
+                t = fmax(t, gemm * S / (S - k)) - gemm;
+            }
+        } else if (gemm >= 0 && op->async_comm)
+            t = t * (1 - 16 / S) >= gemm ? t - gemm : t * 16 / S;
+        sum += t;
+    }
+    return sum;
+}
+
 static void test_tp_overlap(void)
 {
     et_scenario s;
     if (load("22b-selective", &s)) return;
     et_error err;
-    et_estimate plain, over;
+    et_estimate plain, async, over;
+    CHECK(s.software.tp_comm == ET_TP_COMM_EXPOSED && s.cluster.device.multiprocessors == 108,
+          "the 22B row: megatron-lm-2022's exposed collectives on 108 SMs");
     CHECK(et_analytic_estimate(&s, &plain, &err) == 0, "estimate: %s", err.text);
-    s.parallel.tp_overlap = true;
-    CHECK(et_analytic_estimate(&s, &over, &err) == 0, "estimate: %s", err.text);
-    /* by hand: each collective shows only what its neighbouring GEMM does not hide */
+    s.software.tp_comm = ET_TP_COMM_ASYNC;
+    CHECK(et_analytic_estimate(&s, &async, &err) == 0, "estimate: %s", err.text);
     et_graph g;
     et_graph_options o = et_scenario_graph_options(&s, 0);
     if (et_graph_build(&s.model, &o, &g, &err)) return;
     const et_batch_shape b = et_batch_expected(&s);
-    const et_comm_group tp = et_tp_group(&s);
-    double exposed = 0, full = 0;
-    for (int i = 0; i < g.n_ops; i++) {
-        const et_op *op = &g.ops[i];
-        if (!et_op_is_comm(op->kind)) continue;
-        double t = et_tp_comm_time(&tp, op->kind, et_linear_eval(&op->bytes, &b));
-        int j = op->kind == ET_OP_TP_ALLGATHER ? i + 1 : i - 1;
-        double gemm =
-            g.ops[j].kind == ET_OP_GEMM ? et_op_time(&g.ops[j], &b, &s.cluster.device, s.precision) : 0;
-        exposed += t > gemm ? t - gemm : 0;
-        full += t;
-    }
-    CHECK_REL(plain.tp_comm, full, 1e-12, "without overlap every collective shows");
-    CHECK_REL(over.tp_comm, exposed, 1e-12, "with overlap what the neighbouring GEMMs do not hide");
-    CHECK(over.tp_comm < 0.1 * plain.tp_comm, "22B's GEMMs hide most of it (%.3g of %.3g s)", over.tp_comm,
-          plain.tp_comm);
+    int marked = 0;
+    for (int i = 0; i < g.n_ops; i++)
+        if (g.ops[i].async_comm) {
+            marked += g.ops[i].phase == ET_PHASE_BACKWARD &&
+                      (g.ops[i].regather || g.ops[i].kind == ET_OP_TP_REDUCE_SCATTER);
+        }
+    const int head = et_graph_find(&g, "head.tp_reduce_scatter.bwd");
+    CHECK(marked == 4 * s.model.layers / s.parallel.pipeline + 1 && head >= 0 && g.ops[head].async_comm,
+          "async: each layer's 2 backward reduce-scatters and 2 re-gathers, and the output layer's "
+          "reduce-scatter, beside their products (%d)",
+          marked);
+    const double async_hand = tp_by_hand(&s, &g, &b);
+    s.parallel.tp_overlap = true;
+    CHECK(et_analytic_estimate(&s, &over, &err) == 0, "estimate: %s", err.text);
+    const double over_hand = tp_by_hand(&s, &g, &b);
+    s.parallel.tp_overlap = false, s.software.tp_comm = ET_TP_COMM_EXPOSED;
+    et_graph_free(&g);
+    o = et_scenario_graph_options(&s, 0);
+    if (et_graph_build(&s.model, &o, &g, &err)) return;
+    const double full = tp_by_hand(&s, &g, &b);
+    /* one micro-batch's collectives, times the micro-batches of the step */
+    const double micro = plain.tp_comm / full;
+    CHECK(fabs(micro - floor(micro + 0.5)) < 1e-9, "the step's collectives are whole micro-batches' (%.6f)",
+          micro);
+    CHECK_REL(async.tp_comm, micro * async_hand, 1e-12,
+              "async: what the products do not hide, and their SMs");
+    CHECK_REL(over.tp_comm, micro * over_hand, 1e-12, "userbuffers: ring exchange, pipelined and bulk");
+    CHECK(async.tp_comm < plain.tp_comm && over.tp_comm < async.tp_comm,
+          "exposed %.3g s > async %.3g s > userbuffers %.3g s", plain.tp_comm, async.tp_comm, over.tp_comm);
     et_graph_free(&g);
     et_scenario_free(&s);
 }
@@ -472,6 +556,7 @@ int main(void)
 {
     test_fp8();
     test_target_tokens();
+    test_overlap_blocking();
     test_tp_overlap();
     test_distributed_optimizer();
     test_expert_state_sharding();

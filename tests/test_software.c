@@ -46,6 +46,9 @@ static void differences(const char *a, const char *b, char *out, size_t size)
     DIFF(attention_kernel);
     DIFF(attention_unpad);
     DIFF(residual_kernels);
+    DIFF(tp_comm);
+    DIFF(overlap_sms);
+    DIFF(bulk_overlap_sms);
 #undef DIFF
 }
 
@@ -53,12 +56,14 @@ static void test_presets(void)
 {
     /* each pair: what their code differs in (shared/data/software-stacks.md, the per-stack tables) */
     static const char *const pairs[][3] = {
-        /* v3 fused the accumulation into the weight-gradient GEMM over an fp32 main_grad (2022-02) */
+        /* v3 fused the accumulation into the weight-gradient GEMM over an fp32 main_grad (2022-02); both
+         * expose the backward collectives (v3's asynchronous ones unreliable before 2022-10) */
         {"megatron-lm-2021", "megatron-lm-2022", "grad_accumulation,accumulate_bytes"},
         /* llm-foundry and torchtitan: nothing confirmed beyond the fused passes (PyTorch sends whole
          * tensors, were they pipelined) */
-        {"fused", "pytorch-fsdp", "pipeline_sends,residual_kernels"},
-        /* MCore: the distributed optimizer's copy back, the norm's .item(), whole activations sent */
+        {"fused", "pytorch-fsdp", "pipeline_sends,residual_kernels,tp_comm"},
+        /* MCore: the distributed optimizer's copy back, the norm's .item(), whole activations sent (its
+         * backward collectives beside their products, as the fused preset's) */
         {"fused", "megatron-core",
          "optimizer,syncs_per_step,loss_scale_sync,pipeline_sends,residual_kernels"},
         /* BLOOM against v3: DeepSpeed's accumulation and optimizer, no timers, launches that block */
@@ -67,6 +72,9 @@ static void test_presets(void)
          "launch_blocking"},
         /* apex amp against SC21: no pipeline timers nor norm read, no scatter-gather */
         {"megatron-lm-2021", "pytorch-apex", "syncs_per_micro_batch,p2p_sync,syncs_per_step,pipeline_sends"},
+        /* Megatron-core against v3: the collectives beside their products */
+        {"megatron-lm-2022", "megatron-core",
+         "optimizer,cross_entropy,syncs_per_micro_batch,p2p_sync,pipeline_sends,tp_comm"},
         /* llm-foundry's 2023 tables: flash-attn 1.0.9 through the unpadded interface */
         {"pytorch-fsdp", "llm-foundry", "attention_kernel,attention_unpad"},
     };
