@@ -1,5 +1,6 @@
 #include "graph.h"
 #include "graph_build.h"
+#include "software.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -390,6 +391,12 @@ void gb_weight_backward(builder *b, int layer, et_layer_group group, et_linear r
         double out = copies * n_out;
         gb_id_printf(id, sizeof id, "%s.bwd_data", name);
         weight_gemm(b, ET_PHASE_BACKWARD, layer, group, rows, FIX(n_in), FIX(out), rows, n_in, out, id);
+        if (bias && b->bias_kernels && (!b->lora || b->adapter)) {
+            /* the bias gradient's column sums over the output gradient, a kernel of its own */
+            gb_id_printf(id, sizeof id, "%s.bias_grad", name);
+            gb_elementwise(b, ET_PHASE_BACKWARD, layer, lin_scale(rows, out), lin_scale(rows, b->e * out),
+                           id);
+        }
         gb_id_printf(id, sizeof id, "%s.bwd_weight", name);
         if (!b->lora || b->adapter) /* a frozen weight has no gradient */
             weight_gemm(b, ET_PHASE_BACKWARD, layer, group, FIX(out), FIX(n_in), rows, rows, n_in, out, id);
@@ -492,6 +499,15 @@ void gb_copies(builder *b, et_phase phase, int layer, et_linear bytes, int kerne
     if (op) op->kernels = kernels;
 }
 
+void gb_bias_forward(builder *b, et_phase phase, int layer, et_linear rows, double n_out, int qkv,
+                     const char *id)
+{
+    if (b->bias_kernels == ET_BIAS_FUSED || (b->bias_kernels == ET_BIAS_MEGATRON && !qkv)) return;
+    char name[96];
+    gb_id_printf(name, sizeof name, "%s.bias", id);
+    gb_elementwise(b, phase, layer, lin_scale(rows, n_out), lin_scale(rows, 2 * b->e * n_out), name);
+}
+
 /* Ring attention (context parallelism; Liu et al. 2023, Megatron-Core's context parallelism): each step
  * passes one chunk's keys and values (`tensors` = 2), or in backward also their gradients (4), to the next
  * rank of the ring while the current chunk's attention runs: bytes per step `tensors` e T KVt for this
@@ -586,9 +602,11 @@ static void layer_forward(builder *b, const dims *d, int i, int decoder, et_phas
         gb_mla_forward(b, d, i, phase, suffix);
     else if (b->method->kind == ET_METHOD_TENSOR_TRAIN && b->method->tt_group[ET_GROUP_ATTENTION])
         gb_weight_forward(b, phase, i, ET_GROUP_ATTENTION, TOK(1), H, Ht, 3, ID("attn.qkv"));
-    else
-        gb_weight_forward(b, phase, i, ET_GROUP_ATTENTION, TOK(1), H, d->Qt + 2 * d->KVt, 1, ID("attn.qkv")),
-            lora_forward(b, phase, i, ET_GROUP_ATTENTION, H, d->Qt + 2 * d->KVt, ET_LORA_QKV, id);
+    else {
+        gb_weight_forward(b, phase, i, ET_GROUP_ATTENTION, TOK(1), H, d->Qt + 2 * d->KVt, 1, ID("attn.qkv"));
+        lora_forward(b, phase, i, ET_GROUP_ATTENTION, H, d->Qt + 2 * d->KVt, ET_LORA_QKV, id);
+        if (d->bias) gb_bias_forward(b, phase, i, TOK(1), d->Qt + 2 * d->KVt, 1, ID("attn.qkv"));
+    }
     /* each head's query and key normalised (RMSNorm over D: a square, a sum, a scale per element) */
     if (d->qk_norm)
         gb_elementwise(b, phase, i, TOK(4 * (d->Qt + d->KVt)), TOK(2 * e * (d->Qt + d->KVt)),
@@ -601,6 +619,7 @@ static void layer_forward(builder *b, const dims *d, int i, int decoder, et_phas
     cp_ring(b, d, phase, i, 2, ID("attn.cp_ring"));
     gb_weight_forward(b, phase, i, ET_GROUP_ATTENTION, TOK(1), d->Vt, H, 1, ID("attn.out"));
     lora_forward(b, phase, i, ET_GROUP_ATTENTION, d->Vt, H, ET_LORA_PROJ, id);
+    if (d->bias) gb_bias_forward(b, phase, i, TOK(1), H, 0, ID("attn.out"));
     tp_boundary(b, d, phase, i, 0, d->sp ? ID("attn.tp_reduce_scatter") : ID("attn.tp_allreduce"));
     dropout_op(b, d, phase, i, TOK(H * St), reads, ID("attn.out.dropout"));
     if (decoder) residual_add(b, d, phase, i, ID("attn.residual"));
@@ -619,6 +638,7 @@ static void layer_forward(builder *b, const dims *d, int i, int decoder, et_phas
         gb_activation(b, d, phase, i, Ft, 0, ID(d->swiglu ? "mlp.swiglu" : "mlp.gelu"));
         gb_weight_forward(b, phase, i, ET_GROUP_MLP, TOK(1), Ft, H, 1, ID("mlp.fc2"));
         lora_forward(b, phase, i, ET_GROUP_MLP, Ft, H, ET_LORA_FC2, id);
+        if (d->bias) gb_bias_forward(b, phase, i, TOK(1), H, 0, ID("mlp.fc2"));
     }
     if (mlp_boundary)
         tp_boundary(b, d, phase, i, 0, d->sp ? ID("mlp.tp_reduce_scatter") : ID("mlp.tp_allreduce"));
@@ -1128,6 +1148,7 @@ static int build(const et_model_config *m, const et_graph_options *o, et_graph *
                  .quant_bytes = et_precision_quantized(o->precision) ? et_quantize_bytes(o->scaling) : 0,
                  .quant_kernels = et_precision_quantized(o->precision) ? et_quantize_kernels(o->scaling) : 0,
                  .params_only = params_only,
+                 .bias_kernels = o->bias_kernels,
                  .lora = o->method && o->method->kind == ET_METHOD_LORA};
     b.tt_rank = o->tt_rank > 0 ? o->tt_rank : b.method->tt_rank;
     dims d = {.H = m->hidden,

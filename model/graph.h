@@ -144,6 +144,8 @@ typedef struct et_graph_options {
                                and dropouts run on T/t tokens */
     bool tp_async;          /* the backward tensor-parallel collectives beside their products
                                (software.tp_comm async) */
+    int bias_kernels;       /* biases' adds and gradient sums as kernels of their own (et_bias_kernels,
+                               software.bias_kernels; 0: fused) */
     et_optimizer optimizer;
     int optimizer_shards;        /* ZeRO: optimizer states split over this many ranks (1 = none) */
     int expert_optimizer_shards; /* the experts' states, over the ranks holding the same experts (d / x;

@@ -58,6 +58,8 @@ typedef struct builder {
     double quant_bytes; /* fp8 and fp4 products: bytes to quantize an operand's element (0: none) */
     int unquantized;    /* the products added now stay in 16 bits (the output layer, the router) */
     int quant_kernels;  /* and the kernels that do it */
+    int bias_kernels;   /* software.bias_kernels (et_bias_kernels): 0 fused, else every bias gradient a
+                           column-sum kernel of its own; forward adds: gb_bias_forward */
     /* parameters only (et_graph_params): ops are written into `scratch`, not kept */
     int params_only;
     int lora;    /* method LoRA: the model's parameters frozen, adapters beside its targets */
@@ -116,6 +118,11 @@ void gb_id_printf(char *out, size_t size, const char *fmt, ...) __attribute__((f
 et_op *gb_activation(builder *b, const dims *d, et_phase phase, int layer, double width, int backward,
                      const char *id);
 void gb_copies(builder *b, et_phase phase, int layer, et_linear bytes, int kernels, const char *id);
+/* A product's forward bias add as a pass of its own (read and write its output) when the stack runs it
+ * apart: the q, k, v product's (`qkv`) under `megatron` and `eager`, the others' under `eager`; not called
+ * for the product feeding a fused bias-activation, whose add is that kernel's. */
+void gb_bias_forward(builder *b, et_phase phase, int layer, et_linear rows, double n_out, int qkv,
+                     const char *id);
 void gb_add_grad(builder *b, int layer, double count, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 et_op *gb_add_op(builder *b, et_op_kind kind, et_phase phase, int layer, const char *fmt, ...)

@@ -8,6 +8,7 @@ const char *const et_cross_entropy_names[] = {"fused", "fp32_passes", NULL};
 const char *const et_pipeline_sends_names[] = {"sharded", "scatter_gather", "full", NULL};
 const char *const et_attention_kernel_names[] = {"flash2", "flash1", NULL};
 const char *const et_tp_comm_names[] = {"exposed", "async", NULL};
+const char *const et_bias_kernels_names[] = {"fused", "megatron", "eager", NULL};
 const char *const et_stack_names[] = {"fused",
                                       "megatron-lm-2021",
                                       "megatron-lm-2022",
@@ -32,13 +33,14 @@ static const et_software presets[ET_STACKS] = {
     /* every pass fused, no host sync: ET's model before stacks were inputs */
     [ET_STACK_FUSED] = {ET_STACK_FUSED, ET_ACCUMULATE_FUSED, 4, ET_OPTIMIZER_FUSED, ET_CROSS_ENTROPY_FUSED, 0,
                         false, 0, false, false, ET_SENDS_SHARDED, ET_ATTENTION_FLASH2, false, false,
-                        ET_TP_COMM_ASYNC, 16, 4, false},
+                        ET_TP_COMM_ASYNC, 16, 4, ET_BIAS_FUSED, false},
     /* SC21: autograd accumulates fp16 param.grad; Float16OptimizerWithFloat16Params; fp32 vocab-parallel
      * cross-entropy; _Timer start/stop synchronise around each micro-batch's forward and backward; p2p
      * synchronises after every call; the norm's .item() and, under fp16, found_inf.item() */
     [ET_STACK_MEGATRON_2021] = {ET_STACK_MEGATRON_2021, ET_ACCUMULATE_ADD, 2, ET_OPTIMIZER_FP16_MASTER,
                                 ET_CROSS_ENTROPY_FP32, 4, true, 1, true, false, ET_SENDS_SCATTER_GATHER,
-                                ET_ATTENTION_FLASH2, false, true, ET_TP_COMM_EXPOSED, 16, 4, false},
+                                ET_ATTENTION_FLASH2, false, true, ET_TP_COMM_EXPOSED, 16, 4, ET_BIAS_MEGATRON,
+                                false},
     /* v3 (mid-2022): gradient accumulation fused into the weight-gradient GEMM into an fp32 main_grad; the
      * same optimizer (its fp32 gradients need no copy); the timers still synchronise (made no-ops 2022-08);
      * the backward collectives issued asynchronously, but beside a product launched on another hardware queue
@@ -46,38 +48,43 @@ static const et_software presets[ET_STACKS] = {
      * CUDA_DEVICE_MAX_CONNECTIONS = 1, bdd9731288, 2022-10-14): exposed */
     [ET_STACK_MEGATRON_2022] = {ET_STACK_MEGATRON_2022, ET_ACCUMULATE_FUSED, 4, ET_OPTIMIZER_FP16_MASTER,
                                 ET_CROSS_ENTROPY_FP32, 4, true, 1, true, false, ET_SENDS_SCATTER_GATHER,
-                                ET_ATTENTION_FLASH2, false, true, ET_TP_COMM_EXPOSED, 16, 4, false},
+                                ET_ATTENTION_FLASH2, false, true, ET_TP_COMM_EXPOSED, 16, 4, ET_BIAS_MEGATRON,
+                                false},
     /* BLOOM: BF16_Optimizer's cast and add per parameter per micro-batch into one fp32 buffer; its sharded
      * update and copy; fp32 cross-entropy; CUDA_LAUNCH_BLOCKING=1 in tr11-176B-ml.slurm */
     [ET_STACK_MEGATRON_DEEPSPEED] = {ET_STACK_MEGATRON_DEEPSPEED, ET_ACCUMULATE_CAST_ADD, 4,
                                      ET_OPTIMIZER_BF16_SHARDS, ET_CROSS_ENTROPY_FP32, 0, false, 0, false,
                                      true, ET_SENDS_SCATTER_GATHER, ET_ATTENTION_FLASH2, false, true,
-                                     ET_TP_COMM_EXPOSED, 16, 4, false},
+                                     ET_TP_COMM_EXPOSED, 16, 4, ET_BIAS_MEGATRON, false},
     /* Megatron-core / NeMo with Transformer Engine: fuse_wgrad_accumulation into fp32 main_grad; the
      * distributed optimizer copies its fp32 shard back; fused cross-entropy; no timer syncs; the norm's
      * .item() */
     [ET_STACK_MEGATRON_CORE] = {ET_STACK_MEGATRON_CORE, ET_ACCUMULATE_FUSED, 4, ET_OPTIMIZER_COPY_BACK,
                                 ET_CROSS_ENTROPY_FUSED, 0, false, 1, true, false, ET_SENDS_FULL,
-                                ET_ATTENTION_FLASH2, false, true, ET_TP_COMM_ASYNC, 16, 4, false},
+                                ET_ATTENTION_FLASH2, false, true, ET_TP_COMM_ASYNC, 16, 4, ET_BIAS_FUSED,
+                                false},
     /* eager PyTorch with apex amp O2 (DeepLearningExamples BERT, the MLPerf BERT reference stacks): autograd
      * accumulates fp16 grads; master gradients copied to fp32 and weights back; PyTorch's cross-entropy in
      * fp32; the loss scaler's overflow check each step */
     [ET_STACK_PYTORCH_APEX] = {ET_STACK_PYTORCH_APEX, ET_ACCUMULATE_ADD, 2, ET_OPTIMIZER_FP16_MASTER,
                                ET_CROSS_ENTROPY_FP32, 0, false, 0, true, false, ET_SENDS_FULL,
-                               ET_ATTENTION_FLASH2, false, true, ET_TP_COMM_EXPOSED, 16, 4, false},
+                               ET_ATTENTION_FLASH2, false, true, ET_TP_COMM_EXPOSED, 16, 4, ET_BIAS_EAGER,
+                               false},
     /* PyTorch FSDP (torchtitan; llm-foundry with FlashAttention 2): what is confirmed in their code is fused
      * or absent (flash-attn's fused cross-entropy, SDPA or FlashAttention 2); the reduce between
      * micro-batches and the optimizer's form are unconfirmed and not charged */
     [ET_STACK_PYTORCH_FSDP] = {ET_STACK_PYTORCH_FSDP, ET_ACCUMULATE_FUSED, 4, ET_OPTIMIZER_FUSED,
                                ET_CROSS_ENTROPY_FUSED, 0, false, 0, false, false, ET_SENDS_FULL,
-                               ET_ATTENTION_FLASH2, false, true, ET_TP_COMM_EXPOSED, 16, 4, false},
+                               ET_ATTENTION_FLASH2, false, true, ET_TP_COMM_EXPOSED, 16, 4, ET_BIAS_FUSED,
+                               false},
     /* llm-foundry as its 2023 benchmark tables ran it (Composer, FSDP1): pytorch-fsdp's terms, with
      * flash-attn 1.0.9 (docs/cost-model.md says on what evidence, and what of it is unchecked) called through
      * the unpadded interface: llmfoundry/models/layers/attention.py flash_attn_fn gathers q, k and v with
      * bert_padding.unpad_input and scatters the context back with pad_input */
     [ET_STACK_LLM_FOUNDRY] = {ET_STACK_LLM_FOUNDRY, ET_ACCUMULATE_FUSED, 4, ET_OPTIMIZER_FUSED,
                               ET_CROSS_ENTROPY_FUSED, 0, false, 0, false, false, ET_SENDS_FULL,
-                              ET_ATTENTION_FLASH1, true, true, ET_TP_COMM_EXPOSED, 16, 4, false},
+                              ET_ATTENTION_FLASH1, true, true, ET_TP_COMM_EXPOSED, 16, 4, ET_BIAS_FUSED,
+                              false},
 };
 
 int et_software_preset(const char *name, et_software *out)
@@ -115,6 +122,7 @@ int et_software_read(const et_json_reader *r, json_t *root, et_software *out)
                                        "tp_comm",
                                        "overlap_sms",
                                        "bulk_overlap_sms",
+                                       "bias_kernels",
                                        NULL};
     json_t *o;
     *out = presets[ET_STACK_FUSED];
@@ -153,6 +161,10 @@ int et_software_read(const et_json_reader *r, json_t *root, et_software *out)
     out->attention_kernel = (et_attention_kernel)e;
     if (et_json_get_enum(r, o, where, "tp_comm", false, et_tp_comm_names, (int)out->tp_comm, &e)) return -1;
     out->tp_comm = (et_tp_comm)e;
+    if (et_json_get_enum(r, o, where, "bias_kernels", false, et_bias_kernels_names, (int)out->bias_kernels,
+                         &e))
+        return -1;
+    out->bias_kernels = (et_bias_kernels)e;
     if (et_json_get_number(r, o, where, "overlap_sms", false, out->overlap_sms, 0, 1024, &out->overlap_sms) ||
         et_json_get_number(r, o, where, "bulk_overlap_sms", false, out->bulk_overlap_sms, 0, 1024,
                            &out->bulk_overlap_sms))

@@ -59,6 +59,15 @@ extern const char *const et_attention_kernel_names[]; /* "flash2", "flash1", NUL
 typedef enum { ET_TP_COMM_EXPOSED, ET_TP_COMM_ASYNC } et_tp_comm;
 extern const char *const et_tp_comm_names[]; /* "exposed", "async", NULL */
 
+/* Linear layers' biases: in the products' epilogues and the fused element-wise kernels (`fused`); Megatron's
+ * (`megatron`): the q, k, v product's bias added by a pass of its own (v3's `output + bias` after the matmul,
+ * SC21's addmm copying the bias into its output first) and every bias gradient a column-sum kernel of its
+ * own (grad_output.sum(dim=0), the jit kernels' autograd), the other forward biases inside the bias-GELU and
+ * bias-dropout-add kernels; eager PyTorch's (`eager`): every product's bias added apart (addmm) but the one
+ * feeding a fused bias-activation, and every gradient reduced apart. */
+typedef enum { ET_BIAS_FUSED, ET_BIAS_MEGATRON, ET_BIAS_EAGER } et_bias_kernels;
+extern const char *const et_bias_kernels_names[]; /* "fused", "megatron", "eager", NULL */
+
 typedef enum {
     ET_STACK_FUSED,
     ET_STACK_MEGATRON_2021,
@@ -94,9 +103,10 @@ typedef struct et_software {
     double overlap_sms;    /* multiprocessors a collective running beside a product takes from it (NCCL's
                               channels, one block each; Transformer Engine's pipelined userbuffers' num_sm) */
     double bulk_overlap_sms; /* and Transformer Engine's bulk overlaps (backward, parallelism.tp_overlap) */
-    bool fp8_param_gather;   /* FP8 parameters (Megatron-Core's --fp8-param-gather): the quantized products'
-                                weights gathered at a byte, an amax pass over their fp32 shard after the update
-                                (user's choice, off in every preset) */
+    et_bias_kernels bias_kernels; /* biases' adds and gradient sums as kernels of their own, or fused */
+    bool fp8_param_gather; /* FP8 parameters (Megatron-Core's --fp8-param-gather): the quantized products'
+                              weights gathered at a byte, an amax pass over their fp32 shard after the update
+                              (user's choice, off in every preset) */
 } et_software;
 
 int et_software_preset(const char *name, et_software *out);

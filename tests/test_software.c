@@ -49,6 +49,7 @@ static void differences(const char *a, const char *b, char *out, size_t size)
     DIFF(tp_comm);
     DIFF(overlap_sms);
     DIFF(bulk_overlap_sms);
+    DIFF(bias_kernels);
 #undef DIFF
 }
 
@@ -59,6 +60,10 @@ static void test_presets(void)
         /* v3 fused the accumulation into the weight-gradient GEMM over an fp32 main_grad (2022-02); both
          * expose the backward collectives (v3's asynchronous ones unreliable before 2022-10) */
         {"megatron-lm-2021", "megatron-lm-2022", "grad_accumulation,accumulate_bytes"},
+        /* Megatron's biases: the q, k, v add and every gradient's column sums apart; eager PyTorch's more */
+        {"megatron-lm-2021", "megatron-deepspeed",
+         "grad_accumulation,accumulate_bytes,optimizer,syncs_per_micro_batch,p2p_sync,syncs_per_step,"
+         "loss_scale_sync,launch_blocking"},
         /* llm-foundry and torchtitan: nothing confirmed beyond the fused passes (PyTorch sends whole
          * tensors, were they pipelined) */
         {"fused", "pytorch-fsdp", "pipeline_sends,residual_kernels,tp_comm"},
@@ -71,10 +76,11 @@ static void test_presets(void)
          "grad_accumulation,optimizer,syncs_per_micro_batch,p2p_sync,syncs_per_step,loss_scale_sync,"
          "launch_blocking"},
         /* apex amp against SC21: no pipeline timers nor norm read, no scatter-gather */
-        {"megatron-lm-2021", "pytorch-apex", "syncs_per_micro_batch,p2p_sync,syncs_per_step,pipeline_sends"},
+        {"megatron-lm-2021", "pytorch-apex",
+         "syncs_per_micro_batch,p2p_sync,syncs_per_step,pipeline_sends,bias_kernels"},
         /* Megatron-core against v3: the collectives beside their products */
         {"megatron-lm-2022", "megatron-core",
-         "optimizer,cross_entropy,syncs_per_micro_batch,p2p_sync,pipeline_sends,tp_comm"},
+         "optimizer,cross_entropy,syncs_per_micro_batch,p2p_sync,pipeline_sends,tp_comm,bias_kernels"},
         /* llm-foundry's 2023 tables: flash-attn 1.0.9 through the unpadded interface */
         {"pytorch-fsdp", "llm-foundry", "attention_kernel,attention_unpad"},
     };
@@ -318,9 +324,61 @@ static void test_eager_terms(void)
     et_graph_free(&g);
 }
 
+/* Biases' kernels by hand on a layer of GPT 22B (biases, tensor 8): Megatron's q, k, v add reads and writes
+ * its output, every product's bias gradient reads its output gradient once; eager PyTorch adds the
+ * attention output's and second MLP product's biases apart too; fused stacks none. */
+static void test_bias_kernels(void)
+{
+    et_scenario s;
+    if (load("validation/korthikanti-2022-gpt-22b-full.json", &s)) return;
+    CHECK(s.software.bias_kernels == ET_BIAS_MEGATRON && !s.model.no_bias, "the 22B row: biases, megatron");
+    const et_batch_shape b = et_batch_expected(&s);
+    const et_device_profile *d = &s.cluster.device;
+    const double T = b.tokens, H = s.model.hidden, t = s.parallel.tensor, e = et_precision_bytes(s.precision);
+    const double F = s.model.ffn;
+    static const char *const grads[] = {"layer.3.attn.qkv.bias_grad", "layer.3.attn.out.bias_grad",
+                                        "layer.3.mlp.fc1.bias_grad", "layer.3.mlp.fc2.bias_grad"};
+    const double outs[] = {3 * H / t, H, F / t, H};
+    static const char *const adds[] = {"layer.3.attn.qkv.bias", "layer.3.attn.out.bias",
+                                       "layer.3.mlp.fc2.bias"};
+    const double add_outs[] = {3 * H / t, H, H};
+    for (int mode = 0; mode < 3; mode++) {
+        s.software.bias_kernels = (et_bias_kernels)mode;
+        et_graph g;
+        if (graph_of(&s, &g)) return;
+        double bytes = 0;
+        int kernels = 0;
+        for (int k = 0; k < 4; k++) {
+            const double x = op_of(&g, grads[k], &b, d, s.precision, &bytes, &kernels);
+            if (mode == ET_BIAS_FUSED) {
+                CHECK(x < 0, "fused: no %s", grads[k]);
+                continue;
+            }
+            CHECK(x > 0 && kernels == 1 && fabs(bytes - e * outs[k] * T) <= 1e-12 * bytes,
+                  "%s: %g bytes in %d kernel, want e x %g a token", grads[k], bytes, kernels, outs[k]);
+            const int i = et_graph_find(&g, grads[k]);
+            CHECK(i > 0 && i + 1 < g.n_ops && strstr(g.ops[i - 1].id, ".bwd_data") &&
+                      strstr(g.ops[i + 1].id, ".bwd_weight"),
+                  "%s between the input- and the weight-gradient products", grads[k]);
+        }
+        for (int k = 0; k < 3; k++) {
+            const double x = op_of(&g, adds[k], &b, d, s.precision, &bytes, &kernels);
+            const int want = mode == ET_BIAS_EAGER || (mode == ET_BIAS_MEGATRON && k == 0);
+            CHECK((x > 0) == want, "%s %s", adds[k], want ? "a pass of its own" : "fused");
+            if (want)
+                CHECK(fabs(bytes - 2 * e * add_outs[k] * T) <= 1e-12 * bytes,
+                      "%s: %g bytes, want 2e x %g a token", adds[k], bytes, add_outs[k]);
+        }
+        CHECK(op_of(&g, "layer.3.mlp.fc1.bias", &b, d, s.precision, NULL, NULL) < 0,
+              "the first MLP product's bias stays in the fused bias-GELU");
+        et_graph_free(&g);
+    }
+}
+
 int main(void)
 {
     test_eager_terms();
+    test_bias_kernels();
     test_pipeline_sends();
     test_presets();
     test_passes();
