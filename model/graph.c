@@ -1149,6 +1149,7 @@ static int build(const et_model_config *m, const et_graph_options *o, et_graph *
                  .quant_kernels = et_precision_quantized(o->precision) ? et_quantize_kernels(o->scaling) : 0,
                  .params_only = params_only,
                  .bias_kernels = o->bias_kernels,
+                 .expert_launches = o->expert_launches,
                  .lora = o->method && o->method->kind == ET_METHOD_LORA};
     b.tt_rank = o->tt_rank > 0 ? o->tt_rank : b.method->tt_rank;
     dims d = {.H = m->hidden,

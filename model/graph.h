@@ -146,6 +146,8 @@ typedef struct et_graph_options {
                                (software.tp_comm async) */
     int bias_kernels;       /* biases' adds and gradient sums as kernels of their own (et_bias_kernels,
                                software.bias_kernels; 0: fused) */
+    bool expert_launches;   /* the experts' grouped products launched once per local expert
+                               (software.grouped_gemm per_expert) */
     et_optimizer optimizer;
     int optimizer_shards;        /* ZeRO: optimizer states split over this many ranks (1 = none) */
     int expert_optimizer_shards; /* the experts' states, over the ranks holding the same experts (d / x;

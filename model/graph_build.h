@@ -53,13 +53,14 @@ typedef struct builder {
     const et_method *method; /* never NULL inside the builder */
     double tokens;           /* tokens per micro-batch the TT orders are chosen for */
     int tt_rank;
-    int t;              /* tensor-parallel degree */
-    int x;              /* expert-parallel degree */
-    double quant_bytes; /* fp8 and fp4 products: bytes to quantize an operand's element (0: none) */
-    int unquantized;    /* the products added now stay in 16 bits (the output layer, the router) */
-    int quant_kernels;  /* and the kernels that do it */
-    int bias_kernels;   /* software.bias_kernels (et_bias_kernels): 0 fused, else every bias gradient a
-                           column-sum kernel of its own; forward adds: gb_bias_forward */
+    int t;               /* tensor-parallel degree */
+    int x;               /* expert-parallel degree */
+    double quant_bytes;  /* fp8 and fp4 products: bytes to quantize an operand's element (0: none) */
+    int unquantized;     /* the products added now stay in 16 bits (the output layer, the router) */
+    int quant_kernels;   /* and the kernels that do it */
+    int expert_launches; /* the experts' grouped products: one launch per local expert */
+    int bias_kernels;    /* software.bias_kernels (et_bias_kernels): 0 fused, else every bias gradient a
+                            column-sum kernel of its own; forward adds: gb_bias_forward */
     /* parameters only (et_graph_params): ops are written into `scratch`, not kept */
     int params_only;
     int lora;    /* method LoRA: the model's parameters frozen, adapters beside its targets */

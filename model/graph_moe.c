@@ -4,7 +4,8 @@
 #include "graph_build.h"
 
 /* The products of an MoE layer's experts on this rank as one grouped GEMM (MegaBlocks, Megatron-Core's
- * grouped GEMM): `rows` routed rows in all, `experts` experts, each weight n_in x n_out. `dir` 0 forward
+ * grouped GEMM; launched as one kernel, or once per local expert: software.grouped_gemm): `rows` routed
+ * rows in all, `experts` experts, each weight n_in x n_out. `dir` 0 forward
  * (m = rows / experts, n = n_out, k = n_in), 1 data gradient (rows / experts, n_in, n_out), 2 weight
  * gradient (n_out, n_in, rows / experts). FLOPs 2 rows n_in n_out; bytes the two activation operands and
  * every local expert's weight. */
@@ -20,6 +21,7 @@ static et_op *expert_gemm(builder *b, et_phase phase, int layer, int dir, et_lin
     op->group = ET_GROUP_MLP;
     op->sparse = (et_sparse_spec){.density = 1, .pattern = ET_PATTERN_DENSE};
     op->expert = true;
+    if (b->expert_launches) op->kernels = (int)experts; /* one per local expert: TE's GroupedLinear */
     op->flops = lin_scale(rows, 2 * n_in * n_out);
     op->weight_bytes = experts * n_in * n_out * b->e;
     op->bytes = lin_add(lin_scale(rows, b->e * (n_in + n_out)), FIX(op->weight_bytes));

@@ -35,6 +35,7 @@ et_graph_options et_scenario_graph_options(const et_scenario *s, int stage)
         .attention_unpad = s->software.attention_unpad,
         .tp_async = s->software.tp_comm == ET_TP_COMM_ASYNC,
         .bias_kernels = (int)s->software.bias_kernels,
+        .expert_launches = s->software.grouped_gemm == ET_GROUPED_GEMM_PER_EXPERT,
         .residual_kernels = s->software.residual_kernels,
         .galore = s->optimizer.galore,
         .method = &s->method,

@@ -68,6 +68,13 @@ extern const char *const et_tp_comm_names[]; /* "exposed", "async", NULL */
 typedef enum { ET_BIAS_FUSED, ET_BIAS_MEGATRON, ET_BIAS_EAGER } et_bias_kernels;
 extern const char *const et_bias_kernels_names[]; /* "fused", "megatron", "eager", NULL */
 
+/* A mixture of experts' grouped products: one kernel over every local expert (CUTLASS grouped GEMM,
+ * MegaBlocks, `single`), or one product launched per local expert (`per_expert`: Transformer Engine's
+ * GroupedLinear, whose general_grouped_gemm runs one cuBLASLt call per group over a few streams,
+ * nvte_multi_stream_cublas_gemm). */
+typedef enum { ET_GROUPED_GEMM_SINGLE, ET_GROUPED_GEMM_PER_EXPERT } et_grouped_gemm;
+extern const char *const et_grouped_gemm_names[]; /* "single", "per_expert", NULL */
+
 typedef enum {
     ET_STACK_FUSED,
     ET_STACK_MEGATRON_2021,
@@ -104,6 +111,7 @@ typedef struct et_software {
                               channels, one block each; Transformer Engine's pipelined userbuffers' num_sm) */
     double bulk_overlap_sms; /* and Transformer Engine's bulk overlaps (backward, parallelism.tp_overlap) */
     et_bias_kernels bias_kernels; /* biases' adds and gradient sums as kernels of their own, or fused */
+    et_grouped_gemm grouped_gemm; /* the experts' products: one kernel, or one launch per local expert */
     bool fp8_param_gather; /* FP8 parameters (Megatron-Core's --fp8-param-gather): the quantized products'
                               weights gathered at a byte, an amax pass over their fp32 shard after the update
                               (user's choice, off in every preset) */

@@ -84,12 +84,13 @@ static json_t *software_json(const et_software *w)
         "launch_blocking", w->launch_blocking, "pipeline_sends", et_pipeline_sends_names[w->pipeline_sends],
         "fp8_param_gather", w->fp8_param_gather);
     if (j)
-        json_object_update_new(j, json_pack("{s:s, s:b, s:b, s:s, s:f, s:f, s:s}", "attention_kernel",
+        json_object_update_new(j, json_pack("{s:s, s:b, s:b, s:s, s:f, s:f, s:s, s:s}", "attention_kernel",
                                             et_attention_kernel_names[w->attention_kernel], "attention_unpad",
                                             w->attention_unpad, "residual_kernels", w->residual_kernels,
                                             "tp_comm", et_tp_comm_names[w->tp_comm], "overlap_sms",
                                             w->overlap_sms, "bulk_overlap_sms", w->bulk_overlap_sms,
-                                            "bias_kernels", et_bias_kernels_names[w->bias_kernels]));
+                                            "bias_kernels", et_bias_kernels_names[w->bias_kernels],
+                                            "grouped_gemm", et_grouped_gemm_names[w->grouped_gemm]));
     return j;
 }
 

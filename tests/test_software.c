@@ -50,6 +50,7 @@ static void differences(const char *a, const char *b, char *out, size_t size)
     DIFF(overlap_sms);
     DIFF(bulk_overlap_sms);
     DIFF(bias_kernels);
+    DIFF(grouped_gemm);
 #undef DIFF
 }
 
@@ -70,7 +71,7 @@ static void test_presets(void)
         /* MCore: the distributed optimizer's copy back, the norm's .item(), whole activations sent (its
          * backward collectives beside their products, as the fused preset's) */
         {"fused", "megatron-core",
-         "optimizer,syncs_per_step,loss_scale_sync,pipeline_sends,residual_kernels"},
+         "optimizer,syncs_per_step,loss_scale_sync,pipeline_sends,residual_kernels,grouped_gemm"},
         /* BLOOM against v3: DeepSpeed's accumulation and optimizer, no timers, launches that block */
         {"megatron-lm-2022", "megatron-deepspeed",
          "grad_accumulation,optimizer,syncs_per_micro_batch,p2p_sync,syncs_per_step,loss_scale_sync,"
@@ -80,7 +81,8 @@ static void test_presets(void)
          "syncs_per_micro_batch,p2p_sync,syncs_per_step,pipeline_sends,bias_kernels"},
         /* Megatron-core against v3: the collectives beside their products */
         {"megatron-lm-2022", "megatron-core",
-         "optimizer,cross_entropy,syncs_per_micro_batch,p2p_sync,pipeline_sends,tp_comm,bias_kernels"},
+         "optimizer,cross_entropy,syncs_per_micro_batch,p2p_sync,pipeline_sends,tp_comm,bias_kernels,"
+         "grouped_gemm"},
         /* llm-foundry's 2023 tables: flash-attn 1.0.9 through the unpadded interface */
         {"pytorch-fsdp", "llm-foundry", "attention_kernel,attention_unpad"},
     };
@@ -375,10 +377,44 @@ static void test_bias_kernels(void)
     }
 }
 
+/* The experts' products by hand on Mixtral 8x7B (8 experts, 2 expert ranks: 4 a rank): one
+ * kernel each under `single`; under `per_expert` one launch per local expert (Transformer Engine's
+ * GroupedLinear), the same FLOPs and bytes, and each launch's device overhead and host cost. */
+static void test_grouped_gemm(void)
+{
+    et_scenario s;
+    if (load("mixtral-8x7b-h100.json", &s)) return;
+    s.parallel.expert = 2; /* four experts a rank (the shipped plan keeps one) */
+    const et_batch_shape b = et_batch_expected(&s);
+    const et_device_profile *d = &s.cluster.device;
+    const int local = s.model.moe.experts / s.parallel.expert;
+    static const char *const ids[] = {"layer.0.moe.experts.fc1", "layer.0.moe.experts.fc2.bwd_data",
+                                      "layer.0.moe.experts.fc1.bwd_weight"};
+    double t[2][3], bytes[2][3];
+    for (int mode = 0; mode < 2; mode++) {
+        s.software.grouped_gemm = (et_grouped_gemm)mode;
+        et_graph g;
+        if (graph_of(&s, &g)) return;
+        for (int k = 0; k < 3; k++) {
+            int kernels = 0;
+            t[mode][k] = op_of(&g, ids[k], &b, d, s.precision, &bytes[mode][k], &kernels);
+            CHECK(t[mode][k] > 0 && kernels == (mode ? local : 1), "%s: %d launches under %s, want %d",
+                  ids[k], kernels, et_grouped_gemm_names[mode], mode ? local : 1);
+        }
+        et_graph_free(&g);
+    }
+    for (int k = 0; k < 3; k++) {
+        CHECK(bytes[0][k] == bytes[1][k], "%s: the same bytes either way", ids[k]);
+        CHECK(t[1][k] > t[0][k], "%s: per-expert launches cost their overhead (%g > %g s)", ids[k], t[1][k],
+              t[0][k]);
+    }
+}
+
 int main(void)
 {
     test_eager_terms();
     test_bias_kernels();
+    test_grouped_gemm();
     test_pipeline_sends();
     test_presets();
     test_passes();
