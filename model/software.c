@@ -21,202 +21,100 @@ const char *const et_stack_names[] = {"fused",
                                       NULL};
 
 /* Each stack's terms, from its code as shared/data/software-stacks.md cites it (docs/cost-model.md, "The
- * software stack", gives the file and commit of each), named field by field: accumulation, its element bytes,
- * optimizer, cross-entropy, syncs a micro-batch, p2p sync, syncs a step, loss-scale sync, launch blocking,
- * pipeline sends, attention kernel, attention behind unpad copies, residual kernels (every real stack:
- * autograd sums the residual stream's gradients in a kernel of its own, and without dropout nothing carries
- * the add), tensor-parallel collectives (async: Megatron-core's linear layers, which need
- * CUDA_DEVICE_MAX_CONNECTIONS=1), the SMs an overlapped collective takes (16: NCCL_NVLS_NCHANNELS' default,
- * and Transformer Engine's initialize_ub num_sm for its pipelined overlaps) and those its bulk overlaps take
- * (4: NeMo's GPT-3 175B userbuffers preset's, where initialize_ub's default of 16 is overridden), the
- * biases' kernels (software.h), the experts' products (one launch per local expert under Megatron-core:
- * Transformer Engine's GroupedLinear), FP8 parameter gathers (off: a user's choice). */
+ * software stack", gives the file and commit of each; software.h says what each term is). Residual kernels:
+ * every real stack's autograd sums the residual stream's gradients in a kernel of its own, and without
+ * dropout nothing carries the add. Tensor-parallel collectives `async`: Megatron-core's linear layers, which
+ * need CUDA_DEVICE_MAX_CONNECTIONS=1. The same in every stack (EVERY_STACK): the SMs an overlapped
+ * collective takes (16: NCCL_NVLS_NCHANNELS' default, and Transformer Engine's initialize_ub num_sm for its
+ * pipelined overlaps), those its bulk overlaps take (4: NeMo's GPT-3 175B userbuffers preset's, where
+ * initialize_ub's default of 16 is overridden), and FP8 parameter gathers off (a user's choice). One stack to
+ * a few lines, its terms in the struct's order (clang-format keeps its hands off). */
+#define EVERY_STACK .overlap_sms = 16, .bulk_overlap_sms = 4, .fp8_param_gather = false
+/* SC21 and v3 alike but for the accumulation: Float16OptimizerWithFloat16Params, fp32 cross-entropy, the
+ * timers' and p2p synchronisations, the norm's and the loss scaler's reads, pipeline scatter-gather,
+ * exposed tensor-parallel collectives, Megatron's bias kernels */
+#define MEGATRON_V2_V3                                                                                       \
+    .optimizer = ET_OPTIMIZER_FP16_MASTER, .cross_entropy = ET_CROSS_ENTROPY_FP32,                           \
+    .syncs_per_micro_batch = 4, .p2p_sync = true, .syncs_per_step = 1, .loss_scale_sync = true,              \
+    .launch_blocking = false, .pipeline_sends = ET_SENDS_SCATTER_GATHER,                                     \
+    .attention_kernel = ET_ATTENTION_FLASH2, .attention_unpad = false, .residual_kernels = true,             \
+    .tp_comm = ET_TP_COMM_EXPOSED, .bias_kernels = ET_BIAS_MEGATRON, .grouped_gemm = ET_GROUPED_GEMM_SINGLE
+// clang-format off
 static const et_software presets[ET_STACKS] = {
     /* every pass fused, no host sync: ET's model before stacks were inputs */
-    [ET_STACK_FUSED] = {.stack = ET_STACK_FUSED,
-                        .grad_accumulation = ET_ACCUMULATE_FUSED,
-                        .accumulate_bytes = 4,
-                        .optimizer = ET_OPTIMIZER_FUSED,
-                        .cross_entropy = ET_CROSS_ENTROPY_FUSED,
-                        .syncs_per_micro_batch = 0,
-                        .p2p_sync = false,
-                        .syncs_per_step = 0,
-                        .loss_scale_sync = false,
-                        .launch_blocking = false,
-                        .pipeline_sends = ET_SENDS_SHARDED,
-                        .attention_kernel = ET_ATTENTION_FLASH2,
-                        .attention_unpad = false,
-                        .residual_kernels = false,
-                        .tp_comm = ET_TP_COMM_ASYNC,
-                        .overlap_sms = 16,
-                        .bulk_overlap_sms = 4,
-                        .bias_kernels = ET_BIAS_FUSED,
-                        .grouped_gemm = ET_GROUPED_GEMM_SINGLE,
-                        .fp8_param_gather = false},
+    [ET_STACK_FUSED] = {EVERY_STACK, .stack = ET_STACK_FUSED, .grad_accumulation = ET_ACCUMULATE_FUSED,
+        .accumulate_bytes = 4, .optimizer = ET_OPTIMIZER_FUSED, .cross_entropy = ET_CROSS_ENTROPY_FUSED,
+        .syncs_per_micro_batch = 0, .p2p_sync = false, .syncs_per_step = 0, .loss_scale_sync = false,
+        .launch_blocking = false, .pipeline_sends = ET_SENDS_SHARDED,
+        .attention_kernel = ET_ATTENTION_FLASH2, .attention_unpad = false, .residual_kernels = false,
+        .tp_comm = ET_TP_COMM_ASYNC, .bias_kernels = ET_BIAS_FUSED, .grouped_gemm = ET_GROUPED_GEMM_SINGLE},
     /* SC21: autograd accumulates fp16 param.grad; Float16OptimizerWithFloat16Params; fp32 vocab-parallel
      * cross-entropy; _Timer start/stop synchronise around each micro-batch's forward and backward; p2p
      * synchronises after every call; the norm's .item() and, under fp16, found_inf.item() */
-    [ET_STACK_MEGATRON_2021] = {.stack = ET_STACK_MEGATRON_2021,
-                                .grad_accumulation = ET_ACCUMULATE_ADD,
-                                .accumulate_bytes = 2,
-                                .optimizer = ET_OPTIMIZER_FP16_MASTER,
-                                .cross_entropy = ET_CROSS_ENTROPY_FP32,
-                                .syncs_per_micro_batch = 4,
-                                .p2p_sync = true,
-                                .syncs_per_step = 1,
-                                .loss_scale_sync = true,
-                                .launch_blocking = false,
-                                .pipeline_sends = ET_SENDS_SCATTER_GATHER,
-                                .attention_kernel = ET_ATTENTION_FLASH2,
-                                .attention_unpad = false,
-                                .residual_kernels = true,
-                                .tp_comm = ET_TP_COMM_EXPOSED,
-                                .overlap_sms = 16,
-                                .bulk_overlap_sms = 4,
-                                .bias_kernels = ET_BIAS_MEGATRON,
-                                .grouped_gemm = ET_GROUPED_GEMM_SINGLE,
-                                .fp8_param_gather = false},
+    [ET_STACK_MEGATRON_2021] = {EVERY_STACK, MEGATRON_V2_V3, .stack = ET_STACK_MEGATRON_2021,
+        .grad_accumulation = ET_ACCUMULATE_ADD, .accumulate_bytes = 2},
     /* v3 (mid-2022): gradient accumulation fused into the weight-gradient GEMM into an fp32 main_grad; the
      * same optimizer (its fp32 gradients need no copy); the timers still synchronise (made no-ops 2022-08);
      * the backward collectives issued asynchronously, but beside a product launched on another hardware queue
      * a 3 us dummy kernel apart, which can take every SM first (made reliable only by
      * CUDA_DEVICE_MAX_CONNECTIONS = 1, bdd9731288, 2022-10-14): exposed */
-    [ET_STACK_MEGATRON_2022] = {.stack = ET_STACK_MEGATRON_2022,
-                                .grad_accumulation = ET_ACCUMULATE_FUSED,
-                                .accumulate_bytes = 4,
-                                .optimizer = ET_OPTIMIZER_FP16_MASTER,
-                                .cross_entropy = ET_CROSS_ENTROPY_FP32,
-                                .syncs_per_micro_batch = 4,
-                                .p2p_sync = true,
-                                .syncs_per_step = 1,
-                                .loss_scale_sync = true,
-                                .launch_blocking = false,
-                                .pipeline_sends = ET_SENDS_SCATTER_GATHER,
-                                .attention_kernel = ET_ATTENTION_FLASH2,
-                                .attention_unpad = false,
-                                .residual_kernels = true,
-                                .tp_comm = ET_TP_COMM_EXPOSED,
-                                .overlap_sms = 16,
-                                .bulk_overlap_sms = 4,
-                                .bias_kernels = ET_BIAS_MEGATRON,
-                                .grouped_gemm = ET_GROUPED_GEMM_SINGLE,
-                                .fp8_param_gather = false},
+    [ET_STACK_MEGATRON_2022] = {EVERY_STACK, MEGATRON_V2_V3, .stack = ET_STACK_MEGATRON_2022,
+        .grad_accumulation = ET_ACCUMULATE_FUSED, .accumulate_bytes = 4},
     /* BLOOM: BF16_Optimizer's cast and add per parameter per micro-batch into one fp32 buffer; its sharded
      * update and copy; fp32 cross-entropy; CUDA_LAUNCH_BLOCKING=1 in tr11-176B-ml.slurm */
-    [ET_STACK_MEGATRON_DEEPSPEED] = {.stack = ET_STACK_MEGATRON_DEEPSPEED,
-                                     .grad_accumulation = ET_ACCUMULATE_CAST_ADD,
-                                     .accumulate_bytes = 4,
-                                     .optimizer = ET_OPTIMIZER_BF16_SHARDS,
-                                     .cross_entropy = ET_CROSS_ENTROPY_FP32,
-                                     .syncs_per_micro_batch = 0,
-                                     .p2p_sync = false,
-                                     .syncs_per_step = 0,
-                                     .loss_scale_sync = false,
-                                     .launch_blocking = true,
-                                     .pipeline_sends = ET_SENDS_SCATTER_GATHER,
-                                     .attention_kernel = ET_ATTENTION_FLASH2,
-                                     .attention_unpad = false,
-                                     .residual_kernels = true,
-                                     .tp_comm = ET_TP_COMM_EXPOSED,
-                                     .overlap_sms = 16,
-                                     .bulk_overlap_sms = 4,
-                                     .bias_kernels = ET_BIAS_MEGATRON,
-                                     .grouped_gemm = ET_GROUPED_GEMM_SINGLE,
-                                     .fp8_param_gather = false},
+    [ET_STACK_MEGATRON_DEEPSPEED] = {EVERY_STACK, .stack = ET_STACK_MEGATRON_DEEPSPEED,
+        .grad_accumulation = ET_ACCUMULATE_CAST_ADD, .accumulate_bytes = 4,
+        .optimizer = ET_OPTIMIZER_BF16_SHARDS, .cross_entropy = ET_CROSS_ENTROPY_FP32,
+        .syncs_per_micro_batch = 0, .p2p_sync = false, .syncs_per_step = 0, .loss_scale_sync = false,
+        .launch_blocking = true, .pipeline_sends = ET_SENDS_SCATTER_GATHER,
+        .attention_kernel = ET_ATTENTION_FLASH2, .attention_unpad = false, .residual_kernels = true,
+        .tp_comm = ET_TP_COMM_EXPOSED, .bias_kernels = ET_BIAS_MEGATRON,
+        .grouped_gemm = ET_GROUPED_GEMM_SINGLE},
     /* Megatron-core / NeMo with Transformer Engine: fuse_wgrad_accumulation into fp32 main_grad; the
      * distributed optimizer copies its fp32 shard back; fused cross-entropy; no timer syncs; the norm's
      * .item() */
-    [ET_STACK_MEGATRON_CORE] = {.stack = ET_STACK_MEGATRON_CORE,
-                                .grad_accumulation = ET_ACCUMULATE_FUSED,
-                                .accumulate_bytes = 4,
-                                .optimizer = ET_OPTIMIZER_COPY_BACK,
-                                .cross_entropy = ET_CROSS_ENTROPY_FUSED,
-                                .syncs_per_micro_batch = 0,
-                                .p2p_sync = false,
-                                .syncs_per_step = 1,
-                                .loss_scale_sync = true,
-                                .launch_blocking = false,
-                                .pipeline_sends = ET_SENDS_FULL,
-                                .attention_kernel = ET_ATTENTION_FLASH2,
-                                .attention_unpad = false,
-                                .residual_kernels = true,
-                                .tp_comm = ET_TP_COMM_ASYNC,
-                                .overlap_sms = 16,
-                                .bulk_overlap_sms = 4,
-                                .bias_kernels = ET_BIAS_FUSED,
-                                .grouped_gemm = ET_GROUPED_GEMM_PER_EXPERT,
-                                .fp8_param_gather = false},
+    [ET_STACK_MEGATRON_CORE] = {EVERY_STACK, .stack = ET_STACK_MEGATRON_CORE,
+        .grad_accumulation = ET_ACCUMULATE_FUSED, .accumulate_bytes = 4,
+        .optimizer = ET_OPTIMIZER_COPY_BACK, .cross_entropy = ET_CROSS_ENTROPY_FUSED,
+        .syncs_per_micro_batch = 0, .p2p_sync = false, .syncs_per_step = 1, .loss_scale_sync = true,
+        .launch_blocking = false, .pipeline_sends = ET_SENDS_FULL, .attention_kernel = ET_ATTENTION_FLASH2,
+        .attention_unpad = false, .residual_kernels = true, .tp_comm = ET_TP_COMM_ASYNC,
+        .bias_kernels = ET_BIAS_FUSED, .grouped_gemm = ET_GROUPED_GEMM_PER_EXPERT},
     /* eager PyTorch with apex amp O2 (DeepLearningExamples BERT, the MLPerf BERT reference stacks): autograd
      * accumulates fp16 grads; master gradients copied to fp32 and weights back; PyTorch's cross-entropy in
      * fp32; the loss scaler's overflow check each step */
-    [ET_STACK_PYTORCH_APEX] = {.stack = ET_STACK_PYTORCH_APEX,
-                               .grad_accumulation = ET_ACCUMULATE_ADD,
-                               .accumulate_bytes = 2,
-                               .optimizer = ET_OPTIMIZER_FP16_MASTER,
-                               .cross_entropy = ET_CROSS_ENTROPY_FP32,
-                               .syncs_per_micro_batch = 0,
-                               .p2p_sync = false,
-                               .syncs_per_step = 0,
-                               .loss_scale_sync = true,
-                               .launch_blocking = false,
-                               .pipeline_sends = ET_SENDS_FULL,
-                               .attention_kernel = ET_ATTENTION_FLASH2,
-                               .attention_unpad = false,
-                               .residual_kernels = true,
-                               .tp_comm = ET_TP_COMM_EXPOSED,
-                               .overlap_sms = 16,
-                               .bulk_overlap_sms = 4,
-                               .bias_kernels = ET_BIAS_EAGER,
-                               .grouped_gemm = ET_GROUPED_GEMM_SINGLE,
-                               .fp8_param_gather = false},
+    [ET_STACK_PYTORCH_APEX] = {EVERY_STACK, .stack = ET_STACK_PYTORCH_APEX,
+        .grad_accumulation = ET_ACCUMULATE_ADD, .accumulate_bytes = 2,
+        .optimizer = ET_OPTIMIZER_FP16_MASTER, .cross_entropy = ET_CROSS_ENTROPY_FP32,
+        .syncs_per_micro_batch = 0, .p2p_sync = false, .syncs_per_step = 0, .loss_scale_sync = true,
+        .launch_blocking = false, .pipeline_sends = ET_SENDS_FULL, .attention_kernel = ET_ATTENTION_FLASH2,
+        .attention_unpad = false, .residual_kernels = true, .tp_comm = ET_TP_COMM_EXPOSED,
+        .bias_kernels = ET_BIAS_EAGER, .grouped_gemm = ET_GROUPED_GEMM_SINGLE},
     /* PyTorch FSDP (torchtitan; llm-foundry with FlashAttention 2): what is confirmed in their code is fused
      * or absent (flash-attn's fused cross-entropy, SDPA or FlashAttention 2); the reduce between
      * micro-batches and the optimizer's form are unconfirmed and not charged */
-    [ET_STACK_PYTORCH_FSDP] = {.stack = ET_STACK_PYTORCH_FSDP,
-                               .grad_accumulation = ET_ACCUMULATE_FUSED,
-                               .accumulate_bytes = 4,
-                               .optimizer = ET_OPTIMIZER_FUSED,
-                               .cross_entropy = ET_CROSS_ENTROPY_FUSED,
-                               .syncs_per_micro_batch = 0,
-                               .p2p_sync = false,
-                               .syncs_per_step = 0,
-                               .loss_scale_sync = false,
-                               .launch_blocking = false,
-                               .pipeline_sends = ET_SENDS_FULL,
-                               .attention_kernel = ET_ATTENTION_FLASH2,
-                               .attention_unpad = false,
-                               .residual_kernels = true,
-                               .tp_comm = ET_TP_COMM_EXPOSED,
-                               .overlap_sms = 16,
-                               .bulk_overlap_sms = 4,
-                               .bias_kernels = ET_BIAS_FUSED,
-                               .grouped_gemm = ET_GROUPED_GEMM_SINGLE,
-                               .fp8_param_gather = false},
+    [ET_STACK_PYTORCH_FSDP] = {EVERY_STACK, .stack = ET_STACK_PYTORCH_FSDP,
+        .grad_accumulation = ET_ACCUMULATE_FUSED, .accumulate_bytes = 4, .optimizer = ET_OPTIMIZER_FUSED,
+        .cross_entropy = ET_CROSS_ENTROPY_FUSED, .syncs_per_micro_batch = 0, .p2p_sync = false,
+        .syncs_per_step = 0, .loss_scale_sync = false, .launch_blocking = false,
+        .pipeline_sends = ET_SENDS_FULL, .attention_kernel = ET_ATTENTION_FLASH2, .attention_unpad = false,
+        .residual_kernels = true, .tp_comm = ET_TP_COMM_EXPOSED, .bias_kernels = ET_BIAS_FUSED,
+        .grouped_gemm = ET_GROUPED_GEMM_SINGLE},
     /* llm-foundry as its 2023 benchmark tables ran it (Composer, FSDP1): pytorch-fsdp's terms, with
      * flash-attn 1.0.9 (docs/cost-model.md says on what evidence, and what of it is unchecked) called through
      * the unpadded interface: llmfoundry/models/layers/attention.py flash_attn_fn gathers q, k and v with
      * bert_padding.unpad_input and scatters the context back with pad_input */
-    [ET_STACK_LLM_FOUNDRY] = {.stack = ET_STACK_LLM_FOUNDRY,
-                              .grad_accumulation = ET_ACCUMULATE_FUSED,
-                              .accumulate_bytes = 4,
-                              .optimizer = ET_OPTIMIZER_FUSED,
-                              .cross_entropy = ET_CROSS_ENTROPY_FUSED,
-                              .syncs_per_micro_batch = 0,
-                              .p2p_sync = false,
-                              .syncs_per_step = 0,
-                              .loss_scale_sync = false,
-                              .launch_blocking = false,
-                              .pipeline_sends = ET_SENDS_FULL,
-                              .attention_kernel = ET_ATTENTION_FLASH1,
-                              .attention_unpad = true,
-                              .residual_kernels = true,
-                              .tp_comm = ET_TP_COMM_EXPOSED,
-                              .overlap_sms = 16,
-                              .bulk_overlap_sms = 4,
-                              .bias_kernels = ET_BIAS_FUSED,
-                              .grouped_gemm = ET_GROUPED_GEMM_SINGLE,
-                              .fp8_param_gather = false},
+    [ET_STACK_LLM_FOUNDRY] = {EVERY_STACK, .stack = ET_STACK_LLM_FOUNDRY,
+        .grad_accumulation = ET_ACCUMULATE_FUSED, .accumulate_bytes = 4, .optimizer = ET_OPTIMIZER_FUSED,
+        .cross_entropy = ET_CROSS_ENTROPY_FUSED, .syncs_per_micro_batch = 0, .p2p_sync = false,
+        .syncs_per_step = 0, .loss_scale_sync = false, .launch_blocking = false,
+        .pipeline_sends = ET_SENDS_FULL, .attention_kernel = ET_ATTENTION_FLASH1, .attention_unpad = true,
+        .residual_kernels = true, .tp_comm = ET_TP_COMM_EXPOSED, .bias_kernels = ET_BIAS_FUSED,
+        .grouped_gemm = ET_GROUPED_GEMM_SINGLE},
 };
+// clang-format on
+#undef EVERY_STACK
+#undef MEGATRON_V2_V3
 
 int et_software_preset(const char *name, et_software *out)
 {
