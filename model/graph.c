@@ -441,27 +441,24 @@ void gb_plain_backward(builder *b, int layer, et_layer_group group, et_linear ro
  * selects the one before). Messages are the full T x H activation. In backward, the reduction after a
  * column-parallel layer's products (its input gradient's) runs beside the weight-gradient product before it
  * when the stack issues it asynchronously (Megatron's LinearWithGradAccumulationAndAsyncCommunication). */
-static void tp_boundary(builder *b, const dims *d, et_phase phase, int layer, int gather, const char *name)
+static et_op *tp_boundary(builder *b, const dims *d, et_phase phase, int layer, int gather, const char *name)
 {
-    if (d->t <= 1 || (gather && !d->sp)) return;
+    if (d->t <= 1 || (gather && !d->sp)) return NULL;
     et_op_kind kind = !d->sp ? ET_OP_TP_ALLREDUCE : gather ? ET_OP_TP_ALLGATHER : ET_OP_TP_REDUCE_SCATTER;
     et_op *op = gb_add_op(b, kind, phase, layer, "%s", name);
-    if (!op) return;
+    if (!op) return NULL;
     op->bytes = TOK(d->e * d->H);
     op->async_comm = d->tp_async && phase == ET_PHASE_BACKWARD && !gather;
+    return op;
 }
 
 /* Sequence parallelism keeps a column-parallel layer's input as its 1/t share: backward all-gathers it again
- * for the weight gradient, beside the input-gradient product that follows (asynchronously in Megatron's
- * linear layers and Transformer Engine's, blocking otherwise). */
+ * for the weight gradient (the forward all-gather's bytes), beside the input-gradient product that follows
+ * (asynchronously in Megatron's linear layers and Transformer Engine's, blocking otherwise). */
 static void sp_regather(builder *b, const dims *d, int layer, const char *name)
 {
-    if (d->t <= 1 || !d->sp) return;
-    et_op *op = gb_add_op(b, ET_OP_TP_ALLGATHER, ET_PHASE_BACKWARD, layer, "%s", name);
-    if (!op) return;
-    op->bytes = TOK(d->e * d->H);
-    op->async_comm = d->tp_async;
-    op->regather = true;
+    et_op *op = tp_boundary(b, d, ET_PHASE_BACKWARD, layer, 1, name);
+    if (op) op->async_comm = d->tp_async, op->regather = true;
 }
 
 /* Dropout on `elems` values per batch unit (a mask byte each; Megatron's fused kernels): forward reads
