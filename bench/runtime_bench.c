@@ -74,7 +74,7 @@ static void optimizer_vs_stream(rt_backend *be, size_t n, double *fused_s, doubl
     *fused_s = *stream_s = 1e30;
     for (int round = 0; round < 5; round++) {
         double t0 = et_wall_seconds();
-        be->adam_update(be, w, g, m, v, NULL, n, &rt_adam_bench_args);
+        be->adam_update(be, w, g, m, v, NULL, n, &rt_adam_bench_args, NULL);
         double t1 = et_wall_seconds();
         for (size_t i = 0; i < n; i++) { /* the same bytes, three multiply-adds */
             m[i] = m[i] * 0.5f + g[i];
@@ -197,6 +197,7 @@ int main(int argc, char **argv)
             last_shapes[micro] = shape;
         }
         rt_model_update(&m, &h);
+        rt_model_end_step(&m); /* the step's scalars and op times read back */
         if (step == 0) continue;
         step_time += et_wall_seconds() - t0;
         for (int i = 0; i < m.graph.n_ops; i++)

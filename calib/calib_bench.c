@@ -148,7 +148,7 @@ json_t *calib_bench_run(const char *backend, const et_scenario *scenario, FILE *
         double best = 1e30;
         for (int r = 0; r < reps; r++) {
             double t0 = et_wall_seconds();
-            be->adam_update(be, y, x, w, y + big / 2, NULL, n, &rt_adam_bench_args);
+            be->adam_update(be, y, x, w, y + big / 2, NULL, n, &rt_adam_bench_args, NULL);
             be->sync(be);
             double t = et_wall_seconds() - t0;
             if (t < best) best = t;

@@ -309,10 +309,21 @@ int main(int argc, char **argv)
                               "a gradient all-reduce failed at step %lld", step);
             goto fail;
         }
+        /* the update decides on the device whether it happens (a non-finite gradient norm or loss skips
+         * it); the step's one read of the device follows */
+        const bool scaled = model.step_loss_scale != 1;
+        rt_model_update(&model, &plan.hyper);
+        const int skipped = rt_model_end_step(&model); /* fp16: an overflow skips the update */
+        rt_reducer_record_norms(&red);
+        if (be->failure(be)) { /* a device error: every backend call since has returned at once */
+            et_error_set_code(&err, ET_ERROR_INTERNAL, NULL, 0, 0, NULL,
+                              "the %s backend failed at step %lld: %s", be->name, step + 1, be->failure(be));
+            goto fail;
+        }
         sums[0] = model.loss_sum;
         comm->allreduce_sum_doubles(comm, sums, 2);
         if (!isfinite(sums[0])) {
-            /* a diverged run stops here, before the update spreads it into the weights */
+            /* a diverged run stops here; the gate kept this rank's weights from the update */
             et_error_set(&diverged, o.plan, 0, 0, NULL,
                          "training diverged at step %lld: the loss is %g (op head.loss); lower "
                          "run.learning_rate or check "
@@ -320,13 +331,7 @@ int main(int argc, char **argv)
                          step + 1, sums[0]);
             break;
         }
-        const int skipped = rt_model_update(&model, &plan.hyper); /* fp16: an overflow skips the update */
-        if (be->failure(be)) { /* a device error: every backend call since has returned at once */
-            et_error_set_code(&err, ET_ERROR_INTERNAL, NULL, 0, 0, NULL,
-                              "the %s backend failed at step %lld: %s", be->name, step + 1, be->failure(be));
-            goto fail;
-        }
-        if (!skipped && !isfinite(model.last_grad_norm)) {
+        if (skipped && !scaled) {
             et_error_set(
                 &diverged, o.plan, 0, 0, NULL,
                 "training diverged at step %lld: the gradient norm is %g (op optimizer.grad_norm); lower "

@@ -4,7 +4,8 @@
  * kernel family, what it supports.
  *
  * Memory: every float and int pointer passed to a kernel is device memory obtained from `alloc` (for the
- * CPU backend that is host memory). Host data goes in through `upload` and comes back through `download`.
+ * CPU backend that is host memory). Host data goes in through `upload` (the source may be reused when it
+ * returns; it does not wait for the device) and comes back through `download` (which waits).
  * Shapes and layouts are rt_kernels.h's (shape letters as in model/graph.h: T tokens, H hidden, F ffn,
  * A heads, V vocabulary, P scored positions); row-major throughout. A kernel whose contract says "+="
  * accumulates.
@@ -12,9 +13,11 @@
  * Batches: rt_dev_batch carries the micro-batch's index arrays on the device plus the sequence offsets on
  * the host (attention loops over sequences), so a backend may launch per-sequence products from the host.
  *
- * Results that a host decision needs (the loss, a squared norm) are returned as doubles: the call
- * synchronises with the device. Everything else may run asynchronously on the backend's stream; `sync`
- * waits for it.
+ * Scalars: reductions (a loss, squared norms) are added into device doubles the caller allocated, and the
+ * decisions that need them (clipping, fp16's skipped steps, LAMB's trust ratios) are taken on the device
+ * from them (clip_gate, clip_scale, lamb_apply), so nothing in a step waits for the device: etrun reads its
+ * scalars back once a step (`download`). Every call may run asynchronously on the backend's stream;
+ * `download`, `sync` and `op_timers_collect` wait for it, and count themselves in `host_waits`.
  *
  * Timing: op_timers_init sizes the timers for a graph of n_ops ops (the model calls it at start-up);
  * op_timer_begin/op_timer_end bracket graph op i; op_timers_collect adds every bracketed op's
@@ -44,14 +47,14 @@ typedef enum {
     RT_FAMILY_ATTENTION,     /* the six attention kernels, variable length, causal or not */
     RT_FAMILY_EMBEDDING,     /* embedding_fwd, embedding_bwd */
     RT_FAMILY_CROSS_ENTROPY, /* cross_entropy */
-    RT_FAMILY_GLUE,          /* add, axpy, gather_rows, scatter_add_rows, mask_mul, scale, sum_sq, bias */
-    RT_FAMILY_TENSOR_TRAIN,  /* tt_fwd, tt_bwd */
-    RT_FAMILY_ADAM,          /* adam_update (Adam and AdamW) */
-    RT_FAMILY_LAMB,          /* lamb_update */
-    RT_FAMILY_RMSNORM,       /* rmsnorm_fwd, rmsnorm_bwd */
-    RT_FAMILY_ROPE,          /* rope */
-    RT_FAMILY_SWIGLU,        /* swiglu_fwd, swiglu_bwd */
-    RT_FAMILY_MOE,           /* moe_route_fwd/bwd, moe_combine_fwd/bwd */
+    RT_FAMILY_GLUE, /* add, axpy, gather_rows, scatter_add_rows, mask_mul, scale, sum_sq, bias, clip */
+    RT_FAMILY_TENSOR_TRAIN, /* tt_fwd, tt_bwd */
+    RT_FAMILY_ADAM,         /* adam_update (Adam and AdamW) */
+    RT_FAMILY_LAMB,         /* lamb_update, lamb_apply */
+    RT_FAMILY_RMSNORM,      /* rmsnorm_fwd, rmsnorm_bwd */
+    RT_FAMILY_ROPE,         /* rope */
+    RT_FAMILY_SWIGLU,       /* swiglu_fwd, swiglu_bwd */
+    RT_FAMILY_MOE,          /* moe_route_fwd/bwd, moe_combine_fwd/bwd */
     RT_FAMILY_COUNT
 } rt_kernel_family;
 extern const char *const rt_kernel_family_names[]; /* "buffers", "linear", ... */
@@ -159,9 +162,10 @@ struct rt_backend {
                           const float *type, float *out, int H);
     void (*embedding_bwd)(rt_backend *be, const rt_dev_batch *b, const float *dout, float *dword, float *dpos,
                           float *dtype, int H);
-    /* summed loss over b->P rows of logits[P, V]; dlogits = (softmax - onehot) / norm; synchronises */
-    double (*cross_entropy)(rt_backend *be, const float *logits, const rt_dev_batch *b, float *dlogits, int V,
-                            double norm);
+    /* the summed loss over b->P rows of logits[P, V] added into *loss (a device double); dlogits =
+     * (softmax - onehot) / norm */
+    void (*cross_entropy)(rt_backend *be, const float *logits, const rt_dev_batch *b, float *dlogits, int V,
+                          double norm, double *loss);
 
     /* ---- glue ---- */
     void (*add)(rt_backend *be, float *out, const float *x, const float *y, size_t n); /* out = x + y */
@@ -173,7 +177,17 @@ struct rt_backend {
                              int width);
     void (*mask_mul)(rt_backend *be, float *x, const float *mask, size_t n); /* x *= mask */
     void (*scale)(rt_backend *be, float *x, float factor, size_t n);
-    double (*sum_sq)(rt_backend *be, const float *x, size_t n); /* synchronises */
+    void (*sum_sq)(rt_backend *be, const float *x, size_t n, double *acc); /* *acc (device) += sum x^2 */
+    /* a slice clipped by its own norm, norm = sqrt(*sq) / scale (fp16's loss scale divided out): x *=
+     * rt_clip_factor(norm, max_norm) (rt_elementwise.h), and *sq_after (device) += the sum of squares x is
+     * left with */
+    void (*clip_scale)(rt_backend *be, float *x, size_t n, const double *sq, double max_norm, double scale,
+                       double *sq_after);
+    /* the optimizer's gate (rt_elementwise.h's rt_clip_gate) from the gradients' squared norm *sq and the
+     * loss *loss (device; either NULL: not looked at) into gate[2] (device): the factor every gradient is
+     * multiplied by in the update, and 1 when the update is skipped (max_norm < 0: no clipping) */
+    void (*clip_gate)(rt_backend *be, const double *sq, const double *loss, double max_norm, double scale,
+                      float *gate);
     /* y[r * ld + c] += b[c] for r < rows, c < cols */
     void (*add_bias)(rt_backend *be, float *y, int ld, const float *b, int rows, int cols);
     /* db[c] += sum_r dy[r * ld + c] */
@@ -186,13 +200,18 @@ struct rt_backend {
                    float *dX, float *dcores, float *work, int T);
 
     /* ---- optimizer, fused over a contiguous slice of n values (mask may be NULL: dense) ---- */
+    /* Each takes the gate clip_gate wrote (device; NULL: none): nothing is written when gate[1] is not 0,
+     * and the gradients are multiplied by gate[0] (after a->grad_scale). */
     /* m, v updated; w -= lr * (m/c1) / (sqrt(v/c2) + eps) (+ decoupled decay), masked */
     void (*adam_update)(rt_backend *be, float *w, const float *g, float *m, float *v, const float *mask,
-                        size_t n, const rt_adam_args *a);
-    /* LAMB's first half: m, v updated; u (written over g) = Adam direction + decay, masked; returns
-     * sum(w^2) and sum(u^2) for the per-tensor trust ratio; the caller applies w -= rate * u (axpy) */
+                        size_t n, const rt_adam_args *a, const float *gate);
+    /* LAMB's first half: m, v updated; u (written over g) = Adam direction + decay, masked; sum(w^2) and
+     * sum(u^2) added into sq[0] and sq[1] (device) for the per-tensor trust ratio */
     void (*lamb_update)(rt_backend *be, const float *w, float *g, float *m, float *v, const float *mask,
-                        size_t n, const rt_adam_args *a, double *w_sq, double *u_sq);
+                        size_t n, const rt_adam_args *a, const float *gate, double *sq);
+    /* LAMB's second half: w -= rt_lamb_rate(sq[0], sq[1], lr) u (the trust ratio from lamb_update's sums) */
+    void (*lamb_apply)(rt_backend *be, float *w, const float *u, size_t n, const double *sq, float lr,
+                       const float *gate);
 
     /* ---- timing and synchronisation ---- */
     int (*op_timers_init)(rt_backend *be, int n_ops); /* -1: out of memory */
@@ -205,6 +224,8 @@ struct rt_backend {
     const char *(*failure)(const rt_backend *be);
 
     void (*destroy)(rt_backend *be);
+
+    long long host_waits; /* calls so far that waited for the device (download, sync, op_timers_collect) */
 };
 
 /* The CPU backend: OpenBLAS GEMMs, vectorised float element-wise kernels, host memory, wall-clock timing.

@@ -117,6 +117,13 @@ static void cpu_memcpy(rt_backend *be, void *dst, const void *src, size_t bytes)
     if (bytes) memcpy(dst, src, bytes);
 }
 
+/* the host is the device: nothing to wait for, but a download counts where a GPU's would wait */
+static void cpu_download(rt_backend *be, void *dst, const void *src, size_t bytes)
+{
+    be->host_waits++;
+    cpu_memcpy(be, dst, src, bytes);
+}
+
 RT_VECTOR_CLONES
 static void cpu_fill(rt_backend *be, float *x, float value, size_t n)
 {
@@ -338,11 +345,11 @@ static void cpu_embedding_bwd(rt_backend *be, const rt_dev_batch *b, const float
     rt_embedding_bwd_f(b->tokens, b->positions, dtype ? b->types : NULL, dout, dword, dpos, dtype, b->T, H);
 }
 
-static double cpu_cross_entropy(rt_backend *be, const float *logits, const rt_dev_batch *b, float *dlogits,
-                                int V, double norm)
+static void cpu_cross_entropy(rt_backend *be, const float *logits, const rt_dev_batch *b, float *dlogits,
+                              int V, double norm, double *loss)
 {
     (void)be;
-    return rt_cross_entropy_f(logits, b->targets, dlogits, b->P, V, norm);
+    *loss += rt_cross_entropy_f(logits, b->targets, dlogits, b->P, V, norm);
 }
 
 /* ---- glue ---- */
@@ -406,14 +413,34 @@ static void cpu_scale(rt_backend *be, float *x, float factor, size_t n)
 }
 
 RT_VECTOR_CLONES
-static double cpu_sum_sq(rt_backend *be, const float *x, size_t n)
+static double sum_sq(const float *x, size_t n)
 {
-    (void)be;
     double s = 0;
 #pragma omp simd reduction(+ : s)
     for (size_t i = 0; i < n; i++)
         s += (double)x[i] * x[i];
     return s;
+}
+
+static void cpu_sum_sq(rt_backend *be, const float *x, size_t n, double *acc)
+{
+    (void)be;
+    *acc += sum_sq(x, n);
+}
+
+static void cpu_clip_scale(rt_backend *be, float *x, size_t n, const double *sq, double max_norm,
+                           double scale, double *sq_after)
+{
+    const float f = rt_clip_factor(sqrt(*sq) / scale, max_norm);
+    if (f != 1.0f) cpu_scale(be, x, f, n);
+    *sq_after += sum_sq(x, n);
+}
+
+static void cpu_clip_gate(rt_backend *be, const double *sq, const double *loss, double max_norm, double scale,
+                          float *gate)
+{
+    (void)be;
+    rt_clip_gate(sq ? *sq : 0, sq != NULL, loss ? *loss : 0, loss != NULL, max_norm, scale, gate);
 }
 
 RT_VECTOR_CLONES
@@ -458,18 +485,21 @@ static void cpu_tt_bwd(rt_backend *be, const rt_tt_layer *l, const float *X, con
 
 /* ---- optimizer: one pass over the slice, one square root and one division per value ---- */
 
-/* the step's constants, as the CUDA backend makes them (rt_elementwise.h) */
-static rt_adam_consts adam_consts(const rt_adam_args *a, float weight_decay)
+/* the step's constants, as the CUDA backend makes them (rt_elementwise.h): the gate's factor after the
+ * arguments' gradient scale */
+static rt_adam_consts adam_consts(const rt_adam_args *a, const float *gate, float weight_decay)
 {
-    return rt_adam_make_consts(a->lr, a->beta1, a->beta2, a->eps, a->c1, a->c2, a->grad_scale, weight_decay);
+    return rt_adam_make_consts(a->lr, a->beta1, a->beta2, a->eps, a->c1, a->c2,
+                               gate ? a->grad_scale * gate[0] : a->grad_scale, weight_decay);
 }
 
 RT_VECTOR_CLONES
 static void cpu_adam_update(rt_backend *be, float *w, const float *g, float *m, float *v, const float *mask,
-                            size_t n, const rt_adam_args *a)
+                            size_t n, const rt_adam_args *a, const float *gate)
 {
     (void)be;
-    const rt_adam_consts k = adam_consts(a, a->decoupled_decay ? a->weight_decay : 0.0f);
+    if (gate && gate[1] != 0) return; /* a skipped step */
+    const rt_adam_consts k = adam_consts(a, gate, a->decoupled_decay ? a->weight_decay : 0.0f);
     if (mask) {
 #pragma omp simd
         for (size_t i = 0; i < n; i++)
@@ -483,10 +513,11 @@ static void cpu_adam_update(rt_backend *be, float *w, const float *g, float *m, 
 
 RT_VECTOR_CLONES
 static void cpu_lamb_update(rt_backend *be, const float *w, float *g, float *m, float *v, const float *mask,
-                            size_t n, const rt_adam_args *a, double *w_sq, double *u_sq)
+                            size_t n, const rt_adam_args *a, const float *gate, double *sq)
 {
     (void)be;
-    const rt_adam_consts k = adam_consts(a, a->weight_decay);
+    if (gate && gate[1] != 0) return;
+    const rt_adam_consts k = adam_consts(a, gate, a->weight_decay);
     double ws = 0, us = 0;
 #pragma omp simd reduction(+ : ws, us)
     for (size_t i = 0; i < n; i++) {
@@ -495,7 +526,14 @@ static void cpu_lamb_update(rt_backend *be, const float *w, float *g, float *m, 
         ws += (double)w[i] * w[i];
         us += (double)u * u;
     }
-    *w_sq = ws, *u_sq = us;
+    sq[0] += ws, sq[1] += us;
+}
+
+static void cpu_lamb_apply(rt_backend *be, float *w, const float *u, size_t n, const double *sq, float lr,
+                           const float *gate)
+{
+    if (gate && gate[1] != 0) return;
+    cpu_axpy(be, w, u, -rt_lamb_rate(sq[0], sq[1], lr), n);
 }
 
 /* ---- timing ---- */
@@ -524,13 +562,14 @@ static void cpu_timer_end(rt_backend *be, int op)
 static void cpu_timers_collect(rt_backend *be, double *op_time, int n_ops)
 {
     cpu_ctx *c = be->ctx;
+    be->host_waits++;
     for (int i = 0; i < n_ops && i < c->n_ops; i++)
         op_time[i] += c->elapsed[i], c->elapsed[i] = 0;
 }
 
 static void cpu_sync(rt_backend *be)
 {
-    (void)be;
+    be->host_waits++;
 }
 
 static const char *cpu_failure(const rt_backend *be)
@@ -565,7 +604,7 @@ rt_backend *rt_backend_cpu_create(et_error *err)
         .alloc = cpu_alloc,
         .free = cpu_free,
         .upload = cpu_memcpy,
-        .download = cpu_memcpy,
+        .download = cpu_download,
         .fill = cpu_fill,
         .copy = cpu_copy,
         .copy_2d = cpu_copy_2d,
@@ -602,12 +641,15 @@ rt_backend *rt_backend_cpu_create(et_error *err)
         .mask_mul = cpu_mask_mul,
         .scale = cpu_scale,
         .sum_sq = cpu_sum_sq,
+        .clip_scale = cpu_clip_scale,
+        .clip_gate = cpu_clip_gate,
         .add_bias = cpu_add_bias,
         .bias_grad = cpu_bias_grad,
         .tt_fwd = cpu_tt_fwd,
         .tt_bwd = cpu_tt_bwd,
         .adam_update = cpu_adam_update,
         .lamb_update = cpu_lamb_update,
+        .lamb_apply = cpu_lamb_apply,
         .op_timers_init = cpu_timers_init,
         .op_timer_begin = cpu_timer_begin,
         .op_timer_end = cpu_timer_end,

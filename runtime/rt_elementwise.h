@@ -81,6 +81,41 @@ RT_HD float rt_adam_step(const rt_adam_consts *k, float w, float g, float *m, fl
     return w - k->lr * mask * rt_adam_direction(k, w, g, m, v);
 }
 
+/* Clipping's factor for a gradient norm (fp16's loss scale divided out): max_norm / (norm + 1e-6) when the
+ * norm exceeds max_norm (max_norm < 0: no clipping), else 1 */
+RT_HD float rt_clip_factor(double norm, double max_norm)
+{
+    return max_norm >= 0 && norm > max_norm ? (float)(max_norm / (norm + 1e-6)) : 1.0f;
+}
+
+/* The optimizer's gate, taken where the step's scalars live: gate[0] multiplies every gradient in the
+ * update (the global clip over fp16's loss scale `scale`), gate[1] is 1 when the update is skipped: the
+ * gradients' squared norm sq non-finite (an fp16 overflow, or a diverged step) where have_sq, or the loss
+ * non-finite where have_loss */
+RT_HD void rt_clip_gate(double sq, int have_sq, double loss, int have_loss, double max_norm, double scale,
+                        float *gate)
+{
+    float clip = 1.0f, skip = 0.0f;
+    if (have_sq) {
+        const double norm = sqrt(sq) / scale;
+        if (isfinite(norm))
+            clip = rt_clip_factor(norm, max_norm);
+        else
+            skip = 1.0f;
+    }
+    if (have_loss && !isfinite(loss)) skip = 1.0f;
+    gate[0] = (float)(clip / scale);
+    gate[1] = skip;
+}
+
+/* LAMB's step size for one tensor: lr times the trust ratio ||w|| / ||u|| (1 when either is 0) */
+RT_HD float rt_lamb_rate(double w_sq, double u_sq, float lr)
+{
+    double rate = lr;
+    if (w_sq > 0 && u_sq > 0) rate *= sqrt(w_sq) / sqrt(u_sq);
+    return (float)rate;
+}
+
 /* Rotary positions: the pair (a, b) turned by the angle whose cosine and sine are c and s */
 RT_HD void rt_rotate_pair(float *a, float *b, float c, float s)
 {

@@ -55,7 +55,7 @@ RT_EXEC(rt_ex_loss)
 {
     (void)op;
     rt_acts *a = m->acts;
-    m->loss_sum += m->be->cross_entropy(m->be, a->logits, b, a->dlogits, a->V, a->norm);
+    m->be->cross_entropy(m->be, a->logits, b, a->dlogits, a->V, a->norm, rt_model_scalar(m, RT_SC_LOSS));
 }
 
 RT_EXEC(rt_ex_decoder_bwd_data)

@@ -80,8 +80,9 @@ RT_EXEC(rt_ex_mtp_loss)
 {
     rt_acts *a = m->acts;
     const rt_dev_batch x = ahead(b, op->mtp, true);
-    m->mtp_loss_sum += m->be->cross_entropy(m->be, a->logits, &x, module(m, op)->dlogits, a->V,
-                                            a->norm * a->D / et_model_mtp_loss_scale(&m->s->model));
+    m->be->cross_entropy(m->be, a->logits, &x, module(m, op)->dlogits, a->V,
+                         a->norm * a->D / et_model_mtp_loss_scale(&m->s->model),
+                         rt_model_scalar(m, RT_SC_MTP_LOSS));
 }
 
 /* ---- backward ---- */

@@ -2,6 +2,7 @@
  * walk of one micro-batch, op by op, through the bound executors. */
 #include "rt_model.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -119,6 +120,20 @@ static int alloc_state(rt_model *m, et_error *err)
     return 0;
 }
 
+/* The step's device scalars (rt_model.h's layout) and the optimizer's gate after them, one block read back
+ * once a step; its host copy. */
+static int alloc_scalars(rt_model *m, et_error *err)
+{
+    m->n_scalars = RT_SC_BUCKETS + 2 * m->n_buckets + 2 * m->graph.n_params;
+    const size_t bytes = (size_t)(m->n_scalars + 1) * sizeof(double); /* the gate's two floats in the last */
+    m->scalars = m->be->alloc(m->be, bytes);
+    m->scalars_host = calloc(1, bytes);
+    if (!m->scalars || !m->scalars_host)
+        return et_error_set_code(err, ET_ERROR_MEMORY, NULL, 0, 0, NULL, "out of memory");
+    m->gate = (float *)(m->scalars + m->n_scalars);
+    return 0;
+}
+
 /* LoRA: the model's own parameters, listed by its graph without the method, in a buffer of their own. */
 static int alloc_frozen(rt_model *m, const et_graph_options *o, et_error *err)
 {
@@ -186,7 +201,7 @@ int rt_model_init_comm(rt_model *m, const et_scenario *s, rt_backend *be, unsign
     if (et_buckets_build(&m->graph, s->parallel.bucket_bytes, et_precision_bytes(s->precision), &m->buckets,
                          &m->n_buckets, err))
         return -1;
-    if (rt_acts_alloc(m, err) || bind_named_params(m, err)) return -1;
+    if (alloc_scalars(m, err) || rt_acts_alloc(m, err) || bind_named_params(m, err)) return -1;
     if (rt_init_params(m, err)) return -1;
     if (rt_bind_ops(m, err)) return -1; /* also draws tensor-train cores at their own scale */
     return rt_init_masks(m, err);
@@ -203,13 +218,14 @@ void rt_model_free(rt_model *m)
         for (int c = 0; c < 3; c++)
             if (r->work[c]) be->free(be, r->work[c]);
     }
-    float *dev[] = {m->params, m->grads, m->m, m->v, m->mask, m->frozen};
+    float *dev[] = {m->params, m->grads, m->m, m->v, m->mask, m->frozen, (float *)m->scalars};
     for (size_t k = 0; k < sizeof dev / sizeof dev[0]; k++)
         if (dev[k]) be->free(be, dev[k]);
     if (m->batch_ints) be->free(be, m->batch_ints);
     free(m->tt_records), free(m->ops), free(m->op_time), free(m->param_offset), free(m->buckets);
     free(m->frozen_offset);
     free(m->mtp_host);
+    free(m->scalars_host);
     et_graph_free(&m->graph);
     et_graph_free(&m->frozen_graph);
     memset(m, 0, sizeof *m);
@@ -218,10 +234,49 @@ void rt_model_free(rt_model *m)
 void rt_model_begin_step(rt_model *m)
 {
     m->be->fill(m->be, m->grads, 0, m->n_params);
+    /* the scalars and the gate zeroed (a double 0 is two float 0s) */
+    m->be->fill(m->be, (float *)m->scalars, 0, 2 * (size_t)(m->n_scalars + 1));
     memset(m->op_time, 0, (size_t)m->graph.n_ops * sizeof *m->op_time);
     m->loss_sum = 0;
     m->mtp_loss_sum = 0;
     m->last_grad_norm = 0;
+    m->step_loss_scale = m->loss_scale;
+    m->norm_taken = m->updated = false;
+}
+
+double *rt_model_scalar(const rt_model *m, int slot)
+{
+    return m->scalars + slot;
+}
+
+int rt_model_end_step(rt_model *m)
+{
+    rt_backend *be = m->be;
+    be->download(be, m->scalars_host, m->scalars, (size_t)(m->n_scalars + 1) * sizeof(double));
+    be->op_timers_collect(be, m->op_time, m->graph.n_ops);
+    const double *h = m->scalars_host, S = m->step_loss_scale;
+    m->loss_sum = h[RT_SC_LOSS];
+    m->mtp_loss_sum = h[RT_SC_MTP_LOSS];
+    m->last_grad_norm = m->norm_taken ? sqrt(h[RT_SC_GRAD_SQ]) / S : 0;
+    if (!m->updated) return 0;
+    float gate[2];
+    memcpy(gate, h + m->n_scalars, sizeof gate);
+    const int skipped = gate[1] != 0;
+    if (skipped) m->adam_t--; /* the update did not happen: its bias corrections come again */
+    if (S != 1) {             /* fp16's dynamic loss scale, as PyTorch's GradScaler */
+        if (skipped)
+            m->skipped_steps++, m->loss_scale = S / 2 >= 1 ? S / 2 : 1, m->good_steps = 0;
+        else if (++m->good_steps == RT_LOSS_SCALE_GROWTH_INTERVAL)
+            m->loss_scale = S * 2, m->good_steps = 0;
+    }
+    return skipped;
+}
+
+void rt_model_bucket_norms(const rt_model *m, int k, double max_norm, double *before, double *after)
+{
+    const double *h = m->scalars_host + RT_SC_BUCKETS + 2 * k, S = m->step_loss_scale;
+    *before = sqrt(h[0]) / S;
+    *after = *before > max_norm ? sqrt(h[1]) / S : *before; /* measured again where it was clipped */
 }
 
 /* The flat-buffer slice (floats) of graph parameters [param, param + n). */
@@ -281,7 +336,6 @@ int rt_model_step_micro(rt_model *m, const rt_batch *b, double norm, rt_grad_rea
         be->op_timer_end(be, i);
         if (ready && op->phase == ET_PHASE_BACKWARD) ready(ctx, i);
     }
-    be->op_timers_collect(be, m->op_time, m->graph.n_ops);
     return m->comm_failed ? -1 : 0; /* an all-to-all failed (under a handler that returns) */
 }
 
@@ -290,14 +344,14 @@ void rt_model_bucket_slice(const rt_model *m, int k, size_t *first, size_t *coun
     param_slice(m, m->buckets[k].param_first, m->buckets[k].param_count, first, count);
 }
 
-double rt_model_grad_sq(const rt_model *m, size_t first, size_t count)
+void rt_model_clip_bucket(rt_model *m, int k, double max_norm)
 {
-    return m->be->sum_sq(m->be, m->grads + first, count);
-}
-
-void rt_model_scale_grads(rt_model *m, size_t first, size_t count, double factor)
-{
-    m->be->scale(m->be, m->grads + first, (float)factor, count);
+    rt_backend *be = m->be;
+    size_t first, count;
+    rt_model_bucket_slice(m, k, &first, &count);
+    double *sq = rt_model_scalar(m, RT_SC_BUCKETS + 2 * k);
+    be->sum_sq(be, m->grads + first, count, sq);
+    be->clip_scale(be, m->grads + first, count, sq, max_norm, m->loss_scale, sq + 1);
 }
 
 void rt_model_get_state(const rt_model *m, float *params, float *m1, float *v, float *grads)

@@ -49,20 +49,32 @@ struct rt_model {
     et_graph frozen_graph;
     float *frozen;
     size_t *frozen_offset, n_frozen;
-    int T_cap, P_cap;      /* activation capacity: tokens and scored positions */
-    rt_acts *acts;         /* activations and gradients, sized for T_cap tokens */
-    rt_dev_batch batch;    /* the current micro-batch on the device */
-    int *batch_ints;       /* its device arrays, one allocation */
-    double *op_time;       /* per op, accumulated over the micro-batches of the current step */
-    double loss_sum;       /* summed loss of the current step on this rank (the main head's) */
+    int T_cap, P_cap;   /* activation capacity: tokens and scored positions */
+    rt_acts *acts;      /* activations and gradients, sized for T_cap tokens */
+    rt_dev_batch batch; /* the current micro-batch on the device */
+    int *batch_ints;    /* its device arrays, one allocation */
+    /* The step's scalars on the device, added into by the kernels and read back once, by
+     * rt_model_end_step: n_scalars doubles (slots RT_SC_*; bucket k's squared norms before and after its
+     * clipping at RT_SC_BUCKETS + 2k; LAMB's sums for graph parameter i after the buckets' at
+     * RT_SC_BUCKETS + 2 n_buckets + 2i), then the optimizer's gate (two floats: the gradients' factor, and
+     * 1 when the update is skipped) in one more double. scalars_host is their copy. */
+    double *scalars, *scalars_host;
+    float *gate;
+    int n_scalars;
+    /* after rt_model_end_step, the step's: */
+    double *op_time;       /* per op, summed over the micro-batches */
+    double loss_sum;       /* summed loss on this rank (the main head's) */
     double mtp_loss_sum;   /* the prediction modules' summed losses (their gradients scaled by
                               model.mtp_loss_scale / depth) */
     int *mtp_host;         /* host scratch of their tokens and targets (2 depth T ints) */
-    double last_grad_norm; /* global gradient norm before clipping (clip after all-reduce), else 0 */
+    double last_grad_norm; /* global gradient norm before clipping where the update took it (clip after
+                              all-reduce, or fp16's overflow check), else 0 */
+    bool norm_taken, updated;
     long long adam_t;
     /* fp16's dynamic loss scale (rt_model_set_loss_scale; 1: none): the loss's gradient is scaled by it,
-     * an update with a non-finite gradient is skipped and halves it, 2000 good ones double it */
-    double loss_scale;
+     * an update with a non-finite gradient is skipped and halves it, 2000 good ones double it;
+     * step_loss_scale is the one the current step runs with */
+    double loss_scale, step_loss_scale;
     int good_steps;
     long long skipped_steps;
     rt_tt_record *tt_records; /* tensor-train layers: per (layer, role) */
@@ -81,21 +93,37 @@ int rt_model_init_comm(rt_model *m, const et_scenario *s, rt_backend *be, unsign
                        rt_comm *comm, et_error *err);
 void rt_model_free(rt_model *m);
 
+/* Slots of the step's device scalars (rt_model.scalars). */
+enum { RT_SC_LOSS, RT_SC_MTP_LOSS, RT_SC_GRAD_SQ, RT_SC_BUCKETS };
+/* GradScaler's growth interval: 2000 finite steps in a row double fp16's loss scale (torch.amp) */
+#define RT_LOSS_SCALE_GROWTH_INTERVAL 2000
+
+/* A step: rt_model_begin_step, rt_model_step_micro per micro-batch, rt_model_update, rt_model_end_step.
+ * Nothing before rt_model_end_step waits for the device (see rt_backend.h: host_waits); it reads the
+ * step's scalars and op timers back, once. */
+/* Zeroes gradients, the step's scalars and op times before a step. */
+void rt_model_begin_step(rt_model *m);
 /* Forward and backward of one micro-batch; `norm` divides the loss (global scored positions);
  * `ready` (may be NULL) is told after every backward op. Returns -1 when the batch exceeds capacity. */
 int rt_model_step_micro(rt_model *m, const rt_batch *b, double norm, rt_grad_ready_fn ready, void *ctx);
-/* Zeroes gradients, loss and op times before a step. */
-void rt_model_begin_step(rt_model *m);
 /* The gradient slice of bucket k, in floats from the start of the flat buffer. */
 void rt_model_bucket_slice(const rt_model *m, int k, size_t *first, size_t *count);
-/* Squared L2 norm of gradients in [first, first + count) (floats). */
-double rt_model_grad_sq(const rt_model *m, size_t first, size_t count);
-void rt_model_scale_grads(rt_model *m, size_t first, size_t count, double factor);
-/* The optimizer ops of the graph, each timed under its id: the global-norm clip (clip after all-reduce,
- * the gradients being the reduced ones), then Adam/AdamW (one fused pass) or LAMB (update, trust ratio,
- * apply). Collects the step's op timers into op_time. Returns 1 when a loss-scaled step's gradients were
- * not finite and the update was skipped (the scale halved), else 0. */
-int rt_model_update(rt_model *m, const et_hyper *h);
+/* Bucket k clipped by its own norm on the device (its squared norm before and after in its slots). */
+void rt_model_clip_bucket(rt_model *m, int k, double max_norm);
+/* The optimizer ops of the graph, each timed under its id: the gradients' global norm where it is needed
+ * (clip after all-reduce, the gradients being the reduced ones; fp16's overflow check) and the gate
+ * (clipping's factor, and the skip of a non-finite step: rt_elementwise.h's rt_clip_gate), then Adam/AdamW
+ * (one fused pass) or LAMB (update, trust ratio, apply), all on the device. */
+void rt_model_update(rt_model *m, const et_hyper *h);
+/* Reads the step's scalars (loss_sum, mtp_loss_sum, last_grad_norm) and op times back, and keeps fp16's
+ * loss scale. Returns 1 when the update was skipped (a non-finite gradient norm or loss: under fp16's
+ * loss scale an overflow, which halves it; otherwise a diverged step), else 0. */
+int rt_model_end_step(rt_model *m);
+/* A slot of the step's device scalars (RT_SC_*). */
+double *rt_model_scalar(const rt_model *m, int slot);
+/* After rt_model_end_step: bucket k's norm before its clipping and after (the same where it was not
+ * clipped), fp16's loss scale divided out. */
+void rt_model_bucket_norms(const rt_model *m, int k, double max_norm, double *before, double *after);
 /* Dynamic loss scaling from `initial` (fp16 plans; 1 turns it off), as PyTorch's GradScaler: halve on a
  * non-finite gradient and skip the update, double after 2000 finite ones in a row. */
 void rt_model_set_loss_scale(rt_model *m, double initial);

@@ -49,16 +49,9 @@ void rt_reducer_on_grad_ready(void *ctx, int op_index)
         int k = r->next++;
         size_t first, count;
         rt_model_bucket_slice(m, k, &first, &count);
-        if (r->clip_per_bucket) {
-            /* clip this bucket by its own local norm before it is reduced: no wait for the last bucket */
-            /* norms of the unscaled gradients (fp16's loss scale divided out) */
-            double norm = sqrt(rt_model_grad_sq(m, first, count)) / m->loss_scale;
-            r->rec[k].norm_before = r->rec[k].norm_after = norm;
-            if (norm > r->max_norm) { /* measured again, not assumed: measured.json shows what was reduced */
-                rt_model_scale_grads(m, first, count, r->max_norm / (norm + 1e-6));
-                r->rec[k].norm_after = sqrt(rt_model_grad_sq(m, first, count)) / m->loss_scale;
-            }
-        }
+        /* clip this bucket by its own local norm before it is reduced: no wait for the last bucket, nor
+         * for the host (the norms, measured again after clipping, are read at the step's end) */
+        if (r->clip_per_bucket) rt_model_clip_bucket(m, k, r->max_norm);
         r->rec[k].start_s = et_wall_seconds() - r->step_t0;
         /* expert gradients: over the ranks holding the same experts (expert parallelism) */
         const int expert = m->ep > 1 && m->buckets[k].expert;
@@ -67,6 +60,12 @@ void rt_reducer_on_grad_ready(void *ctx, int op_index)
             r->failed = 1;
     }
     note_completed(r); /* lets the communicator progress the reductions under the rest of backward */
+}
+
+void rt_reducer_record_norms(rt_reducer *r)
+{
+    for (int k = 0; r->clip_per_bucket && k < r->next; k++)
+        rt_model_bucket_norms(r->m, k, r->max_norm, &r->rec[k].norm_before, &r->rec[k].norm_after);
 }
 
 int rt_reducer_finish(rt_reducer *r)

@@ -38,5 +38,8 @@ void rt_reducer_begin_step(rt_reducer *r, double step_t0);
 void rt_reducer_on_grad_ready(void *ctx, int op_index);
 /* Waits for every started reduction. */
 int rt_reducer_finish(rt_reducer *r);
+/* After rt_model_end_step: the buckets' norms before and after clipping into the records (per-bucket
+ * clipping; else they stay 0). */
+void rt_reducer_record_norms(rt_reducer *r);
 
 #endif

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "rt_backend.h"
+#include "rt_elementwise.h"
 #include "rt_kernels.h"
 #include "rt_tt.h"
 
@@ -92,6 +93,19 @@ static void check(const char *family, const char *what, const float *d_got, cons
     printf("%-4s %-10s %-15s %-26s error %.2e bound %.0e%s%s\n", ok ? "ok" : "FAIL", label, family, what, err,
            tol, failure ? " device: " : "", failure ? failure : "");
     free(got);
+}
+
+/* device doubles (the step's scalars) starting at init, and one read back */
+static double *dev_scalars(const double *init, int n)
+{
+    return dev(init, (size_t)n * sizeof(double));
+}
+
+static double read_scalar(const double *d)
+{
+    double x = 0;
+    be->download(be, &x, d, sizeof x);
+    return x;
 }
 
 static void check_scalar(const char *family, const char *what, double got, double ref, double tol)
@@ -360,9 +374,12 @@ static void test_embedding_head(void)
     float *z = randf((size_t)P * V, 4);
     double *zd = to_d(z, (size_t)P * V), *dzd = calloc((size_t)P * V, 8);
     float *Z = devf(z, (size_t)P * V), *DZ = devf(NULL, (size_t)P * V);
-    const double loss = be->cross_entropy(be, Z, &b, DZ, V, 7.0);
+    const double start = 0.5; /* the loss is added into a device double */
+    double *L = dev_scalars(&start, 1);
+    be->cross_entropy(be, Z, &b, DZ, V, 7.0, L);
     const double ref = rt_cross_entropy_d(zd, targets, dzd, P, V, 7.0);
-    check_scalar("cross-entropy", "loss", loss, ref, tol_plain);
+    check_scalar("cross-entropy", "loss (+= on the device)", read_scalar(L) - start, ref, tol_plain);
+    be->free(be, L);
     check("cross-entropy", "dlogits", DZ, dzd, (size_t)P * V, tol_plain);
     be->free(be, W), be->free(be, Pp), be->free(be, Ty), be->free(be, O), be->free(be, DO), be->free(be, Z);
     be->free(be, DZ);
@@ -412,7 +429,11 @@ static void test_glue(void)
     double ss = 0;
     for (size_t i = 0; i < n; i++)
         ss += (double)x[i] * x[i];
-    check_scalar("glue", "sum_sq", be->sum_sq(be, X, n), ss, tol_plain);
+    const double start = 2;
+    double *SS = dev_scalars(&start, 1);
+    be->sum_sq(be, X, n, SS);
+    check_scalar("glue", "sum_sq (+=)", read_scalar(SS) - start, ss, tol_plain);
+    be->free(be, SS);
     be->upload(be, O, y, n * 4);
     be->add_bias(be, O, ld, Bv, rows, width);
     for (size_t i = 0; i < n; i++)
@@ -444,6 +465,54 @@ static void test_glue(void)
     free(x), free(y), free(mask), free(bias), free(ref);
 }
 
+/* clipping on the device: a slice by its own norm (clip_scale) and the optimizer's gate (clip_gate),
+ * against the double reference and the shared rt_elementwise.h rule on the host */
+static void test_clip(void)
+{
+    const size_t n = 5003;
+    float *x = randf(n, 1);
+    double ss = 0;
+    for (size_t i = 0; i < n; i++)
+        ss += (double)x[i] * x[i];
+    double sc[2] = {ss, 0};
+    float *X = devf(x, n);
+    double *S = dev_scalars(sc, 2);
+    const double scale = 4, max = 0.3 * sqrt(ss) / scale; /* past the bound: scaled */
+    be->clip_scale(be, X, n, S, max, scale, S + 1);
+    const double f = max / (sqrt(ss) / scale + 1e-6);
+    double *ref = malloc(n * sizeof *ref), after = 0;
+    for (size_t i = 0; i < n; i++)
+        ref[i] = x[i] * f, after += ref[i] * ref[i];
+    check("clip", "clip_scale (past the bound)", X, ref, n, tol_plain);
+    double got[2];
+    be->download(be, got, S, sizeof got);
+    check_scalar("clip", "clip_scale sum after (+=)", got[1], after, tol_plain);
+    be->upload(be, X, x, n * sizeof(float));
+    be->clip_scale(be, X, n, S, 2 * sqrt(ss) / scale, scale, S + 1); /* under the bound: as it was */
+    for (size_t i = 0; i < n; i++)
+        ref[i] = x[i];
+    check("clip", "clip_scale (under the bound)", X, ref, n, 0);
+    /* the gate: a clipped norm over fp16's scale, no clipping, a non-finite norm, a non-finite loss */
+    const double cases[4][4] = {
+        {ss, 1.5, 0.5, scale}, {ss, 1.5, -1, 1}, {NAN, 1.5, 1, 2}, {ss, INFINITY, -1, 1}};
+    float *Gt = devf(NULL, 2);
+    for (int c = 0; c < 4; c++) {
+        double *D = dev_scalars(cases[c], 2);
+        float gate[2], want[2];
+        be->clip_gate(be, D, D + 1, cases[c][2], cases[c][3], Gt);
+        be->download(be, gate, Gt, sizeof gate);
+        rt_clip_gate(cases[c][0], 1, cases[c][1], 1, cases[c][2], cases[c][3], want);
+        double g2[2] = {gate[0], gate[1]};
+        char what[32];
+        snprintf(what, sizeof what, "clip_gate case %d", c);
+        check_scalar("clip", what, g2[0] + 10 * g2[1], want[0] + 10.0 * want[1], 0);
+        be->free(be, D);
+    }
+    be->free(be, X), be->free(be, Gt);
+    be->free(be, S);
+    free(x), free(ref);
+}
+
 static void adam_reference(double *w, const double *g, double *m, double *v, const float *mask, size_t n,
                            const rt_adam_args *a, int lamb, double *w_sq, double *u_sq)
 {
@@ -465,6 +534,8 @@ static void adam_reference(double *w, const double *g, double *m, double *v, con
     }
 }
 
+/* Adam/AdamW or LAMB's two halves, the gradients' factor split between the arguments (0.8) and a device
+ * gate (0.5); then a gate that skips the step, which must leave everything as it was */
 static void test_optimizer(int lamb, int masked)
 {
     const size_t n = 4099;
@@ -475,24 +546,44 @@ static void test_optimizer(int lamb, int masked)
     double *wd = to_d(w, n), *gd = to_d(g, n), *md = to_d(m, n), *vd = to_d(v, n), ws = 0, us = 0;
     float *W = devf(w, n), *G = devf(g, n), *M = devf(m, n), *Vv = devf(v, n),
           *K = masked ? devf(mask, n) : NULL;
+    const float gate[2] = {0.5f, 0.0f}, skip[2] = {1.0f, 1.0f};
+    float *Gate = devf(gate, 2), *Skip = devf(skip, 2);
     rt_adam_args a = rt_adam_bench_args;
     a.grad_scale = 0.8f;
     a.decoupled_decay = !lamb;
     const char *fam = lamb ? "LAMB" : "AdamW";
-    adam_reference(wd, gd, md, vd, masked ? mask : NULL, n, &a, lamb, &ws, &us);
+    rt_adam_args ref_args = a;
+    ref_args.grad_scale = a.grad_scale * gate[0];
+    adam_reference(wd, gd, md, vd, masked ? mask : NULL, n, &ref_args, lamb, &ws, &us);
     if (lamb) {
-        double w_sq, u_sq;
-        be->lamb_update(be, W, G, M, Vv, K, n, &a, &w_sq, &u_sq);
+        const double start[2] = {0.25, 0.75};
+        double *SQ = dev_scalars(start, 2), sq[2];
+        be->lamb_update(be, W, G, M, Vv, K, n, &a, Gate, SQ);
         check(fam, masked ? "direction (masked)" : "direction", G, gd, n, tol_plain);
-        check_scalar(fam, "sum w^2", w_sq, ws, tol_plain);
-        check_scalar(fam, "sum u^2", u_sq, us, tol_plain);
+        be->download(be, sq, SQ, sizeof sq);
+        check_scalar(fam, "sum w^2 (+=)", sq[0] - start[0], ws, tol_plain);
+        check_scalar(fam, "sum u^2 (+=)", sq[1] - start[1], us, tol_plain);
+        be->lamb_apply(be, W, G, n, SQ, a.lr, Gate);
+        const double rate = a.lr * sqrt(sq[0]) / sqrt(sq[1]);
+        for (size_t i = 0; i < n; i++)
+            wd[i] -= rate * gd[i];
+        check(fam, "apply (trust ratio on the device)", W, wd, n, tol_plain);
+        be->lamb_update(be, W, G, M, Vv, K, n, &a, Skip, SQ);
+        be->lamb_apply(be, W, G, n, SQ, a.lr, Skip);
+        double sq2[2];
+        be->download(be, sq2, SQ, sizeof sq2);
+        check_scalar(fam, "a skipped step: sums", sq2[0] + sq2[1], sq[0] + sq[1], 0);
+        be->free(be, SQ);
     } else {
-        be->adam_update(be, W, G, M, Vv, K, n, &a);
+        be->adam_update(be, W, G, M, Vv, K, n, &a, Gate);
         check(fam, masked ? "weights (masked)" : "weights", W, wd, n, tol_plain);
+        be->adam_update(be, W, G, M, Vv, K, n, &a, Skip);
     }
+    check(fam, lamb ? "weights, after a skipped step" : "weights, after a skipped step", W, wd, n, tol_plain);
     check(fam, "first moment", M, md, n, tol_plain);
     check(fam, "second moment", Vv, vd, n, tol_plain);
-    be->free(be, W), be->free(be, G), be->free(be, M), be->free(be, Vv);
+    be->free(be, W), be->free(be, G), be->free(be, M), be->free(be, Vv), be->free(be, Gate),
+        be->free(be, Skip);
     if (K) be->free(be, K);
     free(w), free(g), free(m), free(v), free(mask), free(wd), free(gd), free(md), free(vd);
 }
@@ -611,7 +702,7 @@ static void run_backend(const char *name, int math)
         }
         if (be->supports(be, RT_FAMILY_EMBEDDING) && be->supports(be, RT_FAMILY_CROSS_ENTROPY))
             test_embedding_head();
-        if (be->supports(be, RT_FAMILY_GLUE)) test_glue();
+        if (be->supports(be, RT_FAMILY_GLUE)) test_glue(), test_clip();
         if (be->supports(be, RT_FAMILY_ADAM)) test_optimizer(0, 0), test_optimizer(0, 1);
         if (be->supports(be, RT_FAMILY_LAMB)) test_optimizer(1, 1);
         if (be->supports(be, RT_FAMILY_MOE)) test_moe();

@@ -210,21 +210,24 @@ static void check_optimizer(rt_backend *be)
         v.f[i] = fabsf(v.f[i]), v.d[i] = v.f[i];
         mask.f[i] = mask.f[i] > 0 ? 1.0f : 0.0f, mask.d[i] = mask.f[i];
     }
-    for (int variant = 0; variant < 3; variant++) { /* AdamW masked, Adam dense, LAMB masked */
+    /* AdamW masked (clipping's factor from a gate), Adam dense, LAMB masked (the factor in its arguments) */
+    for (int variant = 0; variant < 3; variant++) {
         pair w2 = make(n, 0), m2 = make(n, 0), v2 = make(n, 0), g2 = make(n, 0);
         memcpy(w2.f, w.f, n * 4), memcpy(m2.f, m.f, n * 4), memcpy(v2.f, v.f, n * 4),
             memcpy(g2.f, g.f, n * 4);
         rt_adam_args args = a;
         args.decoupled_decay = variant != 1;
-        args.grad_scale = variant == 1 ? 1.0f : 0.5f; /* clipping fused into the update */
+        args.grad_scale = variant == 2 ? 0.5f : 1.0f; /* clipping fused into the update */
+        const float gate[2] = {0.5f, 0.0f};
+        const double factor = variant == 1 ? 1.0 : 0.5;
         const float *mk = variant == 1 ? NULL : mask.f;
-        double wsq = 0, usq = 0, ref_wsq = 0, ref_usq = 0;
+        double sq[2] = {0.25, 0.5}, ref_wsq = 0.25, ref_usq = 0.5; /* the sums add to what is there */
         if (variant < 2)
-            be->adam_update(be, w2.f, g2.f, m2.f, v2.f, mk, n, &args);
+            be->adam_update(be, w2.f, g2.f, m2.f, v2.f, mk, n, &args, variant == 0 ? gate : NULL);
         else
-            be->lamb_update(be, w2.f, g2.f, m2.f, v2.f, mk, n, &args, &wsq, &usq);
+            be->lamb_update(be, w2.f, g2.f, m2.f, v2.f, mk, n, &args, NULL, sq);
         for (size_t i = 0; i < n; i++) {
-            const double gi = args.grad_scale * g.d[i];
+            const double gi = factor * g.d[i];
             double mi = a.beta1 * m.d[i] + (1 - (double)a.beta1) * gi;
             double vi = a.beta2 * v.d[i] + (1 - (double)a.beta2) * gi * gi;
             double u = (mi / a.c1) / (sqrt(vi / a.c2) + a.eps) +
@@ -246,9 +249,30 @@ static void check_optimizer(rt_backend *be)
         CLOSE(v2, 1e-6, what);
         if (variant == 2) {
             CLOSE(g2, 1e-5, "LAMB update direction");
-            CHECK_REL(wsq, ref_wsq, 1e-6, "LAMB sum of squared weights");
-            CHECK_REL(usq, ref_usq, 1e-5, "LAMB sum of squared updates");
+            CHECK_REL(sq[0], ref_wsq, 1e-6, "LAMB sum of squared weights");
+            CHECK_REL(sq[1], ref_usq, 1e-5, "LAMB sum of squared updates");
+            /* the second half: w -= lr sqrt(sum w^2) / sqrt(sum u^2) u, the ratio taken from the sums */
+            const double rate = a.lr * sqrt(ref_wsq) / sqrt(ref_usq);
+            be->lamb_apply(be, w2.f, g2.f, n, sq, a.lr, NULL);
+            for (size_t i = 0; i < n; i++)
+                w2.d[i] = w.d[i] - rate * g2.d[i];
+            CLOSE(w2, 1e-6, "LAMB apply (trust ratio from the device sums)");
         }
+        drop(&w2), drop(&m2), drop(&v2), drop(&g2);
+    }
+    /* a gate that skips the step: nothing is written */
+    {
+        const float skip[2] = {1.0f, 1.0f};
+        pair w2 = make(n, 0), m2 = make(n, 0), v2 = make(n, 0), g2 = make(n, 0);
+        memcpy(w2.f, w.f, n * 4), memcpy(m2.f, m.f, n * 4), memcpy(v2.f, v.f, n * 4),
+            memcpy(g2.f, g.f, n * 4);
+        double sq[2] = {1, 2};
+        be->adam_update(be, w2.f, g2.f, m2.f, v2.f, NULL, n, &a, skip);
+        be->lamb_update(be, w2.f, g2.f, m2.f, v2.f, NULL, n, &a, skip, sq);
+        be->lamb_apply(be, w2.f, g2.f, n, sq, a.lr, skip);
+        CHECK(!memcmp(w2.f, w.f, n * 4) && !memcmp(m2.f, m.f, n * 4) && !memcmp(v2.f, v.f, n * 4) &&
+                  !memcmp(g2.f, g.f, n * 4) && sq[0] == 1 && sq[1] == 2,
+              "a skipping gate leaves weights, moments, gradients and sums untouched");
         drop(&w2), drop(&m2), drop(&v2), drop(&g2);
     }
     drop(&w), drop(&g), drop(&m), drop(&v), drop(&mask);
@@ -272,12 +296,53 @@ static void check_glue(rt_backend *be)
     CHECK(ok, "gather_rows copies the named rows");
     be->scatter_add_rows(be, acc, dst, picks, 5, width);
     CHECK(memcmp(acc, want, sizeof acc) == 0, "scatter_add_rows sums repeated rows");
-    CHECK_REL(be->sum_sq(be, src, (size_t)rows * width), ss, 1e-12, "sum of squares");
+    double acc_sq = 1; /* added into */
+    be->sum_sq(be, src, (size_t)rows * width, &acc_sq);
+    CHECK_REL(acc_sq - 1, ss, 1e-12, "sum of squares");
     be->bias_grad(be, db, src, width, rows, width);
     double e = 0;
     for (int c = 0; c < width; c++)
         e = fmax(e, fabs(db[c] - colsum[c]));
     CHECK(e < 1e-5, "bias gradient is the column sum (off by %.3g)", e);
+}
+
+/* Clipping on the device: the gate's factor and skip, and a slice clipped by its own norm. */
+static void check_clip(rt_backend *be)
+{
+    float gate[2];
+    const double sq = 64, loss = 3, nan_sq = NAN, inf_loss = INFINITY;
+    be->clip_gate(be, &sq, &loss, 1.0, 2.0, gate); /* norm sqrt(64) / 2 = 4 > 1 */
+    CHECK(gate[0] == (float)((float)(1.0 / (4 + 1e-6)) / 2.0) && gate[1] == 0,
+          "the gate clips over the loss scale (%g, %g)", gate[0], gate[1]);
+    be->clip_gate(be, &sq, &loss, 10.0, 2.0, gate);
+    CHECK(gate[0] == 0.5f && gate[1] == 0, "a norm under the bound keeps the loss scale's inverse only");
+    be->clip_gate(be, &sq, NULL, -1, 1.0, gate);
+    CHECK(gate[0] == 1 && gate[1] == 0, "no clipping, no loss scale: factor 1");
+    be->clip_gate(be, &nan_sq, &loss, 1.0, 1.0, gate);
+    CHECK(gate[1] == 1, "a non-finite norm skips the step");
+    be->clip_gate(be, NULL, &inf_loss, -1, 1.0, gate);
+    CHECK(gate[1] == 1, "a non-finite loss skips the step");
+    be->clip_gate(be, NULL, &loss, -1, 1.0, gate);
+    CHECK(gate[1] == 0, "a finite loss and no norm: the step runs");
+
+    enum { N = 300 };
+    float x[N], y[N];
+    double ss = 0;
+    for (int i = 0; i < N; i++)
+        x[i] = (float)rnd(), y[i] = x[i], ss += (double)x[i] * x[i];
+    double after = 0;
+    be->clip_scale(be, x, N, &ss, 2 * sqrt(ss), 1.0, &after); /* under its bound: untouched */
+    CHECK(!memcmp(x, y, sizeof x) && fabs(after - ss) <= 1e-12 * ss,
+          "a bucket under its bound is not scaled");
+    const double max = 0.25 * sqrt(ss) * 0.5; /* fp16's scale 2 divides the norm: sqrt(ss) / 2 */
+    const float f = (float)(max / (sqrt(ss) / 2 + 1e-6));
+    double after2 = 0, want = 0;
+    be->clip_scale(be, x, N, &ss, max, 2.0, &after2);
+    int ok = 1;
+    for (int i = 0; i < N; i++)
+        ok &= x[i] == y[i] * f, want += (double)x[i] * x[i];
+    CHECK(ok && fabs(after2 - want) <= 1e-12 * want, "a bucket past its bound scaled by bound / norm, its "
+                                                     "new sum of squares added");
 }
 
 int main(void)
@@ -297,6 +362,7 @@ int main(void)
     if (be) {
         check_optimizer(be);
         check_glue(be);
+        check_clip(be);
         be->destroy(be);
     }
     return check_summary("test_kernels_float");

@@ -25,6 +25,7 @@ static double loss_of(rt_model *m, const rt_batch *b, double norm)
 {
     rt_model_begin_step(m);
     rt_model_step_micro(m, b, norm, NULL, NULL);
+    rt_model_end_step(m); /* the losses read back */
     const int D = m->s->model.mtp_layers;
     return (m->loss_sum + (D ? m->mtp_loss_sum * et_model_mtp_loss_scale(&m->s->model) / D : 0)) / norm;
 }
@@ -276,7 +277,8 @@ static void check_lora_start(void)
           "frozen values %zu (the dense model's %zu), %zu trained", ml.n_frozen, md.n_params, ml.n_params);
     float *before = malloc(ml.n_frozen * sizeof(float)), *after = malloc(ml.n_frozen * sizeof(float));
     be->download(be, before, ml.frozen, ml.n_frozen * sizeof(float));
-    CHECK(rt_model_update(&ml, &lora.hyper) == 0, "the update runs");
+    rt_model_update(&ml, &lora.hyper);
+    CHECK(rt_model_end_step(&ml) == 0, "the update runs");
     be->download(be, after, ml.frozen, ml.n_frozen * sizeof(float));
     CHECK(memcmp(before, after, ml.n_frozen * sizeof(float)) == 0,
           "an update leaves the frozen model as it was");
@@ -384,8 +386,93 @@ static void check_answers(void)
     et_plan_free(&plan);
 }
 
+/* One step's device reads: however many micro-batches, buckets and tensors, a step waits for the device
+ * twice, both in rt_model_end_step (its scalars, then its op timers), for each way the optimizer decides on
+ * the device: no clipping; the global clip; LAMB's per-tensor trust ratios with per-bucket clipping; fp16's
+ * loss scale. Then a forced fp16 overflow: the gate skips the update on the device, the step reads as
+ * skipped, the scale halves and the weights and the optimizer's step stay. */
+static void check_host_waits(void)
+{
+    struct {
+        const char *what;
+        et_optimizer opt;
+        et_clip_mode clip;
+        et_precision precision;
+        double loss_scale;
+    } cases[] = {
+        {"AdamW, no clipping", ET_OPT_ADAMW, ET_CLIP_NONE, ET_FP32, 1},
+        {"AdamW, global clipping", ET_OPT_ADAMW, ET_CLIP_AFTER_ALLREDUCE, ET_FP32, 1},
+        {"LAMB, per-bucket clipping", ET_OPT_LAMB, ET_CLIP_PER_BUCKET, ET_FP32, 1},
+        {"AdamW, fp16 loss scale", ET_OPT_ADAMW, ET_CLIP_AFTER_ALLREDUCE, ET_FP16, 1024},
+        {"AdamW, fp16 overflow", ET_OPT_ADAMW, ET_CLIP_NONE, ET_FP16, 0x1p60},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        et_plan plan;
+        et_error err;
+        if (et_plan_load(ET_SOURCE_DIR "/tests/data/tiny-gpt-plan.json", &plan, &err)) {
+            CHECK(0, "plan loads: %s", err.text);
+            return;
+        }
+        plan.s.optimizer.name = cases[c].opt;
+        plan.s.optimizer.clip = cases[c].clip;
+        plan.s.precision = cases[c].precision;
+        rt_backend *be = rt_backend_cpu_create(&err);
+        rt_model m;
+        rt_data data;
+        rt_batch b = {0};
+        if (!be || rt_model_init(&m, &plan.s, be, plan.seed, &err) ||
+            rt_data_init(&data, &plan.s, 1, 0, plan.seed, NULL, &err)) {
+            CHECK(0, "%s: init: %s", cases[c].what, err.text);
+            return;
+        }
+        rt_model_set_loss_scale(&m, cases[c].loss_scale);
+        const bool overflow = cases[c].loss_scale > 1e9;
+        float *w0 = malloc(m.n_params * sizeof *w0), *w1 = malloc(m.n_params * sizeof *w1);
+        long long waits = 0;
+        int skipped = 0;
+        for (int step = 0; step < 2; step++) {
+            if (step == 1) rt_model_get_state(&m, w0, NULL, NULL, NULL);
+            const long long t0 = be->host_waits, adam_t = m.adam_t;
+            rt_model_begin_step(&m);
+            const double norm = rt_data_global_predictions(&data, step);
+            for (int micro = 0; micro < data.accum; micro++) {
+                rt_data_batch(&data, step, micro, &b);
+                rt_model_step_micro(&m, &b, norm, NULL, NULL);
+            }
+            for (int k = 0; cases[c].clip == ET_CLIP_PER_BUCKET && k < m.n_buckets; k++)
+                rt_model_clip_bucket(&m, k, plan.s.optimizer.max_grad_norm);
+            rt_model_update(&m, &plan.hyper);
+            skipped = rt_model_end_step(&m);
+            waits = be->host_waits - t0;
+            CHECK(skipped == overflow && m.adam_t == adam_t + !overflow && isfinite(m.loss_sum) &&
+                      m.loss_sum > 0,
+                  "%s: step %d %s (loss %.3f)", cases[c].what, step, skipped ? "skipped" : "updated",
+                  m.loss_sum / norm);
+        }
+        CHECK(waits == 2 && data.accum > 1 && m.n_buckets > 1,
+              "%s: %lld waits for the device in a step of %d micro-batches and %d buckets", cases[c].what,
+              waits, data.accum, m.n_buckets);
+        rt_model_get_state(&m, w1, NULL, NULL, NULL);
+        const bool same = memcmp(w0, w1, m.n_params * sizeof *w0) == 0;
+        if (overflow)
+            CHECK(same && m.skipped_steps == 2 && m.loss_scale == 0x1p58 && !isfinite(m.last_grad_norm),
+                  "an fp16 overflow skips on the device: weights kept, 2 skipped, scale 2^%.0f, norm %g",
+                  log2(m.loss_scale), m.last_grad_norm);
+        else
+            CHECK(!same && (cases[c].clip == ET_CLIP_AFTER_ALLREDUCE) == (m.last_grad_norm > 0),
+                  "%s: the update changed the weights; gradient norm %.3g", cases[c].what, m.last_grad_norm);
+        free(w0), free(w1);
+        rt_batch_free(&b);
+        rt_data_free(&data);
+        rt_model_free(&m);
+        be->destroy(be);
+        et_plan_free(&plan);
+    }
+}
+
 int main(void)
 {
+    check_host_waits();
     check_answers();
     check_windows();
     check_lora_start();

@@ -8,7 +8,6 @@
 #include "cuda_internal.h"
 
 #define CU_WORKSPACE_BYTES ((size_t)32 << 20) /* cuBLASLt's workspace: 32 MiB, as NVIDIA's samples use */
-#define CU_SCALARS 4
 
 void cu_fail(cu_ctx *c, const char *file, int line, const char *call, const char *what, const char *hint)
 {
@@ -42,7 +41,7 @@ const char *cu_lt_status_name(cublasStatus_t s)
     }
 }
 
-/* ---- column sums and the reductions' scalars (shared by the other files) ---- */
+/* ---- column sums (shared by the other files) ---- */
 
 /* blockIdx.y takes a chunk of rows; each thread one column of it; one atomic add per (chunk, column) */
 __global__ void colsum_acc_kernel(float *out, const float *in, int ld, int rows, int cols, int rows_per_chunk)
@@ -63,22 +62,6 @@ void cu_colsum_acc(cu_ctx *c, float *out, const float *in, int ld, int rows, int
     dim3 grid((unsigned)((cols + 255) / 256), (unsigned)chunks);
     colsum_acc_kernel<<<grid, 256, 0, c->compute>>>(out, in, ld, rows, cols, per);
     CU_CHECK_LAUNCH(c, "colsum_acc_kernel");
-}
-
-void cu_scalars_zero(cu_ctx *c, int n)
-{
-    CU_CHECK(c, cudaMemsetAsync(c->scalars, 0, (size_t)n * sizeof(double), c->compute),
-             "zeroing a reduction");
-}
-
-void cu_scalars_read(cu_ctx *c, double *host, int n)
-{
-    for (int i = 0; i < n; i++)
-        host[i] = 0;
-    CU_CHECK(
-        c, cudaMemcpyAsync(host, c->scalars, (size_t)n * sizeof(double), cudaMemcpyDeviceToHost, c->compute),
-        "reading a reduction back");
-    CU_CHECK(c, cudaStreamSynchronize(c->compute), "a kernel before this read failed on the device");
 }
 
 /* ---- buffers ---- */
@@ -105,14 +88,16 @@ static void cu_upload(rt_backend *be, void *dst, const void *src, size_t bytes)
 {
     cu_ctx *c = cu_of(be);
     if (!bytes) return;
+    /* no wait: from pageable memory the runtime stages the source before returning (CUDA Runtime API,
+     * "API synchronization behavior"), so the caller may reuse it at once */
     CU_CHECK(c, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, c->compute), "copying host data in");
-    CU_CHECK(c, cudaStreamSynchronize(c->compute), "a kernel before this copy failed on the device");
 }
 
 static void cu_download(rt_backend *be, void *dst, const void *src, size_t bytes)
 {
     cu_ctx *c = cu_of(be);
     if (!bytes) return;
+    be->host_waits++;
     CU_CHECK(c, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, c->compute),
              "copying device data out");
     CU_CHECK(c, cudaStreamSynchronize(c->compute), "a kernel before this copy failed on the device");
@@ -208,6 +193,7 @@ static void cu_timers_collect(rt_backend *be, double *op_time, int n_ops)
 {
     cu_ctx *c = cu_of(be);
     if (c->failure[0]) return;
+    be->host_waits++;
     CU_CHECK(c, cudaStreamSynchronize(c->compute), "a kernel of this step failed on the device");
     for (int i = 0; i < c->used_pairs && !c->failure[0]; i++) {
         const cu_timer_pair *t = &c->pairs[i];
@@ -224,6 +210,7 @@ static void cu_timers_collect(rt_backend *be, double *op_time, int n_ops)
 static void cu_sync(rt_backend *be)
 {
     cu_ctx *c = cu_of(be);
+    be->host_waits++;
     CU_CHECK(c, cudaStreamSynchronize(c->compute), "a kernel failed on the device");
     CU_CHECK(c, cudaStreamSynchronize(c->comm), "a communication failed on the device");
 }
@@ -277,7 +264,7 @@ static void cu_destroy(rt_backend *be)
         if (c->lt) cublasLtDestroy(c->lt);
         if (c->blas) cublasDestroy(c->blas);
         cudaFree((void *)c->ptrs);
-        cudaFree(c->workspace), cudaFree(c->scalars), cudaFree(c->cast[0]), cudaFree(c->cast[1]);
+        cudaFree(c->workspace), cudaFree(c->cast[0]), cudaFree(c->cast[1]);
         if (c->compute) cudaStreamDestroy(c->compute);
         if (c->comm) cudaStreamDestroy(c->comm);
         free(c);
@@ -345,8 +332,6 @@ extern "C" rt_backend *rt_backend_cuda_create(int ordinal, et_error *err)
     if (c->blas) LT_CHECK(c, cublasSetStream(c->blas, c->compute), "cuBLAS on the compute stream");
     c->workspace_bytes = CU_WORKSPACE_BYTES;
     CU_CHECK(c, cudaMalloc(&c->workspace, c->workspace_bytes), "allocating cuBLASLt's workspace");
-    CU_CHECK(c, cudaMalloc((void **)&c->scalars, CU_SCALARS * sizeof(double)),
-             "allocating reduction scalars");
     cu_table_buffers(be);
     cu_table_gemm(be);
     cu_table_attention(be);

@@ -196,14 +196,41 @@ __global__ void add_bias_kernel(float *y, int ld, const float *b, int cols, size
     GRID_LOOP(i, n) y[i / cols * ld + i % cols] += b[i % cols];
 }
 
+/* a warp's double sum added into *out by its first lane */
+__device__ __forceinline__ void warp_add_to(double s, double *out)
+{
+    for (int o = 16; o > 0; o >>= 1)
+        s += __shfl_xor_sync(0xffffffffu, s, o);
+    if (threadIdx.x % 32 == 0) atomicAdd(out, s);
+}
+
 /* sum of squares in double: per thread, then the warp, then one atomic add a warp */
 __global__ void sum_sq_kernel(const float *x, size_t n, double *out)
 {
     double s = 0;
     GRID_LOOP(i, n) s += (double)x[i] * x[i];
-    for (int o = 16; o > 0; o >>= 1)
-        s += __shfl_xor_sync(0xffffffffu, s, o);
-    if (threadIdx.x % 32 == 0) atomicAdd(out, s);
+    warp_add_to(s, out);
+}
+
+/* x scaled by its clipping factor (every thread reads the squared norm) and its new sum of squares */
+__global__ void clip_scale_kernel(float *x, size_t n, const double *sq, double max_norm, double scale,
+                                  double *out)
+{
+    const float f = rt_clip_factor(sqrt(*sq) / scale, max_norm);
+    double s = 0;
+    GRID_LOOP(i, n)
+    {
+        const float v = f != 1.0f ? x[i] * f : x[i];
+        if (f != 1.0f) x[i] = v;
+        s += (double)v * v;
+    }
+    warp_add_to(s, out);
+}
+
+__global__ void clip_gate_kernel(const double *sq, const double *loss, double max_norm, double scale,
+                                 float *gate)
+{
+    rt_clip_gate(sq ? *sq : 0, sq != NULL, loss ? *loss : 0, loss != NULL, max_norm, scale, gate);
 }
 
 static void cu_add(rt_backend *be, float *out, const float *x, const float *y, size_t n)
@@ -246,19 +273,37 @@ static void cu_add_bias(rt_backend *be, float *y, int ld, const float *b, int ro
     LAUNCH(cu_of(be), add_bias_kernel, n, y, ld, b, cols, n);
 }
 
-static double cu_sum_sq(rt_backend *be, const float *x, size_t n)
+/* grid-stride reductions: at most four blocks a multiprocessor */
+static unsigned reduce_blocks(const cu_ctx *c, size_t n)
+{
+    const unsigned cap = 4u * (unsigned)c->prop.multiProcessorCount;
+    return cu_blocks(n, 256) < cap ? cu_blocks(n, 256) : cap;
+}
+
+static void cu_sum_sq(rt_backend *be, const float *x, size_t n, double *acc)
 {
     cu_ctx *c = cu_of(be);
-    double s = 0;
-    if (c->failure[0] || !n) return 0;
-    cu_scalars_zero(c, 1);
-    const unsigned blocks = cu_blocks(n, 256) < 4u * (unsigned)c->prop.multiProcessorCount
-                                ? cu_blocks(n, 256)
-                                : 4u * (unsigned)c->prop.multiProcessorCount;
-    sum_sq_kernel<<<blocks, 256, 0, c->compute>>>(x, n, c->scalars);
+    if (c->failure[0] || !n) return;
+    sum_sq_kernel<<<reduce_blocks(c, n), 256, 0, c->compute>>>(x, n, acc);
     CU_CHECK_LAUNCH(c, "sum_sq_kernel");
-    cu_scalars_read(c, &s, 1);
-    return s;
+}
+
+static void cu_clip_scale(rt_backend *be, float *x, size_t n, const double *sq, double max_norm, double scale,
+                          double *sq_after)
+{
+    cu_ctx *c = cu_of(be);
+    if (c->failure[0] || !n) return;
+    clip_scale_kernel<<<reduce_blocks(c, n), 256, 0, c->compute>>>(x, n, sq, max_norm, scale, sq_after);
+    CU_CHECK_LAUNCH(c, "clip_scale_kernel");
+}
+
+static void cu_clip_gate(rt_backend *be, const double *sq, const double *loss, double max_norm, double scale,
+                         float *gate)
+{
+    cu_ctx *c = cu_of(be);
+    if (c->failure[0]) return;
+    clip_gate_kernel<<<1, 1, 0, c->compute>>>(sq, loss, max_norm, scale, gate);
+    CU_CHECK_LAUNCH(c, "clip_gate_kernel");
 }
 
 /* ---- mixture of experts (rt_kernels.h): a thread a token for routing ---- */
@@ -386,6 +431,8 @@ void cu_table_elementwise(rt_backend *be)
     be->mask_mul = cu_mask_mul;
     be->scale = cu_scale;
     be->sum_sq = cu_sum_sq;
+    be->clip_scale = cu_clip_scale;
+    be->clip_gate = cu_clip_gate;
     be->add_bias = cu_add_bias;
     be->moe_route_fwd = cu_moe_route_fwd;
     be->moe_route_bwd = cu_moe_route_bwd;

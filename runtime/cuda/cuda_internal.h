@@ -37,7 +37,6 @@ typedef struct cu_ctx {
     rt_gemm_math math;
     void *cast[2]; /* 16-bit copies of a product's two inputs (bf16 and fp16 modes) */
     size_t cast_bytes[2];
-    double *scalars; /* device: the reductions' results (a loss, squared norms) */
     /* op timers: a pool of event pairs, one taken per bracket, read at collect */
     int n_ops, *open; /* per op: the pair its open bracket took, -1 when none */
     cu_timer_pair *pairs;
@@ -102,9 +101,6 @@ __device__ __forceinline__ float warp_max(float v)
 
 /* Column sums: out[c] += sum_r in[r * ld + c] (a bias gradient, a layer norm's beta gradient). */
 void cu_colsum_acc(cu_ctx *c, float *out, const float *in, int ld, int rows, int cols);
-/* The reductions' device scalars zeroed, and read back (synchronises). */
-void cu_scalars_zero(cu_ctx *c, int n);
-void cu_scalars_read(cu_ctx *c, double *host, int n);
 
 /* Column-major C[m, n] = alpha op(A) op(B) + beta C (+ bias[m] per column), `batch` strided products, A and
  * B of ab_type, C fp32 (cuda_lt.cu). */

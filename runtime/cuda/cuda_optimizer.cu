@@ -1,12 +1,24 @@
-/* The fused optimizer passes: Adam/AdamW and LAMB's first half over a contiguous slice, one thread a value,
- * with rt_elementwise.h's per-value update (the CPU tests check the same function). LAMB's two squared
- * norms (weights, update) are reduced in double on the device and read once per call. */
+/* The fused optimizer passes: Adam/AdamW and LAMB's two halves over a contiguous slice, one thread a value,
+ * with rt_elementwise.h's per-value update (the CPU tests check the same function). Every pass reads the
+ * step's gate (clip_gate: the gradients' factor, and whether the step is skipped) on the device; LAMB's
+ * two squared norms (weights, update) are reduced in double into device scalars that its second half turns
+ * into the trust ratio there, so no pass waits for the host. */
 #include "cuda_internal.h"
 #include "rt_elementwise.h"
 
-__global__ void adam_kernel(float *w, const float *g, float *m, float *v, const float *mask, size_t n,
-                            rt_adam_consts k)
+/* the gate's factor after the step's own gradient scale; false when the gate skips the step */
+__device__ __forceinline__ bool gated(rt_adam_consts *k, const float *gate)
 {
+    if (!gate) return true;
+    if (gate[1] != 0.0f) return false;
+    k->gs *= gate[0];
+    return true;
+}
+
+__global__ void adam_kernel(float *w, const float *g, float *m, float *v, const float *mask, size_t n,
+                            rt_adam_consts k, const float *gate)
+{
+    if (!gated(&k, gate)) return;
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
          i += (size_t)gridDim.x * blockDim.x) {
         float mi = m[i], vi = v[i];
@@ -17,8 +29,9 @@ __global__ void adam_kernel(float *w, const float *g, float *m, float *v, const 
 
 /* u (over g) = direction * mask; sums of w^2 and u^2 into out[0], out[1] */
 __global__ void lamb_kernel(const float *w, float *g, float *m, float *v, const float *mask, size_t n,
-                            rt_adam_consts k, double *out)
+                            rt_adam_consts k, const float *gate, double *out)
 {
+    if (!gated(&k, gate)) return;
     double ws = 0, us = 0;
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
          i += (size_t)gridDim.x * blockDim.x) {
@@ -35,6 +48,16 @@ __global__ void lamb_kernel(const float *w, float *g, float *m, float *v, const 
     if (threadIdx.x % 32 == 0) atomicAdd(out, ws), atomicAdd(out + 1, us);
 }
 
+/* w -= rate u, the rate from the tensor's two squared norms (every thread computes it) */
+__global__ void lamb_apply_kernel(float *w, const float *u, size_t n, const double *sq, float lr,
+                                  const float *gate)
+{
+    if (gate && gate[1] != 0.0f) return;
+    const float a = -rt_lamb_rate(sq[0], sq[1], lr);
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+        w[i] += a * u[i];
+}
+
 static unsigned optimizer_blocks(const cu_ctx *c, size_t n)
 {
     const unsigned cap = 8u * (unsigned)c->prop.multiProcessorCount;
@@ -42,34 +65,39 @@ static unsigned optimizer_blocks(const cu_ctx *c, size_t n)
 }
 
 static void cu_adam_update(rt_backend *be, float *w, const float *g, float *m, float *v, const float *mask,
-                           size_t n, const rt_adam_args *a)
+                           size_t n, const rt_adam_args *a, const float *gate)
 {
     cu_ctx *c = cu_of(be);
     if (c->failure[0] || !n) return;
     const rt_adam_consts k = rt_adam_make_consts(a->lr, a->beta1, a->beta2, a->eps, a->c1, a->c2,
                                                  a->grad_scale, a->decoupled_decay ? a->weight_decay : 0.0f);
-    adam_kernel<<<optimizer_blocks(c, n), 256, 0, c->compute>>>(w, g, m, v, mask, n, k);
+    adam_kernel<<<optimizer_blocks(c, n), 256, 0, c->compute>>>(w, g, m, v, mask, n, k, gate);
     CU_CHECK_LAUNCH(c, "adam_kernel");
 }
 
 static void cu_lamb_update(rt_backend *be, const float *w, float *g, float *m, float *v, const float *mask,
-                           size_t n, const rt_adam_args *a, double *w_sq, double *u_sq)
+                           size_t n, const rt_adam_args *a, const float *gate, double *sq)
 {
     cu_ctx *c = cu_of(be);
-    double sums[2] = {0, 0};
-    if (!c->failure[0] && n) {
-        const rt_adam_consts k = rt_adam_make_consts(a->lr, a->beta1, a->beta2, a->eps, a->c1, a->c2,
-                                                     a->grad_scale, a->weight_decay);
-        cu_scalars_zero(c, 2);
-        lamb_kernel<<<optimizer_blocks(c, n), 256, 0, c->compute>>>(w, g, m, v, mask, n, k, c->scalars);
-        CU_CHECK_LAUNCH(c, "lamb_kernel");
-        cu_scalars_read(c, sums, 2);
-    }
-    *w_sq = sums[0], *u_sq = sums[1];
+    if (c->failure[0] || !n) return;
+    const rt_adam_consts k =
+        rt_adam_make_consts(a->lr, a->beta1, a->beta2, a->eps, a->c1, a->c2, a->grad_scale, a->weight_decay);
+    lamb_kernel<<<optimizer_blocks(c, n), 256, 0, c->compute>>>(w, g, m, v, mask, n, k, gate, sq);
+    CU_CHECK_LAUNCH(c, "lamb_kernel");
+}
+
+static void cu_lamb_apply(rt_backend *be, float *w, const float *u, size_t n, const double *sq, float lr,
+                          const float *gate)
+{
+    cu_ctx *c = cu_of(be);
+    if (c->failure[0] || !n) return;
+    lamb_apply_kernel<<<optimizer_blocks(c, n), 256, 0, c->compute>>>(w, u, n, sq, lr, gate);
+    CU_CHECK_LAUNCH(c, "lamb_apply_kernel");
 }
 
 void cu_table_optimizer(rt_backend *be)
 {
     be->adam_update = cu_adam_update;
     be->lamb_update = cu_lamb_update;
+    be->lamb_apply = cu_lamb_apply;
 }

@@ -35,7 +35,7 @@ static void run_one_step(et_plan *p)
         for (int micro = 0; ok && micro < data.accum; micro++)
             ok =
                 rt_data_batch(&data, 0, micro, &b) == 0 && rt_model_step_micro(&m, &b, norm, NULL, NULL) == 0;
-        if (ok) rt_model_update(&m, &p->hyper);
+        if (ok) rt_model_update(&m, &p->hyper), rt_model_end_step(&m);
         rt_model_free(&m);
     }
     if (be) be->destroy(be);
