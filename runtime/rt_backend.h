@@ -88,7 +88,23 @@ extern const char *const rt_gemm_math_names[]; /* "fp32", "tf32", "bf16", "fp16"
 /* The products' arithmetic of a plan's precision; RT_GEMM_MATH_COUNT for one no backend runs (fp8). */
 rt_gemm_math rt_gemm_math_for(et_precision p);
 
+/* A flat buffer cut into tensors, for passes that keep per-tensor sums (LAMB's norms) in one launch: chunk c
+ * covers values [first[c], first[c] + len[c]) of the buffer, of tensor `tensor[c]`; chunks in order, none
+ * longer than RT_CHUNK_VALUES, so a GPU takes a chunk a block. The arrays are device memory, n on the host;
+ * rt_chunks_build (rt_model.c) makes them. */
+#define RT_CHUNK_VALUES 16384
+typedef struct rt_chunks {
+    int n;
+    const int *tensor, *len;
+    const size_t *first;
+} rt_chunks;
+
 typedef struct rt_backend rt_backend;
+/* Chunks of tensors of sizes[0 .. n_tensors) values laid end to end, on be's device (rt_chunks.c); -1 when
+ * out of memory. rt_chunks_free releases them. */
+int rt_chunks_build(rt_backend *be, const size_t *sizes, int n_tensors, rt_chunks *out);
+void rt_chunks_free(rt_backend *be, rt_chunks *ch);
+
 struct rt_backend {
     const char *name; /* "cpu", "cuda" */
     void *ctx;        /* the backend's own state */
@@ -205,13 +221,15 @@ struct rt_backend {
     /* m, v updated; w -= lr * (m/c1) / (sqrt(v/c2) + eps) (+ decoupled decay), masked */
     void (*adam_update)(rt_backend *be, float *w, const float *g, float *m, float *v, const float *mask,
                         size_t n, const rt_adam_args *a, const float *gate);
-    /* LAMB's first half: m, v updated; u (written over g) = Adam direction + decay, masked; sum(w^2) and
-     * sum(u^2) added into sq[0] and sq[1] (device) for the per-tensor trust ratio */
+    /* LAMB over every tensor of the chunks ch, two launches a step whatever the tensors. First half: m, v
+     * updated; u (written over g) = Adam direction + decay, masked; tensor t's sum(w^2) and sum(u^2) added
+     * into sq[2t] and sq[2t + 1] (device) for its trust ratio. Pointers are the whole flat buffers. */
     void (*lamb_update)(rt_backend *be, const float *w, float *g, float *m, float *v, const float *mask,
-                        size_t n, const rt_adam_args *a, const float *gate, double *sq);
-    /* LAMB's second half: w -= rt_lamb_rate(sq[0], sq[1], lr) u (the trust ratio from lamb_update's sums) */
-    void (*lamb_apply)(rt_backend *be, float *w, const float *u, size_t n, const double *sq, float lr,
-                       const float *gate);
+                        const rt_chunks *ch, const rt_adam_args *a, const float *gate, double *sq);
+    /* Second half: each tensor's w -= rt_lamb_rate(sq[2t], sq[2t + 1], lr) u (its trust ratio from the
+     * first half's sums) */
+    void (*lamb_apply)(rt_backend *be, float *w, const float *u, const rt_chunks *ch, const double *sq,
+                       float lr, const float *gate);
 
     /* ---- timing and synchronisation ---- */
     int (*op_timers_init)(rt_backend *be, int n_ops); /* -1: out of memory */

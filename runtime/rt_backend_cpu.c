@@ -511,29 +511,45 @@ static void cpu_adam_update(rt_backend *be, float *w, const float *g, float *m, 
     }
 }
 
+/* one tensor's slice: u over g, its two sums returned */
 RT_VECTOR_CLONES
-static void cpu_lamb_update(rt_backend *be, const float *w, float *g, float *m, float *v, const float *mask,
-                            size_t n, const rt_adam_args *a, const float *gate, double *sq)
+static void lamb_slice(const rt_adam_consts *k, const float *w, float *g, float *m, float *v,
+                       const float *mask, size_t n, double *w_sq, double *u_sq)
 {
-    (void)be;
-    if (gate && gate[1] != 0) return;
-    const rt_adam_consts k = adam_consts(a, gate, a->weight_decay);
     double ws = 0, us = 0;
 #pragma omp simd reduction(+ : ws, us)
     for (size_t i = 0; i < n; i++) {
-        const float u = rt_adam_direction(&k, w[i], g[i], &m[i], &v[i]) * (mask ? mask[i] : 1.0f);
+        const float u = rt_adam_direction(k, w[i], g[i], &m[i], &v[i]) * (mask ? mask[i] : 1.0f);
         g[i] = u;
         ws += (double)w[i] * w[i];
         us += (double)u * u;
     }
-    sq[0] += ws, sq[1] += us;
+    *w_sq = ws, *u_sq = us;
 }
 
-static void cpu_lamb_apply(rt_backend *be, float *w, const float *u, size_t n, const double *sq, float lr,
-                           const float *gate)
+static void cpu_lamb_update(rt_backend *be, const float *w, float *g, float *m, float *v, const float *mask,
+                            const rt_chunks *ch, const rt_adam_args *a, const float *gate, double *sq)
+{
+    (void)be;
+    if (gate && gate[1] != 0) return;
+    const rt_adam_consts k = adam_consts(a, gate, a->weight_decay);
+    for (int c = 0; c < ch->n; c++) {
+        const size_t f = ch->first[c];
+        double ws, us;
+        lamb_slice(&k, w + f, g + f, m + f, v + f, mask ? mask + f : NULL, (size_t)ch->len[c], &ws, &us);
+        sq[2 * ch->tensor[c]] += ws, sq[2 * ch->tensor[c] + 1] += us;
+    }
+}
+
+static void cpu_lamb_apply(rt_backend *be, float *w, const float *u, const rt_chunks *ch, const double *sq,
+                           float lr, const float *gate)
 {
     if (gate && gate[1] != 0) return;
-    cpu_axpy(be, w, u, -rt_lamb_rate(sq[0], sq[1], lr), n);
+    for (int c = 0; c < ch->n; c++) {
+        const int t = ch->tensor[c];
+        cpu_axpy(be, w + ch->first[c], u + ch->first[c], -rt_lamb_rate(sq[2 * t], sq[2 * t + 1], lr),
+                 (size_t)ch->len[c]);
+    }
 }
 
 /* ---- timing ---- */

@@ -131,7 +131,16 @@ static int alloc_scalars(rt_model *m, et_error *err)
     if (!m->scalars || !m->scalars_host)
         return et_error_set_code(err, ET_ERROR_MEMORY, NULL, 0, 0, NULL, "out of memory");
     m->gate = (float *)(m->scalars + m->n_scalars);
-    return 0;
+    if (m->s->optimizer.name != ET_OPT_LAMB) return 0;
+    /* LAMB's per-tensor norms in one launch: the parameters' tensors cut into chunks */
+    size_t *sizes = malloc(((size_t)m->graph.n_params + 1) * sizeof *sizes);
+    if (!sizes) return et_error_set_code(err, ET_ERROR_MEMORY, NULL, 0, 0, NULL, "out of memory");
+    for (int i = 0; i < m->graph.n_params; i++)
+        sizes[i] = (size_t)m->graph.params[i].dense;
+    const int rc = rt_chunks_build(m->be, sizes, m->graph.n_params, &m->chunks);
+    free(sizes);
+    return rc ? et_error_set_code(err, ET_ERROR_MEMORY, NULL, 0, 0, NULL, "out of memory for LAMB's chunks")
+              : 0;
 }
 
 /* LoRA: the model's own parameters, listed by its graph without the method, in a buffer of their own. */
@@ -212,6 +221,7 @@ void rt_model_free(rt_model *m)
     rt_backend *be = m->be;
     if (!be) return;
     rt_acts_free(m);
+    rt_chunks_free(be, &m->chunks);
     for (int i = 0; m->tt_records && i < m->s->model.layers * 4; i++) {
         rt_tt_record *r = &m->tt_records[i];
         if (r->tmp) be->free(be, r->tmp);

@@ -61,6 +61,7 @@ struct rt_model {
     double *scalars, *scalars_host;
     float *gate;
     int n_scalars;
+    rt_chunks chunks; /* LAMB: the parameters' tensors in chunks (rt_backend.h), else empty */
     /* after rt_model_end_step, the step's: */
     double *op_time;       /* per op, summed over the micro-batches */
     double loss_sum;       /* summed loss on this rank (the main head's) */

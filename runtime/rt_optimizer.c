@@ -1,6 +1,7 @@
 /* The optimizer ops of the graph on the model's backend, each bracketed by its op timer: the global norm
  * and the gate (clipping's factor, fp16's overflow check, a non-finite loss), then Adam/AdamW in one fused
- * pass over the flat buffer, or LAMB per tensor (update and norms, trust ratio, apply), every decision on
+ * pass over the flat buffer, or LAMB over every tensor in two (update and per-tensor norms; the trust ratios
+ * taken in the apply), every decision on
  * the device: the host reads the outcome once, at rt_model_end_step (rt_model.c). */
 #include <math.h>
 
@@ -73,20 +74,17 @@ void rt_model_update(rt_model *m, const et_hyper *h)
         const int op_u = et_graph_find(&m->graph, "optimizer.update"),
                   op_t = et_graph_find(&m->graph, "optimizer.trust_ratio"),
                   op_a = et_graph_find(&m->graph, "optimizer.apply");
-        for (int i = 0; i < m->graph.n_params; i++) {
-            const size_t off = m->param_offset[i], n = (size_t)m->graph.params[i].dense;
-            double *sums = rt_model_scalar(m, RT_SC_BUCKETS + 2 * m->n_buckets + 2 * i);
-            begin(m, op_u);
-            be->lamb_update(be, m->params + off, m->grads + off, m->m + off, m->v + off,
-                            m->mask ? m->mask + off : NULL, n, &a, m->gate, sums);
-            end(m, op_u);
-            /* the per-tensor trust ratio is taken by the apply pass from the update's two sums, on the
-             * device: nothing of its own to time */
-            begin(m, op_t);
-            end(m, op_t);
-            begin(m, op_a);
-            be->lamb_apply(be, m->params + off, m->grads + off, n, sums, a.lr, m->gate); /* g holds u */
-            end(m, op_a);
-        }
+        /* every tensor in two launches; tensor i's two sums at its slots */
+        double *sums = rt_model_scalar(m, RT_SC_BUCKETS + 2 * m->n_buckets);
+        begin(m, op_u);
+        be->lamb_update(be, m->params, m->grads, m->m, m->v, m->mask, &m->chunks, &a, m->gate, sums);
+        end(m, op_u);
+        /* the per-tensor trust ratios are taken by the apply pass from the update's sums, on the device:
+         * nothing of their own to time */
+        begin(m, op_t);
+        end(m, op_t);
+        begin(m, op_a);
+        be->lamb_apply(be, m->params, m->grads, &m->chunks, sums, a.lr, m->gate); /* g holds u */
+        end(m, op_a);
     }
 }

@@ -538,7 +538,7 @@ static void adam_reference(double *w, const double *g, double *m, double *v, con
  * gate (0.5); then a gate that skips the step, which must leave everything as it was */
 static void test_optimizer(int lamb, int masked)
 {
-    const size_t n = 4099;
+    const size_t n = lamb ? 3 * RT_CHUNK_VALUES + 4099 : 4099;
     float *w = randf(n, 1), *g = randf(n, 0.1), *m = randf(n, 0.01), *v = randf(n, 0.001),
           *mask = randf(n, 1);
     for (size_t i = 0; i < n; i++)
@@ -554,26 +554,50 @@ static void test_optimizer(int lamb, int masked)
     const char *fam = lamb ? "LAMB" : "AdamW";
     rt_adam_args ref_args = a;
     ref_args.grad_scale = a.grad_scale * gate[0];
-    adam_reference(wd, gd, md, vd, masked ? mask : NULL, n, &ref_args, lamb, &ws, &us);
+    if (!lamb) adam_reference(wd, gd, md, vd, masked ? mask : NULL, n, &ref_args, lamb, &ws, &us);
     if (lamb) {
-        const double start[2] = {0.25, 0.75};
-        double *SQ = dev_scalars(start, 2), sq[2];
-        be->lamb_update(be, W, G, M, Vv, K, n, &a, Gate, SQ);
+        /* four tensors, the second in three chunks: per-tensor sums and ratios in one launch each */
+        const size_t sizes[4] = {1000, 2 * RT_CHUNK_VALUES + 77, 29, n - 1106 - 2 * RT_CHUNK_VALUES};
+        double start[8], sq[8], ref_sq[8];
+        rt_chunks ch;
+        if (rt_chunks_build(be, sizes, 4, &ch)) {
+            fprintf(stderr, "test_backend_ops: out of device memory for chunks\n");
+            exit(1);
+        }
+        /* the reference, tensor by tensor (adam_reference's sums are over the slice it is given) */
+        for (size_t t = 0, at = 0; t < 4; at += sizes[t], t++) {
+            start[2 * t] = 0.25 * (double)(t + 1), start[2 * t + 1] = 0.5;
+            adam_reference(wd + at, gd + at, md + at, vd + at, masked ? mask + at : NULL, sizes[t], &ref_args,
+                           lamb, &ref_sq[2 * t], &ref_sq[2 * t + 1]);
+            ref_sq[2 * t] += start[2 * t], ref_sq[2 * t + 1] += start[2 * t + 1];
+        }
+        double *SQ = dev_scalars(start, 8);
+        be->lamb_update(be, W, G, M, Vv, K, &ch, &a, Gate, SQ);
         check(fam, masked ? "direction (masked)" : "direction", G, gd, n, tol_plain);
         be->download(be, sq, SQ, sizeof sq);
-        check_scalar(fam, "sum w^2 (+=)", sq[0] - start[0], ws, tol_plain);
-        check_scalar(fam, "sum u^2 (+=)", sq[1] - start[1], us, tol_plain);
-        be->lamb_apply(be, W, G, n, SQ, a.lr, Gate);
-        const double rate = a.lr * sqrt(sq[0]) / sqrt(sq[1]);
-        for (size_t i = 0; i < n; i++)
-            wd[i] -= rate * gd[i];
-        check(fam, "apply (trust ratio on the device)", W, wd, n, tol_plain);
-        be->lamb_update(be, W, G, M, Vv, K, n, &a, Skip, SQ);
-        be->lamb_apply(be, W, G, n, SQ, a.lr, Skip);
-        double sq2[2];
+        for (int t = 0; t < 4; t++) {
+            char what[40];
+            snprintf(what, sizeof what, "tensor %d: sum w^2 (+=)", t);
+            check_scalar(fam, what, sq[2 * t], ref_sq[2 * t], tol_plain);
+            snprintf(what, sizeof what, "tensor %d: sum u^2 (+=)", t);
+            check_scalar(fam, what, sq[2 * t + 1], ref_sq[2 * t + 1], tol_plain);
+        }
+        be->lamb_apply(be, W, G, &ch, SQ, a.lr, Gate);
+        for (size_t t = 0, at = 0; t < 4; at += sizes[t], t++) {
+            const double rate = a.lr * sqrt(sq[2 * t]) / sqrt(sq[2 * t + 1]);
+            for (size_t i = at; i < at + sizes[t]; i++)
+                wd[i] -= rate * gd[i];
+        }
+        check(fam, "apply (per-tensor trust ratios on the device)", W, wd, n, tol_plain);
+        be->lamb_update(be, W, G, M, Vv, K, &ch, &a, Skip, SQ);
+        be->lamb_apply(be, W, G, &ch, SQ, a.lr, Skip);
+        double sq2[8], d = 0;
         be->download(be, sq2, SQ, sizeof sq2);
-        check_scalar(fam, "a skipped step: sums", sq2[0] + sq2[1], sq[0] + sq[1], 0);
+        for (int t = 0; t < 8; t++)
+            d += fabs(sq2[t] - sq[t]);
+        check_scalar(fam, "a skipped step: sums", d, 0, 0);
         be->free(be, SQ);
+        rt_chunks_free(be, &ch);
     } else {
         be->adam_update(be, W, G, M, Vv, K, n, &a, Gate);
         check(fam, masked ? "weights (masked)" : "weights", W, wd, n, tol_plain);

@@ -210,6 +210,11 @@ static void check_optimizer(rt_backend *be)
         v.f[i] = fabsf(v.f[i]), v.d[i] = v.f[i];
         mask.f[i] = mask.f[i] > 0 ? 1.0f : 0.0f, mask.d[i] = mask.f[i];
     }
+    rt_chunks one; /* LAMB over one tensor of n values */
+    if (rt_chunks_build(be, &n, 1, &one)) {
+        CHECK(0, "chunks built");
+        return;
+    }
     /* AdamW masked (clipping's factor from a gate), Adam dense, LAMB masked (the factor in its arguments) */
     for (int variant = 0; variant < 3; variant++) {
         pair w2 = make(n, 0), m2 = make(n, 0), v2 = make(n, 0), g2 = make(n, 0);
@@ -225,7 +230,7 @@ static void check_optimizer(rt_backend *be)
         if (variant < 2)
             be->adam_update(be, w2.f, g2.f, m2.f, v2.f, mk, n, &args, variant == 0 ? gate : NULL);
         else
-            be->lamb_update(be, w2.f, g2.f, m2.f, v2.f, mk, n, &args, NULL, sq);
+            be->lamb_update(be, w2.f, g2.f, m2.f, v2.f, mk, &one, &args, NULL, sq);
         for (size_t i = 0; i < n; i++) {
             const double gi = factor * g.d[i];
             double mi = a.beta1 * m.d[i] + (1 - (double)a.beta1) * gi;
@@ -253,7 +258,7 @@ static void check_optimizer(rt_backend *be)
             CHECK_REL(sq[1], ref_usq, 1e-5, "LAMB sum of squared updates");
             /* the second half: w -= lr sqrt(sum w^2) / sqrt(sum u^2) u, the ratio taken from the sums */
             const double rate = a.lr * sqrt(ref_wsq) / sqrt(ref_usq);
-            be->lamb_apply(be, w2.f, g2.f, n, sq, a.lr, NULL);
+            be->lamb_apply(be, w2.f, g2.f, &one, sq, a.lr, NULL);
             for (size_t i = 0; i < n; i++)
                 w2.d[i] = w.d[i] - rate * g2.d[i];
             CLOSE(w2, 1e-6, "LAMB apply (trust ratio from the device sums)");
@@ -268,13 +273,14 @@ static void check_optimizer(rt_backend *be)
             memcpy(g2.f, g.f, n * 4);
         double sq[2] = {1, 2};
         be->adam_update(be, w2.f, g2.f, m2.f, v2.f, NULL, n, &a, skip);
-        be->lamb_update(be, w2.f, g2.f, m2.f, v2.f, NULL, n, &a, skip, sq);
-        be->lamb_apply(be, w2.f, g2.f, n, sq, a.lr, skip);
+        be->lamb_update(be, w2.f, g2.f, m2.f, v2.f, NULL, &one, &a, skip, sq);
+        be->lamb_apply(be, w2.f, g2.f, &one, sq, a.lr, skip);
         CHECK(!memcmp(w2.f, w.f, n * 4) && !memcmp(m2.f, m.f, n * 4) && !memcmp(v2.f, v.f, n * 4) &&
                   !memcmp(g2.f, g.f, n * 4) && sq[0] == 1 && sq[1] == 2,
               "a skipping gate leaves weights, moments, gradients and sums untouched");
         drop(&w2), drop(&m2), drop(&v2), drop(&g2);
     }
+    rt_chunks_free(be, &one);
     drop(&w), drop(&g), drop(&m), drop(&v), drop(&mask);
 }
 

@@ -1,5 +1,6 @@
-/* The fused optimizer passes: Adam/AdamW and LAMB's two halves over a contiguous slice, one thread a value,
- * with rt_elementwise.h's per-value update (the CPU tests check the same function). Every pass reads the
+/* The fused optimizer passes: Adam/AdamW over the flat buffer, one thread a value, and LAMB's two halves over
+ * every tensor at once, a block a chunk of a tensor (rt_chunks), with rt_elementwise.h's per-value update
+ * (the CPU tests check the same function). Every pass reads the
  * step's gate (clip_gate: the gradients' factor, and whether the step is skipped) on the device; LAMB's
  * two squared norms (weights, update) are reduced in double into device scalars that its second half turns
  * into the trust ratio there, so no pass waits for the host. */
@@ -27,35 +28,54 @@ __global__ void adam_kernel(float *w, const float *g, float *m, float *v, const 
     }
 }
 
-/* u (over g) = direction * mask; sums of w^2 and u^2 into out[0], out[1] */
-__global__ void lamb_kernel(const float *w, float *g, float *m, float *v, const float *mask, size_t n,
-                            rt_adam_consts k, const float *gate, double *out)
+/* a block's double sum, added into *out by one thread (every thread of the block takes part) */
+__device__ void block_add_to(double v, double *out)
+{
+    __shared__ double part[32];
+    for (int o = 16; o > 0; o >>= 1)
+        v += __shfl_xor_sync(0xffffffffu, v, o);
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = (blockDim.x + 31) / 32;
+    if (lane == 0) part[warp] = v;
+    __syncthreads();
+    if (warp == 0) {
+        v = lane < warps ? part[lane] : 0.0;
+        for (int o = 16; o > 0; o >>= 1)
+            v += __shfl_xor_sync(0xffffffffu, v, o);
+        if (lane == 0) atomicAdd(out, v);
+    }
+    __syncthreads(); /* part is reused by the next call */
+}
+
+/* a block a chunk: u (over g) = direction * mask; the chunk's sums of w^2 and u^2 into its tensor's pair */
+__global__ void lamb_kernel(const float *w, float *g, float *m, float *v, const float *mask, rt_chunks ch,
+                            rt_adam_consts k, const float *gate, double *sq)
 {
     if (!gated(&k, gate)) return;
+    const size_t f = ch.first[blockIdx.x];
+    const int n = ch.len[blockIdx.x], t = ch.tensor[blockIdx.x];
     double ws = 0, us = 0;
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
-         i += (size_t)gridDim.x * blockDim.x) {
+    for (int j = threadIdx.x; j < n; j += blockDim.x) {
+        const size_t i = f + (size_t)j;
         float mi = m[i], vi = v[i];
         const float u = rt_adam_direction(&k, w[i], g[i], &mi, &vi) * (mask ? mask[i] : 1.0f);
         m[i] = mi, v[i] = vi, g[i] = u;
         ws += (double)w[i] * w[i];
         us += (double)u * u;
     }
-    for (int o = 16; o > 0; o >>= 1) {
-        ws += __shfl_xor_sync(0xffffffffu, ws, o);
-        us += __shfl_xor_sync(0xffffffffu, us, o);
-    }
-    if (threadIdx.x % 32 == 0) atomicAdd(out, ws), atomicAdd(out + 1, us);
+    block_add_to(ws, sq + 2 * t);
+    block_add_to(us, sq + 2 * t + 1);
 }
 
-/* w -= rate u, the rate from the tensor's two squared norms (every thread computes it) */
-__global__ void lamb_apply_kernel(float *w, const float *u, size_t n, const double *sq, float lr,
+/* a block a chunk: w -= rate u, the rate from its tensor's two sums */
+__global__ void lamb_apply_kernel(float *w, const float *u, rt_chunks ch, const double *sq, float lr,
                                   const float *gate)
 {
     if (gate && gate[1] != 0.0f) return;
-    const float a = -rt_lamb_rate(sq[0], sq[1], lr);
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
-        w[i] += a * u[i];
+    const size_t f = ch.first[blockIdx.x];
+    const int n = ch.len[blockIdx.x], t = ch.tensor[blockIdx.x];
+    const float a = -rt_lamb_rate(sq[2 * t], sq[2 * t + 1], lr);
+    for (int j = threadIdx.x; j < n; j += blockDim.x)
+        w[f + (size_t)j] += a * u[f + (size_t)j];
 }
 
 static unsigned optimizer_blocks(const cu_ctx *c, size_t n)
@@ -76,22 +96,22 @@ static void cu_adam_update(rt_backend *be, float *w, const float *g, float *m, f
 }
 
 static void cu_lamb_update(rt_backend *be, const float *w, float *g, float *m, float *v, const float *mask,
-                           size_t n, const rt_adam_args *a, const float *gate, double *sq)
+                           const rt_chunks *ch, const rt_adam_args *a, const float *gate, double *sq)
 {
     cu_ctx *c = cu_of(be);
-    if (c->failure[0] || !n) return;
+    if (c->failure[0] || ch->n <= 0) return;
     const rt_adam_consts k =
         rt_adam_make_consts(a->lr, a->beta1, a->beta2, a->eps, a->c1, a->c2, a->grad_scale, a->weight_decay);
-    lamb_kernel<<<optimizer_blocks(c, n), 256, 0, c->compute>>>(w, g, m, v, mask, n, k, gate, sq);
+    lamb_kernel<<<(unsigned)ch->n, 256, 0, c->compute>>>(w, g, m, v, mask, *ch, k, gate, sq);
     CU_CHECK_LAUNCH(c, "lamb_kernel");
 }
 
-static void cu_lamb_apply(rt_backend *be, float *w, const float *u, size_t n, const double *sq, float lr,
-                          const float *gate)
+static void cu_lamb_apply(rt_backend *be, float *w, const float *u, const rt_chunks *ch, const double *sq,
+                          float lr, const float *gate)
 {
     cu_ctx *c = cu_of(be);
-    if (c->failure[0] || !n) return;
-    lamb_apply_kernel<<<optimizer_blocks(c, n), 256, 0, c->compute>>>(w, u, n, sq, lr, gate);
+    if (c->failure[0] || ch->n <= 0) return;
+    lamb_apply_kernel<<<(unsigned)ch->n, 256, 0, c->compute>>>(w, u, *ch, sq, lr, gate);
     CU_CHECK_LAUNCH(c, "lamb_apply_kernel");
 }
 
