@@ -4,8 +4,10 @@
  * kernel family, what it supports.
  *
  * Memory: every float and int pointer passed to a kernel is device memory obtained from `alloc` (for the
- * CPU backend that is host memory). Host data goes in through `upload` (the source may be reused when it
- * returns; it does not wait for the device) and comes back through `download` (which waits).
+ * CPU backend that is host memory). Host data goes in through `upload`, which does not wait for the device:
+ * an ordinary host source may be reused when it returns, one from `alloc_host` (page-locked on a GPU, read
+ * by the device later) only after the device has read it; data comes back through `download` (which
+ * waits).
  * Shapes and layouts are rt_kernels.h's (shape letters as in model/graph.h: T tokens, H hidden, F ffn,
  * A heads, V vocabulary, P scored positions); row-major throughout. A kernel whose contract says "+="
  * accumulates.
@@ -119,6 +121,10 @@ struct rt_backend {
     /* ---- buffers ---- */
     void *(*alloc)(rt_backend *be, size_t bytes); /* zero-filled; NULL when out of memory */
     void (*free)(rt_backend *be, void *p);
+    /* host memory an upload reads without the runtime staging it (page-locked on a GPU), zero-filled; NULL
+     * when out of memory. The caller must not write it again before the device has read it. */
+    void *(*alloc_host)(rt_backend *be, size_t bytes);
+    void (*free_host)(rt_backend *be, void *p);
     void (*upload)(rt_backend *be, void *dst_dev, const void *src_host, size_t bytes);
     void (*download)(rt_backend *be, void *dst_host, const void *src_dev, size_t bytes);
     void (*fill)(rt_backend *be, float *x, float value, size_t n);

@@ -111,6 +111,12 @@ static void cpu_free(rt_backend *be, void *p)
     free(p);
 }
 
+static void *cpu_alloc_host(rt_backend *be, size_t bytes)
+{
+    (void)be;
+    return calloc(1, bytes ? bytes : 1);
+}
+
 static void cpu_memcpy(rt_backend *be, void *dst, const void *src, size_t bytes)
 {
     (void)be;
@@ -619,6 +625,8 @@ rt_backend *rt_backend_cpu_create(et_error *err)
         .describe = cpu_describe,
         .alloc = cpu_alloc,
         .free = cpu_free,
+        .alloc_host = cpu_alloc_host,
+        .free_host = cpu_free,
         .upload = cpu_memcpy,
         .download = cpu_download,
         .fill = cpu_fill,

@@ -94,6 +94,14 @@ static int bind_named_params(rt_model *m, et_error *err)
     return 0;
 }
 
+/* The micro-batch's ints on the device (batch_ints): tokens, positions, types, offsets (T + 1), scored rows,
+ * targets, and the prediction modules' tokens and targets, at a capacity of T_cap tokens. */
+static size_t batch_ints_count(const rt_model *m)
+{
+    const size_t T = (size_t)m->T_cap, D = (size_t)m->s->model.mtp_layers;
+    return 6 * T + 1 + 2 * D * T;
+}
+
 static int alloc_state(rt_model *m, et_error *err)
 {
     rt_backend *be = m->be;
@@ -104,7 +112,7 @@ static int alloc_state(rt_model *m, et_error *err)
     m->v = be->alloc(be, bytes);
     m->mask = m->s->method.kind == ET_METHOD_SPARSE ? be->alloc(be, bytes) : NULL;
     const size_t D = (size_t)m->s->model.mtp_layers;
-    m->batch_ints = be->alloc(be, (6 * T + 1 + 2 * D * T) * sizeof(int));
+    m->batch_ints = be->alloc(be, batch_ints_count(m) * sizeof(int));
     m->mtp_host = D ? malloc(2 * D * T * sizeof(int)) : NULL;
     m->ops = calloc((size_t)m->graph.n_ops, sizeof *m->ops);
     m->op_time = calloc((size_t)m->graph.n_ops, sizeof *m->op_time);
@@ -236,6 +244,9 @@ void rt_model_free(rt_model *m)
     free(m->frozen_offset);
     free(m->mtp_host);
     free(m->scalars_host);
+    for (int k = 0; k < m->n_staging; k++)
+        be->free_host(be, m->staging[k]);
+    free(m->staging);
     et_graph_free(&m->graph);
     et_graph_free(&m->frozen_graph);
     memset(m, 0, sizeof *m);
@@ -252,6 +263,7 @@ void rt_model_begin_step(rt_model *m)
     m->last_grad_norm = 0;
     m->step_loss_scale = m->loss_scale;
     m->norm_taken = m->updated = false;
+    m->micro = 0;
 }
 
 double *rt_model_scalar(const rt_model *m, int slot)
@@ -297,17 +309,38 @@ static void param_slice(const rt_model *m, int param, int n, size_t *first, size
     *count = m->param_offset[last] + (size_t)m->graph.params[last].dense - *first;
 }
 
-static void upload_batch(rt_model *m, const rt_batch *b)
+/* The micro-batch's staging area: host memory the backend copies from without waiting (pinned on a GPU),
+ * one a micro-batch of the step, laid out as the device's batch_ints; made the first time a step has that
+ * many micro-batches, reused from the next step on (its copy long done: rt_model_end_step waited). NULL
+ * when out of memory. */
+static int *staging_slot(rt_model *m)
+{
+    const int k = m->micro++;
+    if (k < m->n_staging) return m->staging[k];
+    int **grown = realloc(m->staging, (size_t)(k + 1) * sizeof *grown);
+    if (!grown) return NULL;
+    m->staging = grown;
+    m->staging[k] = m->be->alloc_host(m->be, batch_ints_count(m) * sizeof(int));
+    if (!m->staging[k]) return NULL;
+    m->n_staging = k + 1;
+    return m->staging[k];
+}
+
+/* The batch's arrays into a staging slot, at batch_ints' offsets, then one copy to the device. */
+static int upload_batch(rt_model *m, const rt_batch *b)
 {
     rt_backend *be = m->be;
     rt_dev_batch *d = &m->batch;
+    int *h = staging_slot(m);
+    if (!h) return -1;
     d->B = b->B, d->T = b->T, d->P = b->P;
     d->offsets_host = b->offsets;
-    be->upload(be, d->tokens, b->tokens, (size_t)b->T * sizeof(int));
-    be->upload(be, d->positions, b->positions, (size_t)b->T * sizeof(int));
-    be->upload(be, d->offsets, b->offsets, (size_t)(b->B + 1) * sizeof(int));
-    be->upload(be, d->pred_rows, b->pred_rows, (size_t)b->P * sizeof(int));
-    be->upload(be, d->targets, b->targets, (size_t)b->P * sizeof(int));
+    const size_t at = (size_t)m->T_cap; /* batch_ints' stride (its capacity in tokens) */
+    memcpy(h, b->tokens, (size_t)b->T * sizeof(int));
+    memcpy(h + at, b->positions, (size_t)b->T * sizeof(int));
+    memcpy(h + 3 * at, b->offsets, (size_t)(b->B + 1) * sizeof(int));
+    memcpy(h + 4 * at + 1, b->pred_rows, (size_t)b->P * sizeof(int));
+    memcpy(h + 5 * at + 1, b->targets, (size_t)b->P * sizeof(int));
     const int D = m->s->model.mtp_layers, T = b->T;
     if (D) { /* each depth's tokens and targets, within each sequence (causal: row r's target is targets[r])
               */
@@ -321,16 +354,18 @@ static void upload_batch(rt_model *m, const rt_batch *b)
                     tgt[(size_t)j * T + r] = r + j + 1 < end ? b->targets[r + j + 1] : -1;
                 }
             }
-        be->upload(be, d->mtp_tokens, tok, (size_t)D * T * sizeof(int));
-        be->upload(be, d->mtp_targets, tgt, (size_t)D * T * sizeof(int));
+        memcpy(h + 6 * at + 1, tok, (size_t)D * T * sizeof(int));
+        memcpy(h + 6 * at + 1 + (size_t)D * at, tgt, (size_t)D * T * sizeof(int));
     }
+    be->upload(be, m->batch_ints, h, batch_ints_count(m) * sizeof(int));
+    return 0;
 }
 
 int rt_model_step_micro(rt_model *m, const rt_batch *b, double norm, rt_grad_ready_fn ready, void *ctx)
 {
     if (b->T > m->T_cap || b->P > m->P_cap || b->B > m->T_cap) return -1;
     rt_backend *be = m->be;
-    upload_batch(m, b);
+    if (upload_batch(m, b)) return -1;
     m->acts->norm = norm / m->loss_scale; /* the loss's gradient scaled, the loss itself not */
     for (int i = 0; i < m->graph.n_ops; i++) {
         const et_op *op = &m->graph.ops[i];

@@ -49,10 +49,12 @@ struct rt_model {
     et_graph frozen_graph;
     float *frozen;
     size_t *frozen_offset, n_frozen;
-    int T_cap, P_cap;   /* activation capacity: tokens and scored positions */
-    rt_acts *acts;      /* activations and gradients, sized for T_cap tokens */
-    rt_dev_batch batch; /* the current micro-batch on the device */
-    int *batch_ints;    /* its device arrays, one allocation */
+    int T_cap, P_cap;         /* activation capacity: tokens and scored positions */
+    rt_acts *acts;            /* activations and gradients, sized for T_cap tokens */
+    rt_dev_batch batch;       /* the current micro-batch on the device */
+    int *batch_ints;          /* its device arrays, one allocation */
+    int **staging, n_staging; /* host copies of them, one a micro-batch of the step (rt_model.c) */
+    int micro;                /* micro-batches so far in the step */
     /* The step's scalars on the device, added into by the kernels and read back once, by
      * rt_model_end_step: n_scalars doubles (slots RT_SC_*; bucket k's squared norms before and after its
      * clipping at RT_SC_BUCKETS + 2k; LAMB's sums for graph parameter i after the buckets' at

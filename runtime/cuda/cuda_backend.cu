@@ -84,12 +84,32 @@ static void cu_free(rt_backend *be, void *p)
     if (p) CU_CHECK(cu_of(be), cudaFree(p), "freeing a buffer");
 }
 
+/* page-locked host memory: an upload from it is a DMA the runtime does not stage first */
+static void *cu_alloc_host(rt_backend *be, size_t bytes)
+{
+    cu_ctx *c = cu_of(be);
+    void *p = NULL;
+    if (c->failure[0]) return NULL;
+    if (cudaHostAlloc(&p, bytes ? bytes : 1, cudaHostAllocDefault) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return NULL;
+    }
+    memset(p, 0, bytes);
+    return p;
+}
+
+static void cu_free_host(rt_backend *be, void *p)
+{
+    if (p) CU_CHECK(cu_of(be), cudaFreeHost(p), "freeing page-locked host memory");
+}
+
 static void cu_upload(rt_backend *be, void *dst, const void *src, size_t bytes)
 {
     cu_ctx *c = cu_of(be);
     if (!bytes) return;
     /* no wait: from pageable memory the runtime stages the source before returning (CUDA Runtime API,
-     * "API synchronization behavior"), so the caller may reuse it at once */
+     * "API synchronization behavior"), so the caller may reuse it at once (though staging may wait for the
+     * stream); from alloc_host's page-locked memory it is a DMA queued on the stream */
     CU_CHECK(c, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, c->compute), "copying host data in");
 }
 
@@ -280,6 +300,8 @@ void cu_table_buffers(rt_backend *be)
     be->describe = cu_describe;
     be->alloc = cu_alloc;
     be->free = cu_free;
+    be->alloc_host = cu_alloc_host;
+    be->free_host = cu_free_host;
     be->upload = cu_upload;
     be->download = cu_download;
     be->fill = cu_fill;
