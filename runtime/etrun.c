@@ -279,6 +279,7 @@ int main(int argc, char **argv)
     for (long long step = start; step < steps; step++) {
         const int k = (int)(step - start);
         double t0 = et_wall_seconds();
+        const long long waits0 = be->host_waits;
         rt_model_begin_step(&model);
         rt_reducer_begin_step(&red, t0);
         double norm = rt_data_global_predictions(&data, (int)step), sums[2] = {0, 0};
@@ -343,6 +344,7 @@ int main(int argc, char **argv)
         log.loss[k] = sums[0] / norm;
         log.grad_norm[k] = model.last_grad_norm;
         log.tokens_per_step = sums[1];
+        log.host_waits = be->host_waits - waits0;
         log.flops_per_step = flops;
         if (step >= plan.warmup_steps) {
             const size_t at = (size_t)log.measured * n_ops;

@@ -240,6 +240,7 @@ int rt_measured_write(const char *path, const char *plan_path, const et_plan *p,
             }
             json_object_set_new(j, "device_profile", json_string(p->s.cluster.device.name));
             json_object_set_new(j, "batch_shapes", batch_shapes(log));
+            json_object_set_new(j, "host_waits_per_step", json_integer((json_int_t)log->host_waits));
             if (log->stopped[0]) json_object_set_new(j, "stopped", json_string(log->stopped));
             if (p->s.precision ==
                 ET_FP16) /* the dynamic loss scale: where it ended, the updates it skipped */

@@ -26,6 +26,7 @@ typedef struct rt_run_log {
     double tokens_per_step;            /* global, last step */
     double flops_per_step;             /* this rank's model FLOPs, last step */
     double predicted_step_s;           /* this rank's compute, as the cost model predicts it, last step */
+    long long host_waits;              /* the backend's waits for its device in the last step (rank 0) */
 } rt_run_log;
 
 int rt_run_log_init(rt_run_log *log, const rt_model *m, int steps, int micro, long long first_step,

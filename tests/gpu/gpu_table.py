@@ -65,7 +65,8 @@ for p in ("bf16", "fp16", "tf32"):
     if d:
         cmp += f"; {d['median_step_s']*1e3:.0f} ms with its default attention dispatch"
     rows.append((f"BERT-large step {p} (etrun, CUDA)",
-                 f"{step*1e3:.1f} ms measured, {pred*1e3:.1f} ms predicted (sum of ops, H200 profile), MFU {100*mfu:.1f}%{cmp}"))
+                 f"{step*1e3:.1f} ms measured, {pred*1e3:.1f} ms predicted (sum of ops, H200 profile), MFU {100*mfu:.1f}%{cmp}"
+                 f"; waits for the device {m.get('host_waits_per_step', 'not recorded')} a step"))
     by = {}
     names = by_name.setdefault(p, {})
     for o in m["ops"]:

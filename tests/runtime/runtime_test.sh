@@ -27,9 +27,12 @@ case $mode in
   train-bert) # 600 steps: a model that only learns token frequencies stays at 0.99 of the start
     "$etrun" --quiet --out "$work/m.json" "$bert"
     "$check" loss "$work/m.json" 0.6 && "$check" ops "$work/m.json" 1 ;;
-  train-gpt)
+  train-gpt) # and a step waits for its device twice, at its end (its scalars, its op timers), whatever
+    # its micro-batches and buckets
     "$etrun" --quiet --out "$work/m.json" "$gpt"
-    "$check" loss "$work/m.json" 0.25 ;;
+    "$check" loss "$work/m.json" 0.25
+    jq -e '.host_waits_per_step == 2' "$work/m.json" > /dev/null ||
+      { echo "FAIL: $(jq .host_waits_per_step "$work/m.json") waits for the device in a step, not 2"; exit 1; } ;;
   train-lora) # LoRA: the tiny Llama frozen, its 8,224 adapter values (rank 4 on six products) learn: the
     # last 50 steps' loss at 0.80 of the first here (the whole model's 107,328 values reach 0.02), and 2
     # ranks give 1 rank's adapters within fp32 rounding
