@@ -16,7 +16,7 @@ flags=(-g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefine
        -DET_DEFAULT_PROFILE_DIR="\"$src/scenarios/profiles\"" -DET_DEFAULT_DATA_DIR="\"$src/scenarios\"" -I"$src/model" -I"$src/runtime" -I"$src/calib" -I"$src/tests/fuzz")
 model=$(ls "$src"/model/*.c)
 runtime=("$src"/runtime/rt_data.c)
-checkpoint=("$src"/runtime/rt_{checkpoint,model,acts,bind,init,exec_embed,exec_layer,exec_lora,exec_mla,exec_moe,exec_mtp,exec_tt,exec_head,optimizer,backend_cpu,backend_registry,kernels_f,kernels_d,kernels_fast,tt}.c)
+checkpoint=("$src"/runtime/rt_{checkpoint,model,chunks,acts,bind,init,exec_embed,exec_layer,exec_lora,exec_mla,exec_moe,exec_mtp,exec_tt,exec_head,optimizer,backend_cpu,backend_registry,kernels_f,kernels_d,kernels_fast,tt}.c)
 libs=(-ljansson -lm -lxxhash)
 export ET_FUZZ_DIR=$out ET_FUZZ_PLAN=$src/tests/fuzz/fuzz-plan.json ET_PROFILE_DIR=$src/scenarios/profiles
 export ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 OPENBLAS_NUM_THREADS=1
