@@ -16,7 +16,9 @@ flags=(-g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefine
        -DET_DEFAULT_PROFILE_DIR="\"$src/scenarios/profiles\"" -DET_DEFAULT_DATA_DIR="\"$src/scenarios\"" -I"$src/model" -I"$src/runtime" -I"$src/calib" -I"$src/tests/fuzz")
 model=$(ls "$src"/model/*.c)
 runtime=("$src"/runtime/rt_data.c)
-checkpoint=("$src"/runtime/rt_{checkpoint,model,chunks,acts,bind,init,exec_embed,exec_layer,exec_lora,exec_mla,exec_moe,exec_mtp,exec_tt,exec_head,optimizer,backend_cpu,backend_registry,kernels_f,kernels_d,kernels_fast,tt}.c)
+# the CPU runtime's and its kernels' sources, as runtime/CMakeLists.txt lists them (written at configure time)
+[ -f "$build/runtime-sources.txt" ] || { echo "fuzz: $build/runtime-sources.txt missing: configure $build with cmake first"; exit 2; }
+mapfile -t cpu_runtime < "$build/runtime-sources.txt"
 libs=(-ljansson -lm -lxxhash)
 export ET_FUZZ_DIR=$out ET_FUZZ_PLAN=$src/tests/fuzz/fuzz-plan.json ET_PROFILE_DIR=$src/scenarios/profiles
 export ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 OPENBLAS_NUM_THREADS=1
@@ -33,10 +35,10 @@ fi
 for t in $targets; do
   case $t in
     scenario) extra=(); seeds=("$src"/scenarios/*.json "$src"/scenarios/validation/*.json "$src"/tests/invalid/*/scenario.json) ;;
-    plan) extra=("${checkpoint[@]}" "${runtime[@]}" -lopenblas); seeds=("$src"/tests/data/*plan*.json "$ET_FUZZ_PLAN") ;;
+    plan) extra=("${cpu_runtime[@]}" -lopenblas); seeds=("$src"/tests/data/*plan*.json "$ET_FUZZ_PLAN") ;;
     histogram) extra=(); seeds=("$src"/scenarios/data/*.csv "$src"/tests/invalid/*/*.csv) ;;
     tokens) extra=("${runtime[@]}"); seeds=() ;;
-    checkpoint) extra=("${checkpoint[@]}" -lopenblas); seeds=("$seeds_run/ck/checkpoint.bin") ;;
+    checkpoint) extra=("${cpu_runtime[@]}" -lopenblas); seeds=("$seeds_run/ck/checkpoint.bin") ;;
     profile) extra=(); seeds=("$src"/scenarios/profiles/*.json "$src"/tests/invalid/profile-*/*.json) ;;
     measured) extra=(); seeds=("$seeds_run/measured.json") ;;
     *) echo "fuzz: unknown target $t"; exit 2 ;;
