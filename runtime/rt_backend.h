@@ -49,14 +49,14 @@ typedef enum {
     RT_FAMILY_ATTENTION,     /* the six attention kernels, variable length, causal or not */
     RT_FAMILY_EMBEDDING,     /* embedding_fwd, embedding_bwd */
     RT_FAMILY_CROSS_ENTROPY, /* cross_entropy */
-    RT_FAMILY_GLUE, /* add, axpy, gather_rows, scatter_add_rows, mask_mul, scale, sum_sq, bias, clip */
-    RT_FAMILY_TENSOR_TRAIN, /* tt_fwd, tt_bwd */
-    RT_FAMILY_ADAM,         /* adam_update (Adam and AdamW) */
-    RT_FAMILY_LAMB,         /* lamb_update, lamb_apply */
-    RT_FAMILY_RMSNORM,      /* rmsnorm_fwd, rmsnorm_bwd */
-    RT_FAMILY_ROPE,         /* rope */
-    RT_FAMILY_SWIGLU,       /* swiglu_fwd, swiglu_bwd */
-    RT_FAMILY_MOE,          /* moe_route_fwd/bwd, moe_combine_fwd/bwd */
+    RT_FAMILY_GLUE,          /* add, axpy, *_rows, mask_mul, scale, sum_sq, bias, clip_* */
+    RT_FAMILY_TENSOR_TRAIN,  /* tt_fwd, tt_bwd */
+    RT_FAMILY_ADAM,          /* adam_update (Adam and AdamW) */
+    RT_FAMILY_LAMB,          /* lamb_update, lamb_apply */
+    RT_FAMILY_RMSNORM,       /* rmsnorm_fwd, rmsnorm_bwd */
+    RT_FAMILY_ROPE,          /* rope */
+    RT_FAMILY_SWIGLU,        /* swiglu_fwd, swiglu_bwd */
+    RT_FAMILY_MOE,           /* moe_route_fwd/bwd, moe_combine_fwd/bwd */
     RT_FAMILY_COUNT
 } rt_kernel_family;
 extern const char *const rt_kernel_family_names[]; /* "buffers", "linear", ... */
@@ -93,7 +93,7 @@ rt_gemm_math rt_gemm_math_for(et_precision p);
 /* A flat buffer cut into tensors, for passes that keep per-tensor sums (LAMB's norms) in one launch: chunk c
  * covers values [first[c], first[c] + len[c]) of the buffer, of tensor `tensor[c]`; chunks in order, none
  * longer than RT_CHUNK_VALUES, so a GPU takes a chunk a block. The arrays are device memory, n on the host;
- * rt_chunks_build (rt_model.c) makes them. */
+ * rt_chunks_build (rt_chunks.c) makes them. */
 #define RT_CHUNK_VALUES 16384
 typedef struct rt_chunks {
     int n;

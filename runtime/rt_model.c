@@ -129,7 +129,7 @@ static int alloc_state(rt_model *m, et_error *err)
 }
 
 /* The step's device scalars (rt_model.h's layout) and the optimizer's gate after them, one block read back
- * once a step; its host copy. */
+ * once a step, and its host copy; for LAMB, the parameters' tensors in chunks (rt_chunks.c). */
 static int alloc_scalars(rt_model *m, et_error *err)
 {
     m->n_scalars = RT_SC_BUCKETS + 2 * m->n_buckets + 2 * m->graph.n_params;

@@ -1,8 +1,8 @@
 /* The optimizer ops of the graph on the model's backend, each bracketed by its op timer: the global norm
  * and the gate (clipping's factor, fp16's overflow check, a non-finite loss), then Adam/AdamW in one fused
  * pass over the flat buffer, or LAMB over every tensor in two (update and per-tensor norms; the trust ratios
- * taken in the apply), every decision on
- * the device: the host reads the outcome once, at rt_model_end_step (rt_model.c). */
+ * taken in the apply), every decision on the device: the host reads the outcome once, at rt_model_end_step
+ * (rt_model.c). */
 #include <math.h>
 
 #include "rt_exec.h"

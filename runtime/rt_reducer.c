@@ -1,6 +1,5 @@
 #include "rt_reducer.h"
 
-#include <math.h>
 #include <stdlib.h>
 
 #include "wall_clock.h"

@@ -199,8 +199,7 @@ __global__ void add_bias_kernel(float *y, int ld, const float *b, int cols, size
 /* a warp's double sum added into *out by its first lane */
 __device__ __forceinline__ void warp_add_to(double s, double *out)
 {
-    for (int o = 16; o > 0; o >>= 1)
-        s += __shfl_xor_sync(0xffffffffu, s, o);
+    s = warp_sum_d(s);
     if (threadIdx.x % 32 == 0) atomicAdd(out, s);
 }
 
@@ -273,18 +272,11 @@ static void cu_add_bias(rt_backend *be, float *y, int ld, const float *b, int ro
     LAUNCH(cu_of(be), add_bias_kernel, n, y, ld, b, cols, n);
 }
 
-/* grid-stride reductions: at most four blocks a multiprocessor */
-static unsigned reduce_blocks(const cu_ctx *c, size_t n)
-{
-    const unsigned cap = 4u * (unsigned)c->prop.multiProcessorCount;
-    return cu_blocks(n, 256) < cap ? cu_blocks(n, 256) : cap;
-}
-
 static void cu_sum_sq(rt_backend *be, const float *x, size_t n, double *acc)
 {
     cu_ctx *c = cu_of(be);
     if (c->failure[0] || !n) return;
-    sum_sq_kernel<<<reduce_blocks(c, n), 256, 0, c->compute>>>(x, n, acc);
+    sum_sq_kernel<<<cu_capped_blocks(c, n, 4), 256, 0, c->compute>>>(x, n, acc);
     CU_CHECK_LAUNCH(c, "sum_sq_kernel");
 }
 
@@ -293,7 +285,7 @@ static void cu_clip_scale(rt_backend *be, float *x, size_t n, const double *sq, 
 {
     cu_ctx *c = cu_of(be);
     if (c->failure[0] || !n) return;
-    clip_scale_kernel<<<reduce_blocks(c, n), 256, 0, c->compute>>>(x, n, sq, max_norm, scale, sq_after);
+    clip_scale_kernel<<<cu_capped_blocks(c, n, 4), 256, 0, c->compute>>>(x, n, sq, max_norm, scale, sq_after);
     CU_CHECK_LAUNCH(c, "clip_scale_kernel");
 }
 

@@ -84,8 +84,22 @@ static inline unsigned cu_blocks(size_t n, int threads)
     return (unsigned)(b < 1 ? 1 : b > 65535u * 8u ? 65535u * 8u : b);
 }
 
+/* blocks of 256 threads for a grid-stride loop over n items, at most per_sm a multiprocessor */
+static inline unsigned cu_capped_blocks(const cu_ctx *c, size_t n, unsigned per_sm)
+{
+    const unsigned cap = per_sm * (unsigned)c->prop.multiProcessorCount;
+    return cu_blocks(n, 256) < cap ? cu_blocks(n, 256) : cap;
+}
+
 /* a warp's sum and maximum, every lane taking part */
 __device__ __forceinline__ float warp_sum(float v)
+{
+    for (int o = 16; o > 0; o >>= 1)
+        v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+
+__device__ __forceinline__ double warp_sum_d(double v)
 {
     for (int o = 16; o > 0; o >>= 1)
         v += __shfl_xor_sync(0xffffffffu, v, o);

@@ -1,9 +1,9 @@
 /* The fused optimizer passes: Adam/AdamW over the flat buffer, one thread a value, and LAMB's two halves over
  * every tensor at once, a block a chunk of a tensor (rt_chunks), with rt_elementwise.h's per-value update
- * (the CPU tests check the same function). Every pass reads the
- * step's gate (clip_gate: the gradients' factor, and whether the step is skipped) on the device; LAMB's
- * two squared norms (weights, update) are reduced in double into device scalars that its second half turns
- * into the trust ratio there, so no pass waits for the host. */
+ * (the CPU tests check the same function). Every pass reads the step's gate (clip_gate: the gradients'
+ * factor, and whether the step is skipped) on the device; LAMB's two squared norms (weights, update) are
+ * reduced in double into device scalars that its second half turns into the trust ratio there, so no pass
+ * waits for the host. */
 #include "cuda_internal.h"
 #include "rt_elementwise.h"
 
@@ -32,15 +32,12 @@ __global__ void adam_kernel(float *w, const float *g, float *m, float *v, const 
 __device__ void block_add_to(double v, double *out)
 {
     __shared__ double part[32];
-    for (int o = 16; o > 0; o >>= 1)
-        v += __shfl_xor_sync(0xffffffffu, v, o);
+    v = warp_sum_d(v);
     const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = (blockDim.x + 31) / 32;
     if (lane == 0) part[warp] = v;
     __syncthreads();
     if (warp == 0) {
-        v = lane < warps ? part[lane] : 0.0;
-        for (int o = 16; o > 0; o >>= 1)
-            v += __shfl_xor_sync(0xffffffffu, v, o);
+        v = warp_sum_d(lane < warps ? part[lane] : 0.0);
         if (lane == 0) atomicAdd(out, v);
     }
     __syncthreads(); /* part is reused by the next call */
@@ -78,12 +75,6 @@ __global__ void lamb_apply_kernel(float *w, const float *u, rt_chunks ch, const 
         w[f + (size_t)j] += a * u[f + (size_t)j];
 }
 
-static unsigned optimizer_blocks(const cu_ctx *c, size_t n)
-{
-    const unsigned cap = 8u * (unsigned)c->prop.multiProcessorCount;
-    return cu_blocks(n, 256) < cap ? cu_blocks(n, 256) : cap;
-}
-
 static void cu_adam_update(rt_backend *be, float *w, const float *g, float *m, float *v, const float *mask,
                            size_t n, const rt_adam_args *a, const float *gate)
 {
@@ -91,7 +82,7 @@ static void cu_adam_update(rt_backend *be, float *w, const float *g, float *m, f
     if (c->failure[0] || !n) return;
     const rt_adam_consts k = rt_adam_make_consts(a->lr, a->beta1, a->beta2, a->eps, a->c1, a->c2,
                                                  a->grad_scale, a->decoupled_decay ? a->weight_decay : 0.0f);
-    adam_kernel<<<optimizer_blocks(c, n), 256, 0, c->compute>>>(w, g, m, v, mask, n, k, gate);
+    adam_kernel<<<cu_capped_blocks(c, n, 8), 256, 0, c->compute>>>(w, g, m, v, mask, n, k, gate);
     CU_CHECK_LAUNCH(c, "adam_kernel");
 }
 
