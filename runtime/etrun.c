@@ -217,14 +217,23 @@ int main(int argc, char **argv)
         rt_data_init(&data, &plan.s, comm->size, comm->rank, plan.seed, plan.data_from_file ? &file : NULL,
                      &err))
         goto fail;
-    if (!(be = rt_backend_create(backend_name(&o, &plan), &err))) goto fail;
-    if (strcmp(be->name, "cpu") != 0 && comm->size > 1) {
-        et_error_set(
-            &err, NULL, 0, 0, NULL,
-            "the %s backend runs one rank for now: its NCCL communicator is not built yet (%d ranks; "
-            "--backend cpu runs them on the CPU)",
-            be->name, comm->size);
-        goto fail;
+    if (!(be = rt_backend_create_local(backend_name(&o, &plan), comm->local_rank, &err))) goto fail;
+    if (strcmp(be->name, "cuda") == 0) {
+#ifdef ET_HAVE_NCCL
+        /* the gradients' reductions on the device's communication stream: NCCL, bootstrapped over comm */
+        rt_comm *nccl = rt_comm_nccl_create(comm, be, &err);
+        if (!nccl) goto fail;
+        comm = nccl;
+#else
+        if (comm->size > 1) {
+            et_error_set(
+                &err, NULL, 0, 0, NULL,
+                "the cuda backend reduces gradients over more than one rank with NCCL, and this build "
+                "found none (%d ranks; configure with -DET_NCCL_ROOT=..., or --backend cpu)",
+                comm->size);
+            goto fail;
+        }
+#endif
     }
     if (rank == 0 && strcmp(be->name, "cpu") == 0) {
         char hint[512];
@@ -281,7 +290,7 @@ int main(int argc, char **argv)
         double t0 = et_wall_seconds();
         const long long waits0 = be->host_waits;
         rt_model_begin_step(&model);
-        rt_reducer_begin_step(&red, t0);
+        rt_reducer_begin_step(&red);
         double norm = rt_data_global_predictions(&data, (int)step), sums[2] = {0, 0};
         for (int micro = 0; micro < data.accum; micro++) {
             red.active = micro == data.accum - 1;
@@ -293,7 +302,9 @@ int main(int argc, char **argv)
                                       be->failure(be));
                 else if (model.comm_failed)
                     et_error_set_code(&err, ET_ERROR_INTERNAL, o.plan, 0, 0, NULL,
-                                      "an experts' all-to-all failed at step %lld", step);
+                                      "an experts' all-to-all failed at step %lld%s%s", step + 1,
+                                      comm->failure && comm->failure(comm) ? ": " : "",
+                                      comm->failure && comm->failure(comm) ? comm->failure(comm) : "");
                 else
                     et_error_set_code(&err, ET_ERROR_MEMORY, o.plan, 0, 0, NULL, "out of memory at step %lld",
                                       step);
@@ -306,8 +317,10 @@ int main(int argc, char **argv)
         const double flops = et_step_op_times(&model.graph, shapes, data.accum, &plan.s.cluster.device,
                                               plan.s.precision, op_pred);
         if (rt_reducer_finish(&red)) {
+            const char *why = comm->failure ? comm->failure(comm) : NULL;
             et_error_set_code(&err, ET_ERROR_INTERNAL, NULL, 0, 0, NULL,
-                              "a gradient all-reduce failed at step %lld", step);
+                              "a gradient all-reduce failed at step %lld%s%s", step + 1, why ? ": " : "",
+                              why ? why : "");
             goto fail;
         }
         /* the update decides on the device whether it happens (a non-finite gradient norm or loss skips
@@ -315,7 +328,7 @@ int main(int argc, char **argv)
         const bool scaled = model.step_loss_scale != 1;
         rt_model_update(&model, &plan.hyper);
         const int skipped = rt_model_end_step(&model); /* fp16: an overflow skips the update */
-        rt_reducer_record_norms(&red);
+        rt_reducer_end_step(&red);
         if (be->failure(be)) { /* a device error: every backend call since has returned at once */
             et_error_set_code(&err, ET_ERROR_INTERNAL, NULL, 0, 0, NULL,
                               "the %s backend failed at step %lld: %s", be->name, step + 1, be->failure(be));

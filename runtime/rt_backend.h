@@ -21,6 +21,14 @@
  * scalars back once a step (`download`). Every call may run asynchronously on the backend's stream;
  * `download`, `sync` and `op_timers_collect` wait for it, and count themselves in `host_waits`.
  *
+ * Streams and events: every kernel, copy and op timer runs on the compute stream, in call order; the
+ * communication stream is the communicator's (rt_comm.h: NCCL's collectives run there, beside backward).
+ * An event marks the point a stream has reached when it is recorded (event_record); stream_wait makes the
+ * later work of a stream start after that point, without the host waiting; event_done asks without waiting;
+ * event_sync waits (and counts in host_waits); event_seconds is the time between two events both complete.
+ * On the CPU every call has finished when it returns: an event holds the wall clock at its record, and
+ * waits return at once.
+ *
  * Timing: op_timers_init sizes the timers for a graph of n_ops ops (the model calls it at start-up);
  * op_timer_begin/op_timer_end bracket graph op i; op_timers_collect adds every bracketed op's
  * seconds since the last collect into op_time[i] (events on a GPU, the wall clock on the CPU).
@@ -100,6 +108,10 @@ typedef struct rt_chunks {
     const int *tensor, *len;
     const size_t *first;
 } rt_chunks;
+
+/* The backend's two streams (see the contract above) and its events, opaque: each backend makes its own. */
+typedef enum { RT_STREAM_COMPUTE, RT_STREAM_COMM, RT_STREAM_COUNT } rt_stream;
+typedef struct rt_event rt_event;
 
 typedef struct rt_backend rt_backend;
 /* Chunks of tensors of sizes[0 .. n_tensors) values laid end to end, on be's device (rt_chunks.c); -1 when
@@ -237,6 +249,17 @@ struct rt_backend {
     void (*lamb_apply)(rt_backend *be, float *w, const float *u, const rt_chunks *ch, const double *sq,
                        float lr, const float *gate);
 
+    /* ---- streams and events ---- */
+    rt_event *(*event_create)(rt_backend *be); /* NULL when out of memory, or after a device error */
+    void (*event_destroy)(rt_backend *be, rt_event *e);
+    void (*event_record)(rt_backend *be, rt_event *e, rt_stream s);
+    void (*stream_wait)(rt_backend *be, rt_stream s, rt_event *e); /* s's later work after e */
+    bool (*event_done)(rt_backend *be, rt_event *e); /* its stream has reached it (or it was never
+                                                        recorded); no wait */
+    void (*event_sync)(rt_backend *be, rt_event *e); /* the host waits for e */
+    /* seconds from `from` to `to`, both recorded and complete (after a sync or download), else 0 */
+    double (*event_seconds)(rt_backend *be, rt_event *from, rt_event *to);
+
     /* ---- timing and synchronisation ---- */
     int (*op_timers_init)(rt_backend *be, int n_ops); /* -1: out of memory */
     void (*op_timer_begin)(rt_backend *be, int op);
@@ -249,7 +272,8 @@ struct rt_backend {
 
     void (*destroy)(rt_backend *be);
 
-    long long host_waits; /* calls so far that waited for the device (download, sync, op_timers_collect) */
+    long long host_waits; /* calls so far that waited for the device (download, sync, event_sync,
+                             op_timers_collect) */
 };
 
 /* The CPU backend: OpenBLAS GEMMs, vectorised float element-wise kernels, host memory, wall-clock timing.
@@ -283,5 +307,10 @@ extern const char *const rt_backend_names[];
  * device answers, else the CPU), or NULL with *err naming the backends this build has, or why the one
  * named cannot start. */
 rt_backend *rt_backend_create(const char *name, et_error *err);
+/* The same for the rank `local_rank` of its host (rt_comm.h): a GPU backend takes device local_rank modulo
+ * the host's devices, so the ranks of a node spread over its GPUs. */
+rt_backend *rt_backend_create_local(const char *name, int local_rank, et_error *err);
+/* The CUDA devices the driver reports (0 without a driver, or in a build without CUDA). */
+int rt_cuda_device_count(void);
 
 #endif

@@ -558,6 +558,55 @@ static void cpu_lamb_apply(rt_backend *be, float *w, const float *u, const rt_ch
     }
 }
 
+/* ---- streams and events: every call has finished when it returns, so an event is the wall clock at its
+ * record (0 before one) ---- */
+
+typedef struct cpu_event {
+    double seconds;
+} cpu_event;
+
+static rt_event *cpu_event_create(rt_backend *be)
+{
+    (void)be;
+    return (rt_event *)calloc(1, sizeof(cpu_event));
+}
+
+static void cpu_event_destroy(rt_backend *be, rt_event *e)
+{
+    (void)be;
+    free(e);
+}
+
+static void cpu_event_record(rt_backend *be, rt_event *e, rt_stream s)
+{
+    (void)be, (void)s;
+    ((cpu_event *)e)->seconds = et_wall_seconds();
+}
+
+static void cpu_stream_wait(rt_backend *be, rt_stream s, rt_event *e)
+{
+    (void)be, (void)s, (void)e;
+}
+
+static bool cpu_event_done(rt_backend *be, rt_event *e)
+{
+    (void)be, (void)e;
+    return true;
+}
+
+static void cpu_event_sync(rt_backend *be, rt_event *e)
+{
+    (void)e;
+    be->host_waits++;
+}
+
+static double cpu_event_seconds(rt_backend *be, rt_event *from, rt_event *to)
+{
+    (void)be;
+    const double a = ((cpu_event *)from)->seconds, b = ((cpu_event *)to)->seconds;
+    return a > 0 && b > 0 ? b - a : 0;
+}
+
 /* ---- timing ---- */
 
 static int cpu_timers_init(rt_backend *be, int n_ops)
@@ -674,6 +723,13 @@ rt_backend *rt_backend_cpu_create(et_error *err)
         .adam_update = cpu_adam_update,
         .lamb_update = cpu_lamb_update,
         .lamb_apply = cpu_lamb_apply,
+        .event_create = cpu_event_create,
+        .event_destroy = cpu_event_destroy,
+        .event_record = cpu_event_record,
+        .stream_wait = cpu_stream_wait,
+        .event_done = cpu_event_done,
+        .event_sync = cpu_event_sync,
+        .event_seconds = cpu_event_seconds,
         .op_timers_init = cpu_timers_init,
         .op_timer_begin = cpu_timer_begin,
         .op_timer_end = cpu_timer_end,

@@ -21,17 +21,32 @@ const char *const rt_backend_names[] = {"cpu", "cuda", NULL};
 const char *const rt_backend_names[] = {"cpu", NULL};
 #endif
 
+#ifndef ET_HAVE_CUDA
+int rt_cuda_device_count(void)
+{
+    return 0;
+}
+#endif
+
 rt_backend *rt_backend_create(const char *name, et_error *err)
+{
+    return rt_backend_create_local(name, 0, err);
+}
+
+rt_backend *rt_backend_create_local(const char *name, int local_rank, et_error *err)
 {
     if (strcmp(name, "cpu") == 0) return rt_backend_cpu_create(err);
 #ifdef ET_HAVE_CUDA
-    if (strcmp(name, "cuda") == 0) return rt_backend_cuda_create(0, err);
+    const int devices = rt_cuda_device_count();
+    const int ordinal = devices > 0 && local_rank > 0 ? local_rank % devices : 0;
+    if (strcmp(name, "cuda") == 0) return rt_backend_cuda_create(ordinal, err);
     if (strcmp(name, "auto") == 0) {
         et_error ignored;
-        rt_backend *be = rt_backend_cuda_create(0, &ignored);
+        rt_backend *be = devices > 0 ? rt_backend_cuda_create(ordinal, &ignored) : NULL;
         return be ? be : rt_backend_cpu_create(err);
     }
 #else
+    (void)local_rank;
     if (strcmp(name, "auto") == 0) return rt_backend_cpu_create(err);
 #endif
     char have[64] = "";

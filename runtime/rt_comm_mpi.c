@@ -1,4 +1,6 @@
-/* rt_comm over MPI: non-blocking MPI_Iallreduce per bucket on MPI_COMM_WORLD (one rank: nothing to do). */
+/* rt_comm over MPI: non-blocking MPI_Iallreduce per bucket on MPI_COMM_WORLD (one rank: nothing to do); the
+ * host waits for a bucket's `ready` event before MPI reads it, and records its `done` event when it first
+ * sees the reduction complete. */
 #include <mpi.h>
 #include <stdlib.h>
 
@@ -8,6 +10,7 @@ typedef struct mpi_ctx {
     int slots; /* grown as all-reduces start (request handles are values: moving them is safe) */
     MPI_Request *req;
     int *done;
+    rt_event **done_ev;           /* per slot: the caller's event marking completion (NULL: none) */
     int x;                        /* expert-parallel group size (0: not set) */
     MPI_Comm expert, expert_data; /* a rank's group, and the ranks holding the same experts */
     int *displs;                  /* 2 x per all-to-all */
@@ -25,8 +28,11 @@ static int grow(mpi_ctx *x, int slot)
     int *done = realloc(x->done, (size_t)n * sizeof *done);
     if (!done) return -1;
     x->done = done;
+    rt_event **ev = realloc(x->done_ev, (size_t)n * sizeof *ev);
+    if (!ev) return -1;
+    x->done_ev = ev;
     for (int k = x->slots; k < n; k++)
-        x->req[k] = MPI_REQUEST_NULL, x->done[k] = 1;
+        x->req[k] = MPI_REQUEST_NULL, x->done[k] = 1, x->done_ev[k] = NULL;
     x->slots = n;
     return 0;
 }
@@ -36,16 +42,25 @@ static int ok(int rc)
     return rc == MPI_SUCCESS ? 0 : -1;
 }
 
-static int mpi_allreduce_start(rt_comm *c, float *buf, size_t n, int slot)
+/* an Iallreduce of slot `slot` over `group` members of `world` (1: complete at once) */
+static int start(rt_comm *c, float *buf, size_t n, int slot, rt_event *ready, rt_event *done, int group,
+                 MPI_Comm world)
 {
     mpi_ctx *x = c->ctx;
     if (slot < 0 || n > (size_t)0x7fffffff || grow(x, slot)) return -1;
-    x->done[slot] = 0;
-    if (c->size == 1) {
+    x->done[slot] = 0, x->done_ev[slot] = done;
+    if (group == 1) {
         x->req[slot] = MPI_REQUEST_NULL, x->done[slot] = 1;
+        rt_comm_done_when_ready(c, ready, done);
         return 0;
     }
-    return ok(MPI_Iallreduce(MPI_IN_PLACE, buf, (int)n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &x->req[slot]));
+    rt_comm_host_ready(c, ready);
+    return ok(MPI_Iallreduce(MPI_IN_PLACE, buf, (int)n, MPI_FLOAT, MPI_SUM, world, &x->req[slot]));
+}
+
+static int mpi_allreduce_start(rt_comm *c, float *buf, size_t n, int slot, rt_event *ready, rt_event *done)
+{
+    return start(c, buf, n, slot, ready, done, c->size, MPI_COMM_WORLD);
 }
 
 static int mpi_test(rt_comm *c, int slot)
@@ -55,6 +70,7 @@ static int mpi_test(rt_comm *c, int slot)
     int flag = 0;
     if (MPI_Test(&x->req[slot], &flag, MPI_STATUS_IGNORE) != MPI_SUCCESS) return -1;
     x->done[slot] = flag;
+    if (flag) rt_comm_host_done(c, x->done_ev[slot]);
     return flag;
 }
 
@@ -65,6 +81,7 @@ static int mpi_wait_all(rt_comm *c, int n_slots)
         if (x->done[k]) continue;
         if (MPI_Wait(&x->req[k], MPI_STATUS_IGNORE) != MPI_SUCCESS) return -1;
         x->done[k] = 1;
+        rt_comm_host_done(c, x->done_ev[k]);
     }
     return 0;
 }
@@ -85,6 +102,12 @@ static int mpi_broadcast_int(rt_comm *c, int *v)
 {
     (void)c;
     return ok(MPI_Bcast(v, 1, MPI_INT, 0, MPI_COMM_WORLD));
+}
+
+static int mpi_broadcast_bytes(rt_comm *c, void *buf, int n)
+{
+    (void)c;
+    return ok(MPI_Bcast(buf, n, MPI_BYTE, 0, MPI_COMM_WORLD));
 }
 
 static int mpi_max_double(rt_comm *c, double *v)
@@ -121,16 +144,12 @@ static int mpi_expert_alltoall_ints(rt_comm *c, const int *send, int *recv, int 
     return ok(MPI_Alltoall(send, n, MPI_INT, recv, n, MPI_INT, x->expert));
 }
 
-static int mpi_expert_allreduce_start(rt_comm *c, float *buf, size_t n, int slot)
+static int mpi_expert_allreduce_start(rt_comm *c, float *buf, size_t n, int slot, rt_event *ready,
+                                      rt_event *done)
 {
     mpi_ctx *x = c->ctx;
-    if (slot < 0 || n > (size_t)0x7fffffff || grow(x, slot)) return -1;
-    x->done[slot] = 0;
-    if (c->size / (x->x ? x->x : 1) == 1) { /* every rank holds other experts: nothing to sum */
-        x->req[slot] = MPI_REQUEST_NULL, x->done[slot] = 1;
-        return 0;
-    }
-    return ok(MPI_Iallreduce(MPI_IN_PLACE, buf, (int)n, MPI_FLOAT, MPI_SUM, x->expert_data, &x->req[slot]));
+    /* the ranks holding the same experts; one where every rank holds other experts: nothing to sum */
+    return start(c, buf, n, slot, ready, done, c->size / (x->x ? x->x : 1), x->expert_data);
 }
 
 static void mpi_destroy(rt_comm *c)
@@ -138,7 +157,7 @@ static void mpi_destroy(rt_comm *c)
     if (!c) return;
     mpi_ctx *x = c->ctx;
     if (x && x->x) MPI_Comm_free(&x->expert), MPI_Comm_free(&x->expert_data);
-    if (x) free(x->req), free(x->done), free(x->displs), free(x);
+    if (x) free(x->req), free(x->done), free(x->done_ev), free(x->displs), free(x);
     free(c);
 }
 
@@ -160,6 +179,7 @@ rt_comm *rt_comm_create(et_error *err)
                    .allreduce_sum_doubles = mpi_sum_doubles,
                    .gather_doubles = mpi_gather_doubles,
                    .broadcast_int = mpi_broadcast_int,
+                   .broadcast_bytes = mpi_broadcast_bytes,
                    .max_double = mpi_max_double,
                    .set_expert_groups = mpi_set_expert_groups,
                    .expert_alltoallv = mpi_expert_alltoallv,
@@ -168,6 +188,15 @@ rt_comm *rt_comm_create(et_error *err)
                    .destroy = mpi_destroy};
     MPI_Comm_rank(MPI_COMM_WORLD, &c->rank);
     MPI_Comm_size(MPI_COMM_WORLD, &c->size);
+    /* the ranks sharing this host's memory: the host's ranks, which a GPU backend spreads over its devices */
+    MPI_Comm node;
+    c->local_rank = 0, c->local_size = 1;
+    if (MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, c->rank, MPI_INFO_NULL, &node) ==
+        MPI_SUCCESS) {
+        MPI_Comm_rank(node, &c->local_rank);
+        MPI_Comm_size(node, &c->local_size);
+        MPI_Comm_free(&node);
+    }
     return c;
 }
 

@@ -5,9 +5,10 @@
 
 #include "rt_comm.h"
 
-static int single_allreduce_start(rt_comm *c, float *buf, size_t n, int slot)
+static int single_allreduce_start(rt_comm *c, float *buf, size_t n, int slot, rt_event *ready, rt_event *done)
 {
-    (void)c, (void)buf, (void)n, (void)slot;
+    (void)buf, (void)n, (void)slot;
+    rt_comm_done_when_ready(c, ready, done);
     return 0;
 }
 
@@ -39,6 +40,12 @@ static int single_gather_doubles(rt_comm *c, const double *send, int n, double *
 static int single_int(rt_comm *c, int *v)
 {
     (void)c, (void)v;
+    return 0;
+}
+
+static int single_bytes(rt_comm *c, void *buf, int n)
+{
+    (void)c, (void)buf, (void)n;
     return 0;
 }
 
@@ -83,12 +90,14 @@ rt_comm *rt_comm_create(et_error *err)
     *c = (rt_comm){.name = "single",
                    .rank = 0,
                    .size = 1,
+                   .local_size = 1,
                    .allreduce_start = single_allreduce_start,
                    .test = single_test,
                    .wait_all = single_wait_all,
                    .allreduce_sum_doubles = single_doubles,
                    .gather_doubles = single_gather_doubles,
                    .broadcast_int = single_int,
+                   .broadcast_bytes = single_bytes,
                    .max_double = single_double,
                    .set_expert_groups = single_expert_groups,
                    .expert_alltoallv = single_alltoallv,

@@ -175,4 +175,17 @@ RT_HD float rt_round_fp16(float x)
     return rt_round_mantissa(x, 10);
 }
 
+/* A permuted copy's source offset for output e (rt_tt.h's permute contract): sum_i idx_i(e) stride[i], idx(e)
+ * the row-major index of e over dims dim[0 .. nd) */
+RT_HD unsigned long long rt_permute_source(unsigned long long e, int nd, const unsigned long long *dim,
+                                           const unsigned long long *stride)
+{
+    unsigned long long off = 0;
+    for (int i = nd - 1; i >= 0; i--) {
+        off += e % dim[i] * stride[i];
+        e /= dim[i];
+    }
+    return off;
+}
+
 #endif

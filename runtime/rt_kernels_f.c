@@ -6,6 +6,7 @@
 #define S _f
 #define GEMM cblas_sgemm
 #define RT_FAST_ELEMENTWISE
+#define RT_TT_OPS
 #include "rt_kernels_impl.h"
 #include "rt_tt.h"
 #include "rt_tt_impl.h"

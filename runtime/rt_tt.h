@@ -8,6 +8,7 @@
 #ifndef ET_RT_TT_H
 #define ET_RT_TT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "tensor_train.h"
@@ -34,5 +35,25 @@ size_t rt_tt_workspace_size(const rt_tt_layer *l, int T);
 
 RT_TT_DECLARE(float, _f)
 RT_TT_DECLARE(double, _d)
+
+/* The data operations of the float walk, so a backend plays it on its own memory (the CPU backend with
+ * rt_tt_host_ops, the CUDA backend with cuBLASLt and a copy kernel). gemm: row-major
+ * C[m, n] = alpha op(A) op(B) + beta C, cblas_sgemm's arguments (ta, tb: A, B transposed). permute:
+ * dst[e] = src[sum_i idx_i(e) stride[i]] (+= when add) for e < n, idx(e) the row-major index of e over dims
+ * dim[0 .. nd), nd <= RT_TT_MAX_DIMS. Every pointer is the backend's memory; the calls may run
+ * asynchronously, in order. */
+#define RT_TT_MAX_DIMS (2 * ET_TT_MAX_CORES)
+typedef struct rt_tt_ops {
+    void *ctx;
+    void (*gemm)(void *ctx, bool ta, bool tb, int m, int n, int k, float alpha, const float *A, int lda,
+                 const float *B, int ldb, float beta, float *C, int ldc);
+    void (*permute)(void *ctx, float *dst, const float *src, size_t n, int nd, const size_t *dim,
+                    const size_t *stride, bool add);
+} rt_tt_ops;
+extern const rt_tt_ops rt_tt_host_ops; /* OpenBLAS and the host's loop: rt_tt_fwd_f and rt_tt_bwd_f use it */
+void rt_tt_fwd_ops(const rt_tt_layer *l, const float *X, const float *cores, float *Y, float *work, int T,
+                   const rt_tt_ops *ops);
+void rt_tt_bwd_ops(const rt_tt_layer *l, const float *X, const float *cores, const float *dY, float *dX,
+                   float *dcores, float *work, int T, const rt_tt_ops *ops);
 
 #endif

@@ -1,20 +1,30 @@
-/* Body of the tensor-train kernels; included by rt_kernels_f.c / rt_kernels_d.c after rt_kernels_impl.h. */
+/* Body of the tensor-train kernels; included by rt_kernels_f.c / rt_kernels_d.c after rt_kernels_impl.h. The
+ * float instantiation (RT_TT_OPS defined) runs its products and copies through an rt_tt_ops table (rt_tt.h),
+ * so a backend plays the same walk on its own memory; the double one calls BLAS and its own loops. */
 #include <stdlib.h>
 
 #include "tt_network.h"
 
-/* dst (labels `to`) = src (labels `from`, same set) permuted; accumulate when add. */
-static void FN(tt_permute)(const tt_net *net, const REAL *src, const tt_tensor *from, REAL *dst,
-                           const tt_tensor *to, int add)
+#ifdef RT_TT_OPS
+#define TT_OPS_PARAM , const rt_tt_ops *ops
+#define TT_OPS_ARG , ops
+#else
+#define TT_OPS_PARAM
+#define TT_OPS_ARG
+#endif
+
+/* The copy that permutes src (labels `from`) into dst (labels `to`, the same set) as dst's row-major index
+ * over dims dim[0 .. nd) with src strides stride[]: dst's neighbouring labels that are neighbours in src too
+ * merged into one (a row-major run). Returns nd (0: nothing to copy). */
+static int FN(tt_permute_plan)(const tt_net *net, const tt_tensor *from, const tt_tensor *to, size_t *dim,
+                               size_t *stride)
 {
     size_t stride_of_label[TT_MAXL] = {0}, s = 1;
     for (int i = from->n - 1; i >= 0; i--) {
         stride_of_label[from->label[i]] = s;
         s *= (size_t)net->size[from->label[i]];
     }
-    size_t n = tt_elems(net, to), stride[TT_MAXL] = {0}, dim[TT_MAXL] = {0}, idx[TT_MAXL] = {0}, off = 0;
-    if (to->n < 1 || n == 0) return;
-    /* dst's indices, neighbours that are also neighbours in src merged into one (a row-major run) */
+    if (to->n < 1 || tt_elems(net, to) == 0) return 0;
     int nd = 0;
     for (int i = 0; i < to->n; i++) {
         size_t st = stride_of_label[to->label[i]], dm = (size_t)net->size[to->label[i]];
@@ -24,6 +34,16 @@ static void FN(tt_permute)(const tt_net *net, const REAL *src, const tt_tensor *
         }
         stride[nd] = st, dim[nd] = dm, nd++;
     }
+    return nd;
+}
+
+/* dst[e] (+)= src[sum_i idx_i(e) stride[i]] over the row-major index of dims dim[0 .. nd), n values: the
+ * host's loop (rt_tt.h's permute contract) */
+static void FN(tt_permute_host)(REAL *dst, const REAL *src, size_t n, int nd, const size_t *dim,
+                                const size_t *stride, int add)
+{
+    size_t idx[TT_MAXL] = {0}, off = 0;
+    if (nd < 1 || n == 0) return;
     /* dst's last index in a tight loop (unit stride in src: a copy), an odometer over the others */
     const int last = nd - 1;
     const size_t inner = dim[last], step = stride[last];
@@ -51,6 +71,20 @@ static void FN(tt_permute)(const tt_net *net, const REAL *src, const tt_tensor *
             idx[i] = 0;
         }
     }
+}
+
+/* dst (labels `to`) = src (labels `from`, same set) permuted; accumulate when add. */
+static void FN(tt_permute)(const tt_net *net, const REAL *src, const tt_tensor *from, REAL *dst,
+                           const tt_tensor *to, int add TT_OPS_PARAM)
+{
+    size_t dim[TT_MAXL] = {0}, stride[TT_MAXL] = {0};
+    const int nd = FN(tt_permute_plan)(net, from, to, dim, stride);
+    if (nd < 1) return;
+#ifdef RT_TT_OPS
+    ops->permute(ops->ctx, dst, src, tt_elems(net, to), nd, dim, stride, add);
+#else
+    FN(tt_permute_host)(dst, src, tt_elems(net, to), nd, dim, stride, add);
+#endif
 }
 
 /* Workspace layout for T tokens: per step its result then its gradient, then scratch matrices. */
@@ -90,25 +124,33 @@ typedef struct FN(tt_view) {
 /* The rows x cols view of tensor x (labels `rl` then `cl`), permuting into `scratch` when neither order
  * is its storage order. */
 static FN(tt_view) FN(tt_view_of)(const tt_net *net, const REAL *data, const tt_tensor *x,
-                                  const tt_tensor *rl, const tt_tensor *cl, REAL *scratch)
+                                  const tt_tensor *rl, const tt_tensor *cl, REAL *scratch TT_OPS_PARAM)
 {
     const int rows = (int)tt_elems(net, rl), cols = (int)tt_elems(net, cl);
     if (tt_labels_are(x, rl, cl)) return (FN(tt_view)){data, 0, cols, 1};
     if (tt_labels_are(x, cl, rl)) return (FN(tt_view)){data, 1, rows, 1};
     tt_tensor m = tt_concat(rl, cl);
-    FN(tt_permute)(net, data, x, scratch, &m, 0);
+    FN(tt_permute)(net, data, x, scratch, &m, 0 TT_OPS_ARG);
     return (FN(tt_view)){scratch, 0, cols, 0};
 }
 
 /* C (m x n; stored transposed, n x m, when ct) = beta C + P (m x k) Q (k x n). */
-static void FN(tt_product)(REAL *C, int ct, REAL beta, FN(tt_view) P, FN(tt_view) Q, int m, int n, int k)
+static void FN(tt_product)(REAL *C, int ct, REAL beta, FN(tt_view) P, FN(tt_view) Q, int m, int n,
+                           int k TT_OPS_PARAM)
 {
+#ifdef RT_TT_OPS
+    if (!ct)
+        ops->gemm(ops->ctx, P.t, Q.t, m, n, k, 1, P.p, P.ld, Q.p, Q.ld, beta, C, n);
+    else /* C^T = Q^T P^T */
+        ops->gemm(ops->ctx, !Q.t, !P.t, n, m, k, 1, Q.p, Q.ld, P.p, P.ld, beta, C, m);
+#else
     if (!ct)
         GEMM(CblasRowMajor, P.t ? CblasTrans : CblasNoTrans, Q.t ? CblasTrans : CblasNoTrans, m, n, k, 1, P.p,
              P.ld, Q.p, Q.ld, beta, C, n);
     else /* C^T = Q^T P^T */
         GEMM(CblasRowMajor, Q.t ? CblasNoTrans : CblasTrans, P.t ? CblasNoTrans : CblasTrans, n, m, k, 1, Q.p,
              Q.ld, P.p, P.ld, beta, C, m);
+#endif
 }
 
 static FN(tt_view) FN(tt_transposed)(FN(tt_view) v)
@@ -122,20 +164,21 @@ static FN(tt_view) FN(tt_transposed)(FN(tt_view) v)
  * permutation back. G NULL: not wanted. */
 static void FN(tt_grad_into)(const tt_net *net, REAL *G, int add, const tt_tensor *x, FN(tt_view) V,
                              const tt_tensor *rl, const tt_tensor *cl, FN(tt_view) P, FN(tt_view) Q, int k,
-                             REAL *scratch)
+                             REAL *scratch TT_OPS_PARAM)
 {
     if (!G) return;
     const int rows = (int)tt_elems(net, rl), cols = (int)tt_elems(net, cl);
     if (V.direct) {
-        FN(tt_product)(G, V.t, add, P, Q, rows, cols, k);
+        FN(tt_product)(G, V.t, add, P, Q, rows, cols, k TT_OPS_ARG);
         return;
     }
-    FN(tt_product)(scratch, 0, 0, P, Q, rows, cols, k);
+    FN(tt_product)(scratch, 0, 0, P, Q, rows, cols, k TT_OPS_ARG);
     tt_tensor xm = tt_concat(rl, cl);
-    FN(tt_permute)(net, scratch, &xm, G, x, add);
+    FN(tt_permute)(net, scratch, &xm, G, x, add TT_OPS_ARG);
 }
 
-void FN(rt_tt_fwd)(const rt_tt_layer *l, const REAL *X, const REAL *cores, REAL *Y, REAL *work, int T)
+static void FN(tt_fwd_walk)(const rt_tt_layer *l, const REAL *X, const REAL *cores, REAL *Y, REAL *work,
+                            int T TT_OPS_PARAM)
 {
     tt_net net;
     tt_build(&l->shape, &l->plan, T, &net);
@@ -148,27 +191,27 @@ void FN(rt_tt_fwd)(const rt_tt_layer *l, const REAL *X, const REAL *cores, REAL 
         size_t m = tt_elems(&net, &af), k = tt_elems(&net, &sh), n = tt_elems(&net, &bf);
         FN(tt_view)
         A = FN(tt_view_of)(&net, FN(tt_tensor_data)(l, &net, X, cores, work, l->plan.left[st]), a, &af, &sh,
-                           scratch);
+                           scratch TT_OPS_ARG);
         FN(tt_view)
         B = FN(tt_view_of)(&net, FN(tt_tensor_data)(l, &net, X, cores, work, l->plan.right[st]), b, &sh, &bf,
-                           scratch + m * k);
-        FN(tt_product)(FN(tt_result)(&net, work, st, 0), 0, 0, A, B, (int)m, (int)n, (int)k);
+                           scratch + m * k TT_OPS_ARG);
+        FN(tt_product)(FN(tt_result)(&net, work, st, 0), 0, 0, A, B, (int)m, (int)n, (int)k TT_OPS_ARG);
     }
     const tt_tensor out = tt_output(&l->shape);
-    FN(tt_permute)(&net, FN(tt_result)(&net, work, steps - 1, 0), &net.t[d + steps], Y, &out, 0);
+    FN(tt_permute)(&net, FN(tt_result)(&net, work, steps - 1, 0), &net.t[d + steps], Y, &out, 0 TT_OPS_ARG);
 }
 
 /* Every tensor of the tree is an operand of exactly one step: the intermediates' gradients are written
  * once (no zeroing), the input's and the cores' added to what their buffers hold. */
-void FN(rt_tt_bwd)(const rt_tt_layer *l, const REAL *X, const REAL *cores, const REAL *dY, REAL *dX,
-                   REAL *dcores, REAL *work, int T)
+static void FN(tt_bwd_walk)(const rt_tt_layer *l, const REAL *X, const REAL *cores, const REAL *dY, REAL *dX,
+                            REAL *dcores, REAL *work, int T TT_OPS_PARAM)
 {
     tt_net net;
     tt_build(&l->shape, &l->plan, T, &net);
     const int d = net.d, steps = l->plan.steps;
     REAL *scratch = FN(tt_result)(&net, work, steps, 0);
     const tt_tensor out = tt_output(&l->shape);
-    FN(tt_permute)(&net, dY, &out, FN(tt_result)(&net, work, steps - 1, 1), &net.t[d + steps], 0);
+    FN(tt_permute)(&net, dY, &out, FN(tt_result)(&net, work, steps - 1, 1), &net.t[d + steps], 0 TT_OPS_ARG);
     for (int st = steps - 1; st >= 0; st--) {
         int ia = l->plan.left[st], ib = l->plan.right[st];
         const tt_tensor *a = &net.t[ia], *b = &net.t[ib];
@@ -177,18 +220,64 @@ void FN(rt_tt_bwd)(const rt_tt_layer *l, const REAL *X, const REAL *cores, const
         size_t m = tt_elems(&net, &af), k = tt_elems(&net, &sh), n = tt_elems(&net, &bf);
         REAL *sA = scratch, *sB = sA + m * k, *dA = sB + k * n, *dB = dA + m * k;
         FN(tt_view)
-        A = FN(tt_view_of)(&net, FN(tt_tensor_data)(l, &net, X, cores, work, ia), a, &af, &sh, sA);
+        A = FN(tt_view_of)(&net, FN(tt_tensor_data)(l, &net, X, cores, work, ia), a, &af, &sh, sA TT_OPS_ARG);
         FN(tt_view)
-        B = FN(tt_view_of)(&net, FN(tt_tensor_data)(l, &net, X, cores, work, ib), b, &sh, &bf, sB);
+        B = FN(tt_view_of)(&net, FN(tt_tensor_data)(l, &net, X, cores, work, ib), b, &sh, &bf, sB TT_OPS_ARG);
         const FN(tt_view) dC = {FN(tt_result)(&net, work, st, 1), 0, (int)n, 1}; /* labels af ++ bf */
         /* dA = dC B^T and dB = A^T dC; the input and the cores accumulate */
         FN(tt_grad_into)
         (&net, FN(tt_tensor_grad)(l, &net, dX, dcores, work, ia), ia <= d, a, A, &af, &sh, dC,
-         FN(tt_transposed)(B), (int)n, dA);
+         FN(tt_transposed)(B), (int)n, dA TT_OPS_ARG);
         FN(tt_grad_into)
         (&net, FN(tt_tensor_grad)(l, &net, dX, dcores, work, ib), ib <= d, b, B, &sh, &bf,
-         FN(tt_transposed)(A), dC, (int)m, dB);
+         FN(tt_transposed)(A), dC, (int)m, dB TT_OPS_ARG);
     }
+}
+
+#ifdef RT_TT_OPS
+void rt_tt_fwd_ops(const rt_tt_layer *l, const float *X, const float *cores, float *Y, float *work, int T,
+                   const rt_tt_ops *ops)
+{
+    FN(tt_fwd_walk)(l, X, cores, Y, work, T, ops);
+}
+
+void rt_tt_bwd_ops(const rt_tt_layer *l, const float *X, const float *cores, const float *dY, float *dX,
+                   float *dcores, float *work, int T, const rt_tt_ops *ops)
+{
+    FN(tt_bwd_walk)(l, X, cores, dY, dX, dcores, work, T, ops);
+}
+
+/* the host's operations: BLAS's product and the loop above */
+static void tt_host_gemm(void *ctx, bool ta, bool tb, int m, int n, int k, float alpha, const float *A,
+                         int lda, const float *B, int ldb, float beta, float *C, int ldc)
+{
+    (void)ctx;
+    GEMM(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n, k, alpha, A,
+         lda, B, ldb, beta, C, ldc);
+}
+
+static void tt_host_permute(void *ctx, float *dst, const float *src, size_t n, int nd, const size_t *dim,
+                            const size_t *stride, bool add)
+{
+    (void)ctx;
+    FN(tt_permute_host)(dst, src, n, nd, dim, stride, add);
+}
+
+const rt_tt_ops rt_tt_host_ops = {NULL, tt_host_gemm, tt_host_permute};
+#define TT_DEFAULT_OPS , &rt_tt_host_ops
+#else
+#define TT_DEFAULT_OPS
+#endif
+
+void FN(rt_tt_fwd)(const rt_tt_layer *l, const REAL *X, const REAL *cores, REAL *Y, REAL *work, int T)
+{
+    FN(tt_fwd_walk)(l, X, cores, Y, work, T TT_DEFAULT_OPS);
+}
+
+void FN(rt_tt_bwd)(const rt_tt_layer *l, const REAL *X, const REAL *cores, const REAL *dY, REAL *dX,
+                   REAL *dcores, REAL *work, int T)
+{
+    FN(tt_bwd_walk)(l, X, cores, dY, dX, dcores, work, T TT_DEFAULT_OPS);
 }
 
 void FN(rt_tt_dense)(const rt_tt_layer *l, const REAL *cores, REAL *W)

@@ -194,18 +194,25 @@ int main(int argc, char **argv)
             predicted += json_number_value(json_object_get(json_array_get(ops, i), "predicted_s")) > 0;
         CHECK(predicted > 20, "ops carry the cost model's prediction (%d)", predicted);
         json_t *comm = json_object_get(m, "communication");
-        int ordered = json_array_size(comm) > 0;
+        int ordered = json_array_size(comm) > 0, in_order = 1;
         long long bytes = 0;
         for (size_t k = 0; k < json_array_size(comm); k++) {
             json_t *b = json_array_get(comm, k), *s = json_object_get(b, "start_s"),
                    *e = json_object_get(b, "end_s");
+            json_t *prev = k ? json_object_get(json_array_get(comm, k - 1), "start_s") : NULL;
             bytes += json_integer_value(json_object_get(b, "bytes"));
-            for (size_t i = 0; i < json_array_size(s); i++)
+            for (size_t i = 0; i < json_array_size(s); i++) {
                 ordered &=
                     json_number_value(json_array_get(e, i)) >= json_number_value(json_array_get(s, i)) &&
                     json_number_value(json_array_get(s, i)) > 0;
+                /* the events of one stream: bucket k is ready after bucket k - 1 */
+                if (prev)
+                    in_order &=
+                        json_number_value(json_array_get(s, i)) >= json_number_value(json_array_get(prev, i));
+            }
         }
         CHECK(ordered, "every bucket's reduction starts after the step does and ends after it starts");
+        CHECK(in_order, "the buckets start in backward's order (events of the compute stream)");
         CHECK(bytes == 4 * json_integer_value(json_object_get(m, "parameters")),
               "buckets cover every gradient once (%lld bytes)", bytes);
         json_decref(m);

@@ -657,12 +657,12 @@ static void test_moe(void)
     free(dlref), free(oref), free(dYref), free(dwref), free(idx_ref);
 }
 
-static void test_tensor_train(void)
+/* a tensor-train layer of factors in_f (n_in of them) and out_f, rank 3, over T tokens */
+static void test_tensor_train(const int *in_f, int n_in, const int *out_f, int n_out, int T)
 {
-    const int in_f[2] = {4, 6}, out_f[2] = {5, 4}, T = 9;
     et_tt_shape shape;
     et_error err;
-    if (et_tt_linear(&shape, in_f, 2, out_f, 2, 3, &err)) {
+    if (et_tt_linear(&shape, in_f, n_in, out_f, n_out, 3, &err)) {
         printf("FAIL %-10s tensor-train: %s\n", label, err.text);
         failures++;
         return;
@@ -670,7 +670,7 @@ static void test_tensor_train(void)
     rt_tt_layer l;
     rt_tt_layer_init(&l, &shape, T);
     const size_t nc = l.core_offset[shape.d_in + shape.d_out], nw = rt_tt_workspace_size(&l, T);
-    const size_t nx = (size_t)T * 24, ny = (size_t)T * 20;
+    const size_t nx = (size_t)T * (size_t)et_tt_in(&shape), ny = (size_t)T * (size_t)et_tt_out(&shape);
     float *x = randf(nx, 1), *cores = randf(nc, 0.5), *dy = randf(ny, 1);
     double *xd = to_d(x, nx), *cd = to_d(cores, nc), *dyd = to_d(dy, ny), *yd = calloc(ny, 8);
     double *wd = calloc(nw, 8), *dxd = calloc(nx, 8), *dcd = calloc(nc, 8);
@@ -679,15 +679,71 @@ static void test_tensor_train(void)
     float *DX = devf(NULL, nx), *DC = devf(NULL, nc);
     be->tt_fwd(be, &l, X, C, Y, Wk, T);
     rt_tt_fwd_d(&l, xd, cd, yd, wd, T);
-    check("tensor-train", "forward", Y, yd, ny, tol_gemm);
+    char what[3][48];
+    snprintf(what[0], sizeof what[0], "forward, %d cores", n_in + n_out);
+    snprintf(what[1], sizeof what[1], "backward dX, %d cores", n_in + n_out);
+    snprintf(what[2], sizeof what[2], "backward dcores, %d cores", n_in + n_out);
+    check("tensor-train", what[0], Y, yd, ny, tol_gemm);
     be->tt_bwd(be, &l, X, C, DY, DX, DC, Wk, T);
     rt_tt_bwd_d(&l, xd, cd, dyd, dxd, dcd, wd, T);
-    check("tensor-train", "backward dX", DX, dxd, nx, tol_gemm);
-    check("tensor-train", "backward dcores", DC, dcd, nc, tol_gemm);
+    check("tensor-train", what[1], DX, dxd, nx, tol_gemm);
+    check("tensor-train", what[2], DC, dcd, nc, tol_gemm);
     float *ptrs[] = {X, C, Y, Wk, DY, DX, DC};
     for (int i = 0; i < 7; i++)
         be->free(be, ptrs[i]);
     free(x), free(cores), free(dy), free(xd), free(cd), free(dyd), free(yd), free(wd), free(dxd), free(dcd);
+}
+
+/* Streams and events (rt_backend.h): a point recorded on the compute stream that the communication stream
+ * waits for is reached before the communication stream's later point; the host sees a kernel's result
+ * after waiting for an event behind it, and only event_sync counts as a wait; times between events run
+ * forward, and are 0 for an event never recorded. */
+static void test_streams(void)
+{
+    const char *saved = label;
+    char l[32];
+    snprintf(l, sizeof l, "%s", be->name);
+    label = l;
+    const size_t n = (size_t)1 << 22;
+    float *x = be->alloc(be, n * sizeof *x);
+    rt_event *start = be->event_create(be), *mid = be->event_create(be), *end = be->event_create(be),
+             *comm = be->event_create(be), *never = be->event_create(be);
+    if (!x || !start || !mid || !end || !comm || !never) {
+        checks++, failures++;
+        printf("FAIL %-10s streams         out of memory\n", label);
+        return;
+    }
+    const long long w0 = be->host_waits;
+    be->event_record(be, start, RT_STREAM_COMPUTE);
+    for (int i = 0; i < 8; i++)
+        be->fill(be, x, (float)(i + 1), n);
+    be->event_record(be, mid, RT_STREAM_COMPUTE);
+    be->stream_wait(be, RT_STREAM_COMM, mid);
+    be->event_record(be, comm, RT_STREAM_COMM);
+    for (int i = 0; i < 8; i++)
+        be->scale(be, x, 1.0f, n);
+    be->event_record(be, end, RT_STREAM_COMPUTE);
+    const long long w1 = be->host_waits;
+    be->event_sync(be, comm);
+    check_scalar("streams", "waits before event_sync", (double)(w1 - w0), 0, 0);
+    check_scalar("streams", "one wait in event_sync", (double)(be->host_waits - w1), 1, 0);
+    check_scalar("streams", "waited-for point reached", be->event_done(be, mid), 1, 0);
+    be->event_sync(be, end);
+    check_scalar("streams", "end reached after sync", be->event_done(be, end), 1, 0);
+    check_scalar("streams", "never-recorded is done", be->event_done(be, never), 1, 0);
+    const double t_mid = be->event_seconds(be, start, mid), t_end = be->event_seconds(be, start, end),
+                 t_comm = be->event_seconds(be, start, comm);
+    check_scalar("streams", "time start->mid > 0", t_mid > 0, 1, 0);
+    check_scalar("streams", "time mid <= end", t_mid <= t_end, 1, 0);
+    check_scalar("streams", "comm after what it waited", t_comm >= t_mid, 1, 0);
+    check_scalar("streams", "unrecorded event: 0 s", be->event_seconds(be, start, never), 0, 0);
+    float last = 0;
+    be->download(be, &last, x + n - 1, sizeof last);
+    check_scalar("streams", "kernel result seen", last, 8, 0);
+    be->event_destroy(be, start), be->event_destroy(be, mid), be->event_destroy(be, end);
+    be->event_destroy(be, comm), be->event_destroy(be, never);
+    be->free(be, x);
+    label = saved;
 }
 
 static const double gemm_bounds[RT_GEMM_MATH_COUNT] = {1e-4, 4e-3, 3e-2, 4e-3};
@@ -730,7 +786,11 @@ static void run_backend(const char *name, int math)
         if (be->supports(be, RT_FAMILY_ADAM)) test_optimizer(0, 0), test_optimizer(0, 1);
         if (be->supports(be, RT_FAMILY_LAMB)) test_optimizer(1, 1);
         if (be->supports(be, RT_FAMILY_MOE)) test_moe();
-        if (be->supports(be, RT_FAMILY_TENSOR_TRAIN)) test_tensor_train();
+        if (be->supports(be, RT_FAMILY_TENSOR_TRAIN)) {
+            const int in2[2] = {4, 6}, out2[2] = {5, 4}, in3[3] = {4, 2, 3}, out3[3] = {3, 5, 2};
+            test_tensor_train(in2, 2, out2, 2, 9);
+            test_tensor_train(in3, 3, out3, 3, 37); /* six cores: more copies, transposed views */
+        }
     }
     be->set_gemm_math(be, RT_GEMM_FP32);
 }
@@ -769,6 +829,7 @@ int main(int argc, char **argv)
         char about[256];
         be->describe(be, about, sizeof about);
         printf("backend %s: %s\n", name, about);
+        test_streams();
         run_backend(name, math);
         be->destroy(be);
         ran++;

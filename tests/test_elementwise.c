@@ -11,6 +11,7 @@
 
 #include "rt_elementwise.h"
 #include "rt_kernels.h"
+#include "rt_tt.h"
 
 static int failures, checks;
 static double worst;
@@ -119,6 +120,34 @@ int main(void)
             (rt_float_bits(b) & 0xffffu) || (rt_float_bits(t) & 0x1fffu)) {
             failures++;
             printf("FAIL rounding %.9g: bf16 %.9g tf32 %.9g\n", x, b, t);
+        }
+    }
+    /* the device's permuted-copy offsets (tensor-train layers) against the host's loop (rt_tt_host_ops):
+     * transpositions of a [2][3][4][5] tensor, copied and added */
+    static const int perms[][4] = {{0, 1, 2, 3}, {3, 2, 1, 0}, {1, 0, 3, 2}, {2, 3, 0, 1},
+                                   {0, 2, 1, 3}, {3, 0, 1, 2}, {1, 2, 3, 0}, {0, 3, 2, 1}};
+    const size_t size[4] = {2, 3, 4, 5}, stride_of[4] = {60, 20, 5, 1}, n = 120;
+    float src[120], dst[120], acc[120];
+    for (size_t i = 0; i < n; i++)
+        src[i] = (float)i * 0.5f;
+    for (size_t p = 0; p < sizeof perms / sizeof perms[0]; p++) {
+        size_t dim[4], stride[4];
+        unsigned long long dd[4], ds[4];
+        for (int i = 0; i < 4; i++) {
+            dim[i] = size[perms[p][i]], stride[i] = stride_of[perms[p][i]];
+            dd[i] = dim[i], ds[i] = stride[i];
+        }
+        for (size_t e = 0; e < n; e++)
+            acc[e] = 1;
+        rt_tt_host_ops.permute(NULL, dst, src, n, 4, dim, stride, false);
+        rt_tt_host_ops.permute(NULL, acc, src, n, 4, dim, stride, true);
+        int ok = 1;
+        for (size_t e = 0; e < n; e++)
+            ok &= dst[e] == src[rt_permute_source(e, 4, dd, ds)] && acc[e] == dst[e] + 1;
+        checks++;
+        if (!ok) {
+            failures++;
+            printf("FAIL permuted copy %zu: the device's offsets differ from the host's loop\n", p);
         }
     }
     printf("largest error %.2e (bound 1e-5)\n%d passed, %d failed\n", worst, checks - failures, failures);

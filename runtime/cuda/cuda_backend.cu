@@ -161,6 +161,68 @@ static void cu_copy_2d(rt_backend *be, float *dst, int ld_dst, const float *src,
                  "copying rows on the device");
 }
 
+/* ---- streams and events: an rt_event is a cudaEvent_t (timing on) ---- */
+
+static cudaStream_t cu_stream(const cu_ctx *c, rt_stream s)
+{
+    return s == RT_STREAM_COMM ? c->comm : c->compute;
+}
+
+static rt_event *cu_event_create(rt_backend *be)
+{
+    cu_ctx *c = cu_of(be);
+    cudaEvent_t e = NULL;
+    CU_CHECK(c, cudaEventCreate(&e), "creating an event");
+    return c->failure[0] ? NULL : (rt_event *)e;
+}
+
+static void cu_event_destroy(rt_backend *be, rt_event *e)
+{
+    if (e) CU_CHECK(cu_of(be), cudaEventDestroy((cudaEvent_t)e), "destroying an event");
+}
+
+static void cu_event_record(rt_backend *be, rt_event *e, rt_stream s)
+{
+    cu_ctx *c = cu_of(be);
+    CU_CHECK(c, cudaEventRecord((cudaEvent_t)e, cu_stream(c, s)), "recording an event");
+}
+
+static void cu_stream_wait(rt_backend *be, rt_stream s, rt_event *e)
+{
+    cu_ctx *c = cu_of(be);
+    CU_CHECK(c, cudaStreamWaitEvent(cu_stream(c, s), (cudaEvent_t)e, 0), "a stream waiting for an event");
+}
+
+static bool cu_event_done(rt_backend *be, rt_event *e)
+{
+    cu_ctx *c = cu_of(be);
+    if (c->failure[0]) return true; /* nothing more will run: no caller should wait for it */
+    const cudaError_t q = cudaEventQuery((cudaEvent_t)e);
+    if (q == cudaErrorNotReady) return false;
+    CU_CHECK(c, q, "asking whether an event was reached (a kernel before it failed on the device)");
+    return true;
+}
+
+static void cu_event_sync(rt_backend *be, rt_event *e)
+{
+    cu_ctx *c = cu_of(be);
+    be->host_waits++;
+    CU_CHECK(c, cudaEventSynchronize((cudaEvent_t)e), "waiting for an event (a kernel before it failed)");
+}
+
+static double cu_event_seconds(rt_backend *be, rt_event *from, rt_event *to)
+{
+    cu_ctx *c = cu_of(be);
+    float ms = 0;
+    if (c->failure[0]) return 0;
+    /* not recorded or not complete: the contract's 0, and no failure */
+    if (cudaEventElapsedTime(&ms, (cudaEvent_t)from, (cudaEvent_t)to) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return 0;
+    }
+    return ms * 1e-3;
+}
+
 /* ---- timing ---- */
 
 static int cu_timers_init(rt_backend *be, int n_ops)
@@ -246,8 +308,7 @@ static const char *cu_failure(const rt_backend *be)
 static bool cu_supports(const rt_backend *be, rt_kernel_family family)
 {
     (void)be;
-    /* tensor-train contractions run on the host's product calls (rt_tt.h) and are not ported yet */
-    return family >= 0 && family < RT_FAMILY_COUNT && family != RT_FAMILY_TENSOR_TRAIN;
+    return family >= 0 && family < RT_FAMILY_COUNT;
 }
 
 static int cu_set_gemm_math(rt_backend *be, rt_gemm_math math)
@@ -307,6 +368,13 @@ void cu_table_buffers(rt_backend *be)
     be->fill = cu_fill;
     be->copy = cu_copy;
     be->copy_2d = cu_copy_2d;
+    be->event_create = cu_event_create;
+    be->event_destroy = cu_event_destroy;
+    be->event_record = cu_event_record;
+    be->stream_wait = cu_stream_wait;
+    be->event_done = cu_event_done;
+    be->event_sync = cu_event_sync;
+    be->event_seconds = cu_event_seconds;
     be->op_timers_init = cu_timers_init;
     be->op_timer_begin = cu_timer_begin;
     be->op_timer_end = cu_timer_end;
@@ -314,6 +382,16 @@ void cu_table_buffers(rt_backend *be)
     be->sync = cu_sync;
     be->failure = cu_failure;
     be->destroy = cu_destroy;
+}
+
+extern "C" int rt_cuda_device_count(void)
+{
+    int count = 0;
+    if (cudaGetDeviceCount(&count) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return 0;
+    }
+    return count;
 }
 
 extern "C" rt_backend *rt_backend_cuda_create(int ordinal, et_error *err)
@@ -360,6 +438,7 @@ extern "C" rt_backend *rt_backend_cuda_create(int ordinal, et_error *err)
     cu_table_rows(be);
     cu_table_elementwise(be);
     cu_table_optimizer(be);
+    cu_table_tt(be);
     if (c->failure[0]) {
         et_error_set(err, NULL, 0, 0, NULL, "backend \"cuda\": cannot start: %s", c->failure);
         cu_destroy(be);

@@ -47,6 +47,8 @@ def loss_gap(label, ref, got):
 cpu = load(os.path.join(work, "tiny-cpu.json"))
 rows.append(loss_gap("tiny-gpt 50 steps, same weights: loss CUDA vs CPU", cpu, load(os.path.join(work, "tiny-cuda.json"))))
 rows.append(loss_gap("tiny-gpt 50 steps: loss CUDA tf32 vs CPU fp32", cpu, load(os.path.join(work, "tiny-tf32.json"))))
+rows.append(loss_gap("tiny-gpt-tt 20 steps (tensor-train layers): loss CUDA vs CPU", load(os.path.join(work, "tt-cpu.json")),
+                     load(os.path.join(work, "tt-cuda.json"))))
 
 op_rows, by_name = [], {}
 for p in ("bf16", "fp16", "tf32"):

@@ -5,11 +5,12 @@
 # tests/gpu/prepare.sh fills here and the device tool carries), then on the GPU:
 #   1. the conformance test (every kernel family, every arithmetic, against the double reference);
 #   2. tiny-gpt 50 steps on the CUDA backend and on the CPU reference from the same weights, loss curves
-#      compared (fp32; and tf32 on the GPU against the CPU's fp32);
+#      compared (fp32; and tf32 on the GPU against the CPU's fp32); its tensor-train variant 20 steps;
 #   3. a BERT-large step (sequence 512 unpadded, local batch 16) in bf16 and in fp16: per op class measured
 #      against predicted (H200 profile), MFU, and PyTorch eager's step on the same model and batches;
 #   4. the linear layer's rate on the step's shapes against a large square product, in each arithmetic;
-#   5. a one-rank NCCL all-reduce;
+#   5. a one-rank NCCL all-reduce, nccl-tests style, and etrun's NCCL communicator through its table
+#      (test_comm: buckets reduced on the communication stream after their events, no host wait);
 #   6. etcalib bench --backend cuda and a fitted H200 profile (etcalib fit of the bench and the bf16 run).
 # Writes OUT_DIR/table.md (the short table), log.txt (everything printed) and the measurements. Where the
 # machine has no GPU (a dry run), it builds, skips each device step with the reason, and exits 0.
@@ -52,8 +53,10 @@ say "build: ok in $(( $(date +%s) - t_start )) s ($build, CUDA architectures $ar
 have_cuda=0; [ -x "$build/runtime/etrun" ] && "$build/runtime/etrun" --info 2>/dev/null | grep -q "backends:.*cuda" && have_cuda=1
 if [ $device -eq 0 ] || [ $have_cuda -eq 0 ]; then
   why=$([ $device -eq 0 ] && echo "no GPU on this machine (nvidia-smi lists none)" || echo "the build has no CUDA backend (no nvcc)")
-  for s in "conformance test on cuda" "tiny-gpt 50 steps, GPU against CPU" "BERT-large step bf16 and fp16" \
-           "PyTorch eager BERT-large step" "linear-layer rates" "one-rank NCCL all-reduce" "etcalib bench --backend cuda"; do
+  for s in "conformance test on cuda" "tiny-gpt 50 steps, GPU against CPU" "tiny-gpt-tt 20 steps, GPU against CPU" \
+           "BERT-large step bf16 and fp16" \
+           "PyTorch eager BERT-large step" "linear-layer rates" "one-rank NCCL all-reduce" \
+           "etrun's NCCL communicator (test_comm)" "etcalib bench --backend cuda"; do
     say "skip: $s: $why"
   done
   "$build/tests/gpu/test_backend_ops" --backend cpu >> "$log" 2>&1 && say "cpu conformance (reference BLAS): $(tail -1 "$log")"
@@ -74,6 +77,10 @@ run 120 "$build/runtime/etrun" --backend cuda --steps 50 --quiet --out "$work/ti
 # plan, since the CPU profile has no tf32
 python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); d["precision"] = "tf32"; d["cluster"]["device"] = "h200"; json.dump(d, open(sys.argv[2], "w"))' "$tiny" "$work/tiny-tf32.plan.json"
 run 120 "$build/runtime/etrun" --backend cuda --steps 50 --quiet --out "$work/tiny-tf32.json" "$work/tiny-tf32.plan.json"
+# tensor-train layers (rt_tt.h's walk on cuBLASLt and the copy kernel) against the CPU's, 20 steps
+tt=$src/tests/data/tiny-gpt-tt-plan.json
+run 240 "$build/runtime/etrun" --backend cpu --steps 20 --quiet --out "$work/tt-cpu.json" "$tt"
+run 120 "$build/runtime/etrun" --backend cuda --steps 20 --quiet --out "$work/tt-cuda.json" "$tt"
 
 # ---- 3. BERT-large: bf16 and fp16, etrun and PyTorch eager ----
 bert=$src/tests/gpu/bert-large-h200.plan.json
@@ -107,6 +114,8 @@ fi
 # ---- 4, 5. products and NCCL ----
 run 180 "$build/tests/gpu/gpu_gemm" --backend cuda --csv "$out/gemm.csv"
 if [ -x "$build/tests/gpu/nccl_allreduce" ]; then run 120 "$build/tests/gpu/nccl_allreduce"; else say "skip: NCCL all-reduce: NCCL not found by the build"; fi
+run 120 "$build/tests/gpu/test_comm" --backend cuda; rc=$?
+say "etrun's communicator on cuda: $(grep -m1 '^# test_comm' "$log" | sed 's/^# test_comm: //'): $(tail -1 "$log") (exit $rc)"
 
 # ---- 6. calibration ----
 run 240 "$build/calib/etcalib" bench --backend cuda --scenario "$work/bert-bf16.plan.json" --out "$out/micro-h200.json" &&
