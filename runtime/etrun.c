@@ -427,8 +427,8 @@ finish:
     rt_run_log_free(&log);
     rt_reducer_free(&red);
     rt_model_free(&model);
+    if (comm) comm->destroy(comm); /* NCCL's before the device it runs on */
     if (be) be->destroy(be);
-    if (comm) comm->destroy(comm);
     rt_data_free(&data);
     rt_token_file_free(&file);
     et_plan_free(&plan);

@@ -41,6 +41,7 @@ static void layout(rt_acts *a, cursor *c, size_t T, size_t P)
         l->ln1 = take(c, T * H), l->ln2 = take(c, T * H), l->v = take(c, T * H), l->res2 = take(c, T * H);
         l->out = take(c, T * H), l->u = take(c, T * F1), l->g = take(c, T * F);
         l->probs = take(c, a->probs_cap);
+        l->lse = a->flash ? take(c, T * (size_t)a->A) : NULL;
         l->ln1_mean = take(c, T), l->ln1_rstd = take(c, T), l->ln2_mean = take(c, T),
         l->ln2_rstd = take(c, T);
         if (a->E && a->moe_layer[i]) {
@@ -89,6 +90,7 @@ static void layout(rt_acts *a, cursor *c, size_t T, size_t P)
     }
     a->d_qkv = take(c, T * QKV), a->d_ff = take(c, T * F), a->d_ff2 = take(c, T * F1);
     a->d_probs = take(c, a->probs_cap);
+    a->d_lse = a->flash ? take(c, T * (size_t)a->A) : NULL;
     a->d_head = take(c, P * H), a->d_head2 = take(c, P * H);
     if (a->E) {
         const size_t R = T * (size_t)a->k, RL = R * (size_t)a->ep;
@@ -145,7 +147,8 @@ int rt_acts_alloc(rt_model *m, et_error *err)
         a->lora_r = sc->method.lora_rank, a->lora_targets = sc->method.lora_targets;
         a->lora_scale = (float)(sc->method.lora_alpha / sc->method.lora_rank);
     }
-    a->probs_cap = (size_t)a->A * sc->batch.local * sc->data.seq_len * sc->data.seq_len;
+    a->flash = sc->parallel.attention == ET_ATTENTION_FLASH;
+    a->probs_cap = a->flash ? 0 : (size_t)a->A * sc->batch.local * sc->data.seq_len * sc->data.seq_len;
     a->layers = calloc((size_t)a->L, sizeof *a->layers);
     a->mtp = a->D ? calloc((size_t)a->D, sizeof *a->mtp) : NULL;
     if (!a->layers || (a->D && !a->mtp))

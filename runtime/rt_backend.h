@@ -65,6 +65,7 @@ typedef enum {
     RT_FAMILY_ROPE,          /* rope */
     RT_FAMILY_SWIGLU,        /* swiglu_fwd, swiglu_bwd */
     RT_FAMILY_MOE,           /* moe_route_fwd/bwd, moe_combine_fwd/bwd */
+    RT_FAMILY_FLASH,         /* attn_flash_fwd, attn_flash_bwd: fused attention, no probabilities kept */
     RT_FAMILY_COUNT
 } rt_kernel_family;
 extern const char *const rt_kernel_family_names[]; /* "buffers", "linear", ... */
@@ -173,6 +174,16 @@ struct rt_backend {
                              const rt_dev_batch *b, const rt_attn_shape *sh);
     void (*attn_scores_bwd)(rt_backend *be, const float *qkv, const float *dscores, float *dqkv,
                             const rt_dev_batch *b, const rt_attn_shape *sh);
+    /* fused attention of shape sh (rt_flash.h's math): ctx[T, A Dv] from qkv without keeping the
+     * probabilities; lse[T A] (row t, head h at t A + h) each row's log-sum-exp for the backward; sinks[A]
+     * (device, NULL: none); causal as the softmax */
+    void (*attn_flash_fwd)(rt_backend *be, const float *qkv, const float *sinks, float *ctx, float *lse,
+                           const rt_dev_batch *b, const rt_attn_shape *sh, bool causal);
+    /* its backward: dqkv[T, ld] the gradient wrt qkv (overwritten, every row of the batch), dsinks[A] +=
+     * (NULL: none), from the forward's ctx and lse and the context's gradient dctx; delta[T A] scratch */
+    void (*attn_flash_bwd)(rt_backend *be, const float *qkv, const float *sinks, const float *ctx,
+                           const float *lse, const float *dctx, float *dqkv, float *dsinks, float *delta,
+                           const rt_dev_batch *b, const rt_attn_shape *sh, bool causal);
     void (*rmsnorm_fwd)(rt_backend *be, const float *x, const float *g, float *y, float *rstd, int T, int n);
     void (*rmsnorm_bwd)(rt_backend *be, const float *x, const float *g, const float *rstd, const float *dy,
                         float *dx, float *dg, int T, int n);

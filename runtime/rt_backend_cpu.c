@@ -12,6 +12,7 @@
 #include "rt_backend.h"
 #include "rt_blas.h"
 #include "rt_elementwise.h"
+#include "rt_flash.h"
 #include "rt_kernels.h"
 #include "rt_vector.h"
 #include "wall_clock.h"
@@ -31,6 +32,7 @@ const char *const rt_kernel_family_names[] = {"buffers",
                                               "rotary positions",
                                               "SwiGLU",
                                               "mixture of experts",
+                                              "fused attention",
                                               NULL};
 
 typedef struct cpu_ctx {
@@ -328,6 +330,72 @@ static void cpu_attn_softmax_bwd(rt_backend *be, const float *probs, float *dpro
 {
     (void)be;
     rt_attn_softmax_bwd_f(probs, dprobs, dsinks, b->offsets_host, b->B, sh);
+}
+
+/* Fused attention: rt_flash.h's rows, a sequence, head and row at a time (the GPU runs a thread a row). */
+static void cpu_attn_flash_fwd(rt_backend *be, const float *qkv, const float *sinks, float *ctx, float *lse,
+                               const rt_dev_batch *b, const rt_attn_shape *sh, bool causal)
+{
+    (void)be;
+    const int A = sh->A, group = A / sh->KV, ld = rt_attn_ld(sh), lc = rt_attn_ctx_width(sh);
+    const float scale = 1.0f / sqrtf((float)sh->Dqk);
+    for (int s = 0; s < b->B; s++) {
+        const int o = b->offsets_host[s], l = b->offsets_host[s + 1] - o;
+        for (int h = 0; h < A; h++) {
+            const float *k = qkv + (size_t)o * ld + rt_attn_k_offset(sh) + (size_t)(h / group) * sh->Dqk;
+            const float *v = qkv + (size_t)o * ld + rt_attn_v_offset(sh) + (size_t)(h / group) * sh->Dv;
+            for (int i = 0; i < l; i++) {
+                int j0, j1;
+                rt_flash_keys(sh, causal, i, l, &j0, &j1);
+                const size_t t = (size_t)o + (size_t)i;
+                lse[t * A + h] = rt_flash_fwd_row(qkv + t * ld + (size_t)h * sh->Dqk, k, v, ld, j0, j1,
+                                                  sh->Dqk, sh->Dv, scale, sinks != NULL, sinks ? sinks[h] : 0,
+                                                  ctx + t * lc + (size_t)h * sh->Dv);
+            }
+        }
+    }
+}
+
+static void cpu_attn_flash_bwd(rt_backend *be, const float *qkv, const float *sinks, const float *ctx,
+                               const float *lse, const float *dctx, float *dqkv, float *dsinks, float *delta,
+                               const rt_dev_batch *b, const rt_attn_shape *sh, bool causal)
+{
+    (void)be;
+    const int A = sh->A, KV = sh->KV, group = A / KV, ld = rt_attn_ld(sh), lc = rt_attn_ctx_width(sh);
+    const int Dqk = sh->Dqk, Dv = sh->Dv, ko = rt_attn_k_offset(sh), vo = rt_attn_v_offset(sh);
+    const float scale = 1.0f / sqrtf((float)Dqk);
+    const size_t T = (size_t)b->offsets_host[b->B];
+    memset(dqkv, 0, T * (size_t)ld * sizeof *dqkv);
+    for (size_t t = 0; t < T; t++) /* delta = dctx . ctx, a row and head */
+        for (int h = 0; h < A; h++)
+            delta[t * A + h] =
+                rt_flash_dot(dctx + t * lc + (size_t)h * Dv, ctx + t * lc + (size_t)h * Dv, Dv);
+    for (int s = 0; s < b->B; s++) {
+        const int o = b->offsets_host[s], l = b->offsets_host[s + 1] - o;
+        const float *row0 = qkv + (size_t)o * ld;
+        for (int h = 0; h < A; h++) {
+            const int g = h / group;
+            const float *k = row0 + ko + (size_t)g * Dqk, *v = row0 + vo + (size_t)g * Dv;
+            for (int i = 0; i < l; i++) { /* dq, and the sink's share */
+                int j0, j1;
+                rt_flash_keys(sh, causal, i, l, &j0, &j1);
+                const size_t t = (size_t)o + (size_t)i;
+                rt_flash_dq_row(qkv + t * ld + (size_t)h * Dqk, k, v, ld, j0, j1, Dqk, Dv, scale,
+                                lse[t * A + h], delta[t * A + h], dctx + t * lc + (size_t)h * Dv,
+                                dqkv + t * ld + (size_t)h * Dqk);
+                if (sinks && dsinks) dsinks[h] += rt_flash_dsink(sinks[h], lse[t * A + h], delta[t * A + h]);
+            }
+            for (int j = 0; j < l; j++) { /* dk and dv of key row j from this query head */
+                int i0, i1;
+                rt_flash_queries(sh, causal, j, l, &i0, &i1);
+                const size_t t = (size_t)o + (size_t)j;
+                rt_flash_dkv_row(k + (size_t)j * ld, v + (size_t)j * ld, row0 + (size_t)h * Dqk, ld,
+                                 dctx + (size_t)o * lc + (size_t)h * Dv, lc, lse + (size_t)o * A + h,
+                                 delta + (size_t)o * A + h, A, i0, i1, Dqk, Dv, scale,
+                                 dqkv + t * ld + ko + (size_t)g * Dqk, dqkv + t * ld + vo + (size_t)g * Dv);
+            }
+        }
+    }
 }
 
 static void cpu_attn_scores_bwd(rt_backend *be, const float *qkv, const float *dscores, float *dqkv,
@@ -704,6 +772,8 @@ rt_backend *rt_backend_cpu_create(et_error *err)
         .attn_context_bwd = cpu_attn_context_bwd,
         .attn_softmax_bwd = cpu_attn_softmax_bwd,
         .attn_scores_bwd = cpu_attn_scores_bwd,
+        .attn_flash_fwd = cpu_attn_flash_fwd,
+        .attn_flash_bwd = cpu_attn_flash_bwd,
         .embedding_fwd = cpu_embedding_fwd,
         .embedding_bwd = cpu_embedding_bwd,
         .cross_entropy = cpu_cross_entropy,

@@ -21,6 +21,7 @@ static const binding layer_ops[] = {
     {"attn.scores", rt_ex_scores, NULL, NULL, F(ATTENTION)},
     {"attn.softmax", rt_ex_softmax, NULL, NULL, F(ATTENTION)},
     {"attn.context", rt_ex_context, NULL, NULL, F(ATTENTION)},
+    {"attn.flash", rt_ex_flash, NULL, NULL, F(FLASH)},
     {"attn.out", rt_ex_attn_out, "weight", "bias", F(LINEAR)},
     {"attn.layernorm", rt_ex_attn_ln, "weight", "bias", F(LAYERNORM) | F(GLUE)},
     {"mlp.fc1", rt_ex_fc1, "weight", "bias", F(LINEAR)},
@@ -99,6 +100,7 @@ static const binding layer_ops[] = {
     {"attn.context.bwd", rt_ex_context_bwd, NULL, NULL, F(ATTENTION)},
     {"attn.softmax.bwd", rt_ex_softmax_bwd, NULL, NULL, F(ATTENTION)},
     {"attn.scores.bwd", rt_ex_scores_bwd, NULL, NULL, F(ATTENTION)},
+    {"attn.flash.bwd", rt_ex_flash_bwd, NULL, NULL, F(FLASH)},
     {"attn.qkv.bwd_data", rt_ex_qkv_bwd_data, "weight", "bias", F(LINEAR)},
     {"attn.qkv.bwd_weight", rt_ex_qkv_bwd_weight, "weight", "bias", F(LINEAR)},
 #define LORA_BINDINGS(target, name)                                                                          \

@@ -38,6 +38,9 @@ typedef struct rt_layer_acts {
     float *cq, *cqn, *q_rstd, *ckv, *ckvn, *kv_rstd;
     /* attention sinks: this layer's logits [A] and their gradient (parameter slices; NULL: none) */
     float *sinks, *dsinks;
+    /* fused attention (NULL without): each row's log-sum-exp [T A], kept for the backward; probs is then
+     * empty */
+    float *lse;
     /* query and key norms (Qwen3; NULL without): q and k before them, [T A D] and [T KV D] as rows of D, each
      * row's rstd, and the norms' gains [D] with their gradients (parameter slices) */
     float *q_pre, *k_pre, *q_rstd_h, *k_rstd_h, *qn_g, *qn_dg, *kn_g, *kn_dg;
@@ -82,7 +85,9 @@ struct rt_acts {
     float *d_sg, *d_su;    /* their backward's activation gradients [T, Fs] and [T, Fs1] */
     int *host_idx;         /* host scratch of the routing: 3 T_cap k + E + 1 ints (rt_exec_moe.c) */
     bool *moe_layer;       /* [L]: the layer's MLP is a mixture of experts */
-    size_t probs_cap;      /* attention probabilities: A * local * seq_len^2 */
+    size_t probs_cap;      /* attention probabilities: A * local * seq_len^2 (0 with fused attention) */
+    bool flash;            /* fused attention (parallelism.attention "flash"): lse kept, no probabilities */
+    float *d_lse;          /* its backward's scratch: each row's delta = dctx . ctx [T A] */
     rt_layer_acts *layers; /* L of them */
     float *emb, *x0, *emb_mean, *emb_rstd;        /* embeddings output and (encoder) its layer norm */
     float *hs, *t1, *t2, *t3, *t3_mean, *t3_rstd; /* masked-LM head, P_cap rows */
@@ -167,6 +172,7 @@ RT_EXEC(rt_ex_embed_bwd);
 /* rt_exec_layer.c */
 RT_EXEC(rt_ex_qkv);
 RT_EXEC(rt_ex_scores);
+RT_EXEC(rt_ex_flash);
 RT_EXEC(rt_ex_softmax);
 RT_EXEC(rt_ex_context);
 RT_EXEC(rt_ex_attn_out);
@@ -261,6 +267,7 @@ RT_EXEC(rt_ex_attn_out_bwd_weight);
 RT_EXEC(rt_ex_context_bwd);
 RT_EXEC(rt_ex_softmax_bwd);
 RT_EXEC(rt_ex_scores_bwd);
+RT_EXEC(rt_ex_flash_bwd);
 RT_EXEC(rt_ex_qkv_bwd_data);
 RT_EXEC(rt_ex_qkv_bwd_weight);
 /* rt_exec_tt.c */

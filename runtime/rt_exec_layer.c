@@ -32,6 +32,15 @@ RT_EXEC(rt_ex_context)
     m->be->attn_context_fwd(m->be, l->qkv, l->probs, l->ctx, b, &sh);
 }
 
+/* fused attention: the three kernels above in one, each row's log-sum-exp kept instead of its probabilities
+ */
+RT_EXEC(rt_ex_flash)
+{
+    const rt_attn_shape sh = rt_layer_attn(m, op->layer);
+    const rt_layer_acts *l = LAYER(m, op);
+    m->be->attn_flash_fwd(m->be, l->qkv, l->sinks, l->ctx, l->lse, b, &sh, m->acts->decoder);
+}
+
 RT_EXEC(rt_ex_attn_out)
 {
     rt_acts *a = m->acts;
@@ -273,6 +282,15 @@ RT_EXEC(rt_ex_softmax_bwd)
     const rt_attn_shape sh = rt_layer_attn(m, op->layer);
     const rt_layer_acts *l = LAYER(m, op);
     m->be->attn_softmax_bwd(m->be, l->probs, m->acts->d_probs, l->dsinks, b, &sh);
+}
+
+RT_EXEC(rt_ex_flash_bwd)
+{
+    rt_acts *a = m->acts;
+    const rt_attn_shape sh = rt_layer_attn(m, op->layer);
+    const rt_layer_acts *l = LAYER(m, op);
+    m->be->attn_flash_bwd(m->be, l->qkv, l->sinks, l->ctx, l->lse, a->d_ctx, a->d_qkv, l->dsinks, a->d_lse, b,
+                          &sh, a->decoder);
 }
 
 RT_EXEC(rt_ex_scores_bwd)

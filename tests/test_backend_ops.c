@@ -351,6 +351,45 @@ static void test_attention(int A, int KV, int causal, int D, int Dv, int window,
     free(sink), free(sd), free(dsd);
 }
 
+/* Fused attention against the double reference of the unfused kernels (rt_attention_fwd_d, _bwd_d): the
+ * context, the gradient wrt qkv and the sinks' gradient; fp32 arithmetic in every mode. */
+static void test_flash(int A, int KV, int causal, int D, int Dv, int window, int sinks)
+{
+    const rt_attn_shape sh = {A, KV, D, Dv, window};
+    const int ld = rt_attn_ld(&sh), T = offsets[NB], V = 11, lc = rt_attn_ctx_width(&sh);
+    const size_t nq = (size_t)T * ld, np = probs_size(A), nc = (size_t)T * lc, nl = (size_t)T * A;
+    int positions[TT_TOKENS], tokens[TT_TOKENS], targets[TT_TOKENS];
+    rt_dev_batch b = make_batch(positions, tokens, targets, T, V);
+    float *qkv = randf(nq, 1), *dctx = randf(nc, 1), *sink = sinks ? randf((size_t)A, 1) : NULL;
+    double *qd = to_d(qkv, nq), *dcd = to_d(dctx, nc), *pd = calloc(np, 8), *cd = calloc(nc, 8);
+    double *dqd = calloc(nq, 8), *scratch = calloc(np, 8), *sd = sinks ? to_d(sink, (size_t)A) : NULL;
+    double *dsd = sinks ? calloc((size_t)A, 8) : NULL;
+    float *Q = devf(qkv, nq), *C = devf(NULL, nc), *L = devf(NULL, nl), *DC = devf(dctx, nc);
+    float *DQ = devf(qkv, nq), *DL = devf(NULL, nl), *S = sinks ? devf(sink, (size_t)A) : NULL;
+    float *DS = sinks ? devf(NULL, (size_t)A) : NULL; /* DQ starts non-zero: the backward overwrites */
+    char what[96];
+    snprintf(what, sizeof what, "%s%s D%d%s%s%s", causal ? "causal " : "", KV == A ? "MHA" : "GQA", D,
+             Dv != D ? " Dv differs" : "", window ? " window" : "", sinks ? " sinks" : "");
+    be->attn_flash_fwd(be, Q, S, C, L, &b, &sh, causal);
+    rt_attention_fwd_d(qd, sd, pd, cd, offsets, NB, &sh, causal);
+    char w[128];
+    snprintf(w, sizeof w, "context %s", what);
+    check("fused attention", w, C, cd, nc, tol_plain);
+    be->attn_flash_bwd(be, Q, S, C, L, DC, DQ, DS, DL, &b, &sh, causal);
+    rt_attention_bwd_d(qd, pd, dcd, dqd, dsd, scratch, offsets, NB, &sh);
+    snprintf(w, sizeof w, "dqkv %s", what);
+    check("fused attention", w, DQ, dqd, nq, tol_plain);
+    if (sinks) {
+        snprintf(w, sizeof w, "sinks' gradient %s", what);
+        check("fused attention", w, DS, dsd, (size_t)A, tol_plain);
+    }
+    be->free(be, Q), be->free(be, C), be->free(be, L), be->free(be, DC), be->free(be, DQ), be->free(be, DL);
+    if (S) be->free(be, S), be->free(be, DS);
+    free_batch(&b);
+    free(qkv), free(dctx), free(qd), free(dcd), free(pd), free(cd), free(dqd), free(scratch);
+    free(sink), free(sd), free(dsd);
+}
+
 static void test_embedding_head(void)
 {
     const int T = offsets[NB], H = 24, V = 97, NP = 40, P = 17; /* positions up to 32 */
@@ -778,6 +817,18 @@ static void run_backend(const char *name, int math)
             offsets = long_seqs, NB = 2; /* BERT's head width, several tiles and k-steps */
             test_attention(2, 2, 0, 64, 64, 0, 0);
             test_attention(2, 2, 1, 64, 64, 0, 0);
+            offsets = short_seqs, NB = 3;
+        }
+        if (be->supports(be, RT_FAMILY_FLASH)) {
+            test_flash(4, 4, 0, 16, 16, 0, 0);
+            test_flash(4, 4, 1, 16, 16, 0, 0);
+            test_flash(4, 2, 1, 16, 16, 0, 0);
+            test_flash(4, 4, 1, 24, 16, 0, 0); /* latent attention's shape */
+            test_flash(4, 2, 1, 16, 16, 5, 1); /* gpt-oss: windows and sinks */
+            test_flash(4, 4, 0, 16, 16, 0, 1);
+            offsets = long_seqs, NB = 2; /* BERT's head width over sequences of 70 and 130 */
+            test_flash(2, 2, 0, 64, 64, 0, 0);
+            test_flash(2, 1, 1, 64, 64, 0, 0);
             offsets = short_seqs, NB = 3;
         }
         if (be->supports(be, RT_FAMILY_EMBEDDING) && be->supports(be, RT_FAMILY_CROSS_ENTROPY))

@@ -439,6 +439,7 @@ extern "C" rt_backend *rt_backend_cuda_create(int ordinal, et_error *err)
     cu_table_elementwise(be);
     cu_table_optimizer(be);
     cu_table_tt(be);
+    cu_table_flash(be);
     if (c->failure[0]) {
         et_error_set(err, NULL, 0, 0, NULL, "backend \"cuda\": cannot start: %s", c->failure);
         cu_destroy(be);

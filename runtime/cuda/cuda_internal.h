@@ -3,7 +3,8 @@
  * (cuda_gemm.cu: linear layers through cuBLASLt, whose plans cuda_lt.cu keeps), cu_table_attention
  * (cuda_attention.cu: attention's products and softmax), cu_table_rows (cuda_rows.cu: row normalisations,
  * cross-entropy), cu_table_elementwise (cuda_elementwise.cu), cu_table_optimizer (cuda_optimizer.cu),
- * cu_table_tt (cuda_tt.cu: tensor-train layers, rt_tt.h's walk on this backend's products).
+ * cu_table_tt (cuda_tt.cu: tensor-train layers, rt_tt.h's walk on this backend's products), cu_table_flash
+ * (cuda_flash.cu: fused attention, rt_flash.h's rows).
  *
  * Errors: every CUDA and cuBLASLt call is checked (CU_CHECK, LT_CHECK) and the first failure is kept in the
  * context as "file:line: call: what (hint)"; after it every operation returns at once and rt_backend's
@@ -130,6 +131,7 @@ void cu_table_rows(rt_backend *be);
 void cu_table_elementwise(rt_backend *be);
 void cu_table_optimizer(rt_backend *be);
 void cu_table_tt(rt_backend *be);
+void cu_table_flash(rt_backend *be);
 void cu_gemm_free_plans(cu_ctx *c);
 
 #endif

@@ -98,8 +98,10 @@ static int start(rt_comm *c, ncclComm_t comm, float *buf, size_t n, int slot, rt
         NC_CUDA(x, cudaStreamWaitEvent(s, (cudaEvent_t)ready, 0), "a reduction waiting for its bucket");
     }
     NC_NCCL(x, ncclAllReduce(buf, buf, n, ncclFloat, ncclSum, comm, s), "a gradient bucket's all-reduce");
-    NC_CUDA(x, cudaEventRecord(x->ev[slot], s), "marking a reduction's completion");
+    /* the caller's event first: the slot's, which wait_all orders the compute stream after, then follows it,
+     * so once the compute stream has passed its wait, `done` is complete too (its time can be read) */
     if (done) NC_CUDA(x, cudaEventRecord((cudaEvent_t)done, s), "marking a reduction's completion");
+    NC_CUDA(x, cudaEventRecord(x->ev[slot], s), "marking a reduction's completion");
     x->started[slot] = 1;
     return x->failure[0] ? -1 : 0;
 }

@@ -49,9 +49,11 @@ rows.append(loss_gap("tiny-gpt 50 steps, same weights: loss CUDA vs CPU", cpu, l
 rows.append(loss_gap("tiny-gpt 50 steps: loss CUDA tf32 vs CPU fp32", cpu, load(os.path.join(work, "tiny-tf32.json"))))
 rows.append(loss_gap("tiny-gpt-tt 20 steps (tensor-train layers): loss CUDA vs CPU", load(os.path.join(work, "tt-cpu.json")),
                      load(os.path.join(work, "tt-cuda.json"))))
+rows.append(loss_gap("tiny-gpt 50 steps, fused attention: loss CUDA vs CPU", load(os.path.join(work, "flash-cpu.json")),
+                     load(os.path.join(work, "flash-cuda.json"))))
 
 op_rows, by_name = [], {}
-for p in ("bf16", "fp16", "tf32"):
+for p in ("bf16", "fp16", "tf32", "bf16-flash"):
     m = load(os.path.join(out, f"bert-{p}.json"))
     t = load(os.path.join(work, f"torch-{p}.json"))
     if not m:
@@ -59,7 +61,7 @@ for p in ("bf16", "fp16", "tf32"):
         continue
     step = m["step_time_s"]["median"]
     pred = sum(o["predicted_s"] for o in m["ops"])
-    mfu = m["model_flops_per_step"] / step / (PEAK[p] * 1e12)
+    mfu = m["model_flops_per_step"] / step / (PEAK[p.split("-")[0]] * 1e12)
     torch_s = t["median_step_s"] if t else None
     cmp = (f"; PyTorch eager {torch_s*1e3:.1f} ms with cuDNN's attention kept off (etrun {torch_s/step:.2f}x its speed)"
            if torch_s else "; PyTorch eager not run")

@@ -7,7 +7,8 @@
 #   2. tiny-gpt 50 steps on the CUDA backend and on the CPU reference from the same weights, loss curves
 #      compared (fp32; and tf32 on the GPU against the CPU's fp32); its tensor-train variant 20 steps;
 #   3. a BERT-large step (sequence 512 unpadded, local batch 16) in bf16 and in fp16: per op class measured
-#      against predicted (H200 profile), MFU, and PyTorch eager's step on the same model and batches;
+#      against predicted (H200 profile), MFU, and PyTorch eager's step on the same model and batches; and in
+#      bf16 with fused attention (the CUDA-core kernel: timed, not yet fast);
 #   4. the linear layer's rate on the step's shapes against a large square product, in each arithmetic;
 #   5. a one-rank NCCL all-reduce, nccl-tests style, and etrun's NCCL communicator through its table
 #      (test_comm: buckets reduced on the communication stream after their events, no host wait);
@@ -54,6 +55,7 @@ have_cuda=0; [ -x "$build/runtime/etrun" ] && "$build/runtime/etrun" --info 2>/d
 if [ $device -eq 0 ] || [ $have_cuda -eq 0 ]; then
   why=$([ $device -eq 0 ] && echo "no GPU on this machine (nvidia-smi lists none)" || echo "the build has no CUDA backend (no nvcc)")
   for s in "conformance test on cuda" "tiny-gpt 50 steps, GPU against CPU" "tiny-gpt-tt 20 steps, GPU against CPU" \
+           "tiny-gpt fused attention 50 steps, GPU against CPU" \
            "BERT-large step bf16 and fp16" \
            "PyTorch eager BERT-large step" "linear-layer rates" "one-rank NCCL all-reduce" \
            "etrun's NCCL communicator (test_comm)" "etcalib bench --backend cuda"; do
@@ -81,6 +83,10 @@ run 120 "$build/runtime/etrun" --backend cuda --steps 50 --quiet --out "$work/ti
 tt=$src/tests/data/tiny-gpt-tt-plan.json
 run 240 "$build/runtime/etrun" --backend cpu --steps 20 --quiet --out "$work/tt-cpu.json" "$tt"
 run 120 "$build/runtime/etrun" --backend cuda --steps 20 --quiet --out "$work/tt-cuda.json" "$tt"
+# fused attention (rt_flash.h's rows, a thread a row) against the CPU's, 50 steps
+python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); d["parallelism"]["attention"] = "flash"; json.dump(d, open(sys.argv[2], "w"))' "$tiny" "$work/tiny-flash.plan.json"
+run 240 "$build/runtime/etrun" --backend cpu --steps 50 --quiet --out "$work/flash-cpu.json" "$work/tiny-flash.plan.json"
+run 120 "$build/runtime/etrun" --backend cuda --steps 50 --quiet --out "$work/flash-cuda.json" "$work/tiny-flash.plan.json"
 
 # ---- 3. BERT-large: bf16 and fp16, etrun and PyTorch eager ----
 bert=$src/tests/gpu/bert-large-h200.plan.json
@@ -92,8 +98,11 @@ d["data"]["lengths"]["file"] = src + "/scenarios/data/wikipedia-bert-seqlen-512.
 for p in ("bf16", "fp16", "tf32", "fp32"):
     d["precision"] = p
     json.dump(d, open(f"{work}/bert-{p}.plan.json", "w"), indent=1)
+d["precision"] = "bf16"
+d.setdefault("parallelism", {})["attention"] = "flash"
+json.dump(d, open(f"{work}/bert-bf16-flash.plan.json", "w"), indent=1)
 PY
-for p in bf16 fp16 tf32; do
+for p in bf16 fp16 tf32 bf16-flash; do
   run 240 "$build/runtime/etrun" --backend cuda --out "$out/bert-$p.json" "$work/bert-$p.plan.json" ||
     say "FAIL etrun BERT-large $p (log above)"
   run 60 "$build/calib/etcalib" report "$out/bert-$p.json"

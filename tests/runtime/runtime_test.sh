@@ -88,6 +88,22 @@ case $mode in
     mpi 2 "$etrun" --quiet --out "$work/ds-x1.json" "$work/ds20.json"
     mpi 2 "$etrun" --quiet --out "$work/ds-x2.json" "$work/ds20e.json"
     "$check" close-loss "$work/ds-x1.json" "$work/ds-x2.json" 1e-6 ;;
+  flash) # fused attention (parallelism.attention "flash": no probabilities kept) trains as the three
+    # kernels do, 20 steps from the same weights: a decoder, an encoder, gpt-oss's windows, sinks and
+    # grouped heads, latent attention; its ops are timed under the cost model's ids, beside their prediction
+    for p in tiny-gpt tiny-bert tiny-oss tiny-mla; do
+      plan=$src/tests/data/$p-plan.json
+      steps "$plan" 20 > "$work/$p.json"
+      variant "$work/$p.json" '.parallelism.attention = "flash"' > "$work/$p-flash.json"
+      "$etrun" --quiet --out "$work/$p-std.out.json" "$work/$p.json"
+      "$etrun" --quiet --out "$work/$p-flash.out.json" "$work/$p-flash.json"
+      "$check" close-loss "$work/$p-std.out.json" "$work/$p-flash.out.json" 1e-6
+      jq -e '[.ops[] | select(.id == "layer.0.attn.flash" or .id == "layer.0.attn.flash.bwd")
+              | select(.predicted_s > 0 and .ranks[0].median_s > 0)] | length == 2' "$work/$p-flash.out.json" > /dev/null ||
+        { echo "FAIL: $p: layer.0.attn.flash and its backward not timed beside their prediction"; exit 1; }
+      jq -e '[.ops[] | select(.id | test("attn\\.(scores|softmax|context)"))] | length == 0' \
+        "$work/$p-flash.out.json" > /dev/null || { echo "FAIL: $p: unfused attention ops in a flash plan"; exit 1; }
+    done ;;
   train-gpt-tt) # tensor-train attention and MLP layers (rank 8) in the cost model's contraction order
     "$etrun" --quiet --out "$work/m.json" "$src/tests/data/tiny-gpt-tt-plan.json"
     "$check" loss "$work/m.json" 0.3 ;;
