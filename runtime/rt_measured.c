@@ -136,8 +136,6 @@ static json_t *communication(const rt_model *m, const rt_run_log *log)
     double *col = malloc((size_t)(M > 0 ? M : 1) * sizeof *col);
     for (int k = 0; k < nb && col; k++) {
         const et_bucket *b = &m->buckets[k];
-        size_t first, count;
-        rt_model_bucket_slice(m, k, &first, &count);
         json_t *start = json_array(), *end = json_array(), *before = json_array(), *after = json_array();
         for (int s = 0; s < M; s++) {
             const rt_bucket_record *r = &log->buckets[(size_t)s * nb + k];
@@ -147,9 +145,12 @@ static json_t *communication(const rt_model *m, const rt_run_log *log)
             json_array_append_new(after, json_real(r->norm_after));
             col[s] = r->end_s - r->start_s;
         }
+        size_t values = 0; /* the bucket's gradients, without the slices' alignment padding */
+        for (int p = b->param_first; p < b->param_first + b->param_count; p++)
+            values += (size_t)m->graph.params[p].dense;
         json_t *j =
             json_pack("{s:i, s:I, s:s, s:s, s:s, s:f, s:o, s:o}", "bucket", k, "bytes",
-                      (json_int_t)(count * sizeof(float)), "first_param", m->graph.params[b->param_first].id,
+                      (json_int_t)(values * sizeof(float)), "first_param", m->graph.params[b->param_first].id,
                       "last_param", m->graph.params[b->param_first + b->param_count - 1].id, "ready_op",
                       m->graph.ops[b->ready_op].id, "median_duration_s", et_quantile(col, M, 0.5), "start_s",
                       start, "end_s", end);
@@ -225,7 +226,7 @@ int rt_measured_write(const char *path, const char *plan_path, const et_plan *p,
             med > 0 ? log->tokens_per_step / med : 0, "model_flops_per_step", log->flops_per_step,
             "tflops_per_device", med > 0 ? log->flops_per_step / med / 1e12 : 0, "loss",
             doubles(log->loss, log->steps), "grad_norm", doubles(log->grad_norm, log->steps),
-            "peak_memory_MiB", peak_rss, "parameters", (json_int_t)m->n_params, "ops", ops, "communication",
+            "peak_memory_MiB", peak_rss, "parameters", (json_int_t)m->n_values, "ops", ops, "communication",
             communication(m, log));
         char *real = realpath(plan_path, NULL);
         if (j) {

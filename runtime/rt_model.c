@@ -143,8 +143,8 @@ static int alloc_scalars(rt_model *m, et_error *err)
     /* LAMB's per-tensor norms in one launch: the parameters' tensors cut into chunks */
     size_t *sizes = malloc(((size_t)m->graph.n_params + 1) * sizeof *sizes);
     if (!sizes) return et_error_set_code(err, ET_ERROR_MEMORY, NULL, 0, 0, NULL, "out of memory");
-    for (int i = 0; i < m->graph.n_params; i++)
-        sizes[i] = (size_t)m->graph.params[i].dense;
+    for (int i = 0; i < m->graph.n_params; i++) /* each tensor with its alignment's padding (zeros) */
+        sizes[i] = (i + 1 < m->graph.n_params ? m->param_offset[i + 1] : m->n_params) - m->param_offset[i];
     const int rc = rt_chunks_build(m->be, sizes, m->graph.n_params, &m->chunks);
     free(sizes);
     return rc ? et_error_set_code(err, ET_ERROR_MEMORY, NULL, 0, 0, NULL, "out of memory for LAMB's chunks")
@@ -162,7 +162,7 @@ static int alloc_frozen(rt_model *m, const et_graph_options *o, et_error *err)
     if (!m->frozen_offset) return et_error_set_code(err, ET_ERROR_MEMORY, NULL, 0, 0, NULL, "out of memory");
     for (int i = 0; i < m->frozen_graph.n_params; i++) {
         m->frozen_offset[i] = m->n_frozen;
-        m->n_frozen += (size_t)m->frozen_graph.params[i].dense;
+        m->n_frozen += rt_aligned_floats((size_t)m->frozen_graph.params[i].dense);
     }
     m->frozen = m->be->alloc(m->be, (m->n_frozen ? m->n_frozen : 1) * sizeof(float));
     if (!m->frozen)
@@ -205,9 +205,10 @@ int rt_model_init_comm(rt_model *m, const et_scenario *s, rt_backend *be, unsign
     /* every parameter is held dense (sparse ones with a mask) */
     m->param_offset = malloc((size_t)m->graph.n_params * sizeof *m->param_offset);
     if (!m->param_offset) return et_error_set_code(err, ET_ERROR_MEMORY, NULL, 0, 0, NULL, "out of memory");
-    for (int i = 0; i < m->graph.n_params; i++) {
+    for (int i = 0; i < m->graph.n_params; i++) { /* each tensor's slice 16-byte aligned */
         m->param_offset[i] = m->n_params;
-        m->n_params += (size_t)m->graph.params[i].dense;
+        m->n_params += rt_aligned_floats((size_t)m->graph.params[i].dense);
+        m->n_values += (size_t)m->graph.params[i].dense;
     }
     m->T_cap = (int)(s->batch.local * s->data.seq_len);
     m->P_cap = m->T_cap;

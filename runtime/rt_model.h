@@ -40,8 +40,10 @@ struct rt_model {
     et_graph graph;
     et_bucket *buckets;
     int n_buckets;
-    rt_op *ops; /* one per graph op */
-    size_t n_params;
+    rt_op *ops;      /* one per graph op */
+    size_t n_params; /* floats of the flat buffers: each tensor's slice starts 16-byte aligned
+                        (RT_ALIGN_FLOATS), zeros between them that no gradient or update changes */
+    size_t n_values; /* the model's parameters (the graph's), without that padding */
     float *params, *grads, *m, *v, *mask; /* device; mask NULL when dense */
     size_t *param_offset;                 /* per graph parameter, in floats */
     /* LoRA: the model's own parameters, frozen (not in `graph`'s: its are the adapters), as the graph of
@@ -95,6 +97,14 @@ int rt_model_init(rt_model *m, const et_scenario *s, rt_backend *be, unsigned lo
 int rt_model_init_comm(rt_model *m, const et_scenario *s, rt_backend *be, unsigned long long seed,
                        rt_comm *comm, et_error *err);
 void rt_model_free(rt_model *m);
+
+/* Tensors in the flat buffers start at multiples of 4 floats (16 bytes): what vector loads and cuBLASLt's
+ * fastest kernels need of a weight handed to them in place. */
+#define RT_ALIGN_FLOATS 4
+static inline size_t rt_aligned_floats(size_t n)
+{
+    return (n + RT_ALIGN_FLOATS - 1) / RT_ALIGN_FLOATS * RT_ALIGN_FLOATS;
+}
 
 /* Slots of the step's device scalars (rt_model.scalars). */
 enum { RT_SC_LOSS, RT_SC_MTP_LOSS, RT_SC_GRAD_SQ, RT_SC_BUCKETS };
