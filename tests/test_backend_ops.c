@@ -270,28 +270,58 @@ static void test_pointwise(void)
 
 /* attention at A heads over KV key/value heads (KV = A: multi-head), queries and keys D wide, values Dv wide
  * (latent attention's shape when they differ), a causal sliding window of `window` (0: none), sinks or not */
+/* The inputs both attention tests draw (qkv, the context's gradient, sinks), on the host, as doubles for
+ * the reference and on the device, over the current sequences, and the case's name. */
+typedef struct attn_case {
+    rt_attn_shape sh;
+    int ld, T, lc;
+    size_t nq, np, nc;
+    int positions[TT_TOKENS], tokens[TT_TOKENS], targets[TT_TOKENS];
+    rt_dev_batch b;
+    float *qkv, *dctx, *sink;    /* host; sink NULL without sinks */
+    double *qd, *dcd, *sd, *dsd; /* the reference's; dsd zeros for the sinks' gradient */
+    float *Q, *DC, *S, *DS;      /* device; S and DS NULL without sinks */
+    char kind[80];
+} attn_case;
+
+static void attn_case_open(attn_case *c, int A, int KV, int causal, int D, int Dv, int window, int sinks)
+{
+    c->sh = (rt_attn_shape){A, KV, D, Dv, window};
+    c->ld = rt_attn_ld(&c->sh), c->T = offsets[NB], c->lc = rt_attn_ctx_width(&c->sh);
+    c->nq = (size_t)c->T * c->ld, c->np = probs_size(A), c->nc = (size_t)c->T * c->lc;
+    c->b = make_batch(c->positions, c->tokens, c->targets, c->T, 11);
+    c->qkv = randf(c->nq, 1), c->dctx = randf(c->nc, 1), c->sink = sinks ? randf((size_t)A, 1) : NULL;
+    c->qd = to_d(c->qkv, c->nq), c->dcd = to_d(c->dctx, c->nc);
+    c->sd = sinks ? to_d(c->sink, (size_t)A) : NULL, c->dsd = sinks ? calloc((size_t)A, 8) : NULL;
+    c->Q = devf(c->qkv, c->nq), c->DC = devf(c->dctx, c->nc);
+    c->S = sinks ? devf(c->sink, (size_t)A) : NULL, c->DS = sinks ? devf(NULL, (size_t)A) : NULL;
+    snprintf(c->kind, sizeof c->kind, "%s%s D%d%s%s%s", causal ? "causal " : "", KV == A ? "MHA" : "GQA", D,
+             Dv != D ? " Dv differs" : "", window ? " window" : "", sinks ? " sinks" : "");
+}
+
+static void attn_case_close(attn_case *c)
+{
+    be->free(be, c->Q), be->free(be, c->DC);
+    if (c->S) be->free(be, c->S), be->free(be, c->DS);
+    free_batch(&c->b);
+    free(c->qkv), free(c->dctx), free(c->sink), free(c->qd), free(c->dcd), free(c->sd), free(c->dsd);
+}
+
 static void test_attention(int A, int KV, int causal, int D, int Dv, int window, int sinks)
 {
-    const rt_attn_shape sh = {A, KV, D, Dv, window};
-    const int ld = rt_attn_ld(&sh), T = offsets[NB], V = 11, lc = rt_attn_ctx_width(&sh);
-    const size_t nq = (size_t)T * ld, np = probs_size(A), nc = (size_t)T * lc;
-    int positions[TT_TOKENS], tokens[TT_TOKENS], targets[TT_TOKENS];
-    rt_dev_batch b = make_batch(positions, tokens, targets, T, V);
-    float *qkv = randf(nq, 1), *dctx = randf(nc, 1), *sink = sinks ? randf((size_t)A, 1) : NULL;
-    double *qd = to_d(qkv, nq), *dcd = to_d(dctx, nc), *pd = calloc(np, 8), *cd = calloc(nc, 8);
-    double *dqd = calloc(nq, 8), *dpd = calloc(np, 8), *sd = sinks ? to_d(sink, (size_t)A) : NULL;
-    double *dsd = sinks ? calloc((size_t)A, 8) : NULL;
-    float *Q = devf(qkv, nq), *P = devf(NULL, np), *C = devf(NULL, nc), *DC = devf(dctx, nc);
-    float *DQ = devf(NULL, nq), *DP = devf(NULL, np), *S = sinks ? devf(sink, (size_t)A) : NULL;
-    float *DS = sinks ? devf(NULL, (size_t)A) : NULL;
-    char kind[64], what[96];
-    snprintf(kind, sizeof kind, "%s%s D%d%s%s", causal ? "causal " : "", KV == A ? "MHA" : "GQA", D,
-             Dv != D ? " Dv differs" : "",
-             window  ? " window"
-             : sinks ? " sinks"
-                     : "");
-    if (sinks && window) snprintf(kind + strlen(kind), sizeof kind - strlen(kind), " sinks");
-    be->attn_scores_fwd(be, Q, P, &b, &sh);
+    attn_case c;
+    attn_case_open(&c, A, KV, causal, D, Dv, window, sinks);
+    const rt_attn_shape sh = c.sh;
+    const int ld = c.ld, T = c.T;
+    const size_t nq = c.nq, np = c.np, nc = c.nc;
+    const int *positions = c.positions;
+    float *qkv = c.qkv, *Q = c.Q, *DC = c.DC, *S = c.S, *DS = c.DS;
+    double *qd = c.qd, *dcd = c.dcd, *sd = c.sd, *dsd = c.dsd, *pd = calloc(np, 8), *cd = calloc(nc, 8);
+    double *dqd = calloc(nq, 8), *dpd = calloc(np, 8);
+    float *P = devf(NULL, np), *C = devf(NULL, nc), *DQ = devf(NULL, nq), *DP = devf(NULL, np);
+    const char *kind = c.kind;
+    char what[128];
+    be->attn_scores_fwd(be, Q, P, &c.b, &sh);
     rt_attn_scores_fwd_d(qd, pd, offsets, NB, &sh);
     snprintf(what, sizeof what, "scores %s", kind);
     check("attention", what, P, pd, np, tol_gemm);
@@ -302,19 +332,19 @@ static void test_attention(int A, int KV, int causal, int D, int Dv, int window,
         be->upload(be, P, pf, np * 4);
         free(pf);
     }
-    be->attn_softmax_fwd(be, P, S, &b, &sh, causal);
+    be->attn_softmax_fwd(be, P, S, &c.b, &sh, causal);
     rt_attn_softmax_fwd_d(pd, sd, offsets, NB, &sh, causal);
     snprintf(what, sizeof what, "softmax %s", kind);
     check("attention", what, P, pd, np, tol_plain);
-    be->attn_context_fwd(be, Q, P, C, &b, &sh);
+    be->attn_context_fwd(be, Q, P, C, &c.b, &sh);
     rt_attn_context_fwd_d(qd, pd, cd, offsets, NB, &sh);
     snprintf(what, sizeof what, "context %s", kind);
     check("attention", what, C, cd, nc, tol_gemm);
-    be->attn_context_bwd(be, Q, P, DC, DQ, DP, &b, &sh);
+    be->attn_context_bwd(be, Q, P, DC, DQ, DP, &c.b, &sh);
     rt_attn_context_bwd_d(qd, pd, dcd, dqd, dpd, offsets, NB, &sh);
     snprintf(what, sizeof what, "context.bwd dP %s", kind);
     check("attention", what, DP, dpd, np, tol_gemm);
-    be->attn_softmax_bwd(be, P, DP, DS, &b, &sh);
+    be->attn_softmax_bwd(be, P, DP, DS, &c.b, &sh);
     rt_attn_softmax_bwd_d(pd, dpd, dsd, offsets, NB, &sh);
     snprintf(what, sizeof what, "softmax.bwd %s", kind);
     check("attention", what, DP, dpd, np, tol_gemm);
@@ -322,7 +352,7 @@ static void test_attention(int A, int KV, int causal, int D, int Dv, int window,
         snprintf(what, sizeof what, "sinks' gradient %s", kind);
         check("attention", what, DS, dsd, (size_t)A, tol_gemm);
     }
-    be->attn_scores_bwd(be, Q, DP, DQ, &b, &sh);
+    be->attn_scores_bwd(be, Q, DP, DQ, &c.b, &sh);
     rt_attn_scores_bwd_d(qd, dpd, dqd, offsets, NB, &sh);
     snprintf(what, sizeof what, "dqkv %s", kind);
     check("attention", what, DQ, dqd, nq, tol_gemm);
@@ -334,60 +364,47 @@ static void test_attention(int A, int KV, int causal, int D, int Dv, int window,
             be->upload(be, Q, qkv, nq * 4);
             for (size_t i = 0; i < nq; i++)
                 qd[i] = qkv[i];
-            be->rope(be, Q + off, &b, ld, heads, D, R, 10000.0, false);
+            be->rope(be, Q + off, &c.b, ld, heads, D, R, 10000.0, false);
             rt_rope_d(qd + off, positions, T, ld, heads, D, R, 10000.0, 0);
             snprintf(what, sizeof what, "forward %s%s", kind, pass ? " rotary part" : "");
             check("rotary", what, Q, qd, nq, tol_plain);
-            be->rope(be, Q + off, &b, ld, heads, D, R, 10000.0, true);
+            be->rope(be, Q + off, &c.b, ld, heads, D, R, 10000.0, true);
             rt_rope_d(qd + off, positions, T, ld, heads, D, R, 10000.0, 1);
             snprintf(what, sizeof what, "inverse %s%s", kind, pass ? " rotary part" : "");
             check("rotary", what, Q, qd, nq, tol_plain);
         }
     }
-    be->free(be, Q), be->free(be, P), be->free(be, C), be->free(be, DC), be->free(be, DQ), be->free(be, DP);
-    if (S) be->free(be, S), be->free(be, DS);
-    free_batch(&b);
-    free(qkv), free(dctx), free(qd), free(dcd), free(pd), free(cd), free(dqd), free(dpd);
-    free(sink), free(sd), free(dsd);
+    be->free(be, P), be->free(be, C), be->free(be, DQ), be->free(be, DP);
+    free(pd), free(cd), free(dqd), free(dpd);
+    attn_case_close(&c);
 }
 
 /* Fused attention against the double reference of the unfused kernels (rt_attention_fwd_d, _bwd_d): the
  * context, the gradient wrt qkv and the sinks' gradient; fp32 arithmetic in every mode. */
 static void test_flash(int A, int KV, int causal, int D, int Dv, int window, int sinks)
 {
-    const rt_attn_shape sh = {A, KV, D, Dv, window};
-    const int ld = rt_attn_ld(&sh), T = offsets[NB], V = 11, lc = rt_attn_ctx_width(&sh);
-    const size_t nq = (size_t)T * ld, np = probs_size(A), nc = (size_t)T * lc, nl = (size_t)T * A;
-    int positions[TT_TOKENS], tokens[TT_TOKENS], targets[TT_TOKENS];
-    rt_dev_batch b = make_batch(positions, tokens, targets, T, V);
-    float *qkv = randf(nq, 1), *dctx = randf(nc, 1), *sink = sinks ? randf((size_t)A, 1) : NULL;
-    double *qd = to_d(qkv, nq), *dcd = to_d(dctx, nc), *pd = calloc(np, 8), *cd = calloc(nc, 8);
-    double *dqd = calloc(nq, 8), *scratch = calloc(np, 8), *sd = sinks ? to_d(sink, (size_t)A) : NULL;
-    double *dsd = sinks ? calloc((size_t)A, 8) : NULL;
-    float *Q = devf(qkv, nq), *C = devf(NULL, nc), *L = devf(NULL, nl), *DC = devf(dctx, nc);
-    float *DQ = devf(qkv, nq), *DL = devf(NULL, nl), *S = sinks ? devf(sink, (size_t)A) : NULL;
-    float *DS = sinks ? devf(NULL, (size_t)A) : NULL; /* DQ starts non-zero: the backward overwrites */
-    char what[96];
-    snprintf(what, sizeof what, "%s%s D%d%s%s%s", causal ? "causal " : "", KV == A ? "MHA" : "GQA", D,
-             Dv != D ? " Dv differs" : "", window ? " window" : "", sinks ? " sinks" : "");
-    be->attn_flash_fwd(be, Q, S, C, L, &b, &sh, causal);
-    rt_attention_fwd_d(qd, sd, pd, cd, offsets, NB, &sh, causal);
+    attn_case c;
+    attn_case_open(&c, A, KV, causal, D, Dv, window, sinks);
+    const size_t nl = (size_t)c.T * A;
+    double *pd = calloc(c.np, 8), *cd = calloc(c.nc, 8), *dqd = calloc(c.nq, 8), *scratch = calloc(c.np, 8);
+    float *C = devf(NULL, c.nc), *L = devf(NULL, nl), *DL = devf(NULL, nl);
+    float *DQ = devf(c.qkv, c.nq); /* starts non-zero: the backward overwrites */
     char w[128];
-    snprintf(w, sizeof w, "context %s", what);
-    check("fused attention", w, C, cd, nc, tol_plain);
-    be->attn_flash_bwd(be, Q, S, C, L, DC, DQ, DS, DL, &b, &sh, causal);
-    rt_attention_bwd_d(qd, pd, dcd, dqd, dsd, scratch, offsets, NB, &sh);
-    snprintf(w, sizeof w, "dqkv %s", what);
-    check("fused attention", w, DQ, dqd, nq, tol_plain);
+    be->attn_flash_fwd(be, c.Q, c.S, C, L, &c.b, &c.sh, causal);
+    rt_attention_fwd_d(c.qd, c.sd, pd, cd, offsets, NB, &c.sh, causal);
+    snprintf(w, sizeof w, "context %s", c.kind);
+    check("fused attention", w, C, cd, c.nc, tol_plain);
+    be->attn_flash_bwd(be, c.Q, c.S, C, L, c.DC, DQ, c.DS, DL, &c.b, &c.sh, causal);
+    rt_attention_bwd_d(c.qd, pd, c.dcd, dqd, c.dsd, scratch, offsets, NB, &c.sh);
+    snprintf(w, sizeof w, "dqkv %s", c.kind);
+    check("fused attention", w, DQ, dqd, c.nq, tol_plain);
     if (sinks) {
-        snprintf(w, sizeof w, "sinks' gradient %s", what);
-        check("fused attention", w, DS, dsd, (size_t)A, tol_plain);
+        snprintf(w, sizeof w, "sinks' gradient %s", c.kind);
+        check("fused attention", w, c.DS, c.dsd, (size_t)A, tol_plain);
     }
-    be->free(be, Q), be->free(be, C), be->free(be, L), be->free(be, DC), be->free(be, DQ), be->free(be, DL);
-    if (S) be->free(be, S), be->free(be, DS);
-    free_batch(&b);
-    free(qkv), free(dctx), free(qd), free(dcd), free(pd), free(cd), free(dqd), free(scratch);
-    free(sink), free(sd), free(dsd);
+    be->free(be, C), be->free(be, L), be->free(be, DQ), be->free(be, DL);
+    free(pd), free(cd), free(dqd), free(scratch);
+    attn_case_close(&c);
 }
 
 static void test_embedding_head(void)
@@ -785,6 +802,26 @@ static void test_streams(void)
     label = saved;
 }
 
+/* Every attention test over the same shapes: heads, key/value heads, causal, Dqk, Dv, window, sinks; the
+ * last three over BERT's head width and sequences of 70 and 130 (several tiles and k-steps). */
+static void attention_cases(void (*test)(int A, int KV, int causal, int D, int Dv, int window, int sinks))
+{
+    static const int shapes[][7] = {
+        {4, 4, 0, 16, 16, 0, 0}, {4, 4, 1, 16, 16, 0, 0}, {4, 2, 1, 16, 16, 0, 0},
+        {4, 4, 1, 24, 16, 0, 0}, /* latent attention's shape */
+        {4, 2, 1, 16, 16, 5, 1}, /* gpt-oss: windows and sinks */
+        {4, 4, 1, 16, 16, 0, 1}, {4, 4, 0, 16, 16, 0, 1}, {2, 2, 0, 64, 64, 0, 0},
+        {2, 2, 1, 64, 64, 0, 0}, {2, 1, 1, 64, 64, 0, 0},
+    };
+    const int n = (int)(sizeof shapes / sizeof shapes[0]);
+    for (int i = 0; i < n; i++) {
+        if (i == n - 3) offsets = long_seqs, NB = 2;
+        const int *c = shapes[i];
+        test(c[0], c[1], c[2], c[3], c[4], c[5], c[6]);
+    }
+    offsets = short_seqs, NB = 3;
+}
+
 static const double gemm_bounds[RT_GEMM_MATH_COUNT] = {1e-4, 4e-3, 3e-2, 4e-3};
 
 static void run_backend(const char *name, int math)
@@ -807,30 +844,8 @@ static void run_backend(const char *name, int math)
         if (be->supports(be, RT_FAMILY_LINEAR)) test_linear();
         test_norms();
         test_pointwise();
-        if (be->supports(be, RT_FAMILY_ATTENTION)) {
-            test_attention(4, 4, 0, 16, 16, 0, 0);
-            test_attention(4, 4, 1, 16, 16, 0, 0);
-            test_attention(4, 2, 1, 16, 16, 0, 0);
-            test_attention(4, 4, 1, 24, 16, 0, 0); /* latent attention's shape */
-            test_attention(4, 2, 1, 16, 16, 5, 1); /* gpt-oss: windows and sinks */
-            test_attention(4, 4, 1, 16, 16, 0, 1);
-            offsets = long_seqs, NB = 2; /* BERT's head width, several tiles and k-steps */
-            test_attention(2, 2, 0, 64, 64, 0, 0);
-            test_attention(2, 2, 1, 64, 64, 0, 0);
-            offsets = short_seqs, NB = 3;
-        }
-        if (be->supports(be, RT_FAMILY_FLASH)) {
-            test_flash(4, 4, 0, 16, 16, 0, 0);
-            test_flash(4, 4, 1, 16, 16, 0, 0);
-            test_flash(4, 2, 1, 16, 16, 0, 0);
-            test_flash(4, 4, 1, 24, 16, 0, 0); /* latent attention's shape */
-            test_flash(4, 2, 1, 16, 16, 5, 1); /* gpt-oss: windows and sinks */
-            test_flash(4, 4, 0, 16, 16, 0, 1);
-            offsets = long_seqs, NB = 2; /* BERT's head width over sequences of 70 and 130 */
-            test_flash(2, 2, 0, 64, 64, 0, 0);
-            test_flash(2, 1, 1, 64, 64, 0, 0);
-            offsets = short_seqs, NB = 3;
-        }
+        if (be->supports(be, RT_FAMILY_ATTENTION)) attention_cases(test_attention);
+        if (be->supports(be, RT_FAMILY_FLASH)) attention_cases(test_flash);
         if (be->supports(be, RT_FAMILY_EMBEDDING) && be->supports(be, RT_FAMILY_CROSS_ENTROPY))
             test_embedding_head();
         if (be->supports(be, RT_FAMILY_GLUE)) test_glue(), test_clip();

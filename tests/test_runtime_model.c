@@ -391,6 +391,64 @@ static void check_answers(void)
  * the device: no clipping; the global clip; LAMB's per-tensor trust ratios with per-bucket clipping; fp16's
  * loss scale. Then a forced fp16 overflow: the gate skips the update on the device, the step reads as
  * skipped, the scale halves and the weights and the optimizer's step stay. */
+/* A tiny plan's model on the CPU backend with its data, for tests that step it by hand. */
+typedef struct stepper {
+    et_plan plan;
+    rt_backend *be;
+    rt_model m;
+    rt_data data;
+    rt_batch b;
+} stepper;
+
+/* Loads the plan (the caller then edits st->plan.s); 0, or -1 after a failed check. */
+static int stepper_load(stepper *st, const char *path)
+{
+    et_error err;
+    memset(st, 0, sizeof *st);
+    if (et_plan_load(path, &st->plan, &err)) {
+        CHECK(0, "plan loads: %s", err.text);
+        return -1;
+    }
+    return 0;
+}
+
+static int stepper_start(stepper *st, const char *what)
+{
+    et_error err;
+    if (!(st->be = rt_backend_cpu_create(&err)) ||
+        rt_model_init(&st->m, &st->plan.s, st->be, st->plan.seed, &err) ||
+        rt_data_init(&st->data, &st->plan.s, 1, 0, st->plan.seed, NULL, &err)) {
+        CHECK(0, "%s: init: %s", what, err.text);
+        return -1;
+    }
+    return 0;
+}
+
+/* One step: every micro-batch, per-bucket clipping where asked, the update; 1 when it was skipped. */
+static int stepper_step(stepper *st, int step, bool clip_buckets)
+{
+    rt_model *m = &st->m;
+    rt_model_begin_step(m);
+    const double norm = rt_data_global_predictions(&st->data, step);
+    for (int micro = 0; micro < st->data.accum; micro++) {
+        rt_data_batch(&st->data, step, micro, &st->b);
+        rt_model_step_micro(m, &st->b, norm, NULL, NULL);
+    }
+    for (int k = 0; clip_buckets && k < m->n_buckets; k++)
+        rt_model_clip_bucket(m, k, st->plan.s.optimizer.max_grad_norm);
+    rt_model_update(m, &st->plan.hyper);
+    return rt_model_end_step(m);
+}
+
+static void stepper_close(stepper *st)
+{
+    rt_batch_free(&st->b);
+    rt_data_free(&st->data);
+    rt_model_free(&st->m);
+    if (st->be) st->be->destroy(st->be);
+    et_plan_free(&st->plan);
+}
+
 static void check_host_waits(void)
 {
     struct {
@@ -407,66 +465,42 @@ static void check_host_waits(void)
         {"AdamW, fp16 overflow", ET_OPT_ADAMW, ET_CLIP_NONE, ET_FP16, 0x1p60},
     };
     for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
-        et_plan plan;
-        et_error err;
-        if (et_plan_load(ET_SOURCE_DIR "/tests/data/tiny-gpt-plan.json", &plan, &err)) {
-            CHECK(0, "plan loads: %s", err.text);
-            return;
-        }
-        plan.s.optimizer.name = cases[c].opt;
-        plan.s.optimizer.clip = cases[c].clip;
-        plan.s.precision = cases[c].precision;
-        rt_backend *be = rt_backend_cpu_create(&err);
-        rt_model m;
-        rt_data data;
-        rt_batch b = {0};
-        if (!be || rt_model_init(&m, &plan.s, be, plan.seed, &err) ||
-            rt_data_init(&data, &plan.s, 1, 0, plan.seed, NULL, &err)) {
-            CHECK(0, "%s: init: %s", cases[c].what, err.text);
-            return;
-        }
-        rt_model_set_loss_scale(&m, cases[c].loss_scale);
+        stepper st;
+        if (stepper_load(&st, ET_SOURCE_DIR "/tests/data/tiny-gpt-plan.json")) return;
+        st.plan.s.optimizer.name = cases[c].opt;
+        st.plan.s.optimizer.clip = cases[c].clip;
+        st.plan.s.precision = cases[c].precision;
+        if (stepper_start(&st, cases[c].what)) return;
+        rt_model *m = &st.m;
+        rt_model_set_loss_scale(m, cases[c].loss_scale);
         const bool overflow = cases[c].loss_scale > 1e9;
-        float *w0 = malloc(m.n_params * sizeof *w0), *w1 = malloc(m.n_params * sizeof *w1);
+        float *w0 = malloc(m->n_params * sizeof *w0), *w1 = malloc(m->n_params * sizeof *w1);
         long long waits = 0;
         int skipped = 0;
         for (int step = 0; step < 2; step++) {
-            if (step == 1) rt_model_get_state(&m, w0, NULL, NULL, NULL);
-            const long long t0 = be->host_waits, adam_t = m.adam_t;
-            rt_model_begin_step(&m);
-            const double norm = rt_data_global_predictions(&data, step);
-            for (int micro = 0; micro < data.accum; micro++) {
-                rt_data_batch(&data, step, micro, &b);
-                rt_model_step_micro(&m, &b, norm, NULL, NULL);
-            }
-            for (int k = 0; cases[c].clip == ET_CLIP_PER_BUCKET && k < m.n_buckets; k++)
-                rt_model_clip_bucket(&m, k, plan.s.optimizer.max_grad_norm);
-            rt_model_update(&m, &plan.hyper);
-            skipped = rt_model_end_step(&m);
-            waits = be->host_waits - t0;
-            CHECK(skipped == overflow && m.adam_t == adam_t + !overflow && isfinite(m.loss_sum) &&
-                      m.loss_sum > 0,
+            if (step == 1) rt_model_get_state(m, w0, NULL, NULL, NULL);
+            const long long t0 = st.be->host_waits, adam_t = m->adam_t;
+            skipped = stepper_step(&st, step, cases[c].clip == ET_CLIP_PER_BUCKET);
+            waits = st.be->host_waits - t0;
+            CHECK(skipped == overflow && m->adam_t == adam_t + !overflow && isfinite(m->loss_sum) &&
+                      m->loss_sum > 0,
                   "%s: step %d %s (loss %.3f)", cases[c].what, step, skipped ? "skipped" : "updated",
-                  m.loss_sum / norm);
+                  m->loss_sum / rt_data_global_predictions(&st.data, step));
         }
-        CHECK(waits == 2 && data.accum > 1 && m.n_buckets > 1,
+        CHECK(waits == 2 && st.data.accum > 1 && m->n_buckets > 1,
               "%s: %lld waits for the device in a step of %d micro-batches and %d buckets", cases[c].what,
-              waits, data.accum, m.n_buckets);
-        rt_model_get_state(&m, w1, NULL, NULL, NULL);
-        const bool same = memcmp(w0, w1, m.n_params * sizeof *w0) == 0;
+              waits, st.data.accum, m->n_buckets);
+        rt_model_get_state(m, w1, NULL, NULL, NULL);
+        const bool same = memcmp(w0, w1, m->n_params * sizeof *w0) == 0;
         if (overflow)
-            CHECK(same && m.skipped_steps == 2 && m.loss_scale == 0x1p58 && !isfinite(m.last_grad_norm),
+            CHECK(same && m->skipped_steps == 2 && m->loss_scale == 0x1p58 && !isfinite(m->last_grad_norm),
                   "an fp16 overflow skips on the device: weights kept, 2 skipped, scale 2^%.0f, norm %g",
-                  log2(m.loss_scale), m.last_grad_norm);
+                  log2(m->loss_scale), m->last_grad_norm);
         else
-            CHECK(!same && (cases[c].clip == ET_CLIP_AFTER_ALLREDUCE) == (m.last_grad_norm > 0),
-                  "%s: the update changed the weights; gradient norm %.3g", cases[c].what, m.last_grad_norm);
+            CHECK(!same && (cases[c].clip == ET_CLIP_AFTER_ALLREDUCE) == (m->last_grad_norm > 0),
+                  "%s: the update changed the weights; gradient norm %.3g", cases[c].what, m->last_grad_norm);
         free(w0), free(w1);
-        rt_batch_free(&b);
-        rt_data_free(&data);
-        rt_model_free(&m);
-        be->destroy(be);
-        et_plan_free(&plan);
+        stepper_close(&st);
     }
 }
 
@@ -476,56 +510,33 @@ static void check_host_waits(void)
 static void check_alignment(void)
 {
     for (int lamb = 0; lamb < 2; lamb++) {
-        et_plan plan;
-        et_error err;
-        if (et_plan_load(ET_SOURCE_DIR "/tests/data/tiny-bert-plan.json", &plan, &err)) {
-            CHECK(0, "plan loads: %s", err.text);
-            return;
-        }
-        plan.s.model.vocab = 97;
-        plan.s.optimizer.name = lamb ? ET_OPT_LAMB : ET_OPT_ADAMW;
-        rt_backend *be = rt_backend_cpu_create(&err);
-        rt_model m;
-        rt_data data;
-        rt_batch b = {0};
-        if (!be || rt_model_init(&m, &plan.s, be, plan.seed, &err) ||
-            rt_data_init(&data, &plan.s, 1, 0, plan.seed, NULL, &err)) {
-            CHECK(0, "alignment: init: %s", err.text);
-            return;
-        }
+        stepper st;
+        if (stepper_load(&st, ET_SOURCE_DIR "/tests/data/tiny-bert-plan.json")) return;
+        st.plan.s.model.vocab = 97;
+        st.plan.s.optimizer.name = lamb ? ET_OPT_LAMB : ET_OPT_ADAMW;
+        if (stepper_start(&st, "alignment")) return;
+        const rt_model *m = &st.m;
         int aligned = 1, odd = 0;
-        for (int i = 0; i < m.graph.n_params; i++)
-            aligned &= m.param_offset[i] % RT_ALIGN_FLOATS == 0,
-                odd += (long long)m.graph.params[i].dense % 4 != 0;
-        for (int step = 0; step < 3; step++) {
-            rt_model_begin_step(&m);
-            const double norm = rt_data_global_predictions(&data, step);
-            for (int micro = 0; micro < data.accum; micro++) {
-                rt_data_batch(&data, step, micro, &b);
-                rt_model_step_micro(&m, &b, norm, NULL, NULL);
-            }
-            rt_model_update(&m, &plan.hyper);
-            rt_model_end_step(&m);
-        }
-        float *w = malloc(m.n_params * sizeof *w), *g = malloc(m.n_params * sizeof *g);
-        rt_model_get_state(&m, w, NULL, NULL, g);
+        for (int i = 0; i < m->graph.n_params; i++)
+            aligned &= m->param_offset[i] % RT_ALIGN_FLOATS == 0,
+                odd += (long long)m->graph.params[i].dense % 4 != 0;
+        for (int step = 0; step < 3; step++)
+            stepper_step(&st, step, false);
+        float *w = malloc(m->n_params * sizeof *w), *g = malloc(m->n_params * sizeof *g);
+        rt_model_get_state(m, w, NULL, NULL, g);
         int pads = 0, zero = 1;
-        for (int i = 0; i < m.graph.n_params; i++) {
-            const size_t end = i + 1 < m.graph.n_params ? m.param_offset[i + 1] : m.n_params;
-            for (size_t j = m.param_offset[i] + (size_t)m.graph.params[i].dense; j < end; j++)
+        for (int i = 0; i < m->graph.n_params; i++) {
+            const size_t end = i + 1 < m->graph.n_params ? m->param_offset[i + 1] : m->n_params;
+            for (size_t j = m->param_offset[i] + (size_t)m->graph.params[i].dense; j < end; j++)
                 pads++, zero &= w[j] == 0 && g[j] == 0;
         }
-        CHECK(aligned && odd > 0 && pads > 0 && zero && m.graph.param_count == (double)m.n_values &&
-                  m.n_params >= m.n_values && isfinite(m.loss_sum),
+        CHECK(aligned && odd > 0 && pads > 0 && zero && m->graph.param_count == (double)m->n_values &&
+                  m->n_params >= m->n_values && isfinite(m->loss_sum),
               "%s: %d odd-sized tensors, every slice 16-byte aligned, %d padding values still zero after 3 "
               "steps, %zu parameters in %zu floats",
-              lamb ? "LAMB" : "AdamW", odd, pads, m.n_values, m.n_params);
+              lamb ? "LAMB" : "AdamW", odd, pads, m->n_values, m->n_params);
         free(w), free(g);
-        rt_batch_free(&b);
-        rt_data_free(&data);
-        rt_model_free(&m);
-        be->destroy(be);
-        et_plan_free(&plan);
+        stepper_close(&st);
     }
 }
 
