@@ -147,6 +147,14 @@ struct rt_backend {
     /* dst[r * ld_dst + c] += src[r * ld_src + c] for r < rows, c < cols */
     void (*add_2d)(rt_backend *be, float *dst, int ld_dst, const float *src, int ld_src, int rows, int cols);
 
+    /* ---- the parameters' 16-bit shadow (bf16 and fp16 products) ---- */
+    /* base16[i] = base[i] in the products' 16-bit type (rt_elementwise.h's rt_bf16_bits or rt_fp16_bits)
+     * for i < n; base16 holds 2 n bytes */
+    void (*round16)(rt_backend *be, void *base16, const float *base, size_t n);
+    /* from now on a linear layer's weight inside base[0, n) is read from base16 at the same offset instead
+     * of being rounded at each call (base NULL: none); the caller refreshes base16 whenever base changes */
+    void (*shadow16)(rt_backend *be, const float *base, const void *base16, size_t n);
+
     /* ---- kernels (rt_kernels.h contracts) ---- */
     void (*linear_fwd)(rt_backend *be, const float *x, const float *W, const float *b, float *y, int T,
                        int n_in, int n_out);

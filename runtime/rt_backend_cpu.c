@@ -39,6 +39,9 @@ typedef struct cpu_ctx {
     rt_gemm_math math;
     float *round[3]; /* the linear layers' inputs rounded to the products' arithmetic (x, W, dy) */
     size_t round_n[3];
+    const float *shadow_base; /* the parameters' 16-bit shadow (shadow16): weights read from it */
+    const unsigned short *shadow16;
+    size_t shadow_n;
     int n_ops;
     double *begin,
         *elapsed; /* per op: wall-clock start of the open bracket, seconds since the last collect */
@@ -68,11 +71,33 @@ static const float *rounded(cpu_ctx *c, int k, const float *src, size_t n)
         c->round[k] = p, c->round_n[k] = n;
     }
     float *d = c->round[k];
+    const bool half = c->math == RT_GEMM_BF16 || c->math == RT_GEMM_FP16;
+    if (half && c->shadow_base && src >= c->shadow_base && src + n <= c->shadow_base + c->shadow_n) {
+        /* a weight of the parameters' shadow: its 16-bit values, as the GPU reads them */
+        const unsigned short *h = c->shadow16 + (src - c->shadow_base);
+        for (size_t i = 0; i < n; i++)
+            d[i] = c->math == RT_GEMM_BF16 ? rt_bf16_value(h[i]) : rt_fp16_value(h[i]);
+        return d;
+    }
     for (size_t i = 0; i < n; i++)
         d[i] = c->math == RT_GEMM_TF32   ? rt_round_tf32(src[i])
                : c->math == RT_GEMM_BF16 ? rt_round_bf16(src[i])
                                          : rt_round_fp16(src[i]);
     return d;
+}
+
+static void cpu_round16(rt_backend *be, void *base16, const float *base, size_t n)
+{
+    const cpu_ctx *c = be->ctx;
+    unsigned short *h = base16;
+    for (size_t i = 0; i < n; i++)
+        h[i] = c->math == RT_GEMM_FP16 ? rt_fp16_bits(base[i]) : rt_bf16_bits(base[i]);
+}
+
+static void cpu_shadow16(rt_backend *be, const float *base, const void *base16, size_t n)
+{
+    cpu_ctx *c = be->ctx;
+    c->shadow_base = base, c->shadow16 = base16, c->shadow_n = base ? n : 0;
 }
 
 static void cpu_describe(const rt_backend *be, char *buf, size_t size)
@@ -772,6 +797,8 @@ rt_backend *rt_backend_cpu_create(et_error *err)
         .attn_context_bwd = cpu_attn_context_bwd,
         .attn_softmax_bwd = cpu_attn_softmax_bwd,
         .attn_scores_bwd = cpu_attn_scores_bwd,
+        .round16 = cpu_round16,
+        .shadow16 = cpu_shadow16,
         .attn_flash_fwd = cpu_attn_flash_fwd,
         .attn_flash_bwd = cpu_attn_flash_bwd,
         .embedding_fwd = cpu_embedding_fwd,

@@ -175,6 +175,38 @@ RT_HD float rt_round_fp16(float x)
     return rt_round_mantissa(x, 10);
 }
 
+/* 16-bit storage of a value rounded as above: bfloat16's top 16 bits of rt_round_bf16(x), IEEE half's bits
+ * of rt_round_fp16(x) (exact in half); NaN stays a NaN; and back to float, exactly */
+RT_HD unsigned short rt_bf16_bits(float x)
+{
+    if (x != x) return 0x7fc0u;
+    return (unsigned short)(rt_float_bits(rt_round_bf16(x)) >> 16);
+}
+
+RT_HD float rt_bf16_value(unsigned short h)
+{
+    return rt_bits_float((unsigned)h << 16);
+}
+
+RT_HD unsigned short rt_fp16_bits(float x)
+{
+    const float r = rt_round_fp16(x), a = fabsf(r);
+    const unsigned u = rt_float_bits(r), sign = (u >> 16) & 0x8000u;
+    if (r != r) return (unsigned short)(sign | 0x7e00u);
+    if (a == INFINITY) return (unsigned short)(sign | 0x7c00u);
+    if (a < 6.103515625e-05f) return (unsigned short)(sign | (unsigned)(a * 16777216.0f)); /* a / 2^-24 */
+    return (unsigned short)(sign | ((((u >> 23) & 0xffu) - 112u) << 10) | ((u >> 13) & 0x3ffu));
+}
+
+RT_HD float rt_fp16_value(unsigned short h)
+{
+    const unsigned sign = ((unsigned)h & 0x8000u) << 16, e = ((unsigned)h >> 10) & 0x1fu,
+                   m = (unsigned)h & 0x3ffu;
+    if (e == 0) return rt_bits_float(sign | rt_float_bits((float)m * 5.9604644775390625e-08f)); /* m 2^-24 */
+    if (e == 31) return rt_bits_float(sign | 0x7f800000u | (m << 13));
+    return rt_bits_float(sign | ((e + 112u) << 23) | (m << 13));
+}
+
 /* A permuted copy's source offset for output e (rt_tt.h's permute contract): sum_i idx_i(e) stride[i], idx(e)
  * the row-major index of e over dims dim[0 .. nd) */
 RT_HD unsigned long long rt_permute_source(unsigned long long e, int nd, const unsigned long long *dim,

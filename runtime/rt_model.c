@@ -222,7 +222,22 @@ int rt_model_init_comm(rt_model *m, const et_scenario *s, rt_backend *be, unsign
     if (alloc_scalars(m, err) || rt_acts_alloc(m, err) || bind_named_params(m, err)) return -1;
     if (rt_init_params(m, err)) return -1;
     if (rt_bind_ops(m, err)) return -1; /* also draws tensor-train cores at their own scale */
-    return rt_init_masks(m, err);
+    if (rt_init_masks(m, err)) return -1;
+    /* 16-bit products read the weights from a 16-bit copy rounded once a step, not at every call */
+    const rt_gemm_math math = rt_gemm_math_for(s->precision);
+    if (math == RT_GEMM_BF16 || math == RT_GEMM_FP16) {
+        if (!(m->params16 = be->alloc(be, m->n_params * 2)))
+            return et_error_set_code(err, ET_ERROR_MEMORY, NULL, 0, 0, NULL,
+                                     "out of %s memory for the parameters' 16-bit copy", be->name);
+        be->shadow16(be, m->params, m->params16, m->n_params);
+        rt_model_refresh16(m);
+    }
+    return 0;
+}
+
+void rt_model_refresh16(rt_model *m)
+{
+    if (m->params16) m->be->round16(m->be, m->params16, m->params, m->n_params);
 }
 
 void rt_model_free(rt_model *m)
@@ -237,7 +252,8 @@ void rt_model_free(rt_model *m)
         for (int c = 0; c < 3; c++)
             if (r->work[c]) be->free(be, r->work[c]);
     }
-    float *dev[] = {m->params, m->grads, m->m, m->v, m->mask, m->frozen, (float *)m->scalars};
+    if (m->params16) be->shadow16(be, NULL, NULL, 0);
+    float *dev[] = {m->params, m->grads, m->m, m->v, m->mask, m->frozen, (float *)m->scalars, m->params16};
     for (size_t k = 0; k < sizeof dev / sizeof dev[0]; k++)
         if (dev[k]) be->free(be, dev[k]);
     if (m->batch_ints) be->free(be, m->batch_ints);
@@ -412,7 +428,7 @@ void rt_model_get_state(const rt_model *m, float *params, float *m1, float *v, f
 void rt_model_set_state(rt_model *m, const float *params, const float *m1, const float *v)
 {
     const size_t bytes = m->n_params * sizeof(float);
-    if (params) m->be->upload(m->be, m->params, params, bytes);
+    if (params) m->be->upload(m->be, m->params, params, bytes), rt_model_refresh16(m);
     if (m1) m->be->upload(m->be, m->m, m1, bytes);
     if (v) m->be->upload(m->be, m->v, v, bytes);
 }

@@ -45,7 +45,10 @@ struct rt_model {
                         (RT_ALIGN_FLOATS), zeros between them that no gradient or update changes */
     size_t n_values; /* the model's parameters (the graph's), without that padding */
     float *params, *grads, *m, *v, *mask; /* device; mask NULL when dense */
-    size_t *param_offset;                 /* per graph parameter, in floats */
+    /* bf16 and fp16 products: the parameters in the products' 16-bit type (n_params of them, device), the
+     * backend's shadow of `params` (rt_backend.h's shadow16), rounded again after every change; else NULL */
+    void *params16;
+    size_t *param_offset; /* per graph parameter, in floats */
     /* LoRA: the model's own parameters, frozen (not in `graph`'s: its are the adapters), as the graph of
      * the same model without the method lists them; their values, and each one's offset in floats */
     et_graph frozen_graph;
@@ -140,6 +143,9 @@ void rt_model_bucket_norms(const rt_model *m, int k, double max_norm, double *be
 /* Dynamic loss scaling from `initial` (fp16 plans; 1 turns it off), as PyTorch's GradScaler: halve on a
  * non-finite gradient and skip the update, double after 2000 finite ones in a row. */
 void rt_model_set_loss_scale(rt_model *m, double initial);
+/* The parameters' 16-bit copy rounded from them again (bf16 and fp16 products; else nothing): after the
+ * update and whenever the parameters change. */
+void rt_model_refresh16(rt_model *m);
 /* Host copies of the training state (any pointer may be NULL): n_params floats each. */
 void rt_model_get_state(const rt_model *m, float *params, float *m1, float *v, float *grads);
 void rt_model_set_state(rt_model *m, const float *params, const float *m1, const float *v);

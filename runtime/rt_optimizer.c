@@ -69,6 +69,7 @@ void rt_model_update(rt_model *m, const et_hyper *h)
         const int op = et_graph_find(&m->graph, "optimizer.step");
         begin(m, op);
         be->adam_update(be, m->params, m->grads, m->m, m->v, m->mask, m->n_params, &a, m->gate);
+        rt_model_refresh16(m); /* the 16-bit copy the products read (the cost model's op writes it too) */
         end(m, op);
     } else {
         const int op_u = et_graph_find(&m->graph, "optimizer.update"),
@@ -85,6 +86,7 @@ void rt_model_update(rt_model *m, const et_hyper *h)
         end(m, op_t);
         begin(m, op_a);
         be->lamb_apply(be, m->params, m->grads, &m->chunks, sums, a.lr, m->gate); /* g holds u */
+        rt_model_refresh16(m);
         end(m, op_a);
     }
 }

@@ -194,6 +194,44 @@ static void test_linear(void)
     free(xd), free(Wd), free(bd), free(dyd), free(dxd), free(dWd), free(dbd), free(yd);
 }
 
+/* The parameters' 16-bit shadow (bf16 and fp16 products): a weight inside the shadowed buffer is read from
+ * its 16-bit copy: the same products as rounding it at the call; a weight changed without a refresh still
+ * reads the old copy (the shadow is what is used), and after one the new. */
+static void test_shadow16(void)
+{
+    const int T = 37, n_in = 48, n_out = 40;
+    const size_t nw = (size_t)n_out * n_in, pad = 8, np = nw + 2 * pad;
+    float *x = randf((size_t)T * n_in, 1), *w = randf(nw, 0.3), *dy = randf((size_t)T * n_out, 1);
+    float *P = devf(NULL, np), *X = devf(x, (size_t)T * n_in), *DY = devf(dy, (size_t)T * n_out);
+    float *Y = devf(NULL, (size_t)T * n_out), *DX = devf(NULL, (size_t)T * n_in);
+    void *P16 = be->alloc(be, np * 2);
+    float *y0 = malloc((size_t)T * n_out * sizeof *y0), *dx0 = malloc((size_t)T * n_in * sizeof *dx0);
+    be->upload(be, P + pad, w, nw * sizeof *w);
+    be->linear_fwd(be, X, P + pad, NULL, Y, T, n_in, n_out); /* rounded at the call */
+    be->linear_bwd(be, X, P + pad, DY, DX, NULL, NULL, T, n_in, n_out);
+    be->download(be, y0, Y, (size_t)T * n_out * sizeof *y0);
+    be->download(be, dx0, DX, (size_t)T * n_in * sizeof *dx0);
+    double *yd = to_d(y0, (size_t)T * n_out), *dxd = to_d(dx0, (size_t)T * n_in);
+    be->round16(be, P16, P, np);
+    be->shadow16(be, P, P16, np);
+    be->fill(be, DX, 0, (size_t)T * n_in);
+    be->linear_fwd(be, X, P + pad, NULL, Y, T, n_in, n_out);
+    be->linear_bwd(be, X, P + pad, DY, DX, NULL, NULL, T, n_in, n_out);
+    check("shadow16", "forward from the copy", Y, yd, (size_t)T * n_out, 1e-5);
+    check("shadow16", "backward dx from the copy", DX, dxd, (size_t)T * n_in, 1e-5);
+    be->scale(be, P + pad, 2.0f, nw); /* not refreshed: the copy still holds w */
+    be->linear_fwd(be, X, P + pad, NULL, Y, T, n_in, n_out);
+    check("shadow16", "a stale copy is what is read", Y, yd, (size_t)T * n_out, 1e-5);
+    be->round16(be, P16, P, np);
+    be->linear_fwd(be, X, P + pad, NULL, Y, T, n_in, n_out);
+    for (size_t i = 0; i < (size_t)T * n_out; i++)
+        yd[i] *= 2; /* 2 w rounds to twice w's rounding */
+    check("shadow16", "refreshed: 2 w", Y, yd, (size_t)T * n_out, 1e-5);
+    be->shadow16(be, NULL, NULL, 0);
+    be->free(be, P), be->free(be, X), be->free(be, DY), be->free(be, Y), be->free(be, DX), be->free(be, P16);
+    free(x), free(w), free(dy), free(y0), free(dx0), free(yd), free(dxd);
+}
+
 static void test_norms(void)
 {
     const int T = 19, n = 72;
@@ -842,6 +880,8 @@ static void run_backend(const char *name, int math)
                 printf("skip %-10s %s: not supported by this backend (etrun refuses plans that need it)\n",
                        label, rt_kernel_family_names[f]);
         if (be->supports(be, RT_FAMILY_LINEAR)) test_linear();
+        if (be->supports(be, RT_FAMILY_LINEAR) && (mth == RT_GEMM_BF16 || mth == RT_GEMM_FP16))
+            test_shadow16();
         test_norms();
         test_pointwise();
         if (be->supports(be, RT_FAMILY_ATTENTION)) attention_cases(test_attention);

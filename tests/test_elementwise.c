@@ -122,6 +122,38 @@ int main(void)
             printf("FAIL rounding %.9g: bf16 %.9g tf32 %.9g\n", x, b, t);
         }
     }
+    /* 16-bit storage (the parameters' shadow): known bit patterns, and over the sweep every value read back
+     * equal to its rounding (rt_round_bf16, rt_round_fp16) */
+    static const struct {
+        float x;
+        unsigned short bf16, fp16;
+    } bits[] = {{1.0f, 0x3f80, 0x3c00}, {-2.0f, 0xc000, 0xc000},    {65504.0f, 0x4780, 0x7bff},
+                {1e6f, 0x4974, 0x7c00}, {0x1p-24f, 0x3380, 0x0001}, {0x1p-14f, 0x3880, 0x0400},
+                {0.0f, 0x0000, 0x0000}, {-0.0f, 0x8000, 0x8000},    {INFINITY, 0x7f80, 0x7c00}};
+    for (size_t i = 0; i < sizeof bits / sizeof bits[0]; i++) {
+        checks++;
+        if (rt_bf16_bits(bits[i].x) != bits[i].bf16 || rt_fp16_bits(bits[i].x) != bits[i].fp16) {
+            failures++;
+            printf("FAIL 16-bit storage of %g: bf16 0x%04x fp16 0x%04x, expected 0x%04x 0x%04x\n", bits[i].x,
+                   rt_bf16_bits(bits[i].x), rt_fp16_bits(bits[i].x), bits[i].bf16, bits[i].fp16);
+        }
+    }
+    checks++;
+    if (rt_bf16_value(rt_bf16_bits(NAN)) == rt_bf16_value(rt_bf16_bits(NAN)) ||
+        rt_fp16_value(rt_fp16_bits(NAN)) == rt_fp16_value(rt_fp16_bits(NAN))) {
+        failures++;
+        printf("FAIL 16-bit storage: a NaN read back as a number\n");
+    }
+    for (int i = 0; i < 100000; i++) {
+        const float x = (float)(sin(i * 0.7713) * pow(2, (i % 60) - 30));
+        checks++;
+        if (rt_bf16_value(rt_bf16_bits(x)) != rt_round_bf16(x) ||
+            rt_fp16_value(rt_fp16_bits(x)) != rt_round_fp16(x)) {
+            failures++;
+            printf("FAIL 16-bit storage of %.9g: bf16 %.9g fp16 %.9g read back\n", x,
+                   rt_bf16_value(rt_bf16_bits(x)), rt_fp16_value(rt_fp16_bits(x)));
+        }
+    }
     /* the device's permuted-copy offsets (tensor-train layers) against the host's loop (rt_tt_host_ops):
      * transpositions of a [2][3][4][5] tensor, copied and added */
     static const int perms[][4] = {{0, 1, 2, 3}, {3, 2, 1, 0}, {1, 0, 3, 2}, {2, 3, 0, 1},

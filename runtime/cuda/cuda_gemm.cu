@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "cuda_internal.h"
+#include "rt_elementwise.h"
 
 /* ---- bf16 and fp16 inputs: fp32 values rounded into scratch ---- */
 
@@ -51,6 +52,37 @@ static const void *cast16(cu_ctx *c, int slot, const float *src, size_t n)
     return c->cast[slot];
 }
 
+/* ---- the parameters' 16-bit shadow: rounded once after each update, read by every product ---- */
+
+__global__ void round16_kernel(unsigned short *dst, const float *src, size_t n, int fp16)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+        dst[i] = fp16 ? rt_fp16_bits(src[i]) : rt_bf16_bits(src[i]);
+}
+
+static void cu_round16(rt_backend *be, void *base16, const float *base, size_t n)
+{
+    cu_ctx *c = cu_of(be);
+    if (c->failure[0] || !n) return;
+    round16_kernel<<<cu_blocks(n, 256), 256, 0, c->compute>>>((unsigned short *)base16, base, n,
+                                                              c->math == RT_GEMM_FP16);
+    CU_CHECK_LAUNCH(c, "round16_kernel");
+}
+
+static void cu_shadow16(rt_backend *be, const float *base, const void *base16, size_t n)
+{
+    cu_ctx *c = cu_of(be);
+    c->shadow_base = base, c->shadow16 = (const unsigned short *)base16, c->shadow_n = base ? n : 0;
+}
+
+/* src's 16-bit values: from the parameters' shadow where src is a weight there, else rounded into scratch */
+static const void *input16(cu_ctx *c, int slot, const float *src, size_t n)
+{
+    if (c->shadow_base && src >= c->shadow_base && src + n <= c->shadow_base + c->shadow_n)
+        return c->shadow16 + (src - c->shadow_base);
+    return cast16(c, slot, src, n);
+}
+
 /* A linear layer's product on contiguous operands (a_count, b_count values), in the backend's arithmetic;
  * b_ready: scratch slot 1 already holds B's 16-bit copy (the backward's dy, rounded once for two products).
  */
@@ -59,7 +91,7 @@ static void linear_gemm(cu_ctx *c, bool ta, bool tb, int m, int n, int k, const 
                         float *C, int ldc, const float *bias)
 {
     if (c->math == RT_GEMM_BF16 || c->math == RT_GEMM_FP16) {
-        const void *a16 = cast16(c, 0, A, a_count), *b16 = b_ready ? c->cast[1] : cast16(c, 1, B, b_count);
+        const void *a16 = input16(c, 0, A, a_count), *b16 = b_ready ? c->cast[1] : input16(c, 1, B, b_count);
         if (!a16 || !b16) return;
         cu_lt_gemm(c, CUBLAS_COMPUTE_32F, c->math == RT_GEMM_BF16 ? CUDA_R_16BF : CUDA_R_16F, ta, tb, m, n, k,
                    1.0f, a16, lda, 0, b16, ldb, 0, beta, C, ldc, 0, 1, bias);
@@ -102,6 +134,8 @@ static void cu_bias_grad(rt_backend *be, float *db, const float *dy, int ld, int
 
 void cu_table_gemm(rt_backend *be)
 {
+    be->round16 = cu_round16;
+    be->shadow16 = cu_shadow16;
     be->linear_fwd = cu_linear_fwd;
     be->linear_bwd = cu_linear_bwd;
     be->bias_grad = cu_bias_grad;

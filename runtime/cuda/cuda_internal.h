@@ -39,6 +39,9 @@ typedef struct cu_ctx {
     rt_gemm_math math;
     void *cast[2]; /* 16-bit copies of a product's two inputs (bf16 and fp16 modes) */
     size_t cast_bytes[2];
+    const float *shadow_base; /* the parameters' 16-bit shadow (shadow16): weights read from it, not cast */
+    const unsigned short *shadow16;
+    size_t shadow_n;
     /* op timers: a pool of event pairs, one taken per bracket, read at collect */
     int n_ops, *open; /* per op: the pair its open bracket took, -1 when none */
     cu_timer_pair *pairs;
