@@ -205,7 +205,7 @@ int rt_model_init_comm(rt_model *m, const et_scenario *s, rt_backend *be, unsign
     /* every parameter is held dense (sparse ones with a mask) */
     m->param_offset = malloc((size_t)m->graph.n_params * sizeof *m->param_offset);
     if (!m->param_offset) return et_error_set_code(err, ET_ERROR_MEMORY, NULL, 0, 0, NULL, "out of memory");
-    for (int i = 0; i < m->graph.n_params; i++) { /* each tensor's slice 16-byte aligned */
+    for (int i = 0; i < m->graph.n_params; i++) { /* each tensor's slice 32-byte aligned */
         m->param_offset[i] = m->n_params;
         m->n_params += rt_aligned_floats((size_t)m->graph.params[i].dense);
         m->n_values += (size_t)m->graph.params[i].dense;

@@ -41,7 +41,7 @@ struct rt_model {
     et_bucket *buckets;
     int n_buckets;
     rt_op *ops;      /* one per graph op */
-    size_t n_params; /* floats of the flat buffers: each tensor's slice starts 16-byte aligned
+    size_t n_params; /* floats of the flat buffers: each tensor's slice starts 32-byte aligned
                         (RT_ALIGN_FLOATS), zeros between them that no gradient or update changes */
     size_t n_values; /* the model's parameters (the graph's), without that padding */
     float *params, *grads, *m, *v, *mask; /* device; mask NULL when dense */
@@ -101,9 +101,9 @@ int rt_model_init_comm(rt_model *m, const et_scenario *s, rt_backend *be, unsign
                        rt_comm *comm, et_error *err);
 void rt_model_free(rt_model *m);
 
-/* Tensors in the flat buffers start at multiples of 4 floats (16 bytes): what vector loads and cuBLASLt's
- * fastest kernels need of a weight handed to them in place. */
-#define RT_ALIGN_FLOATS 4
+/* Tensors in the flat buffers start at multiples of 8 floats (32 bytes; 16 in the 16-bit copy): what vector
+ * loads and cuBLASLt's fastest kernels need of a weight handed to them in place. */
+#define RT_ALIGN_FLOATS 8
 static inline size_t rt_aligned_floats(size_t n)
 {
     return (n + RT_ALIGN_FLOATS - 1) / RT_ALIGN_FLOATS * RT_ALIGN_FLOATS;

@@ -504,7 +504,7 @@ static void check_host_waits(void)
     }
 }
 
-/* Every tensor's slice of the flat buffers starts 16-byte aligned (a vocabulary of 97 makes the word
+/* Every tensor's slice of the flat buffers starts 32-byte aligned (a vocabulary of 97 makes the word
  * embeddings and the head's bias odd sizes): the model's parameter count is the graph's, and the padding
  * between slices stays zero through training, with AdamW and with LAMB (its chunks cover the padding). */
 static void check_alignment(void)
@@ -519,7 +519,7 @@ static void check_alignment(void)
         int aligned = 1, odd = 0;
         for (int i = 0; i < m->graph.n_params; i++)
             aligned &= m->param_offset[i] % RT_ALIGN_FLOATS == 0,
-                odd += (long long)m->graph.params[i].dense % 4 != 0;
+                odd += (long long)m->graph.params[i].dense % RT_ALIGN_FLOATS != 0;
         for (int step = 0; step < 3; step++)
             stepper_step(&st, step, false);
         float *w = malloc(m->n_params * sizeof *w), *g = malloc(m->n_params * sizeof *g);
@@ -532,7 +532,7 @@ static void check_alignment(void)
         }
         CHECK(aligned && odd > 0 && pads > 0 && zero && m->graph.param_count == (double)m->n_values &&
                   m->n_params >= m->n_values && isfinite(m->loss_sum),
-              "%s: %d odd-sized tensors, every slice 16-byte aligned, %d padding values still zero after 3 "
+              "%s: %d odd-sized tensors, every slice 32-byte aligned, %d padding values still zero after 3 "
               "steps, %zu parameters in %zu floats",
               lamb ? "LAMB" : "AdamW", odd, pads, m->n_values, m->n_params);
         free(w), free(g);
