@@ -56,7 +56,7 @@ static void layout(rt_acts *a, cursor *c, size_t T, size_t P)
             }
             /* device ints in float-sized slots (both 4 bytes; only ever read as ints) */
             l->idx = (int *)take(c, T * k), l->order = (int *)take(c, R), l->pos = (int *)take(c, T * k);
-            l->loc_from = (int *)take(c, RL);
+            l->loc_from = (int *)take(c, RL), l->counts_dev = (int *)take(c, E);
         }
         for (int t = 0; t < ET_LORA_TARGETS; t++)
             l->lora_u[t] = a->lora_r && (a->lora_targets >> t & 1u) ? take(c, T * (size_t)a->lora_r) : NULL;

@@ -64,7 +64,7 @@ typedef enum {
     RT_FAMILY_RMSNORM,       /* rmsnorm_fwd, rmsnorm_bwd */
     RT_FAMILY_ROPE,          /* rope */
     RT_FAMILY_SWIGLU,        /* swiglu_fwd, swiglu_bwd */
-    RT_FAMILY_MOE,           /* moe_route_fwd/bwd, moe_combine_fwd/bwd */
+    RT_FAMILY_MOE,           /* moe_route_fwd/bwd, moe_group, moe_combine_fwd/bwd */
     RT_FAMILY_FLASH,         /* attn_flash_fwd, attn_flash_bwd: fused attention, no probabilities kept */
     RT_FAMILY_COUNT
 } rt_kernel_family;
@@ -205,6 +205,9 @@ struct rt_backend {
     void (*moe_route_fwd)(rt_backend *be, const float *logits, int *idx, float *w, int T, int E, int k);
     void (*moe_route_bwd)(rt_backend *be, const int *idx, const float *w, const float *dw, float *dlogits,
                           int T, int E, int k);
+    /* the routed rows in expert order on the device (rt_kernels.h's rt_moe_group: idx[R], order[R], pos[R],
+     * counts[E], all device ints) */
+    void (*moe_group)(rt_backend *be, const int *idx, int R, int E, int k, int *order, int *pos, int *counts);
     void (*moe_combine_fwd)(rt_backend *be, const float *Y, const int *pos, const float *w, float *out, int T,
                             int k, int H);
     void (*moe_combine_bwd)(rt_backend *be, const float *Y, const int *pos, const float *w, const float *dout,

@@ -283,6 +283,13 @@ static void cpu_swiglu_bwd(rt_backend *be, const float *u, const float *dy, floa
     rt_swiglu_bwd_f(u, dy, du, T, F);
 }
 
+static void cpu_moe_group(rt_backend *be, const int *idx, int R, int E, int k, int *order, int *pos,
+                          int *counts)
+{
+    (void)be;
+    rt_moe_group(idx, R, E, k, order, pos, counts);
+}
+
 static void cpu_moe_route_fwd(rt_backend *be, const float *logits, int *idx, float *w, int T, int E, int k)
 {
     (void)be;
@@ -788,6 +795,7 @@ rt_backend *rt_backend_cpu_create(et_error *err)
         .swiglu_fwd = cpu_swiglu_fwd,
         .swiglu_bwd = cpu_swiglu_bwd,
         .moe_route_fwd = cpu_moe_route_fwd,
+        .moe_group = cpu_moe_group,
         .moe_route_bwd = cpu_moe_route_bwd,
         .moe_combine_fwd = cpu_moe_combine_fwd,
         .moe_combine_bwd = cpu_moe_combine_bwd,

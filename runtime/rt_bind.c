@@ -40,7 +40,7 @@ static const binding layer_ops[] = {
     {"moe.shared.fc1.bwd_data", rt_ex_moe_shared_fc1_bwd_data, "weight", NULL, F(LINEAR)},
     {"moe.shared.fc1.bwd_weight", rt_ex_moe_shared_fc1_bwd_weight, "weight", "bias", F(LINEAR)},
     {"moe.route", rt_ex_moe_route, NULL, NULL, F(MOE)},
-    {"moe.permute", rt_ex_moe_permute, NULL, NULL, F(GLUE)},
+    {"moe.permute", rt_ex_moe_permute, NULL, NULL, F(MOE) | F(GLUE)},
     {"moe.experts.fc1", rt_ex_moe_fc1, "weight", "bias", F(LINEAR)},
     {"moe.experts.swiglu", rt_ex_moe_act, NULL, NULL, F(SWIGLU)},
     {"moe.experts.gelu", rt_ex_moe_act, NULL, NULL, F(GELU)},

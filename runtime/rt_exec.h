@@ -31,6 +31,7 @@ typedef struct rt_layer_acts {
     float *su, *sg, *sy; /* shared experts (NULL without): fc1's output [T, Fs1], the activation [T, Fs], the
                             output [T, H] the combine adds to the routed one */
     int *idx, *order, *pos, *counts, *loc_from, *counts_local, *sent, *received, *received_by;
+    int *counts_dev; /* the routing's counts [E] on the device (moe_group), read back into counts */
     int rows_local;
     float *lora_u[ET_LORA_TARGETS]; /* LoRA: each target's (alpha / r) x A^T [T, r] (NULL: not a target) */
     /* latent attention (NULL otherwise): the query latent cq = x Wq_down^T [T, Lq] and its norm cqn, the
@@ -78,17 +79,17 @@ struct rt_acts {
     bool qk_norm;            /* each head's query and key RMS-normed (model.qk_norm) */
     float *qk_tmp, *qk_tmp2; /* its scratch, [T, A D] each (A >= KV) */
     bool decoder;
-    bool rms, swiglu;      /* RMSNorm instead of layer norm; SwiGLU instead of GELU */
-    double rope_base;      /* rotary positions' base, 0 without them */
-    int E, k, Fe, Fe1;     /* mixture of experts: experts, top-k, expert width, its fc1 outputs (0: dense) */
-    int Fs, Fs1;           /* shared experts' width (shared_experts x Fe; 0: none) and their fc1 outputs */
-    float *d_sg, *d_su;    /* their backward's activation gradients [T, Fs] and [T, Fs1] */
-    int *host_idx;         /* host scratch of the routing: 3 T_cap k + E + 1 ints (rt_exec_moe.c) */
-    bool *moe_layer;       /* [L]: the layer's MLP is a mixture of experts */
-    size_t probs_cap;      /* attention probabilities: A * local * seq_len^2 (0 with fused attention) */
-    bool flash;            /* fused attention (parallelism.attention "flash"): lse kept, no probabilities */
-    float *d_lse;          /* its backward's scratch: each row's delta = dctx . ctx [T A] */
-    rt_layer_acts *layers; /* L of them */
+    bool rms, swiglu;   /* RMSNorm instead of layer norm; SwiGLU instead of GELU */
+    double rope_base;   /* rotary positions' base, 0 without them */
+    int E, k, Fe, Fe1;  /* mixture of experts: experts, top-k, expert width, its fc1 outputs (0: dense) */
+    int Fs, Fs1;        /* shared experts' width (shared_experts x Fe; 0: none) and their fc1 outputs */
+    float *d_sg, *d_su; /* their backward's activation gradients [T, Fs] and [T, Fs1] */
+    int *host_idx;      /* host scratch of the experts' dispatch: 3 T_cap k x + E + 1 ints (rt_exec_moe.c) */
+    bool *moe_layer;    /* [L]: the layer's MLP is a mixture of experts */
+    size_t probs_cap;   /* attention probabilities: A * local * seq_len^2 (0 with fused attention) */
+    bool flash;         /* fused attention (parallelism.attention "flash"): lse kept, no probabilities */
+    float *d_lse;       /* its backward's scratch: each row's delta = dctx . ctx [T A] */
+    rt_layer_acts *layers;                        /* L of them */
     float *emb, *x0, *emb_mean, *emb_rstd;        /* embeddings output and (encoder) its layer norm */
     float *hs, *t1, *t2, *t3, *t3_mean, *t3_rstd; /* masked-LM head, P_cap rows */
     float *fin, *fin_mean, *fin_rstd;             /* causal head: final layer norm */

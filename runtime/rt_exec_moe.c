@@ -30,31 +30,17 @@ RT_EXEC(rt_ex_moe_route)
     m->be->moe_route_fwd(m->be, l->logits, l->idx, l->w, b->T, a->E, a->k);
 }
 
-/* Rows in expert order: a counting sort of the choices on the host (the routing is data: its counts
- * decide every expert's product shape), then the rows gathered on the device. */
+/* Rows in expert order: a stable counting sort of the choices on the device (moe_group), whose counts, the
+ * shapes of every expert's products, are read back (the step's one read a MoE layer and micro-batch), then
+ * the rows gathered on the device. */
 RT_EXEC(rt_ex_moe_permute)
 {
     rt_acts *a = m->acts;
     rt_backend *be = m->be;
     rt_layer_acts *l = &a->layers[op->layer];
     const int R = b->T * a->k, E = a->E;
-    /* the host scratch: idx | order | pos (R each), then E + 1 expert starts */
-    int *idx = a->host_idx, *order = idx + R, *pos = order + R, *start = pos + R;
-    be->download(be, idx, l->idx, (size_t)R * sizeof(int));
-    memset(l->counts, 0, (size_t)E * sizeof(int));
-    for (int r = 0; r < R; r++)
-        l->counts[idx[r]]++;
-    start[0] = 0;
-    for (int e = 0; e < E; e++)
-        start[e + 1] = start[e] + l->counts[e];
-    /* order[row] = the row's token, pos[choice] = the choice's row */
-    for (int r = 0; r < R; r++) {
-        int row = start[idx[r]]++;
-        order[row] = r / a->k;
-        pos[r] = row;
-    }
-    be->upload(be, l->order, order, (size_t)R * sizeof(int));
-    be->upload(be, l->pos, pos, (size_t)R * sizeof(int));
+    be->moe_group(be, l->idx, R, E, a->k, l->order, l->pos, l->counts_dev);
+    be->download(be, l->counts, l->counts_dev, (size_t)E * sizeof(int));
     be->gather_rows(be, l->xm, mlp_input(a, l), l->order, R, a->H);
     if (a->ep == 1) { /* every expert here: the local rows are these */
         memcpy(l->counts_local, l->counts, (size_t)E * sizeof(int));

@@ -99,4 +99,9 @@
 RT_DECLARE(float, _f)
 RT_DECLARE(double, _d)
 
+/* The routed rows in expert order (a stable counting sort of the R = T k choices idx[R] over E experts):
+ * counts[e] the rows of expert e, order[row] the token of each row (choice r's token r / k), pos[r] the row
+ * of choice r; rows of one expert in the order of their choices. (rt_kernels_fast.c) */
+void rt_moe_group(const int *idx, int R, int E, int k, int *order, int *pos, int *counts);
+
 #endif

@@ -302,3 +302,24 @@ double rt_cross_entropy_f(const float *logits, const int *targets, float *dlogit
     }
     return loss;
 }
+
+void rt_moe_group(const int *idx, int R, int E, int k, int *order, int *pos, int *counts)
+{
+    memset(counts, 0, (size_t)E * sizeof *counts);
+    for (int r = 0; r < R; r++)
+        counts[idx[r]]++;
+    /* counts become each expert's first row, then its next free row as the rows are placed */
+    for (int e = 0, start = 0; e < E; e++) {
+        const int n = counts[e];
+        counts[e] = start;
+        start += n;
+    }
+    for (int r = 0; r < R; r++) {
+        const int row = counts[idx[r]]++;
+        order[row] = r / k;
+        pos[r] = row;
+    }
+    /* each expert's next free row is now the next one's first: their differences are the counts again */
+    for (int e = E - 1; e > 0; e--)
+        counts[e] -= counts[e - 1];
+}

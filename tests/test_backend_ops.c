@@ -733,6 +733,30 @@ static void test_moe(void)
     checks++, failures += !same;
     printf("%-4s %-10s %-15s %-26s %s\n", same ? "ok" : "FAIL", label, "experts", "route choices", "exact");
     check("experts", "route weights", Wt, wref, (size_t)T * k, tol_plain);
+    { /* the rows in expert order on the device, against the host's counting sort */
+        int order[31 * 2], pos_got[31 * 2], counts[8], order_ref[31 * 2], pos_ref[31 * 2], counts_ref[8];
+        int *O_ = devi(NULL, (size_t)T * k), *P_ = devi(NULL, (size_t)T * k), *C_ = devi(NULL, (size_t)E);
+        be->moe_group(be, I, T * k, E, k, O_, P_, C_);
+        int start[9] = {0}; /* the reference: each expert's rows from its start, choice by choice */
+        memset(counts_ref, 0, sizeof counts_ref);
+        for (int r = 0; r < T * k; r++)
+            counts_ref[idx_ref[r]]++;
+        for (int e = 0; e < E; e++)
+            start[e + 1] = start[e] + counts_ref[e];
+        for (int r = 0; r < T * k; r++) {
+            const int row = start[idx_ref[r]]++;
+            order_ref[row] = r / k, pos_ref[r] = row;
+        }
+        be->download(be, order, O_, sizeof order), be->download(be, pos_got, P_, sizeof pos_got);
+        be->download(be, counts, C_, sizeof counts);
+        const int grouped = memcmp(order, order_ref, sizeof order) == 0 &&
+                            memcmp(pos_got, pos_ref, sizeof pos_got) == 0 &&
+                            memcmp(counts, counts_ref, sizeof counts) == 0;
+        checks++, failures += !grouped;
+        printf("%-4s %-10s %-15s %-26s %s\n", grouped ? "ok" : "FAIL", label, "experts",
+               "rows in expert order", "exact");
+        be->free(be, O_), be->free(be, P_), be->free(be, C_);
+    }
     be->moe_route_bwd(be, I, Wt, DW, DL, T, E, k);
     rt_moe_route_bwd_d(idx_ref, wref, dwd, dlref, T, E, k);
     check("experts", "route backward", DL, dlref, (size_t)T * E, tol_plain);

@@ -344,7 +344,7 @@ static void cu_destroy(rt_backend *be)
         cu_gemm_free_plans(c);
         if (c->lt) cublasLtDestroy(c->lt);
         if (c->blas) cublasDestroy(c->blas);
-        cudaFree((void *)c->ptrs);
+        cudaFree((void *)c->ptrs), cudaFree(c->moe_starts);
         cudaFree(c->workspace), cudaFree(c->cast[0]), cudaFree(c->cast[1]);
         if (c->compute) cudaStreamDestroy(c->compute);
         if (c->comm) cudaStreamDestroy(c->comm);

@@ -379,6 +379,70 @@ __global__ void moe_combine_bwd_dw_kernel(const float *Y, const int *pos, const 
     if (lane == 0) dw[tj] = s;
 }
 
+/* The routed rows in expert order (rt_moe_group), in three launches: the counts (atomics), each expert's
+ * first row (one thread: E is small), then a block an expert ranks its choices in choice order (a warp's
+ * ballot, then the warps' totals) and places them: the host's stable counting sort, without the host. */
+__global__ void moe_count_kernel(const int *idx, int R, int *counts)
+{
+    for (int r = blockIdx.x * blockDim.x + threadIdx.x; r < R; r += gridDim.x * blockDim.x)
+        atomicAdd(&counts[idx[r]], 1);
+}
+
+__global__ void moe_starts_kernel(const int *counts, int E, int *starts)
+{
+    if (blockIdx.x || threadIdx.x) return;
+    int s = 0;
+    for (int e = 0; e < E; e++)
+        starts[e] = s, s += counts[e];
+}
+
+#define MOE_PLACE_THREADS 256
+__global__ void moe_place_kernel(const int *idx, int R, int k, const int *starts, int *order, int *pos)
+{
+    __shared__ int warp_total[MOE_PLACE_THREADS / 32];
+    const int e = blockIdx.x, lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    int base = starts[e];
+    for (int r0 = 0; r0 < R; r0 += MOE_PLACE_THREADS) {
+        const int r = r0 + threadIdx.x, mine = r < R && idx[r] == e;
+        const unsigned ballot = __ballot_sync(0xffffffffu, mine);
+        if (lane == 0) warp_total[warp] = __popc(ballot);
+        __syncthreads();
+        int before = __popc(ballot & ((1u << lane) - 1u)), total = 0;
+        for (int w = 0; w < MOE_PLACE_THREADS / 32; w++) {
+            if (w < warp) before += warp_total[w];
+            total += warp_total[w];
+        }
+        if (mine) {
+            order[base + before] = r / k;
+            pos[r] = base + before;
+        }
+        base += total;
+        __syncthreads(); /* warp_total is rewritten by the next chunk */
+    }
+}
+
+static void cu_moe_group(rt_backend *be, const int *idx, int R, int E, int k, int *order, int *pos,
+                         int *counts)
+{
+    cu_ctx *c = cu_of(be);
+    if (c->failure[0] || R < 1 || E < 1) return;
+    if (c->moe_starts_cap < E) {
+        CU_CHECK(c, cudaFree(c->moe_starts), "freeing the experts' first rows");
+        c->moe_starts = NULL, c->moe_starts_cap = 0;
+        CU_CHECK(c, cudaMalloc((void **)&c->moe_starts, (size_t)E * sizeof(int)), "the experts' first rows");
+        if (c->failure[0]) return;
+        c->moe_starts_cap = E;
+    }
+    CU_CHECK(c, cudaMemsetAsync(counts, 0, (size_t)E * sizeof(int), c->compute),
+             "zeroing the experts' counts");
+    LAUNCH(c, moe_count_kernel, (size_t)R, idx, R, counts);
+    if (c->failure[0]) return;
+    moe_starts_kernel<<<1, 1, 0, c->compute>>>(counts, E, c->moe_starts);
+    CU_CHECK_LAUNCH(c, "moe_starts_kernel");
+    moe_place_kernel<<<E, MOE_PLACE_THREADS, 0, c->compute>>>(idx, R, k, c->moe_starts, order, pos);
+    CU_CHECK_LAUNCH(c, "moe_place_kernel");
+}
+
 static void cu_moe_route_fwd(rt_backend *be, const float *logits, int *idx, float *w, int T, int E, int k)
 {
     LAUNCH(cu_of(be), moe_route_fwd_kernel, (size_t)T, logits, idx, w, T, E, k);
@@ -427,6 +491,7 @@ void cu_table_elementwise(rt_backend *be)
     be->clip_gate = cu_clip_gate;
     be->add_bias = cu_add_bias;
     be->moe_route_fwd = cu_moe_route_fwd;
+    be->moe_group = cu_moe_group;
     be->moe_route_bwd = cu_moe_route_bwd;
     be->moe_combine_fwd = cu_moe_combine_fwd;
     be->moe_combine_bwd = cu_moe_combine_bwd;

@@ -39,6 +39,8 @@ typedef struct cu_ctx {
     rt_gemm_math math;
     void *cast[2]; /* 16-bit copies of a product's two inputs (bf16 and fp16 modes) */
     size_t cast_bytes[2];
+    int *moe_starts; /* the experts' first rows (moe_group), moe_starts_cap of them */
+    int moe_starts_cap;
     const float *shadow_base; /* the parameters' 16-bit shadow (shadow16): weights read from it, not cast */
     const unsigned short *shadow16;
     size_t shadow_n;
