@@ -5,12 +5,16 @@
  * and heads that read it (no atomics but the sinks'). Every sequence of the micro-batch and every head in
  * one launch; a thread finds its sequence by a binary search of the offsets on the device.
  *
- * fp32 on the CUDA cores, the same arithmetic as the CPU backend's rows: correct first, not yet fast (a
- * tiled kernel on the tensor cores is what would be; docs/runtime.md). */
+ * fp32 on the CUDA cores, the same arithmetic as the CPU backend's rows, each thread's sums in its own memory
+ * (heads up to 256 wide): correct first, not yet fast (a tiled kernel on the tensor cores is what would be;
+ * docs/runtime.md). */
 #include "cuda_internal.h"
 #include "rt_flash.h"
 
 #define FLASH_THREADS 128
+/* the widest head these kernels accumulate in a thread's own memory (local arrays, cached in L1, not a
+ * write-through global row a key); wider heads are refused by name */
+#define FLASH_MAX_D 256
 
 /* the sequence holding row t: the last s with offsets[s] <= t */
 __device__ static int flash_seq_of(const int *offsets, int B, int t)
@@ -37,10 +41,14 @@ __global__ void flash_fwd_kernel(const float *qkv, const float *sinks, float *ct
     int j0, j1;
     rt_flash_keys(&sh, causal, t - o, l, &j0, &j1);
     const float *row0 = qkv + (long long)o * ld;
-    lse[(long long)t * sh.A + h] = rt_flash_fwd_row(
-        qkv + (long long)t * ld + h * sh.Dqk, row0 + rt_attn_k_offset(&sh) + g * sh.Dqk,
-        row0 + rt_attn_v_offset(&sh) + g * sh.Dv, ld, j0, j1, sh.Dqk, sh.Dv, scale, sinks != NULL,
-        sinks ? sinks[h] : 0.0f, ctx + (long long)t * rt_attn_ctx_width(&sh) + h * sh.Dv);
+    float out[FLASH_MAX_D];
+    lse[(long long)t * sh.A + h] =
+        rt_flash_fwd_row(qkv + (long long)t * ld + h * sh.Dqk, row0 + rt_attn_k_offset(&sh) + g * sh.Dqk,
+                         row0 + rt_attn_v_offset(&sh) + g * sh.Dv, ld, j0, j1, sh.Dqk, sh.Dv, scale,
+                         sinks != NULL, sinks ? sinks[h] : 0.0f, out);
+    float *c = ctx + (long long)t * rt_attn_ctx_width(&sh) + h * sh.Dv;
+    for (int d = 0; d < sh.Dv; d++)
+        c[d] = out[d];
 }
 
 /* thread (t, h): delta, the query's gradient (written over), the sink's share */
@@ -55,7 +63,7 @@ __global__ void flash_dq_kernel(const float *qkv, const float *sinks, const floa
     const long long c = (long long)t * rt_attn_ctx_width(&sh) + h * sh.Dv, r = (long long)t * sh.A + h;
     const float dl = rt_flash_dot(dctx + c, ctx + c, sh.Dv);
     delta[r] = dl;
-    float *dq = dqkv + (long long)t * ld + h * sh.Dqk;
+    float dq[FLASH_MAX_D];
     for (int d = 0; d < sh.Dqk; d++)
         dq[d] = 0;
     int j0, j1;
@@ -64,6 +72,9 @@ __global__ void flash_dq_kernel(const float *qkv, const float *sinks, const floa
     rt_flash_dq_row(qkv + (long long)t * ld + h * sh.Dqk, row0 + rt_attn_k_offset(&sh) + g * sh.Dqk,
                     row0 + rt_attn_v_offset(&sh) + g * sh.Dv, ld, j0, j1, sh.Dqk, sh.Dv, scale, lse[r], dl,
                     dctx + c, dq);
+    float *out = dqkv + (long long)t * ld + h * sh.Dqk;
+    for (int d = 0; d < sh.Dqk; d++)
+        out[d] = dq[d];
     if (sinks && dsinks) atomicAdd(&dsinks[h], rt_flash_dsink(sinks[h], lse[r], dl));
 }
 
@@ -78,7 +89,7 @@ __global__ void flash_dkv_kernel(const float *qkv, const float *lse, const float
     const int t = (int)(idx % T), g = (int)(idx / T), group = sh.A / sh.KV;
     const int s = flash_seq_of(offsets, B, t), o = offsets[s], l = offsets[s + 1] - o, ld = rt_attn_ld(&sh);
     const int lc = rt_attn_ctx_width(&sh), ko = rt_attn_k_offset(&sh), vo = rt_attn_v_offset(&sh);
-    float *dk = dqkv + (long long)t * ld + ko + g * sh.Dqk, *dv = dqkv + (long long)t * ld + vo + g * sh.Dv;
+    float dk[FLASH_MAX_D], dv[FLASH_MAX_D];
     for (int d = 0; d < sh.Dqk; d++)
         dk[d] = 0;
     for (int d = 0; d < sh.Dv; d++)
@@ -91,6 +102,19 @@ __global__ void flash_dkv_kernel(const float *qkv, const float *lse, const float
         rt_flash_dkv_row(kj, vj, row0 + h * sh.Dqk, ld, dctx + (long long)o * lc + h * sh.Dv, lc,
                          lse + (long long)o * sh.A + h, delta + (long long)o * sh.A + h, sh.A, i0, i1, sh.Dqk,
                          sh.Dv, scale, dk, dv);
+    float *gk = dqkv + (long long)t * ld + ko + g * sh.Dqk, *gv = dqkv + (long long)t * ld + vo + g * sh.Dv;
+    for (int d = 0; d < sh.Dqk; d++)
+        gk[d] = dk[d];
+    for (int d = 0; d < sh.Dv; d++)
+        gv[d] = dv[d];
+}
+
+static bool flash_width_ok(cu_ctx *c, const rt_attn_shape *sh)
+{
+    if (sh->Dqk <= FLASH_MAX_D && sh->Dv <= FLASH_MAX_D) return true;
+    cu_fail(c, __FILE__, __LINE__, "flash attention", "a head wider than 256",
+            "the fused kernels accumulate a head in a thread's own memory: run attention \"standard\"");
+    return false;
 }
 
 static unsigned flash_blocks(long long n)
@@ -102,7 +126,7 @@ static void cu_attn_flash_fwd(rt_backend *be, const float *qkv, const float *sin
                               const rt_dev_batch *b, const rt_attn_shape *sh, bool causal)
 {
     cu_ctx *c = cu_of(be);
-    if (c->failure[0] || b->T < 1) return;
+    if (c->failure[0] || b->T < 1 || !flash_width_ok(c, sh)) return;
     flash_fwd_kernel<<<flash_blocks((long long)b->T * sh->A), FLASH_THREADS, 0, c->compute>>>(
         qkv, sinks, ctx, lse, b->offsets, b->B, b->T, *sh, causal, 1.0f / sqrtf((float)sh->Dqk));
     CU_CHECK_LAUNCH(c, "flash_fwd_kernel");
@@ -113,7 +137,7 @@ static void cu_attn_flash_bwd(rt_backend *be, const float *qkv, const float *sin
                               const rt_dev_batch *b, const rt_attn_shape *sh, bool causal)
 {
     cu_ctx *c = cu_of(be);
-    if (c->failure[0] || b->T < 1) return;
+    if (c->failure[0] || b->T < 1 || !flash_width_ok(c, sh)) return;
     const float scale = 1.0f / sqrtf((float)sh->Dqk);
     flash_dq_kernel<<<flash_blocks((long long)b->T * sh->A), FLASH_THREADS, 0, c->compute>>>(
         qkv, sinks, ctx, lse, dctx, dqkv, dsinks, delta, b->offsets, b->B, b->T, *sh, causal, scale);
