@@ -301,8 +301,8 @@ int main(int argc, char **argv)
                 else if (model.comm_failed)
                     et_error_set_code(&err, ET_ERROR_INTERNAL, o.plan, 0, 0, NULL,
                                       "an experts' all-to-all failed at step %lld%s%s", step + 1,
-                                      comm->failure && comm->failure(comm) ? ": " : "",
-                                      comm->failure && comm->failure(comm) ? comm->failure(comm) : "");
+                                      rt_comm_why(comm) ? ": " : "",
+                                      rt_comm_why(comm) ? rt_comm_why(comm) : "");
                 else
                     et_error_set_code(&err, ET_ERROR_MEMORY, o.plan, 0, 0, NULL, "out of memory at step %lld",
                                       step);
@@ -315,7 +315,7 @@ int main(int argc, char **argv)
         const double flops = et_step_op_times(&model.graph, shapes, data.accum, &plan.s.cluster.device,
                                               plan.s.precision, op_pred);
         if (rt_reducer_finish(&red)) {
-            const char *why = comm->failure ? comm->failure(comm) : NULL;
+            const char *why = rt_comm_why(comm);
             et_error_set_code(&err, ET_ERROR_INTERNAL, NULL, 0, 0, NULL,
                               "a gradient all-reduce failed at step %lld%s%s", step + 1, why ? ": " : "",
                               why ? why : "");

@@ -370,7 +370,7 @@ static void cpu_attn_flash_fwd(rt_backend *be, const float *qkv, const float *si
 {
     (void)be;
     const int A = sh->A, group = A / sh->KV, ld = rt_attn_ld(sh), lc = rt_attn_ctx_width(sh);
-    const float scale = 1.0f / sqrtf((float)sh->Dqk);
+    const float scale = rt_flash_scale(sh);
     for (int s = 0; s < b->B; s++) {
         const int o = b->offsets_host[s], l = b->offsets_host[s + 1] - o;
         for (int h = 0; h < A; h++) {
@@ -395,7 +395,7 @@ static void cpu_attn_flash_bwd(rt_backend *be, const float *qkv, const float *si
     (void)be;
     const int A = sh->A, KV = sh->KV, group = A / KV, ld = rt_attn_ld(sh), lc = rt_attn_ctx_width(sh);
     const int Dqk = sh->Dqk, Dv = sh->Dv, ko = rt_attn_k_offset(sh), vo = rt_attn_v_offset(sh);
-    const float scale = 1.0f / sqrtf((float)Dqk);
+    const float scale = rt_flash_scale(sh);
     const size_t T = (size_t)b->offsets_host[b->B];
     memset(dqkv, 0, T * (size_t)ld * sizeof *dqkv);
     for (size_t t = 0; t < T; t++) /* delta = dctx . ctx, a row and head */

@@ -57,6 +57,12 @@ struct rt_comm {
     void (*destroy)(rt_comm *c);
 };
 
+/* The communicator's first error text, or NULL (none, or an implementation that keeps none). */
+static inline const char *rt_comm_why(const rt_comm *c)
+{
+    return c->failure ? c->failure(c) : NULL;
+}
+
 /* The backend whose memory and events the communicator takes from now on (before the first all-reduce). */
 static inline void rt_comm_use_backend(rt_comm *c, rt_backend *be)
 {

@@ -16,6 +16,12 @@
 
 #include "rt_attn.h"
 
+/* The scores' scale, 1 / sqrt(Dqk). */
+RT_ATTN_HD float rt_flash_scale(const rt_attn_shape *sh)
+{
+    return 1.0f / sqrtf((float)sh->Dqk);
+}
+
 /* The live keys of query row i of a sequence of l rows. */
 RT_ATTN_HD void rt_flash_keys(const rt_attn_shape *sh, int causal, int i, int l, int *j0, int *j1)
 {

@@ -5,12 +5,18 @@
 
 #include "tt_network.h"
 
+/* A row-major product (cblas_sgemm's arguments after the two transposes): through BLAS, and in the walk
+ * through the ops table where there is one. */
+#define TT_BLAS(ta, tb, ...)                                                                                 \
+    GEMM(CblasRowMajor, (ta) ? CblasTrans : CblasNoTrans, (tb) ? CblasTrans : CblasNoTrans, __VA_ARGS__)
 #ifdef RT_TT_OPS
 #define TT_OPS_PARAM , const rt_tt_ops *ops
 #define TT_OPS_ARG , ops
+#define TT_GEMM(ta, tb, ...) ops->gemm(ops->ctx, (ta), (tb), __VA_ARGS__)
 #else
 #define TT_OPS_PARAM
 #define TT_OPS_ARG
+#define TT_GEMM TT_BLAS
 #endif
 
 /* The copy that permutes src (labels `from`) into dst (labels `to`, the same set) as dst's row-major index
@@ -138,19 +144,10 @@ static FN(tt_view) FN(tt_view_of)(const tt_net *net, const REAL *data, const tt_
 static void FN(tt_product)(REAL *C, int ct, REAL beta, FN(tt_view) P, FN(tt_view) Q, int m, int n,
                            int k TT_OPS_PARAM)
 {
-#ifdef RT_TT_OPS
     if (!ct)
-        ops->gemm(ops->ctx, P.t, Q.t, m, n, k, 1, P.p, P.ld, Q.p, Q.ld, beta, C, n);
+        TT_GEMM(P.t, Q.t, m, n, k, 1, P.p, P.ld, Q.p, Q.ld, beta, C, n);
     else /* C^T = Q^T P^T */
-        ops->gemm(ops->ctx, !Q.t, !P.t, n, m, k, 1, Q.p, Q.ld, P.p, P.ld, beta, C, m);
-#else
-    if (!ct)
-        GEMM(CblasRowMajor, P.t ? CblasTrans : CblasNoTrans, Q.t ? CblasTrans : CblasNoTrans, m, n, k, 1, P.p,
-             P.ld, Q.p, Q.ld, beta, C, n);
-    else /* C^T = Q^T P^T */
-        GEMM(CblasRowMajor, Q.t ? CblasNoTrans : CblasTrans, P.t ? CblasNoTrans : CblasTrans, n, m, k, 1, Q.p,
-             Q.ld, P.p, P.ld, beta, C, m);
-#endif
+        TT_GEMM(!Q.t, !P.t, n, m, k, 1, Q.p, Q.ld, P.p, P.ld, beta, C, m);
 }
 
 static FN(tt_view) FN(tt_transposed)(FN(tt_view) v)
@@ -252,8 +249,7 @@ static void tt_host_gemm(void *ctx, bool ta, bool tb, int m, int n, int k, float
                          int lda, const float *B, int ldb, float beta, float *C, int ldc)
 {
     (void)ctx;
-    GEMM(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n, k, alpha, A,
-         lda, B, ldb, beta, C, ldc);
+    TT_BLAS(ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
 static void tt_host_permute(void *ctx, float *dst, const float *src, size_t n, int nd, const size_t *dim,

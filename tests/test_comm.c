@@ -130,7 +130,7 @@ int main(int argc, char **argv)
     for (int i = 0; i < 128; i++)
         same &= id[i] == (char)(i * 7);
     check(same, "rank 0's bytes broadcast", same, 1);
-    const char *why = comm->failure ? comm->failure(comm) : NULL;
+    const char *why = rt_comm_why(comm);
     check(!why && !be->failure(be), why ? why : "no communicator or backend failure", !why, 1);
 
     for (int k = 0; k < N_BUCKETS; k++)

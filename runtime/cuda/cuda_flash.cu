@@ -128,7 +128,7 @@ static void cu_attn_flash_fwd(rt_backend *be, const float *qkv, const float *sin
     cu_ctx *c = cu_of(be);
     if (c->failure[0] || b->T < 1 || !flash_width_ok(c, sh)) return;
     flash_fwd_kernel<<<flash_blocks((long long)b->T * sh->A), FLASH_THREADS, 0, c->compute>>>(
-        qkv, sinks, ctx, lse, b->offsets, b->B, b->T, *sh, causal, 1.0f / sqrtf((float)sh->Dqk));
+        qkv, sinks, ctx, lse, b->offsets, b->B, b->T, *sh, causal, rt_flash_scale(sh));
     CU_CHECK_LAUNCH(c, "flash_fwd_kernel");
 }
 
@@ -138,7 +138,7 @@ static void cu_attn_flash_bwd(rt_backend *be, const float *qkv, const float *sin
 {
     cu_ctx *c = cu_of(be);
     if (c->failure[0] || b->T < 1 || !flash_width_ok(c, sh)) return;
-    const float scale = 1.0f / sqrtf((float)sh->Dqk);
+    const float scale = rt_flash_scale(sh);
     flash_dq_kernel<<<flash_blocks((long long)b->T * sh->A), FLASH_THREADS, 0, c->compute>>>(
         qkv, sinks, ctx, lse, dctx, dqkv, dsinks, delta, b->offsets, b->B, b->T, *sh, causal, scale);
     CU_CHECK_LAUNCH(c, "flash_dq_kernel");

@@ -4,12 +4,11 @@
  * C^T = op(B)^T op(A)^T.
  *
  * Arithmetic (rt_gemm_math): fp32 computes in CUBLAS_COMPUTE_32F; tf32 in CUBLAS_COMPUTE_32F_FAST_TF32; bf16
- * and fp16 round a layer's two inputs into 16-bit scratch copies (cast kernels, as PyTorch's autocast does)
- * and multiply them on the tensor cores with fp32 accumulation and fp32 outputs; the backward rounds dy once
- * for both of its products. The bias gradient is a column sum of its own (cu_colsum_acc): cuBLASLt's BGRADB
- * epilogue overwrites where the contract accumulates. */
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
+ * and fp16 round a layer's two inputs into 16-bit scratch copies (as PyTorch's autocast does; a weight of the
+ * parameters' 16-bit shadow is read from it instead) and multiply them on the tensor cores with fp32
+ * accumulation and fp32 outputs; the backward rounds dy once for both of its products. The bias gradient is a
+ * column sum of its own (cu_colsum_acc): cuBLASLt's BGRADB epilogue overwrites where the contract
+ * accumulates. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,18 +16,21 @@
 #include "cuda_internal.h"
 #include "rt_elementwise.h"
 
-/* ---- bf16 and fp16 inputs: fp32 values rounded into scratch ---- */
+/* ---- bf16 and fp16 inputs: fp32 values rounded into scratch, or read from the parameters' 16-bit shadow;
+ * one rounding for both, rt_elementwise.h's storage (the CPU tests check it bit for bit) ---- */
 
-__global__ void cast_bf16_kernel(__nv_bfloat16 *dst, const float *src, size_t n)
+__global__ void round16_kernel(unsigned short *dst, const float *src, size_t n, int fp16)
 {
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
-        dst[i] = __float2bfloat16_rn(src[i]);
+        dst[i] = fp16 ? rt_fp16_bits(src[i]) : rt_bf16_bits(src[i]);
 }
 
-__global__ void cast_fp16_kernel(__half *dst, const float *src, size_t n)
+static void round16(cu_ctx *c, void *dst, const float *src, size_t n)
 {
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
-        dst[i] = __float2half_rn(src[i]);
+    if (c->failure[0] || !n) return;
+    round16_kernel<<<cu_blocks(n, 256), 256, 0, c->compute>>>((unsigned short *)dst, src, n,
+                                                              c->math == RT_GEMM_FP16);
+    CU_CHECK_LAUNCH(c, "round16_kernel");
 }
 
 /* src[n] rounded into scratch slot `slot` (grown as needed); NULL after a failure */
@@ -44,29 +46,15 @@ static const void *cast16(cu_ctx *c, int slot, const float *src, size_t n)
         if (c->failure[0]) return NULL;
         c->cast_bytes[slot] = grown;
     }
-    if (c->math == RT_GEMM_BF16)
-        cast_bf16_kernel<<<cu_blocks(n, 256), 256, 0, c->compute>>>((__nv_bfloat16 *)c->cast[slot], src, n);
-    else
-        cast_fp16_kernel<<<cu_blocks(n, 256), 256, 0, c->compute>>>((__half *)c->cast[slot], src, n);
-    CU_CHECK_LAUNCH(c, "cast16 kernel");
-    return c->cast[slot];
+    round16(c, c->cast[slot], src, n);
+    return c->failure[0] ? NULL : c->cast[slot];
 }
 
 /* ---- the parameters' 16-bit shadow: rounded once after each update, read by every product ---- */
 
-__global__ void round16_kernel(unsigned short *dst, const float *src, size_t n, int fp16)
-{
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
-        dst[i] = fp16 ? rt_fp16_bits(src[i]) : rt_bf16_bits(src[i]);
-}
-
 static void cu_round16(rt_backend *be, void *base16, const float *base, size_t n)
 {
-    cu_ctx *c = cu_of(be);
-    if (c->failure[0] || !n) return;
-    round16_kernel<<<cu_blocks(n, 256), 256, 0, c->compute>>>((unsigned short *)base16, base, n,
-                                                              c->math == RT_GEMM_FP16);
-    CU_CHECK_LAUNCH(c, "round16_kernel");
+    round16(cu_of(be), base16, base, n);
 }
 
 static void cu_shadow16(rt_backend *be, const float *base, const void *base16, size_t n)

@@ -24,7 +24,7 @@ typedef struct nccl_ctx {
     ncclComm_t world, expert, expert_data;
     int x;           /* expert-parallel group size (0: not set) */
     cudaEvent_t *ev; /* per slot: its reduction's completion on the communication stream */
-    int *started;    /* per slot: started since the last wait_all */
+    int *started;    /* per slot: started and not yet seen complete */
     int slots;
     cudaEvent_t mark; /* the compute stream's point where a reduction without a `ready` event starts */
     char failure[640];
@@ -40,22 +40,16 @@ static int nccl_fail(nccl_ctx *x, const char *file, int line, const char *call, 
     return -1;
 }
 
-#define NC_NCCL(x, call, hint)                                                                               \
+/* a call of `type` checked against `ok`, its error named by `what` (NCCL's or CUDA's) */
+#define NC_CHECK(x, type, ok, what, call, hint)                                                              \
     do {                                                                                                     \
         if (!(x)->failure[0]) {                                                                              \
-            ncclResult_t r_ = (call);                                                                        \
-            if (r_ != ncclSuccess)                                                                           \
-                nccl_fail((x), __FILE__, __LINE__, #call, ncclGetErrorString(r_), (hint));                   \
+            type r_ = (call);                                                                                \
+            if (r_ != (ok)) nccl_fail((x), __FILE__, __LINE__, #call, what(r_), (hint));                     \
         }                                                                                                    \
     } while (0)
-#define NC_CUDA(x, call, hint)                                                                               \
-    do {                                                                                                     \
-        if (!(x)->failure[0]) {                                                                              \
-            cudaError_t e_ = (call);                                                                         \
-            if (e_ != cudaSuccess)                                                                           \
-                nccl_fail((x), __FILE__, __LINE__, #call, cudaGetErrorString(e_), (hint));                   \
-        }                                                                                                    \
-    } while (0)
+#define NC_NCCL(x, call, hint) NC_CHECK(x, ncclResult_t, ncclSuccess, ncclGetErrorString, call, hint)
+#define NC_CUDA(x, call, hint) NC_CHECK(x, cudaError_t, cudaSuccess, cudaGetErrorString, call, hint)
 
 static nccl_ctx *nc_of(const rt_comm *c)
 {
@@ -132,7 +126,10 @@ static int nc_test(rt_comm *c, int slot)
     if (x->failure[0]) return -1;
     if (slot < 0 || slot >= x->slots || !x->started[slot]) return 1;
     const cudaError_t q = cudaEventQuery(x->ev[slot]);
-    if (q == cudaSuccess) return 1;
+    if (q == cudaSuccess) { /* seen complete: later tests answer at once, and wait_all has nothing to order */
+        x->started[slot] = 0;
+        return 1;
+    }
     if (q != cudaErrorNotReady)
         return nccl_fail(x, __FILE__, __LINE__, "cudaEventQuery", cudaGetErrorString(q),
                          "a reduction, or a kernel before it, failed on the device");
