@@ -94,9 +94,10 @@ int calib_runs_load(const char *published_csv, const char *device, calib_runs *o
     return 0;
 }
 
-et_device_profile calib_runs_scaled(const et_device_profile *base, double gemm, double attention)
+et_device_profile calib_runs_scaled(const et_device_profile *base, double gemm, double attention, double half)
 {
     et_device_profile d = *base;
+    d.gemm_half_dim = base->gemm_half_dim * half;
     d.gemm_max_efficiency = fmin(1, base->gemm_max_efficiency * gemm);
     for (int p = 0; p < ET_PRECISION_COUNT; p++)
         if (base->gemm_max_by_precision[p] > 0)
@@ -128,45 +129,50 @@ double calib_runs_objective(const calib_runs *r, const et_device_profile *d)
     return sum / r->n;
 }
 
-static double objective_at(const calib_runs *r, const et_device_profile *base, double lg, double la)
+static double objective_at(const calib_runs *r, const et_device_profile *base, const double x[CALIB_TERMS])
 {
-    const et_device_profile d = calib_runs_scaled(base, exp(lg), exp(la));
+    const et_device_profile d = calib_runs_scaled(base, exp(x[0]), exp(x[1]), exp(x[2]));
     return calib_runs_objective(r, &d);
 }
 
-double calib_runs_fit(const calib_runs *r, const et_device_profile *base, bool fit_attention,
-                      et_device_profile *out, double *gemm, double *attention)
+double calib_runs_fit(const calib_runs *r, const et_device_profile *base, unsigned terms,
+                      et_device_profile *out, double factor[CALIB_TERMS])
 {
     const double phi = (sqrt(5) - 1) / 2;
-    double efficiency[2] = {base->gemm_max_efficiency, base->flash_attention_efficiency};
-    for (int p = 0; p < ET_PRECISION_COUNT; p++) /* the largest efficiency bounds the factor: all stay <= 1 */
-        efficiency[0] = fmax(efficiency[0], base->gemm_max_by_precision[p]);
-    double x[2] = {0, 0}, best = objective_at(r, base, 0, 0);
-    const int terms = fit_attention && base->flash_attention_efficiency > 0 ? 2 : 1;
+    /* each term's largest value bounds its factor: efficiencies stay <= 1; the half dimension has no bound
+     * but the search's (a factor of 4 either way) */
+    double limit[CALIB_TERMS] = {base->gemm_max_efficiency, base->flash_attention_efficiency, 0};
+    for (int p = 0; p < ET_PRECISION_COUNT; p++)
+        limit[0] = fmax(limit[0], base->gemm_max_by_precision[p]);
+    if (!(base->flash_attention_efficiency > 0)) terms &= ~CALIB_TERM_ATTENTION;
+    if (!(base->gemm_half_dim > 0)) terms &= ~CALIB_TERM_HALF_DIM;
+    double x[CALIB_TERMS] = {0, 0, 0}, best = objective_at(r, base, x);
     for (int round = 0; round < 4; round++)
-        for (int k = 0; k < terms; k++) {
+        for (int k = 0; k < CALIB_TERMS; k++) {
+            if (!(terms & (1u << k))) continue;
             const double keep = x[k];
-            double a = log(0.25), b = fmin(log(4), -log(efficiency[k])), c = b - phi * (b - a),
-                   dd = a + phi * (b - a), y[2];
-            x[k] = c, y[0] = objective_at(r, base, x[0], x[1]);
-            x[k] = dd, y[1] = objective_at(r, base, x[0], x[1]);
+            double a = log(0.25), b = limit[k] > 0 ? fmin(log(4), -log(limit[k])) : log(4),
+                   c = b - phi * (b - a), dd = a + phi * (b - a), y[2];
+            x[k] = c, y[0] = objective_at(r, base, x);
+            x[k] = dd, y[1] = objective_at(r, base, x);
             while (b - a > 1e-4) {
                 if (y[0] < y[1]) {
                     b = dd, dd = c, y[1] = y[0], c = b - phi * (b - a);
-                    x[k] = c, y[0] = objective_at(r, base, x[0], x[1]);
+                    x[k] = c, y[0] = objective_at(r, base, x);
                 } else {
                     a = c, c = dd, y[0] = y[1], dd = a + phi * (b - a);
-                    x[k] = dd, y[1] = objective_at(r, base, x[0], x[1]);
+                    x[k] = dd, y[1] = objective_at(r, base, x);
                 }
             }
             x[k] = (a + b) / 2;
-            const double now = objective_at(r, base, x[0], x[1]);
+            const double now = objective_at(r, base, x);
             if (now < best)
                 best = now;
             else
                 x[k] = keep; /* a search that found nothing better keeps the point it started from */
         }
-    *gemm = exp(x[0]), *attention = exp(x[1]);
-    *out = calib_runs_scaled(base, *gemm, *attention);
+    for (int k = 0; k < CALIB_TERMS; k++)
+        factor[k] = exp(x[k]);
+    *out = calib_runs_scaled(base, factor[0], factor[1], factor[2]);
     return best;
 }

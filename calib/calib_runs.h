@@ -8,7 +8,7 @@
  *
  * Contract: calib_runs_load reads the CSV (scenario files beside it, NAME.json) and keeps the runs whose
  * cluster device is named `device` (the profile's "name"); errors name the file and line. calib_runs_fit
- * writes the fitted profile into *out (base with the two factors applied; efficiencies at most 1). */
+ * writes the fitted profile into *out (base with the factors applied; efficiencies at most 1). */
 #ifndef ET_CALIB_RUNS_H
 #define ET_CALIB_RUNS_H
 
@@ -31,18 +31,27 @@ typedef struct calib_runs {
 int calib_runs_load(const char *published_csv, const char *device, calib_runs *out, et_error *err);
 void calib_runs_free(calib_runs *r);
 
-/* The profile with the GEMM and fused-attention efficiencies scaled (capped at 1). */
-et_device_profile calib_runs_scaled(const et_device_profile *base, double gemm, double attention);
+/* The terms a fit may scale, one factor each: the large-GEMM efficiencies, the fused attention's, and the
+ * GEMM half dimension (efficiency.gemm_half_dim: how fast a product's efficiency falls with a small M, N
+ * or K). */
+enum { CALIB_TERMS = 3 };
+enum { CALIB_TERM_GEMM = 1u << 0, CALIB_TERM_ATTENTION = 1u << 1, CALIB_TERM_HALF_DIM = 1u << 2 };
+
+/* The profile with the GEMM and fused-attention efficiencies scaled (capped at 1), and the GEMM half
+ * dimension scaled. */
+et_device_profile calib_runs_scaled(const et_device_profile *base, double gemm, double attention,
+                                    double half);
 /* The analytic step of run i on profile d (its scenario's other cluster facts kept); -1 on an error. */
 double calib_runs_predict(const calib_runs *r, int i, const et_device_profile *d);
 /* Mean over the runs of |log(predicted / published)|: the targets' measure, and a run whose error has
  * another cause than the profile (a data pipeline ET does not model) pulls no harder than any other. */
 double calib_runs_objective(const calib_runs *r, const et_device_profile *d);
-/* Fits the GEMM factor, and the attention's when asked and the base has a fused-attention rate
- * (golden-section search on each in turn, four rounds, in log space, from 1/4 of the base up to 4 or to an
- * efficiency of 1; a search that finds nothing better keeps its start); *gemm and *attention get them.
- * Returns the final objective, never above the base's. */
-double calib_runs_fit(const calib_runs *r, const et_device_profile *base, bool fit_attention,
-                      et_device_profile *out, double *gemm, double *attention);
+/* Fits the factors of `terms` (CALIB_TERM_* bits; the attention's only where the base has a fused-attention
+ * rate, the half dimension's only where it has one): golden-section search on each in turn, four rounds,
+ * in log space, from 1/4 of the base up to 4 or to an efficiency of 1; a search that finds nothing better
+ * keeps its start. factor[] gets them (1 for a term not fitted). Returns the final objective, never above
+ * the base's. */
+double calib_runs_fit(const calib_runs *r, const et_device_profile *base, unsigned terms,
+                      et_device_profile *out, double factor[CALIB_TERMS]);
 
 #endif

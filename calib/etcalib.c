@@ -38,7 +38,7 @@ static const char usage[] =
     "       etcalib fit-network micro.json --scenario s.json --out s-calibrated.json   (all-reduce rows)\n"
     "       etcalib fit-network all_reduce_perf.log [--gpu NAME] --scenario s.json --out s-calibrated.json\n"
     "       etcalib fit-runs published.csv --base P.json --out Q.json [--only PREFIX[,PREFIX...]]\n"
-    "                   [--terms gemm|gemm,attention]\n"
+    "                   [--terms gemm,attention,half_dim]\n"
     "  bench:  matrix products over a grid of shapes and the scenario's shapes, streaming kernels and the\n"
     "          fused Adam update over sizes, the per-op overhead, on this machine (pin it and set\n"
     "          OPENBLAS_NUM_THREADS); under mpirun with 2 ranks or more, first the all-reduce's bus\n"
@@ -48,8 +48,9 @@ static const char usage[] =
     "  fit:    fits the profile's GEMM rate and half dimension, bandwidth, vector rate, launch overhead and\n"
     "          special-function rate and cache bandwidth (when the base profile has them)\n"
     "          to the runs and writes an ordinary profile file (Q must not be an input).\n"
-    "  fit-runs: scales P's large-GEMM efficiency (gemm_max and every precision's; with --terms\n"
-    "          gemm,attention, the default, also its fused attention's) to the published training runs\n"
+    "  fit-runs: scales P's large-GEMM efficiency (gemm_max and every precision's), its fused\n"
+    "          attention's and its GEMM half dimension (--terms: which of gemm, attention, half_dim;\n"
+    "          default gemm,attention) to the published training runs\n"
     "          whose scenarios (NAME.json beside the CSV) name P's device (--only: runs whose names start\n"
     "          so), minimising the mean absolute log error of the analytic step; prints each run before\n"
     "          and after and writes P with the fitted efficiencies.";
@@ -331,6 +332,9 @@ static json_t *fitted_json(const char *base_path, const et_device_profile *fit, 
     json_t *eff = json_object_get(root, "efficiency");
     set_gemm_efficiencies(eff, fit);
     json_object_set_new(eff, "gemm_half_dim", json_real(fit->gemm_half_dim));
+    /* the fused attention keeps the sequence term it had (a profile without one took the half dimension) */
+    if (fit->flash_attention_efficiency > 0 && fit->flash_half_len != fit->gemm_half_dim)
+        json_object_set_new(eff, "flash_half_len", json_real(fit->flash_half_len));
     json_object_set_new(eff, "memory", json_real(fit->memory_efficiency));
     json_object_set_new(eff, "kernel_overhead_us", json_real(fit->kernel_overhead_s * 1e6));
     if (fit->attention_products_efficiency != 1)
@@ -562,20 +566,38 @@ static int run_selected(const char *name, const char *only)
     return 0;
 }
 
-/* P's large-GEMM and fused-attention efficiencies fitted to published training runs (calib_runs.h). */
+/* --terms of fit-runs: a comma-separated subset of gemm, attention and half_dim, each once. */
+static int parse_terms(const char *list, unsigned *terms)
+{
+    static const char *names[CALIB_TERMS] = {"gemm", "attention", "half_dim"};
+    *terms = 0;
+    for (const char *p = list;;) {
+        const size_t len = strcspn(p, ",");
+        int k = 0;
+        while (k < CALIB_TERMS && !(strlen(names[k]) == len && strncmp(p, names[k], len) == 0))
+            k++;
+        if (k == CALIB_TERMS || (*terms & (1u << k))) {
+            fprintf(stderr,
+                    "etcalib fit-runs: --terms: expected a comma-separated subset of gemm, attention and "
+                    "half_dim, each once, got \"%s\"\n",
+                    list);
+            return -1;
+        }
+        *terms |= 1u << k;
+        if (!p[len]) return 0;
+        p += len + 1;
+    }
+}
+
+/* P's large-GEMM and fused-attention efficiencies (and GEMM half dimension) fitted to published training
+ * runs (calib_runs.h). */
 static int cmd_fit_runs(int argc, char **argv)
 {
     const char *csv = NULL, *base_path = NULL, *out_path = NULL, *only = NULL;
-    bool fit_attention = true;
+    unsigned terms = CALIB_TERM_GEMM | CALIB_TERM_ATTENTION;
     for (int i = 0; i < argc; i++) {
         if (strcmp(argv[i], "--terms") == 0 && i + 1 < argc) {
-            const char *t = argv[++i];
-            if (strcmp(t, "gemm") && strcmp(t, "gemm,attention")) {
-                fprintf(stderr, "etcalib fit-runs: --terms: expected gemm or gemm,attention, got \"%s\"\n",
-                        t);
-                return EXIT_INPUT;
-            }
-            fit_attention = strcmp(t, "gemm") != 0;
+            if (parse_terms(argv[++i], &terms)) return EXIT_INPUT;
         } else if (strcmp(argv[i], "--base") == 0 && i + 1 < argc)
             base_path = argv[++i];
         else if (strcmp(argv[i], "--out") == 0 && i + 1 < argc)
@@ -620,9 +642,9 @@ static int cmd_fit_runs(int argc, char **argv)
         calib_runs_free(&all);
         return EXIT_INPUT;
     }
-    double gemm, attention;
+    double factor[CALIB_TERMS];
     const double before = calib_runs_objective(&runs, &base);
-    const double after = calib_runs_fit(&runs, &base, fit_attention, &fit, &gemm, &attention);
+    const double after = calib_runs_fit(&runs, &base, terms, &fit, factor);
     if (!isfinite(before) || !isfinite(after)) {
         et_error_set(&err, csv, 0, 0, NULL, "a run has no analytic step on %s: no profile written",
                      base.name);
@@ -640,6 +662,7 @@ static int cmd_fit_runs(int argc, char **argv)
                    base.gemm_max_by_precision[p], fit.gemm_max_by_precision[p]);
     printf("%-26s %10.4f %10.4f\n", "flash_attention", base.flash_attention_efficiency,
            fit.flash_attention_efficiency);
+    printf("%-26s %10.4g %10.4g\n", "gemm_half_dim", base.gemm_half_dim, fit.gemm_half_dim);
     printf("\n%-56s %5s %12s %10s %10s %9s %9s\n", "run", "fit", "published[s]", "base[s]", "fitted[s]",
            "base[%]", "fit[%]");
     double sum[2][2] = {{0}};
@@ -668,14 +691,19 @@ static int cmd_fit_runs(int argc, char **argv)
     set_gemm_efficiencies(eff, &fit);
     if (base.flash_attention_efficiency > 0)
         json_object_set_new(eff, "flash_attention", json_real(fit.flash_attention_efficiency));
+    if (terms & CALIB_TERM_HALF_DIM && base.gemm_half_dim > 0) {
+        json_object_set_new(eff, "gemm_half_dim", json_real(fit.gemm_half_dim));
+        /* the fused attention's sequence term stays the base's (its rate was measured at a length) */
+        json_object_set_new(eff, "flash_half_len", json_real(fit.flash_half_len));
+    }
     char note[1024];
     snprintf(
         note, sizeof note,
         " Fitted by etcalib fit-runs (ET commit %s) to %d published training runs of %s%s%s: the large-GEMM "
-        "efficiencies x %.4f and the fused attention's x %.4f (mean absolute log error of the analytic "
-        "step %.4g -> %.4g).",
-        ET_GIT_COMMIT, runs.n, csv, only ? " starting " : "", only ? only : "", gemm, attention, before,
-        after);
+        "efficiencies x %.4f, the fused attention's x %.4f and the GEMM half dimension x %.4f (mean "
+        "absolute log error of the analytic step %.4g -> %.4g).",
+        ET_GIT_COMMIT, runs.n, csv, only ? " starting " : "", only ? only : "", factor[0], factor[1],
+        factor[2], before, after);
     const char *old = json_string_value(json_object_get(root, "source"));
     size_t len = (old ? strlen(old) : 0) + strlen(note) + 1;
     char *source = malloc(len);

@@ -102,7 +102,7 @@ double et_op_time(const et_op *op, const et_batch_shape *b, const et_device_prof
         const et_precision q = et_precision_quantized(p) ? ET_BF16 : p;
         if (op->fused && d->flash_attention_efficiency > 0)
             rate = d->peak_flops[q] * d->flash_attention_efficiency *
-                   (op->fused_rate > 0 ? op->fused_rate : 1) * l / (l + d->gemm_half_dim);
+                   (op->fused_rate > 0 ? op->fused_rate : 1) * l / (l + d->flash_half_len);
         else
             rate = et_gemm_peak(d, q) * et_gemm_batched_efficiency(d, floor(products + 0.5), l, l, D) *
                    d->attention_products_efficiency;

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The shipped H100, H200, B200, GB200, B300 and GB300 profiles' efficiencies are what
+# The shipped A100, H100, H200, B200, GB200, B300 and GB300 profiles' efficiencies are what
 # tests/tools/training_fit.sh writes today (etcalib fit-runs on each device's published dense runs); fit-runs never ends worse than its base, writes a
 # profile etsim loads, and refuses bad input with a file, a line and exit 2, writing nothing.
 # Usage: training_fit.sh BUILD_DIR SOURCE_DIR
@@ -8,7 +8,7 @@ build=$1 src=$(cd "$2" && pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 bash "$src/tests/tools/training_fit.sh" "$build" "$work" > "$work/log"
-for p in h100-sxm h200 b200 gb200 b300 gb300; do
+for p in a100-sxm4-80gb a100-sxm4-40gb h100-sxm h200 b200 gb200 b300 gb300; do
   terms='[.name, (.efficiency | to_entries[] | .key, (.value | if type == "number" then . * 1e6 | round else map_values(. * 1e6 | round) end))]'
   if [ "$(jq -c "$terms" "$work/$p.json")" != "$(jq -c "$terms" "$src/scenarios/profiles/$p.json")" ]; then
     echo "FAIL: scenarios/profiles/$p.json is not what tests/tools/training_fit.sh writes now:"
@@ -27,6 +27,22 @@ awk -v a="$before" -v b="$after" 'BEGIN {exit !(b <= a && b < 0.1)}' ||
 jq --arg p "$work/three.json" '.cluster.device = $p' "$src/scenarios/validation/mpt-1b-h100-80gb-8gpu-seq2048-mbs14-ampbf16.json" \
   > "$work/s.json"
 "$build/sim/etsim" --analytic --quiet "$work/s.json" > /dev/null || { echo "FAIL: etsim on the fitted profile"; exit 1; }
+# the half dimension alone: the efficiencies kept, the half dimension moved, the objective never higher
+"$build/calib/etcalib" fit-runs "$csv" --base "$src/tests/data/profiles-datasheet/h100-sxm.json" --only "$only" \
+  --terms half_dim --out "$work/half.json" > "$work/half.txt"
+read -r before after < <(sed -n 's/.*mean |log error| \([0-9.e+-]*\) -> \([0-9.e+-]*\)$/\1 \2/p' "$work/half.txt")
+awk -v a="$before" -v b="$after" 'BEGIN {exit !(b <= a)}' || { cat "$work/half.txt"; echo "FAIL: half_dim objective $before -> $after"; exit 1; }
+[ "$(jq '.efficiency.gemm_max' "$work/half.json")" = "$(jq '.efficiency.gemm_max' "$src/tests/data/profiles-datasheet/h100-sxm.json")" ] &&
+  [ "$(jq '.efficiency.gemm_half_dim' "$work/half.json")" != "$(jq '.efficiency.gemm_half_dim' "$src/tests/data/profiles-datasheet/h100-sxm.json")" ] ||
+  { cat "$work/half.txt"; echo "FAIL: --terms half_dim moved gemm_max or left the half dimension"; exit 1; }
+# --terms takes a subset of gemm, attention and half_dim, each once
+for t in gemm,gemm bogus "gemm,"; do
+  rc=0
+  "$build/calib/etcalib" fit-runs "$csv" --base "$src/tests/data/profiles-datasheet/h100-sxm.json" --terms "$t" \
+    --out "$work/no.json" 2> "$work/err" || rc=$?
+  [ $rc -eq 2 ] && grep -q "expected a comma-separated subset of gemm, attention and half_dim" "$work/err" &&
+    [ ! -e "$work/no.json" ] || { cat "$work/err"; echo "FAIL: --terms $t (exit $rc)"; exit 1; }
+done
 # bad input: exit 2, the file and line named, nothing written
 refused() { # refused WHAT CSV BASE EXPECTED-TEXT
   local rc=0

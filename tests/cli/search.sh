@@ -55,8 +55,8 @@ echo '{"a100-sxm4-80gb": 1.5, "h100-sxm": 3.2}' > "$work/prices.json"
 read -r tried invalid big slow over ranked < <(counts "$work/b")
 [ "$over" -gt 0 ] && [ $((invalid + big + slow + over + ranked)) -eq "$tried" ] || { echo "FAIL: budget counts"; cat "$work/b"; exit 1; }
 grep -q "ranked by cost" "$work/b" || { echo "FAIL: not ranked by cost"; exit 1; }
-sorted "$work/b" 19 || { echo "FAIL: the table is not sorted by cost"; exit 1; }
-awk '$1 ~ /^[0-9]+$/ && NF > 10 && $19 > 70000 {exit 1}' "$work/b" || { echo "FAIL: a plan over the budget"; exit 1; }
+sorted "$work/b" 20 || { echo "FAIL: the table is not sorted by cost"; exit 1; }
+awk '$1 ~ /^[0-9]+$/ && NF > 10 && $20 > 70000 {exit 1}' "$work/b" || { echo "FAIL: a plan over the budget"; exit 1; }
 status_rows() { awk -F, -v s="$2" '$23 == s' "$1" | wc -l; }
 [ "$(status_rows "$work/all.csv" ranked)" -eq "$ranked" ] || { echo "FAIL: the CSV ranks $(status_rows "$work/all.csv" ranked) plans, the search $ranked"; exit 1; }
 [ "$(status_rows "$work/all.csv" over_budget)" -eq "$over" ] || { echo "FAIL: the CSV's over-budget rows"; exit 1; }
