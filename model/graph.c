@@ -530,6 +530,16 @@ static et_linear attention_area(const builder *b, const dims *d, int i)
     return SQ(d->flash ? d->causal_share : 1);
 }
 
+/* A causal fused kernel computes whole blocks on the diagonal: each block of ET_FLASH_BLOCK query rows also
+ * computes the keys above the diagonal within its block, half a block a row on average (FlashAttention 2's
+ * forward and backward tiles, 128 query rows; Dao 2023, section 3.1) */
+#define ET_FLASH_BLOCK 128
+static double flash_tile_keys(const builder *b, const dims *d, int i)
+{
+    if (!d->causal || et_model_layer_windowed(&b->g->model, i)) return 0;
+    return ET_FLASH_BLOCK / 2.0;
+}
+
 static void attention_core(builder *b, const dims *d, int i, et_phase phase, const char *suffix)
 {
     char id[80];
@@ -547,6 +557,7 @@ static void attention_core(builder *b, const dims *d, int i, et_phase phase, con
             op->special = lin_scale(area, At);               /* an exp per score */
             op->fused = true;
             op->fused_rate = d->flash_rate;
+            op->tile_keys = flash_tile_keys(b, d, i);
         }
         if (d->unpad) /* pad_input: a zeroed T x Q context and the scatter into it */
             gb_copies(b, phase, i, TOK(3 * e * Vt), 2, ID("attn.pad"));
@@ -711,6 +722,7 @@ static void layer_backward(builder *b, const dims *d, int i, int decoder, et_rec
             op->special = lin_scale(area, At);                  /* the scores' exps again */
             op->fused = true;
             op->fused_rate = d->flash_rate;
+            op->tile_keys = flash_tile_keys(b, d, i);
         }
         /* unpad_input's backward: dq, dk, dv each scattered into a zeroed padded tensor (6 launches), then
          * concatenated into the q, k, v projection's gradient (qkv.chunk's backward) */

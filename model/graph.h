@@ -86,6 +86,8 @@ typedef struct et_op {
     double time_scale; /* measured / modelled time of this op on this device (etsim --op-times), else 1 */
     bool expert;       /* an expert's op (mixture of experts): its time follows the rank's routed tokens */
     bool fused;        /* attention as one fused (flash-style) kernel */
+    double tile_keys;  /* a fused kernel's keys computed beyond the live ones, a query row on average (a
+                          causal kernel's diagonal blocks: half its query block; 0: none) */
     bool async_comm;   /* a tensor-parallel collective the stack issues beside its neighbouring product (the
                           one it feeds: an all-gather's next op; or drains: the previous op), not blocking
                           (software.tp_comm async) */

@@ -102,7 +102,9 @@ double et_op_time(const et_op *op, const et_batch_shape *b, const et_device_prof
         const et_precision q = et_precision_quantized(p) ? ET_BF16 : p;
         if (op->fused && d->flash_attention_efficiency > 0)
             rate = d->peak_flops[q] * d->flash_attention_efficiency *
-                   (op->fused_rate > 0 ? op->fused_rate : 1) * l / (l + d->flash_half_len);
+                   (op->fused_rate > 0 ? op->fused_rate : 1) * l / (l + d->flash_half_len) *
+                   /* live keys a row (l / 2 under a causal mask) over those its blocks compute */
+                   (l / 2) / (l / 2 + op->tile_keys);
         else
             rate = et_gemm_peak(d, q) * et_gemm_batched_efficiency(d, floor(products + 0.5), l, l, D) *
                    d->attention_products_efficiency;

@@ -547,6 +547,31 @@ static void test_flash_attention_rows(void)
     }
 }
 
+/* A causal fused kernel's diagonal blocks (graph.h's tile_keys): at sequence 512 with 64 keys a row
+ * beyond the 256 live ones on average, the kernel takes (256 + 64) / 256 = 1.25x the time of one that
+ * computed only the live blocks; its FLOPs (the model's) stay the same. */
+static void test_flash_diagonal_blocks(void)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/scenarios/profiles/h100-sxm.json", ET_SOURCE_DIR);
+    et_device_profile d;
+    et_error err;
+    if (et_device_profile_load(path, &d, &err)) {
+        CHECK(0, "profile loads: %s", err.text);
+        return;
+    }
+    const double l = 512, D = 128, heads = 16;
+    et_op op = {.kind = ET_OP_ATTENTION, .fused = true, .kernels = 1, .time_scale = 1};
+    op.k.fixed = D;
+    op.flops.per_token_sq = 4 * D * heads / 2;
+    op.bytes.per_token = 2 * 128; /* few bytes: the arithmetic bounds it */
+    const et_batch_shape b = {.sequences = 64, .tokens = 64 * l, .tokens_sq = 64 * l * l};
+    const double whole = et_op_time(&op, &b, &d, ET_BF16) - d.kernel_overhead_s;
+    op.tile_keys = 64;
+    const double tiled = et_op_time(&op, &b, &d, ET_BF16) - d.kernel_overhead_s;
+    CHECK_REL(tiled / whole, 1.25, 1e-9, "diagonal blocks at sequence 512");
+}
+
 /* Failures and checkpoints against hand computations of Daly's formulas (model/resilience.h). */
 static void test_resilience(void)
 {
@@ -669,6 +694,7 @@ int main(void)
     test_roofline_terms();
     test_optimizer_bytes();
     test_flash_attention_rows();
+    test_flash_diagonal_blocks();
     test_galore();
     test_quantization();
     test_moe();
