@@ -95,6 +95,7 @@ static int graph_for(const et_model_config *model, const et_graph_options *o, et
     key.options.flash_rate = o->flash_rate, key.options.attention_unpad = o->attention_unpad;
     key.options.residual_kernels = o->residual_kernels, key.options.tp_async = o->tp_async;
     key.options.bias_kernels = o->bias_kernels, key.options.expert_launches = o->expert_launches;
+    key.options.moe_sort_chunks = o->moe_sort_chunks;
     key.options.tt_rank = o->tt_rank;
     key.options.expert = o->expert, key.options.expert_tensor = o->expert_tensor;
     key.options.context = o->context, key.options.galore = o->galore;

@@ -1204,6 +1204,7 @@ static int build(const et_model_config *m, const et_graph_options *o, et_graph *
         d.k = m->moe.top_k;
         d.kc = d.k * (m->moe.capacity_factor > 0 ? m->moe.capacity_factor : 1);
         d.El = d.E / b.x;
+        d.sort_chunks = o->moe_sort_chunks;
         /* at most the tensor degree (a graph of the whole model, tensor 1, splits no expert) */
         const int etp = o->expert_tensor > 0 && o->expert_tensor < o->tensor ? o->expert_tensor : o->tensor;
         d.folded = etp < o->tensor;

@@ -150,6 +150,8 @@ typedef struct et_graph_options {
                                software.bias_kernels; 0: fused) */
     bool expert_launches;   /* the experts' grouped products launched once per local expert
                                (software.grouped_gemm per_expert) */
+    bool moe_sort_chunks;   /* received rows copied into local-expert order and back (software.moe_dispatch
+                               sort_chunks) */
     et_optimizer optimizer;
     int optimizer_shards;        /* ZeRO: optimizer states split over this many ranks (1 = none) */
     int expert_optimizer_shards; /* the experts' states, over the ranks holding the same experts (d / x;

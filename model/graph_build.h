@@ -103,6 +103,7 @@ typedef struct dims {
      * Mt the token share of the routed part (1, or St when the experts are folded over the tensor ranks:
      * each rank routes its sequence-parallel tokens, its experts whole) */
     double E, k, kc, El, Fet, Mt;
+    bool sort_chunks; /* the dispatcher copies received rows into local-expert order and back */
     int folded;
     double dropout; /* dropout probability (0: no dropout kernels) */
     int sp;         /* sequence parallelism */

@@ -75,6 +75,16 @@ static void shared_backward(builder *b, const dims *d, int i)
 #undef NAME
 }
 
+/* Megatron-Core's all-to-all dispatcher: the rows an expert rank receives arrive grouped by source rank, and
+ * with more than one local expert they are copied into local-expert order after the dispatch and back
+ * before the combine (sort_chunks_by_idxs), each a read and a write of the k c T rows */
+static void sort_chunks(builder *b, const dims *d, et_phase phase, int i, const char *id)
+{
+    if (!d->sort_chunks || d->El <= 1 || d->El >= d->E) return;
+    et_op *op = gb_elementwise(b, phase, i, FIX(0), TOK(2 * d->e * d->H * d->kc * d->Mt), id);
+    if (op) op->expert = true;
+}
+
 /* An MoE MLP (docs/cost-model.md, "Mixture of experts"): the router's product and top-k, the tokens
  * permuted into expert order (k c copies), dispatched to the experts' ranks, the experts' products as
  * grouped GEMMs over k c T rows, combined back and summed with the router's weights. */
@@ -90,11 +100,13 @@ void gb_moe_forward(builder *b, const dims *d, int i, et_phase phase, const char
     shared_forward(b, d, i, phase, suffix);
     gb_elementwise(b, phase, i, FIX(0), TOK(e * H * (1 + kc) * Mt), ID("permute"));
     alltoall(b, d, phase, i, ID("dispatch"));
+    sort_chunks(b, d, phase, i, ID("experts.sort"));
     et_op *op =
         expert_gemm(b, phase, i, 0, TOK(kc * Mt), El, H, d->swiglu ? 2 * Fet : Fet, ID("experts.fc1"));
     op = gb_activation(b, d, phase, i, Fet * kc * Mt, 0, ID(d->swiglu ? "experts.swiglu" : "experts.gelu"));
     if (op) op->expert = true;
     expert_gemm(b, phase, i, 0, TOK(kc * Mt), El, Fet, H, ID("experts.fc2"));
+    sort_chunks(b, d, phase, i, ID("experts.unsort"));
     alltoall(b, d, phase, i, ID("combine"));
     /* each token's k outputs weighted and summed */
     gb_elementwise(b, phase, i, TOK(2 * d->k * H * Mt), TOK(e * H * (1 + kc) * Mt), ID("unpermute"));
@@ -126,6 +138,7 @@ void gb_moe_backward(builder *b, const dims *d, int i)
     gb_elementwise(b, ET_PHASE_BACKWARD, i, TOK(2 * d->k * H * Mt), TOK((e * H * (1 + kc) + 4 * d->k) * Mt),
                    ID("unpermute.bwd"));
     alltoall(b, d, ET_PHASE_BACKWARD, i, ID("combine.bwd"));
+    sort_chunks(b, d, ET_PHASE_BACKWARD, i, ID("experts.unsort.bwd"));
     expert_backward(b, d, i, Fet, H, "fc2");
     et_op *op;
     if (ET_RECOMPUTES(d->rm, ET_RECOMPUTE_MOE_ACT)) { /* selective "moe_act": the activation's output */
@@ -136,6 +149,7 @@ void gb_moe_backward(builder *b, const dims *d, int i)
                        ID(d->swiglu ? "experts.swiglu.bwd" : "experts.gelu.bwd"));
     if (op) op->expert = true;
     expert_backward(b, d, i, H, Fc1, "fc1");
+    sort_chunks(b, d, ET_PHASE_BACKWARD, i, ID("experts.sort.bwd"));
     alltoall(b, d, ET_PHASE_BACKWARD, i, ID("dispatch.bwd"));
     gb_elementwise(b, ET_PHASE_BACKWARD, i, FIX(0), TOK(e * H * (1 + kc) * Mt), ID("permute.bwd"));
     shared_backward(b, d, i);

@@ -36,6 +36,7 @@ et_graph_options et_scenario_graph_options(const et_scenario *s, int stage)
         .tp_async = s->software.tp_comm == ET_TP_COMM_ASYNC,
         .bias_kernels = (int)s->software.bias_kernels,
         .expert_launches = s->software.grouped_gemm == ET_GROUPED_GEMM_PER_EXPERT,
+        .moe_sort_chunks = s->software.moe_dispatch == ET_MOE_DISPATCH_SORT_CHUNKS,
         .residual_kernels = s->software.residual_kernels,
         .galore = s->optimizer.galore,
         .method = &s->method,

@@ -10,6 +10,7 @@ const char *const et_attention_kernel_names[] = {"flash2", "flash1", NULL};
 const char *const et_tp_comm_names[] = {"exposed", "async", NULL};
 const char *const et_bias_kernels_names[] = {"fused", "megatron", "eager", NULL};
 const char *const et_grouped_gemm_names[] = {"single", "per_expert", NULL};
+const char *const et_moe_dispatch_names[] = {"direct", "sort_chunks", NULL};
 const char *const et_stack_names[] = {"fused",
                                       "megatron-lm-2021",
                                       "megatron-lm-2022",
@@ -38,7 +39,8 @@ const char *const et_stack_names[] = {"fused",
     .syncs_per_micro_batch = 4, .p2p_sync = true, .syncs_per_step = 1, .loss_scale_sync = true,              \
     .launch_blocking = false, .pipeline_sends = ET_SENDS_SCATTER_GATHER,                                     \
     .attention_kernel = ET_ATTENTION_FLASH2, .attention_unpad = false, .residual_kernels = true,             \
-    .tp_comm = ET_TP_COMM_EXPOSED, .bias_kernels = ET_BIAS_MEGATRON, .grouped_gemm = ET_GROUPED_GEMM_SINGLE
+    .tp_comm = ET_TP_COMM_EXPOSED, .bias_kernels = ET_BIAS_MEGATRON, .grouped_gemm = ET_GROUPED_GEMM_SINGLE, \
+    .moe_dispatch = ET_MOE_DISPATCH_DIRECT
 // clang-format off
 static const et_software presets[ET_STACKS] = {
     /* every pass fused, no host sync: ET's model before stacks were inputs */
@@ -47,7 +49,8 @@ static const et_software presets[ET_STACKS] = {
         .syncs_per_micro_batch = 0, .p2p_sync = false, .syncs_per_step = 0, .loss_scale_sync = false,
         .launch_blocking = false, .pipeline_sends = ET_SENDS_SHARDED,
         .attention_kernel = ET_ATTENTION_FLASH2, .attention_unpad = false, .residual_kernels = false,
-        .tp_comm = ET_TP_COMM_ASYNC, .bias_kernels = ET_BIAS_FUSED, .grouped_gemm = ET_GROUPED_GEMM_SINGLE},
+        .tp_comm = ET_TP_COMM_ASYNC, .bias_kernels = ET_BIAS_FUSED, .grouped_gemm = ET_GROUPED_GEMM_SINGLE,
+        .moe_dispatch = ET_MOE_DISPATCH_DIRECT},
     /* SC21: autograd accumulates fp16 param.grad; Float16OptimizerWithFloat16Params; fp32 vocab-parallel
      * cross-entropy; _Timer start/stop synchronise around each micro-batch's forward and backward; p2p
      * synchronises after every call; the norm's .item() and, under fp16, found_inf.item() */
@@ -69,17 +72,18 @@ static const et_software presets[ET_STACKS] = {
         .launch_blocking = true, .pipeline_sends = ET_SENDS_SCATTER_GATHER,
         .attention_kernel = ET_ATTENTION_FLASH2, .attention_unpad = false, .residual_kernels = true,
         .tp_comm = ET_TP_COMM_EXPOSED, .bias_kernels = ET_BIAS_MEGATRON,
-        .grouped_gemm = ET_GROUPED_GEMM_SINGLE},
+        .grouped_gemm = ET_GROUPED_GEMM_SINGLE, .moe_dispatch = ET_MOE_DISPATCH_DIRECT},
     /* Megatron-core / NeMo with Transformer Engine: fuse_wgrad_accumulation into fp32 main_grad; the
      * distributed optimizer copies its fp32 shard back; fused cross-entropy; no timer syncs; the norm's
-     * .item() */
+     * .item(); the all-to-all dispatcher's sort_chunks_by_idxs */
     [ET_STACK_MEGATRON_CORE] = {EVERY_STACK, .stack = ET_STACK_MEGATRON_CORE,
         .grad_accumulation = ET_ACCUMULATE_FUSED, .accumulate_bytes = 4,
         .optimizer = ET_OPTIMIZER_COPY_BACK, .cross_entropy = ET_CROSS_ENTROPY_FUSED,
         .syncs_per_micro_batch = 0, .p2p_sync = false, .syncs_per_step = 1, .loss_scale_sync = true,
         .launch_blocking = false, .pipeline_sends = ET_SENDS_FULL, .attention_kernel = ET_ATTENTION_FLASH2,
         .attention_unpad = false, .residual_kernels = true, .tp_comm = ET_TP_COMM_ASYNC,
-        .bias_kernels = ET_BIAS_FUSED, .grouped_gemm = ET_GROUPED_GEMM_PER_EXPERT},
+        .bias_kernels = ET_BIAS_FUSED, .grouped_gemm = ET_GROUPED_GEMM_PER_EXPERT,
+        .moe_dispatch = ET_MOE_DISPATCH_SORT_CHUNKS},
     /* eager PyTorch with apex amp O2 (DeepLearningExamples BERT, the MLPerf BERT reference stacks): autograd
      * accumulates fp16 grads; master gradients copied to fp32 and weights back; PyTorch's cross-entropy in
      * fp32; the loss scaler's overflow check each step */
@@ -89,7 +93,8 @@ static const et_software presets[ET_STACKS] = {
         .syncs_per_micro_batch = 0, .p2p_sync = false, .syncs_per_step = 0, .loss_scale_sync = true,
         .launch_blocking = false, .pipeline_sends = ET_SENDS_FULL, .attention_kernel = ET_ATTENTION_FLASH2,
         .attention_unpad = false, .residual_kernels = true, .tp_comm = ET_TP_COMM_EXPOSED,
-        .bias_kernels = ET_BIAS_EAGER, .grouped_gemm = ET_GROUPED_GEMM_SINGLE},
+        .bias_kernels = ET_BIAS_EAGER, .grouped_gemm = ET_GROUPED_GEMM_SINGLE,
+        .moe_dispatch = ET_MOE_DISPATCH_DIRECT},
     /* PyTorch FSDP (torchtitan; llm-foundry with FlashAttention 2): what is confirmed in their code is fused
      * or absent (flash-attn's fused cross-entropy, SDPA or FlashAttention 2); the reduce between
      * micro-batches and the optimizer's form are unconfirmed and not charged */
@@ -99,7 +104,7 @@ static const et_software presets[ET_STACKS] = {
         .syncs_per_step = 0, .loss_scale_sync = false, .launch_blocking = false,
         .pipeline_sends = ET_SENDS_FULL, .attention_kernel = ET_ATTENTION_FLASH2, .attention_unpad = false,
         .residual_kernels = true, .tp_comm = ET_TP_COMM_EXPOSED, .bias_kernels = ET_BIAS_FUSED,
-        .grouped_gemm = ET_GROUPED_GEMM_SINGLE},
+        .grouped_gemm = ET_GROUPED_GEMM_SINGLE, .moe_dispatch = ET_MOE_DISPATCH_DIRECT},
     /* llm-foundry as its 2023 benchmark tables ran it (Composer, FSDP1): pytorch-fsdp's terms, with
      * flash-attn 1.0.9 (docs/cost-model.md says on what evidence, and what of it is unchecked) called through
      * the unpadded interface: llmfoundry/models/layers/attention.py flash_attn_fn gathers q, k and v with
@@ -110,7 +115,7 @@ static const et_software presets[ET_STACKS] = {
         .syncs_per_step = 0, .loss_scale_sync = false, .launch_blocking = false,
         .pipeline_sends = ET_SENDS_FULL, .attention_kernel = ET_ATTENTION_FLASH1, .attention_unpad = true,
         .residual_kernels = true, .tp_comm = ET_TP_COMM_EXPOSED, .bias_kernels = ET_BIAS_FUSED,
-        .grouped_gemm = ET_GROUPED_GEMM_SINGLE},
+        .grouped_gemm = ET_GROUPED_GEMM_SINGLE, .moe_dispatch = ET_MOE_DISPATCH_DIRECT},
 };
 // clang-format on
 #undef EVERY_STACK
@@ -133,13 +138,28 @@ double et_software_flash_rate(const et_software *s)
 
 int et_software_read(const et_json_reader *r, json_t *root, et_software *out)
 {
-    static const char *const keys[] = {"stack",           "grad_accumulation", "grad_accumulation_bytes",
-                                       "optimizer",       "cross_entropy",     "syncs_per_micro_batch",
-                                       "p2p_sync",        "syncs_per_step",    "loss_scale_sync",
-                                       "launch_blocking", "pipeline_sends",    "attention_kernel",
-                                       "attention_unpad", "residual_kernels",  "fp8_param_gather",
-                                       "tp_comm",         "overlap_sms",       "bulk_overlap_sms",
-                                       "bias_kernels",    "grouped_gemm",      NULL};
+    static const char *const keys[] = {"stack",
+                                       "grad_accumulation",
+                                       "grad_accumulation_bytes",
+                                       "optimizer",
+                                       "cross_entropy",
+                                       "syncs_per_micro_batch",
+                                       "p2p_sync",
+                                       "syncs_per_step",
+                                       "loss_scale_sync",
+                                       "launch_blocking",
+                                       "pipeline_sends",
+                                       "attention_kernel",
+                                       "attention_unpad",
+                                       "residual_kernels",
+                                       "fp8_param_gather",
+                                       "tp_comm",
+                                       "overlap_sms",
+                                       "bulk_overlap_sms",
+                                       "bias_kernels",
+                                       "grouped_gemm",
+                                       "moe_dispatch",
+                                       NULL};
     json_t *o;
     *out = presets[ET_STACK_FUSED];
     if (et_json_get_object(r, root, "$", "software", false, keys, &o)) return -1;
@@ -185,6 +205,10 @@ int et_software_read(const et_json_reader *r, json_t *root, et_software *out)
                          &e))
         return -1;
     out->grouped_gemm = (et_grouped_gemm)e;
+    if (et_json_get_enum(r, o, where, "moe_dispatch", false, et_moe_dispatch_names, (int)out->moe_dispatch,
+                         &e))
+        return -1;
+    out->moe_dispatch = (et_moe_dispatch)e;
     if (et_json_get_number(r, o, where, "overlap_sms", false, out->overlap_sms, 0, 1024, &out->overlap_sms) ||
         et_json_get_number(r, o, where, "bulk_overlap_sms", false, out->bulk_overlap_sms, 0, 1024,
                            &out->bulk_overlap_sms))

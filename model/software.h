@@ -75,6 +75,14 @@ extern const char *const et_bias_kernels_names[]; /* "fused", "megatron", "eager
 typedef enum { ET_GROUPED_GEMM_SINGLE, ET_GROUPED_GEMM_PER_EXPERT } et_grouped_gemm;
 extern const char *const et_grouped_gemm_names[]; /* "single", "per_expert", NULL */
 
+/* How an expert rank orders the rows it receives: written straight into local-expert order (`direct`), or,
+ * as Megatron-Core's all-to-all dispatcher does with more than one local expert, received grouped by source
+ * rank and copied into local-expert order after the dispatch and back before the combine
+ * (`sort_chunks`: MoEAlltoAllTokenDispatcher's sort_chunks_by_idxs, megatron/core/transformer/moe/
+ * token_dispatcher.py). */
+typedef enum { ET_MOE_DISPATCH_DIRECT, ET_MOE_DISPATCH_SORT_CHUNKS } et_moe_dispatch;
+extern const char *const et_moe_dispatch_names[]; /* "direct", "sort_chunks", NULL */
+
 typedef enum {
     ET_STACK_FUSED,
     ET_STACK_MEGATRON_2021,
@@ -112,6 +120,7 @@ typedef struct et_software {
     double bulk_overlap_sms; /* and Transformer Engine's bulk overlaps (backward, parallelism.tp_overlap) */
     et_bias_kernels bias_kernels; /* biases' adds and gradient sums as kernels of their own, or fused */
     et_grouped_gemm grouped_gemm; /* the experts' products: one kernel, or one launch per local expert */
+    et_moe_dispatch moe_dispatch; /* the received rows written in expert order, or sorted there and back */
     bool fp8_param_gather; /* FP8 parameters (Megatron-Core's --fp8-param-gather): the quantized products'
                               weights gathered at a byte, an amax pass over their fp32 shard after the update
                               (user's choice, off in every preset) */

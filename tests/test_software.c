@@ -51,6 +51,7 @@ static void differences(const char *a, const char *b, char *out, size_t size)
     DIFF(bulk_overlap_sms);
     DIFF(bias_kernels);
     DIFF(grouped_gemm);
+    DIFF(moe_dispatch);
 #undef DIFF
 }
 
@@ -71,7 +72,8 @@ static void test_presets(void)
         /* MCore: the distributed optimizer's copy back, the norm's .item(), whole activations sent (its
          * backward collectives beside their products, as the fused preset's) */
         {"fused", "megatron-core",
-         "optimizer,syncs_per_step,loss_scale_sync,pipeline_sends,residual_kernels,grouped_gemm"},
+         "optimizer,syncs_per_step,loss_scale_sync,pipeline_sends,residual_kernels,grouped_gemm,moe_"
+         "dispatch"},
         /* BLOOM against v3: DeepSpeed's accumulation and optimizer, no timers, launches that block */
         {"megatron-lm-2022", "megatron-deepspeed",
          "grad_accumulation,optimizer,syncs_per_micro_batch,p2p_sync,syncs_per_step,loss_scale_sync,"
@@ -82,7 +84,7 @@ static void test_presets(void)
         /* Megatron-core against v3: the collectives beside their products */
         {"megatron-lm-2022", "megatron-core",
          "optimizer,cross_entropy,syncs_per_micro_batch,p2p_sync,pipeline_sends,tp_comm,bias_kernels,"
-         "grouped_gemm"},
+         "grouped_gemm,moe_dispatch"},
         /* llm-foundry's 2023 tables: flash-attn 1.0.9 through the unpadded interface */
         {"pytorch-fsdp", "llm-foundry", "attention_kernel,attention_unpad"},
     };
@@ -410,9 +412,45 @@ static void test_grouped_gemm(void)
     }
 }
 
+/* Megatron-Core's all-to-all dispatcher by hand on Mixtral 8x7B (8 experts, top 2, hidden 4096): with two
+ * expert ranks (four experts a rank) the received rows are copied into local-expert order after the
+ * dispatch and back before the combine, and the same in backward: four passes of 2 e H k T bytes (read
+ * and write), each one launch, none under `direct`, none with one expert a rank (8 ranks). */
+static void test_moe_dispatch(void)
+{
+    et_scenario s;
+    if (load("mixtral-8x7b-h100.json", &s)) return;
+    const et_batch_shape b = et_batch_expected(&s);
+    const double e = et_precision_bytes(s.precision), H = s.model.hidden, k = s.model.moe.top_k;
+    static const char *const ids[] = {"layer.0.moe.experts.sort", "layer.0.moe.experts.unsort",
+                                      "layer.0.moe.experts.unsort.bwd", "layer.0.moe.experts.sort.bwd"};
+    for (int expert = 2; expert <= 8; expert *= 4)
+        for (int mode = 0; mode < 2; mode++) {
+            s.parallel.expert = expert;
+            s.software.moe_dispatch = (et_moe_dispatch)mode;
+            et_graph g;
+            if (graph_of(&s, &g)) return;
+            const bool want = mode == ET_MOE_DISPATCH_SORT_CHUNKS && expert == 2;
+            for (int i = 0; i < 4; i++) {
+                double bytes = 0;
+                int kernels = 0;
+                const double t = op_of(&g, ids[i], &b, &s.cluster.device, s.precision, &bytes, &kernels);
+                if (want)
+                    CHECK(t > 0 && kernels == 1 && fabs(bytes - 2 * e * H * k * b.tokens) < 1e-6 * bytes,
+                          "%s: %.0f bytes in %d launches, want 2 e H k T = %.0f in 1", ids[i], bytes, kernels,
+                          2 * e * H * k * b.tokens);
+                else
+                    CHECK(t < 0, "%s: no pass under %s with %d experts a rank", ids[i],
+                          et_moe_dispatch_names[mode], 8 / expert);
+            }
+            et_graph_free(&g);
+        }
+}
+
 int main(void)
 {
     test_eager_terms();
+    test_moe_dispatch();
     test_bias_kernels();
     test_grouped_gemm();
     test_pipeline_sends();
