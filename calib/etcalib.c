@@ -267,6 +267,15 @@ static int cmd_report(int argc, char **argv)
 
 /* A profile's large-GEMM efficiencies into its JSON's efficiency section: gemm_max and each precision's own.
  */
+/* The fused attention's sequence term where it is not the half dimension's default: a fit that moves the
+ * half dimension keeps the attention's (its rate was measured at a length); a profile without a fused
+ * rate has none to keep. */
+static void set_flash_half_len(json_t *eff, const et_device_profile *d)
+{
+    if (d->flash_attention_efficiency > 0 && d->flash_half_len != d->gemm_half_dim)
+        json_object_set_new(eff, "flash_half_len", json_real(d->flash_half_len));
+}
+
 static void set_gemm_efficiencies(json_t *eff, const et_device_profile *d)
 {
     json_object_set_new(eff, "gemm_max", json_real(d->gemm_max_efficiency));
@@ -332,9 +341,7 @@ static json_t *fitted_json(const char *base_path, const et_device_profile *fit, 
     json_t *eff = json_object_get(root, "efficiency");
     set_gemm_efficiencies(eff, fit);
     json_object_set_new(eff, "gemm_half_dim", json_real(fit->gemm_half_dim));
-    /* the fused attention keeps the sequence term it had (a profile without one took the half dimension) */
-    if (fit->flash_attention_efficiency > 0 && fit->flash_half_len != fit->gemm_half_dim)
-        json_object_set_new(eff, "flash_half_len", json_real(fit->flash_half_len));
+    set_flash_half_len(eff, fit);
     json_object_set_new(eff, "memory", json_real(fit->memory_efficiency));
     json_object_set_new(eff, "kernel_overhead_us", json_real(fit->kernel_overhead_s * 1e6));
     if (fit->attention_products_efficiency != 1)
@@ -691,11 +698,9 @@ static int cmd_fit_runs(int argc, char **argv)
     set_gemm_efficiencies(eff, &fit);
     if (base.flash_attention_efficiency > 0)
         json_object_set_new(eff, "flash_attention", json_real(fit.flash_attention_efficiency));
-    if (terms & CALIB_TERM_HALF_DIM && base.gemm_half_dim > 0) {
+    if (terms & CALIB_TERM_HALF_DIM && base.gemm_half_dim > 0)
         json_object_set_new(eff, "gemm_half_dim", json_real(fit.gemm_half_dim));
-        /* the fused attention's sequence term stays the base's (its rate was measured at a length) */
-        json_object_set_new(eff, "flash_half_len", json_real(fit.flash_half_len));
-    }
+    set_flash_half_len(eff, &fit);
     char note[1024];
     snprintf(
         note, sizeof note,

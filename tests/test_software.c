@@ -72,8 +72,8 @@ static void test_presets(void)
         /* MCore: the distributed optimizer's copy back, the norm's .item(), whole activations sent (its
          * backward collectives beside their products, as the fused preset's) */
         {"fused", "megatron-core",
-         "optimizer,syncs_per_step,loss_scale_sync,pipeline_sends,residual_kernels,grouped_gemm,moe_"
-         "dispatch"},
+         "optimizer,syncs_per_step,loss_scale_sync,pipeline_sends,residual_kernels,"
+         "grouped_gemm,moe_dispatch"},
         /* BLOOM against v3: DeepSpeed's accumulation and optimizer, no timers, launches that block */
         {"megatron-lm-2022", "megatron-deepspeed",
          "grad_accumulation,optimizer,syncs_per_micro_batch,p2p_sync,syncs_per_step,loss_scale_sync,"

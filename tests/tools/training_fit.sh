@@ -37,7 +37,7 @@ for pair in h200:h100-sxm b300:gb300; do
   h=$(jq .efficiency.gemm_half_dim "$work/$from.json")
   jq --argjson g "$g" --argjson h "$h" --arg from "$from" '
     .efficiency.gemm_max *= $g
-    | .efficiency.flash_half_len = (.efficiency.flash_half_len // .efficiency.gemm_half_dim)
+    | if .efficiency.flash_attention then .efficiency.flash_half_len = (.efficiency.flash_half_len // .efficiency.gemm_half_dim) else . end
     | .efficiency.gemm_half_dim = $h
     | if .efficiency.gemm_max_by_precision then .efficiency.gemm_max_by_precision |= map_values(. * $g) else . end
     | .source += " Training efficiencies (tests/tools/training_fit.sh): the large-GEMM efficiency x \($g) and the GEMM half dimension \($h), what etcalib fit-runs found for \($from) (the same chip) on its published dense training runs, applied here for want of dense runs of this device to fit."' \
