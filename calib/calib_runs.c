@@ -94,15 +94,24 @@ int calib_runs_load(const char *published_csv, const char *device, calib_runs *o
     return 0;
 }
 
-et_device_profile calib_runs_scaled(const et_device_profile *base, double gemm, double attention, double half)
+/* cuDNN's fused-attention efficiency a fit starts from: the base's own, else FlashAttention 2's */
+static double cudnn_start(const et_device_profile *base)
+{
+    return base->cudnn_attention_efficiency > 0 ? base->cudnn_attention_efficiency
+                                                : base->flash_attention_efficiency;
+}
+
+et_device_profile calib_runs_scaled(const et_device_profile *base, const double f[CALIB_TERMS])
 {
     et_device_profile d = *base;
-    d.gemm_half_dim = base->gemm_half_dim * half;
-    d.gemm_max_efficiency = fmin(1, base->gemm_max_efficiency * gemm);
+    d.gemm_half_dim = base->gemm_half_dim * f[2];
+    d.gemm_max_efficiency = fmin(1, base->gemm_max_efficiency * f[0]);
     for (int p = 0; p < ET_PRECISION_COUNT; p++)
         if (base->gemm_max_by_precision[p] > 0)
-            d.gemm_max_by_precision[p] = fmin(1, base->gemm_max_by_precision[p] * gemm);
-    d.flash_attention_efficiency = fmin(1, base->flash_attention_efficiency * attention);
+            d.gemm_max_by_precision[p] = fmin(1, base->gemm_max_by_precision[p] * f[0]);
+    d.flash_attention_efficiency = fmin(1, base->flash_attention_efficiency * f[1]);
+    if (base->cudnn_attention_efficiency > 0 || f[3] != 1)
+        d.cudnn_attention_efficiency = fmin(1, cudnn_start(base) * f[3]);
     return d;
 }
 
@@ -131,7 +140,10 @@ double calib_runs_objective(const calib_runs *r, const et_device_profile *d)
 
 static double objective_at(const calib_runs *r, const et_device_profile *base, const double x[CALIB_TERMS])
 {
-    const et_device_profile d = calib_runs_scaled(base, exp(x[0]), exp(x[1]), exp(x[2]));
+    double f[CALIB_TERMS];
+    for (int k = 0; k < CALIB_TERMS; k++)
+        f[k] = exp(x[k]);
+    const et_device_profile d = calib_runs_scaled(base, f);
     return calib_runs_objective(r, &d);
 }
 
@@ -141,12 +153,14 @@ double calib_runs_fit(const calib_runs *r, const et_device_profile *base, unsign
     const double phi = (sqrt(5) - 1) / 2;
     /* each term's largest value bounds its factor: efficiencies stay <= 1; the half dimension has no bound
      * but the search's (a factor of 4 either way) */
-    double limit[CALIB_TERMS] = {base->gemm_max_efficiency, base->flash_attention_efficiency, 0};
+    double limit[CALIB_TERMS] = {base->gemm_max_efficiency, base->flash_attention_efficiency, 0,
+                                 cudnn_start(base)};
     for (int p = 0; p < ET_PRECISION_COUNT; p++)
         limit[0] = fmax(limit[0], base->gemm_max_by_precision[p]);
     if (!(base->flash_attention_efficiency > 0)) terms &= ~CALIB_TERM_ATTENTION;
+    if (!(cudnn_start(base) > 0)) terms &= ~CALIB_TERM_CUDNN;
     if (!(base->gemm_half_dim > 0)) terms &= ~CALIB_TERM_HALF_DIM;
-    double x[CALIB_TERMS] = {0, 0, 0}, best = objective_at(r, base, x);
+    double x[CALIB_TERMS] = {0, 0, 0, 0}, best = objective_at(r, base, x);
     for (int round = 0; round < 4; round++)
         for (int k = 0; k < CALIB_TERMS; k++) {
             if (!(terms & (1u << k))) continue;
@@ -173,6 +187,6 @@ double calib_runs_fit(const calib_runs *r, const et_device_profile *base, unsign
         }
     for (int k = 0; k < CALIB_TERMS; k++)
         factor[k] = exp(x[k]);
-    *out = calib_runs_scaled(base, factor[0], factor[1], factor[2]);
+    *out = calib_runs_scaled(base, factor);
     return best;
 }

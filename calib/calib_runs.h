@@ -31,16 +31,22 @@ typedef struct calib_runs {
 int calib_runs_load(const char *published_csv, const char *device, calib_runs *out, et_error *err);
 void calib_runs_free(calib_runs *r);
 
-/* The terms a fit may scale, one factor each: the large-GEMM efficiencies, the fused attention's, and the
- * GEMM half dimension (efficiency.gemm_half_dim: how fast a product's efficiency falls with a small M, N
- * or K). */
-enum { CALIB_TERMS = 3 };
-enum { CALIB_TERM_GEMM = 1u << 0, CALIB_TERM_ATTENTION = 1u << 1, CALIB_TERM_HALF_DIM = 1u << 2 };
+/* The terms a fit may scale, one factor each: the large-GEMM efficiencies, the fused attention's
+ * (FlashAttention 2's, efficiency.flash_attention), the GEMM half dimension (efficiency.gemm_half_dim: how
+ * fast a product's efficiency falls with a small M, N or K), and cuDNN's fused attention's
+ * (efficiency.cudnn_attention; from FlashAttention 2's rate where the base has none). */
+enum { CALIB_TERMS = 4 };
+enum {
+    CALIB_TERM_GEMM = 1u << 0,
+    CALIB_TERM_ATTENTION = 1u << 1,
+    CALIB_TERM_HALF_DIM = 1u << 2,
+    CALIB_TERM_CUDNN = 1u << 3
+};
 
 /* The profile with the GEMM and fused-attention efficiencies scaled (capped at 1), and the GEMM half
- * dimension scaled. */
-et_device_profile calib_runs_scaled(const et_device_profile *base, double gemm, double attention,
-                                    double half);
+ * dimension scaled. f[] holds one factor per term (CALIB_TERMS, in the bits' order); cuDNN's efficiency
+ * starts from FlashAttention 2's where the base has none, and stays absent at a factor of 1. */
+et_device_profile calib_runs_scaled(const et_device_profile *base, const double f[CALIB_TERMS]);
 /* The analytic step of run i on profile d (its scenario's other cluster facts kept); -1 on an error. */
 double calib_runs_predict(const calib_runs *r, int i, const et_device_profile *d);
 /* Mean over the runs of |log(predicted / published)|: the targets' measure, and a run whose error has

@@ -38,7 +38,7 @@ static const char usage[] =
     "       etcalib fit-network micro.json --scenario s.json --out s-calibrated.json   (all-reduce rows)\n"
     "       etcalib fit-network all_reduce_perf.log [--gpu NAME] --scenario s.json --out s-calibrated.json\n"
     "       etcalib fit-runs published.csv --base P.json --out Q.json [--only PREFIX[,PREFIX...]]\n"
-    "                   [--terms gemm,attention,half_dim]\n"
+    "                   [--terms gemm,attention,half_dim,cudnn_attention]\n"
     "  bench:  matrix products over a grid of shapes and the scenario's shapes, streaming kernels and the\n"
     "          fused Adam update over sizes, the per-op overhead, on this machine (pin it and set\n"
     "          OPENBLAS_NUM_THREADS); under mpirun with 2 ranks or more, first the all-reduce's bus\n"
@@ -49,8 +49,9 @@ static const char usage[] =
     "          special-function rate and cache bandwidth (when the base profile has them)\n"
     "          to the runs and writes an ordinary profile file (Q must not be an input).\n"
     "  fit-runs: scales P's large-GEMM efficiency (gemm_max and every precision's), its fused\n"
-    "          attention's and its GEMM half dimension (--terms: which of gemm, attention, half_dim;\n"
-    "          default gemm,attention) to the published training runs\n"
+    "          attention's, its GEMM half dimension and cuDNN's fused attention's (--terms: which of\n"
+    "          gemm, attention, half_dim, cudnn_attention; default gemm,attention; cuDNN's from\n"
+    "          FlashAttention 2's rate where P has none) to the published training runs\n"
     "          whose scenarios (NAME.json beside the CSV) name P's device (--only: runs whose names start\n"
     "          so), minimising the mean absolute log error of the analytic step; prints each run before\n"
     "          and after and writes P with the fitted efficiencies.";
@@ -573,10 +574,11 @@ static int run_selected(const char *name, const char *only)
     return 0;
 }
 
-/* --terms of fit-runs: a comma-separated subset of gemm, attention and half_dim, each once. */
+/* --terms of fit-runs: a comma-separated subset of gemm, attention, half_dim and cudnn_attention, each
+ * once. */
 static int parse_terms(const char *list, unsigned *terms)
 {
-    static const char *names[CALIB_TERMS] = {"gemm", "attention", "half_dim"};
+    static const char *names[CALIB_TERMS] = {"gemm", "attention", "half_dim", "cudnn_attention"};
     *terms = 0;
     for (const char *p = list;;) {
         const size_t len = strcspn(p, ",");
@@ -585,8 +587,8 @@ static int parse_terms(const char *list, unsigned *terms)
             k++;
         if (k == CALIB_TERMS || (*terms & (1u << k))) {
             fprintf(stderr,
-                    "etcalib fit-runs: --terms: expected a comma-separated subset of gemm, attention and "
-                    "half_dim, each once, got \"%s\"\n",
+                    "etcalib fit-runs: --terms: expected a comma-separated subset of gemm, attention, "
+                    "half_dim and cudnn_attention, each once, got \"%s\"\n",
                     list);
             return -1;
         }
@@ -670,6 +672,9 @@ static int cmd_fit_runs(int argc, char **argv)
     printf("%-26s %10.4f %10.4f\n", "flash_attention", base.flash_attention_efficiency,
            fit.flash_attention_efficiency);
     printf("%-26s %10.4g %10.4g\n", "gemm_half_dim", base.gemm_half_dim, fit.gemm_half_dim);
+    if (fit.cudnn_attention_efficiency > 0)
+        printf("%-26s %10.4f %10.4f\n", "cudnn_attention", base.cudnn_attention_efficiency,
+               fit.cudnn_attention_efficiency);
     printf("\n%-56s %5s %12s %10s %10s %9s %9s\n", "run", "fit", "published[s]", "base[s]", "fitted[s]",
            "base[%]", "fit[%]");
     double sum[2][2] = {{0}};
@@ -700,15 +705,21 @@ static int cmd_fit_runs(int argc, char **argv)
         json_object_set_new(eff, "flash_attention", json_real(fit.flash_attention_efficiency));
     if (terms & CALIB_TERM_HALF_DIM && base.gemm_half_dim > 0)
         json_object_set_new(eff, "gemm_half_dim", json_real(fit.gemm_half_dim));
+    if (fit.cudnn_attention_efficiency > 0)
+        json_object_set_new(eff, "cudnn_attention", json_real(fit.cudnn_attention_efficiency));
     set_flash_half_len(eff, &fit);
+    char cudnn[128] = "";
+    if (terms & CALIB_TERM_CUDNN && fit.cudnn_attention_efficiency > 0)
+        snprintf(cudnn, sizeof cudnn, ", cuDNN's fused attention's x %.4f (from %s)", factor[3],
+                 base.cudnn_attention_efficiency > 0 ? "its own rate" : "FlashAttention 2's rate");
     char note[1024];
     snprintf(
         note, sizeof note,
         " Fitted by etcalib fit-runs (ET commit %s) to %d published training runs of %s%s%s: the large-GEMM "
-        "efficiencies x %.4f, the fused attention's x %.4f and the GEMM half dimension x %.4f (mean "
+        "efficiencies x %.4f, the fused attention's x %.4f and the GEMM half dimension x %.4f%s (mean "
         "absolute log error of the analytic step %.4g -> %.4g).",
         ET_GIT_COMMIT, runs.n, csv, only ? " starting " : "", only ? only : "", factor[0], factor[1],
-        factor[2], before, after);
+        factor[2], cudnn, before, after);
     const char *old = json_string_value(json_object_get(root, "source"));
     size_t len = (old ? strlen(old) : 0) + strlen(note) + 1;
     char *source = malloc(len);

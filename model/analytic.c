@@ -93,6 +93,7 @@ static int graph_for(const et_model_config *model, const et_graph_options *o, et
     key.options.clip_global = o->clip_global, key.options.tokens_hint = o->tokens_hint;
     key.options.loss_fp32 = o->loss_fp32;
     key.options.flash_rate = o->flash_rate, key.options.attention_unpad = o->attention_unpad;
+    key.options.attention_cudnn = o->attention_cudnn;
     key.options.residual_kernels = o->residual_kernels, key.options.tp_async = o->tp_async;
     key.options.bias_kernels = o->bias_kernels, key.options.expert_launches = o->expert_launches;
     key.options.moe_sort_chunks = o->moe_sort_chunks;

@@ -37,6 +37,14 @@ int et_caveats(const et_scenario *s, const char **out, int max)
         ADD("activation memory of attention at the hidden width (Korthikanti's terms), not heads x head_dim");
     if (s->parallel.attention == ET_ATTENTION_STANDARD)
         ADD("attention materialises the scores per head (no fused flash-style kernel)");
+    else if (s->software.attention_kernel == ET_ATTENTION_CUDNN &&
+             s->cluster.device.cudnn_attention_efficiency > 0)
+        ADD("cuDNN's fused attention at the profile's one fitted rate (efficiency.cudnn_attention), whatever "
+            "the head dimension or masking");
+    else if (s->software.attention_kernel == ET_ATTENTION_CUDNN &&
+             s->cluster.device.flash_attention_efficiency > 0)
+        ADD("cuDNN's fused attention at FlashAttention 2's measured rate (the profile has no "
+            "efficiency.cudnn_attention)");
     else if (s->cluster.device.flash_attention_efficiency > 0)
         ADD("fused attention at the profile's one measured rate (efficiency.flash_attention), whatever the "
             "head dimension, sequence length or masking");

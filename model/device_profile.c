@@ -58,11 +58,17 @@ static const char *const sparse_keys[] = {"unstructured_efficiency", "block_half
                                           "semi_structured_2_4_speedup", "masked_dense", NULL};
 static const char *const peak_keys[] = {"fp32", "tf32", "fp16", "bf16", "fp8", "fp4", NULL};
 static const char *const tt_keys[] = {"layout_copies", NULL};
-static const char *const eff_keys[] = {"gemm_max",           "gemm_half_dim",
-                                       "gemm_tile",          "memory",
-                                       "kernel_overhead_us", "gemm_max_by_precision",
-                                       "flash_attention",    "flash_half_len",
-                                       "attention_products", NULL};
+static const char *const eff_keys[] = {"gemm_max",
+                                       "gemm_half_dim",
+                                       "gemm_tile",
+                                       "memory",
+                                       "kernel_overhead_us",
+                                       "gemm_max_by_precision",
+                                       "flash_attention",
+                                       "flash_half_len",
+                                       "attention_products",
+                                       "cudnn_attention",
+                                       NULL};
 
 /* The efficiency section, with the multiprocessors and the GEMM tile the wave quantization needs (both). */
 static int read_efficiency(const et_json_reader *r, json_t *root, et_device_profile *out)
@@ -102,6 +108,9 @@ static int read_efficiency(const et_json_reader *r, json_t *root, et_device_prof
     out->kernel_overhead_s = v * 1e-6;
     if (et_json_get_number(r, eff, "$.efficiency", "flash_attention", false, 0, 0.01, 1,
                            &out->flash_attention_efficiency))
+        return -1;
+    if (et_json_get_number(r, eff, "$.efficiency", "cudnn_attention", false, 0, 0.01, 1,
+                           &out->cudnn_attention_efficiency))
         return -1;
     /* the fused attention's own sequence term; a profile without it takes the products' half dimension */
     if (et_json_get_number(r, eff, "$.efficiency", "flash_half_len", false, out->gemm_half_dim, 0, 1e6,

@@ -62,6 +62,7 @@ typedef struct et_device_profile {
     bool tensor_train_layout_copies;   /* tensor-train contractions copy their operands into matrices first */
     double flash_attention_efficiency; /* fraction of the 16-bit peak a fused attention kernel reaches (0: the
                                           GEMM model) */
+    double cudnn_attention_efficiency; /* the same for cuDNN's fused attention (0: FlashAttention 2's) */
     double flash_half_len; /* sequence length at which the fused attention's rate halves, keys a row
                               (efficiency.flash_half_len; default gemm_half_dim) */
     double attention_products_efficiency; /* unfused attention's per-head products against a matrix product

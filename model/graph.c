@@ -557,6 +557,7 @@ static void attention_core(builder *b, const dims *d, int i, et_phase phase, con
             op->special = lin_scale(area, At);               /* an exp per score */
             op->fused = true;
             op->fused_rate = d->flash_rate;
+            op->cudnn_kernel = d->cudnn;
             op->tile_keys = flash_tile_keys(b, d, i);
         }
         if (d->unpad) /* pad_input: a zeroed T x Q context and the scatter into it */
@@ -722,6 +723,7 @@ static void layer_backward(builder *b, const dims *d, int i, int decoder, et_rec
             op->special = lin_scale(area, At);                  /* the scores' exps again */
             op->fused = true;
             op->fused_rate = d->flash_rate;
+            op->cudnn_kernel = d->cudnn;
             op->tile_keys = flash_tile_keys(b, d, i);
         }
         /* unpad_input's backward: dq, dk, dv each scattered into a zeroed padded tensor (6 launches), then
@@ -1197,6 +1199,7 @@ static int build(const et_model_config *m, const et_graph_options *o, et_graph *
     d.flash = o->attention == ET_ATTENTION_FLASH;
     d.flash_rate = o->flash_rate; /* 0: the profile's kernel, as et_op_time reads an op's fused_rate */
     d.unpad = d.flash && o->attention_unpad;
+    d.cudnn = d.flash && o->attention_cudnn;
     d.tp_async = o->tp_async;
     d.residual = o->residual_kernels;
     if (m->moe.experts > 0) {

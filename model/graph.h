@@ -97,6 +97,8 @@ typedef struct et_op {
                           layer and router run outside Transformer Engine's FP8 autocast) */
     double fused_rate; /* that kernel's share of the profile's fused-attention rate
                           (software.attention_kernel; 0: the profile's kernel, 1) */
+    bool cudnn_kernel; /* the fused attention is cuDNN's: the profile's efficiency.cudnn_attention where it
+                          has one (software.attention_kernel cudnn) */
     /* optimizer over sparse weights on a device that keeps them dense with a mask (sparse.masked_dense):
      * its work times masked_scale (dense elements over kept ones; 0: no sparse weights), plus the masks read
      */
@@ -161,6 +163,7 @@ typedef struct et_graph_options {
     double flash_rate;           /* the fused attention kernel's share of the profile's rate (0 or 1: the
                                     profile's; software.attention_kernel) */
     bool attention_unpad;        /* gather and scatter copies around the fused attention (software) */
+    bool attention_cudnn;        /* the fused attention is cuDNN's (software.attention_kernel) */
     bool residual_kernels;       /* residual adds and backward sums as kernels of their own (software) */
     et_galore galore;            /* GaLore's low-rank projected optimizer states (rank 0: off) */
     const et_method *method;     /* NULL = dense */

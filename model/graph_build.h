@@ -75,6 +75,7 @@ typedef struct dims {
     int flash;         /* attention as one fused kernel */
     double flash_rate; /* its share of the profile's fused-attention rate (software.attention_kernel) */
     int unpad;         /* gather and scatter copies around it (software.attention_unpad) */
+    int cudnn;         /* it is cuDNN's (software.attention_kernel) */
     int tp_async;      /* backward tensor-parallel collectives beside their products (software.tp_comm) */
     int residual; /* residual adds and backward sums as kernels of their own (software.residual_kernels) */
     double KVt;   /* key/value width per tensor rank: kv_heads x D / t (grouped-query attention); under MLA

@@ -18,7 +18,8 @@ static int same_cost(const et_op *a, const et_op *b)
            a->weight_bytes == b->weight_bytes && a->kernels == b->kernels &&
            a->sparse.density == b->sparse.density && a->sparse.pattern == b->sparse.pattern &&
            a->sparse.block == b->sparse.block && a->time_scale == b->time_scale && a->fused == b->fused &&
-           a->fused_rate == b->fused_rate && a->tile_keys == b->tile_keys && a->unquantized == b->unquantized;
+           a->fused_rate == b->fused_rate && a->cudnn_kernel == b->cudnn_kernel &&
+           a->tile_keys == b->tile_keys && a->unquantized == b->unquantized;
 }
 
 static unsigned long long bits(double x)

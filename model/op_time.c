@@ -100,9 +100,13 @@ double et_op_time(const et_op *op, const et_batch_shape *b, const et_device_prof
          * measured efficiency where it has one (the sequence's small-dimension term only), else as batched
          * GEMMs */
         const et_precision q = et_precision_quantized(p) ? ET_BF16 : p;
-        if (op->fused && d->flash_attention_efficiency > 0)
-            rate = d->peak_flops[q] * d->flash_attention_efficiency *
-                   (op->fused_rate > 0 ? op->fused_rate : 1) * l / (l + d->flash_half_len) *
+        /* cuDNN's kernel at its own measured rate where the profile has one, else FlashAttention 2's */
+        const double fused_efficiency = op->cudnn_kernel && d->cudnn_attention_efficiency > 0
+                                            ? d->cudnn_attention_efficiency
+                                            : d->flash_attention_efficiency;
+        if (op->fused && fused_efficiency > 0)
+            rate = d->peak_flops[q] * fused_efficiency * (op->fused_rate > 0 ? op->fused_rate : 1) * l /
+                   (l + d->flash_half_len) *
                    /* live keys a row (l / 2 under a causal mask) over those its blocks compute */
                    (l / 2) / (l / 2 + op->tile_keys);
         else

@@ -33,6 +33,7 @@ et_graph_options et_scenario_graph_options(const et_scenario *s, int stage)
         .loss_fp32 = s->software.cross_entropy == ET_CROSS_ENTROPY_FP32,
         .flash_rate = et_software_flash_rate(&s->software),
         .attention_unpad = s->software.attention_unpad,
+        .attention_cudnn = s->software.attention_kernel == ET_ATTENTION_CUDNN,
         .tp_async = s->software.tp_comm == ET_TP_COMM_ASYNC,
         .bias_kernels = (int)s->software.bias_kernels,
         .expert_launches = s->software.grouped_gemm == ET_GROUPED_GEMM_PER_EXPERT,

@@ -6,7 +6,7 @@ const char *const et_grad_accumulation_names[] = {"fused", "add", "cast_add", NU
 const char *const et_optimizer_path_names[] = {"fused", "copy_back", "fp16_master", "bf16_shards", NULL};
 const char *const et_cross_entropy_names[] = {"fused", "fp32_passes", NULL};
 const char *const et_pipeline_sends_names[] = {"sharded", "scatter_gather", "full", NULL};
-const char *const et_attention_kernel_names[] = {"flash2", "flash1", NULL};
+const char *const et_attention_kernel_names[] = {"flash2", "flash1", "cudnn", NULL};
 const char *const et_tp_comm_names[] = {"exposed", "async", NULL};
 const char *const et_bias_kernels_names[] = {"fused", "megatron", "eager", NULL};
 const char *const et_grouped_gemm_names[] = {"single", "per_expert", NULL};
@@ -75,12 +75,13 @@ static const et_software presets[ET_STACKS] = {
         .grouped_gemm = ET_GROUPED_GEMM_SINGLE, .moe_dispatch = ET_MOE_DISPATCH_DIRECT},
     /* Megatron-core / NeMo with Transformer Engine: fuse_wgrad_accumulation into fp32 main_grad; the
      * distributed optimizer copies its fp32 shard back; fused cross-entropy; no timer syncs; the norm's
-     * .item(); the all-to-all dispatcher's sort_chunks_by_idxs */
+     * .item(); the all-to-all dispatcher's sort_chunks_by_idxs; cuDNN's fused attention (Transformer
+     * Engine's get_attention_backend prefers FusedAttention to FlashAttention on sm90 and later) */
     [ET_STACK_MEGATRON_CORE] = {EVERY_STACK, .stack = ET_STACK_MEGATRON_CORE,
         .grad_accumulation = ET_ACCUMULATE_FUSED, .accumulate_bytes = 4,
         .optimizer = ET_OPTIMIZER_COPY_BACK, .cross_entropy = ET_CROSS_ENTROPY_FUSED,
         .syncs_per_micro_batch = 0, .p2p_sync = false, .syncs_per_step = 1, .loss_scale_sync = true,
-        .launch_blocking = false, .pipeline_sends = ET_SENDS_FULL, .attention_kernel = ET_ATTENTION_FLASH2,
+        .launch_blocking = false, .pipeline_sends = ET_SENDS_FULL, .attention_kernel = ET_ATTENTION_CUDNN,
         .attention_unpad = false, .residual_kernels = true, .tp_comm = ET_TP_COMM_ASYNC,
         .bias_kernels = ET_BIAS_FUSED, .grouped_gemm = ET_GROUPED_GEMM_PER_EXPERT,
         .moe_dispatch = ET_MOE_DISPATCH_SORT_CHUNKS},

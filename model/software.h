@@ -46,10 +46,12 @@ typedef enum { ET_SENDS_SHARDED, ET_SENDS_SCATTER_GATHER, ET_SENDS_FULL } et_pip
 extern const char *const et_pipeline_sends_names[]; /* "sharded", "scatter_gather", "full", NULL */
 
 /* The fused attention kernel a stack launches (with `parallelism.attention: flash`): the one the device
- * profile's fused-attention rate was measured with (FlashAttention 2), or FlashAttention 1, which Dao
- * (2023, FlashAttention-2, arXiv 2307.08691, abstract) measures at about half of FlashAttention 2's speed. */
-typedef enum { ET_ATTENTION_FLASH2, ET_ATTENTION_FLASH1 } et_attention_kernel;
-extern const char *const et_attention_kernel_names[]; /* "flash2", "flash1", NULL */
+ * profile's fused-attention rate was measured with (FlashAttention 2); FlashAttention 1, which Dao
+ * (2023, FlashAttention-2, arXiv 2307.08691, abstract) measures at about half of FlashAttention 2's speed;
+ * or cuDNN's fused attention, which Transformer Engine prefers on Hopper and later (the profile's
+ * efficiency.cudnn_attention, FlashAttention 2's rate where the profile has none). */
+typedef enum { ET_ATTENTION_FLASH2, ET_ATTENTION_FLASH1, ET_ATTENTION_CUDNN } et_attention_kernel;
+extern const char *const et_attention_kernel_names[]; /* "flash2", "flash1", "cudnn", NULL */
 
 /* Tensor-parallel collectives without Transformer Engine's userbuffers (parallelism.tp_overlap): each one
  * blocks compute (`exposed`), or, as Megatron's linear layers issue them, the backward ones run
@@ -127,8 +129,9 @@ typedef struct et_software {
 } et_software;
 
 int et_software_preset(const char *name, et_software *out);
-/* The stack's fused attention kernel's share of the profile's fused-attention rate: 1 for FlashAttention 2
- * (the kernel the profiles' rates were measured with), 1/2 for FlashAttention 1 (Dao 2023's "around 2x"). */
+/* The stack's fused attention kernel's share of the profile's FlashAttention 2 rate: 1 for FlashAttention 2
+ * (the kernel the profiles' rates were measured with) and for cuDNN's (whose own rate, where a profile has
+ * one, et_op_time takes instead), 1/2 for FlashAttention 1 (Dao 2023's "around 2x"). */
 double et_software_flash_rate(const et_software *s);
 int et_software_read(const et_json_reader *r, json_t *root, et_software *out);
 

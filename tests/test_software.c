@@ -72,7 +72,7 @@ static void test_presets(void)
         /* MCore: the distributed optimizer's copy back, the norm's .item(), whole activations sent (its
          * backward collectives beside their products, as the fused preset's) */
         {"fused", "megatron-core",
-         "optimizer,syncs_per_step,loss_scale_sync,pipeline_sends,residual_kernels,"
+         "optimizer,syncs_per_step,loss_scale_sync,pipeline_sends,attention_kernel,residual_kernels,"
          "grouped_gemm,moe_dispatch"},
         /* BLOOM against v3: DeepSpeed's accumulation and optimizer, no timers, launches that block */
         {"megatron-lm-2022", "megatron-deepspeed",
@@ -83,8 +83,8 @@ static void test_presets(void)
          "syncs_per_micro_batch,p2p_sync,syncs_per_step,pipeline_sends,bias_kernels"},
         /* Megatron-core against v3: the collectives beside their products */
         {"megatron-lm-2022", "megatron-core",
-         "optimizer,cross_entropy,syncs_per_micro_batch,p2p_sync,pipeline_sends,tp_comm,bias_kernels,"
-         "grouped_gemm,moe_dispatch"},
+         "optimizer,cross_entropy,syncs_per_micro_batch,p2p_sync,pipeline_sends,attention_kernel,tp_comm,"
+         "bias_kernels,grouped_gemm,moe_dispatch"},
         /* llm-foundry's 2023 tables: flash-attn 1.0.9 through the unpadded interface */
         {"pytorch-fsdp", "llm-foundry", "attention_kernel,attention_unpad"},
     };
@@ -447,8 +447,37 @@ static void test_moe_dispatch(void)
         }
 }
 
+/* The stack's attention kernel reaches the graph: megatron-core's fused attention ops are cuDNN's, and on
+ * the H100 (a cuDNN rate of its own) they take 1/2 of FlashAttention 2's time; pytorch-fsdp's are not. */
+static void test_attention_kernel(void)
+{
+    et_scenario s;
+    if (load("llama3-8b-h100.json", &s)) return;
+    const et_batch_shape b = et_batch_expected(&s);
+    double t[2];
+    for (int stack = 0; stack < 2; stack++) {
+        et_software_preset(stack ? "pytorch-fsdp" : "megatron-core", &s.software);
+        et_graph g;
+        if (graph_of(&s, &g)) return;
+        int fused = 0, cudnn = 0;
+        for (int i = 0; i < g.n_ops; i++)
+            if (g.ops[i].kind == ET_OP_ATTENTION && g.ops[i].fused) fused++, cudnn += g.ops[i].cudnn_kernel;
+        CHECK(fused > 0 && cudnn == (stack ? 0 : fused), "%s: %d of %d fused attention ops cuDNN's",
+              stack ? "pytorch-fsdp" : "megatron-core", cudnn, fused);
+        double bytes;
+        int kernels;
+        t[stack] = op_of(&g, "layer.0.attn.flash", &b, &s.cluster.device, s.precision, &bytes, &kernels) -
+                   s.cluster.device.kernel_overhead_s;
+        et_graph_free(&g);
+    }
+    CHECK_REL(t[0] / t[1],
+              s.cluster.device.flash_attention_efficiency / s.cluster.device.cudnn_attention_efficiency, 1e-9,
+              "cuDNN's kernel at the profile's own rate");
+}
+
 int main(void)
 {
+    test_attention_kernel();
     test_eager_terms();
     test_moe_dispatch();
     test_bias_kernels();

@@ -35,12 +35,21 @@ awk -v a="$before" -v b="$after" 'BEGIN {exit !(b <= a)}' || { cat "$work/half.t
 [ "$(jq '.efficiency.gemm_max' "$work/half.json")" = "$(jq '.efficiency.gemm_max' "$src/tests/data/profiles-datasheet/h100-sxm.json")" ] &&
   [ "$(jq '.efficiency.gemm_half_dim' "$work/half.json")" != "$(jq '.efficiency.gemm_half_dim' "$src/tests/data/profiles-datasheet/h100-sxm.json")" ] ||
   { cat "$work/half.txt"; echo "FAIL: --terms half_dim moved gemm_max or left the half dimension"; exit 1; }
-# --terms takes a subset of gemm, attention and half_dim, each once
+# cuDNN's fused attention alone, on a base without its rate: fitted from FlashAttention 2's, written, the
+# objective never higher, the other efficiencies kept
+jq 'del(.efficiency.cudnn_attention)' "$src/tests/data/profiles-datasheet/h100-sxm.json" > "$work/no-cudnn.json"
+"$build/calib/etcalib" fit-runs "$csv" --base "$work/no-cudnn.json" --only nemo-2604-llama370b-h100 \
+  --terms cudnn_attention --out "$work/cudnn.json" > "$work/cudnn.txt"
+read -r before after < <(sed -n 's/.*mean |log error| \([0-9.e+-]*\) -> \([0-9.e+-]*\)$/\1 \2/p' "$work/cudnn.txt")
+awk -v a="$before" -v b="$after" 'BEGIN {exit !(b < a)}' || { cat "$work/cudnn.txt"; echo "FAIL: cudnn_attention objective $before -> $after"; exit 1; }
+[ "$(jq '.efficiency.cudnn_attention != .efficiency.flash_attention and .efficiency.gemm_max == 0.78' "$work/cudnn.json")" = true ] ||
+  { cat "$work/cudnn.txt"; jq .efficiency "$work/cudnn.json"; echo "FAIL: --terms cudnn_attention wrote no cuDNN rate of its own, or moved gemm_max"; exit 1; }
+# --terms takes a subset of gemm, attention, half_dim and cudnn_attention, each once
 for t in gemm,gemm bogus "gemm,"; do
   rc=0
   "$build/calib/etcalib" fit-runs "$csv" --base "$src/tests/data/profiles-datasheet/h100-sxm.json" --terms "$t" \
     --out "$work/no.json" 2> "$work/err" || rc=$?
-  [ $rc -eq 2 ] && grep -q "expected a comma-separated subset of gemm, attention and half_dim" "$work/err" &&
+  [ $rc -eq 2 ] && grep -q "expected a comma-separated subset of gemm, attention, half_dim and cudnn_attention" "$work/err" &&
     [ ! -e "$work/no.json" ] || { cat "$work/err"; echo "FAIL: --terms $t (exit $rc)"; exit 1; }
 done
 # bad input: exit 2, the file and line named, nothing written
