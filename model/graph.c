@@ -564,11 +564,16 @@ static void attention_core(builder *b, const dims *d, int i, et_phase phase, con
             gb_copies(b, phase, i, TOK(3 * e * Vt), 2, ID("attn.pad"));
         return;
     }
+    /* ALiBi through the score product (Megatron-DeepSpeed's BLOOM: torch.baddbmm with the bias as its input
+     * and beta != 0): the bias broadcast over the query rows is first copied into the scores' buffer (a
+     * kernel writing every score; the [heads, 1, l] bias it reads is negligible), and the product reads it
+     * back as C. A fused kernel adds the slopes in its own loop (FlashAttention 2's alibi_slopes): nothing */
+    if (d->alibi) gb_copies(b, phase, i, SQ(e * At), 1, ID("attn.alibi"));
     op = gb_add_op(b, ET_OP_ATTENTION, phase, i, "%s", ID("attn.scores"));
     if (op) {
         op->k = FIX(d->D);
         op->flops = SQ(2 * Qt);
-        op->bytes = lin_add(TOK(2 * e * Qt), SQ(e * At));
+        op->bytes = lin_add(TOK(2 * e * Qt), SQ((d->alibi ? 2 : 1) * e * At));
     }
     /* an exp per live score: all l^2 of a sequence, or under a causal mask l (l + 1) / 2 (sum over its rows,
      * Q / 2 + T / 2: the masked ones are set to zero, not exponentiated, as etrun's and Megatron's fused
@@ -1190,6 +1195,7 @@ static int build(const et_model_config *m, const et_graph_options *o, et_graph *
     d.swiglu = m->mlp == ET_MLP_SWIGLU;
     d.rms = m->norm == ET_NORM_RMSNORM;
     d.rope = m->position == ET_POSITION_ROPE;
+    d.alibi = m->position == ET_POSITION_ALIBI;
     d.qk_norm = m->qk_norm;
     d.sinks = m->sinks;
     d.rm = et_recompute_modules_of(o->recompute, o->recompute_modules);

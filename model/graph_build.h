@@ -95,6 +95,7 @@ typedef struct dims {
     int swiglu;  /* gated MLP: gate and up in one product of 2 Ft outputs, SiLU(gate) x up */
     int rms;     /* RMSNorm: a weight, no bias */
     int rope;    /* rotary positions: q and k rotated after their projection, no position table */
+    int alibi;   /* ALiBi: a per-head bias on the scores (materialised scores: through the score product) */
     double
         causal_share; /* of the l x l products a fused causal kernel computes: 1/2 (decoder, flash), else 1 */
     double St;        /* token share of the sequence-parallel region (layer norms, dropouts): 1/t or 1 */

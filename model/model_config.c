@@ -7,7 +7,7 @@ const char *const et_arch_names[] = {"encoder", "decoder", NULL};
 const char *const et_loss_head_names[] = {"mlm_nsp", "mlm", "causal_lm", NULL};
 const char *const et_mlp_names[] = {"gelu", "swiglu", NULL};
 const char *const et_norm_names[] = {"layernorm", "rmsnorm", NULL};
-const char *const et_position_names[] = {"learned", "rope", "none", NULL};
+const char *const et_position_names[] = {"learned", "rope", "none", "alibi", NULL};
 const char *const et_routing_names[] = {"uniform", "zipf", NULL};
 const char *const et_model_preset_names[] = {
     "bert-base",     "bert-large",      "gpt3-13b",    "encoder-6x768", "llama2-7b",   "llama2-13b",

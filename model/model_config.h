@@ -16,10 +16,11 @@ typedef enum { ET_HEAD_MLM_NSP, ET_HEAD_MLM, ET_HEAD_CAUSAL_LM } et_loss_head;
 
 typedef enum { ET_MLP_GELU, ET_MLP_SWIGLU } et_mlp_kind;
 typedef enum { ET_NORM_LAYERNORM, ET_NORM_RMSNORM } et_norm_kind;
-typedef enum { ET_POSITION_LEARNED, ET_POSITION_ROPE, ET_POSITION_NONE } et_position_kind;
+/* ALiBi (Press et al. 2022, BLOOM): no position table, a per-head linear bias added to the scores */
+typedef enum { ET_POSITION_LEARNED, ET_POSITION_ROPE, ET_POSITION_NONE, ET_POSITION_ALIBI } et_position_kind;
 extern const char *const et_mlp_names[];      /* "gelu", "swiglu", NULL */
 extern const char *const et_norm_names[];     /* "layernorm", "rmsnorm", NULL */
-extern const char *const et_position_names[]; /* "learned", "rope", "none", NULL */
+extern const char *const et_position_names[]; /* "learned", "rope", "none", "alibi", NULL */
 
 /* Mixture-of-experts MLPs (Shazeer et al. 2017; GShard, Lepikhin et al. 2020; Switch, Fedus et al. 2022):
  * `experts` expert MLPs per MoE layer, each token routed to `top_k` of them by a learned router. With

@@ -40,6 +40,10 @@ static int refuse_unsupported(const et_scenario *s, et_error *err)
     if (mc->mtp_layers > 0 && s->method.kind == ET_METHOD_LORA)
         return et_error_set(err, s->source, 0, 0, "$.model.mtp_layers",
                             "etrun trains multi-token prediction with the whole model, not with LoRA");
+    if (mc->position == ET_POSITION_ALIBI)
+        return et_error_set(
+            err, s->source, 0, 0, "$.model.position_embedding",
+            "etrun runs learned, rotary or no positions; ALiBi is costed by etsim only for now");
     if (s->model.head == ET_HEAD_MLM_NSP)
         return et_error_set(
             err, s->source, 0, 0, "$.model.loss_head",

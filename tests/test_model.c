@@ -604,6 +604,55 @@ static void test_cudnn_attention(void)
     }
 }
 
+/* ALiBi (model.position_embedding alibi) on materialised scores, by hand: GPT-3 13B's layer at tensor 2 (20
+ * of its 40 heads a rank) in fp16, one sequence of 2048 tokens: a copy kernel writing the bias into the
+ * scores' buffer, 2 x 20 x 2048^2 bytes, and the score product reading those bytes again, in forward and
+ * in the recomputed forward only; the fused kernel takes the slopes in its loop: no op, no byte. */
+static void test_alibi(void)
+{
+    et_model_config m;
+    et_model_preset("gpt3-13b", &m);
+    const et_batch_shape b = {
+        .sequences = 1, .tokens = 2048, .tokens_sq = 2048.0 * 2048, .predictions = 2048};
+    const double scores = 2.0 * (m.heads / 2) * 2048 * 2048;
+    for (int flash = 0; flash < 2; flash++) {
+        double bytes[2] = {0, 0}, copy[2] = {0, 0};
+        int copies = 0;
+        for (int alibi = 0; alibi < 2; alibi++) {
+            m.position = alibi ? ET_POSITION_ALIBI : ET_POSITION_LEARNED;
+            et_graph_options o = {.tensor = 2,
+                                  .pipeline = 1,
+                                  .precision = ET_FP16,
+                                  .optimizer = ET_OPT_ADAM,
+                                  .optimizer_shards = 1,
+                                  .recompute = ET_RECOMPUTE_FULL,
+                                  .attention = flash ? ET_ATTENTION_FLASH : ET_ATTENTION_STANDARD};
+            et_graph g;
+            et_error err;
+            if (et_graph_build(&m, &o, &g, &err)) {
+                CHECK(0, "graph builds: %s", err.text);
+                return;
+            }
+            int i = et_graph_find(&g, flash ? "layer.0.attn.flash" : "layer.0.attn.scores");
+            if (i >= 0) bytes[alibi] = et_linear_eval(&g.ops[i].bytes, &b);
+            for (int k = 0; k < g.n_ops; k++)
+                if (strstr(g.ops[k].id, ".attn.alibi") && strncmp(g.ops[k].id, "layer.0.", 8) == 0) {
+                    copies++;
+                    copy[alibi] += et_linear_eval(&g.ops[k].bytes, &b);
+                    CHECK(g.ops[k].kernels == 1, "%s: one launch", g.ops[k].id);
+                }
+            et_graph_free(&g);
+        }
+        if (flash)
+            CHECK(copies == 0 && bytes[1] == bytes[0], "fused: no copy (%d), the same bytes", copies);
+        else {
+            CHECK(copies == 2, "a copy in forward and in the recomputed forward, got %d", copies);
+            CHECK_REL(copy[1], 2 * scores, 1e-12, "the two copies' bytes");
+            CHECK_REL(bytes[1] - bytes[0], scores, 1e-12, "the score product reads the bias back");
+        }
+    }
+}
+
 /* Failures and checkpoints against hand computations of Daly's formulas (model/resilience.h). */
 static void test_resilience(void)
 {
@@ -728,6 +777,7 @@ int main(void)
     test_flash_attention_rows();
     test_flash_diagonal_blocks();
     test_cudnn_attention();
+    test_alibi();
     test_galore();
     test_quantization();
     test_moe();
