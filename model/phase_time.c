@@ -199,8 +199,15 @@ double et_pipeline_send_time(const et_scenario *s, const et_batch_shape *b)
         const et_comm_group tp = et_tp_group(s);
         gather = et_ring_allgather_time(&tp, whole);
     }
-    return (lat + bytes / bw + gather) *
-           et_pipeline_sends_per_micro_batch(s->parallel.pipeline, s->parallel.virtual_pipeline);
+    const double alone =
+        (lat + bytes / bw + gather) *
+        et_pipeline_sends_per_micro_batch(s->parallel.pipeline, s->parallel.virtual_pipeline);
+    /* overlapped (software.p2p_overlap, interleaved schedules only): each transfer runs beside the next
+     * chunk's pass, which outlasts it, and takes overlap_sms of the device's multiprocessors while it runs */
+    if (s->software.p2p_overlap && s->parallel.virtual_pipeline > 1)
+        return et_overlap_blocking(alone, INFINITY, s->software.overlap_sms,
+                                   s->cluster.device.multiprocessors, false);
+    return alone;
 }
 
 double et_host_time(const et_scenario *s, double device, double kernels)

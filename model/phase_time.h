@@ -82,10 +82,11 @@ double et_phase_time(const et_scenario *s, const et_graph *g, et_phase phase, co
 double et_phase_time_of(const et_scenario *s, const et_op_classes *c, et_phase phase, const et_batch_shape *b,
                         double *tp_comm);
 
-/* Pipeline activation sends of one micro-batch in one direction, seconds (0 with one stage): one per model
- * chunk boundary, so v with v virtual stages; each rank's share of the activation as the stack sends it
- * (software.pipeline_sends: 1/t, 1/t and an all-gather over the tensor ranks, or whole), 1/t under
- * sequence parallelism. */
+/* Pipeline activation sends of one micro-batch in one direction, seconds of the compute stream (0 with one
+ * stage): one per model chunk boundary, so v with v virtual stages; each rank's share of the activation as
+ * the stack sends it (software.pipeline_sends: 1/t, 1/t and an all-gather over the tensor ranks, or whole),
+ * 1/t under sequence parallelism. Overlapped (software.p2p_overlap with v > 1): only the share of the
+ * multiprocessors the transfers take from the pass beside them (et_overlap_blocking, sharing). */
 double et_pipeline_send_time(const et_scenario *s, const et_batch_shape *b);
 
 /* Seconds of one tensor-parallel collective op (all-reduce, all-gather or reduce-scatter of `bytes`, the

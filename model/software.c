@@ -29,7 +29,8 @@ const char *const et_stack_names[] = {"fused",
  * collective takes (16: NCCL_NVLS_NCHANNELS' default, and Transformer Engine's initialize_ub num_sm for its
  * pipelined overlaps), those its bulk overlaps take (4: NeMo's GPT-3 175B userbuffers preset's, where
  * initialize_ub's default of 16 is overridden), and FP8 parameter gathers off (a user's choice). One stack to
- * a few lines, its terms in the struct's order (clang-format keeps its hands off). */
+ * a few lines, its terms in the struct's order (clang-format keeps its hands off); overlapped pipeline sends
+ * (p2p_overlap) only where a preset says so. */
 #define EVERY_STACK .overlap_sms = 16, .bulk_overlap_sms = 4, .fp8_param_gather = false
 /* SC21 and v3 alike but for the accumulation: Float16OptimizerWithFloat16Params, fp32 cross-entropy, the
  * timers' and p2p synchronisations, the norm's and the loss scaler's reads, pipeline scatter-gather,
@@ -76,8 +77,9 @@ static const et_software presets[ET_STACKS] = {
     /* Megatron-core / NeMo with Transformer Engine: fuse_wgrad_accumulation into fp32 main_grad; the
      * distributed optimizer copies its fp32 shard back; fused cross-entropy; no timer syncs; the norm's
      * .item(); the all-to-all dispatcher's sort_chunks_by_idxs; cuDNN's fused attention (Transformer
-     * Engine's get_attention_backend prefers FusedAttention to FlashAttention on sm90 and later) */
-    [ET_STACK_MEGATRON_CORE] = {EVERY_STACK, .stack = ET_STACK_MEGATRON_CORE,
+     * Engine's get_attention_backend prefers FusedAttention to FlashAttention on sm90 and later); the
+     * interleaved schedule's sends overlapped (overlap_p2p_comm, which NeMo sets with virtual pipelining) */
+    [ET_STACK_MEGATRON_CORE] = {EVERY_STACK, .p2p_overlap = true, .stack = ET_STACK_MEGATRON_CORE,
         .grad_accumulation = ET_ACCUMULATE_FUSED, .accumulate_bytes = 4,
         .optimizer = ET_OPTIMIZER_COPY_BACK, .cross_entropy = ET_CROSS_ENTROPY_FUSED,
         .syncs_per_micro_batch = 0, .p2p_sync = false, .syncs_per_step = 1, .loss_scale_sync = true,
@@ -150,6 +152,7 @@ int et_software_read(const et_json_reader *r, json_t *root, et_software *out)
                                        "loss_scale_sync",
                                        "launch_blocking",
                                        "pipeline_sends",
+                                       "p2p_overlap",
                                        "attention_kernel",
                                        "attention_unpad",
                                        "residual_kernels",
@@ -223,7 +226,8 @@ int et_software_read(const et_json_reader *r, json_t *root, et_software *out)
                                     &out->attention_unpad) ||
                    et_json_get_bool(r, o, where, "residual_kernels", false, out->residual_kernels,
                                     &out->residual_kernels) ||
-                   et_json_get_bool(r, o, where, "fp8_param_gather", false, false, &out->fp8_param_gather)
+                   et_json_get_bool(r, o, where, "fp8_param_gather", false, false, &out->fp8_param_gather) ||
+                   et_json_get_bool(r, o, where, "p2p_overlap", false, out->p2p_overlap, &out->p2p_overlap)
                ? -1
                : 0;
 }

@@ -110,6 +110,10 @@ typedef struct et_software {
     bool loss_scale_sync;      /* and under fp16, the loss scaler's overflow check (found_inf.item()) */
     bool launch_blocking;      /* CUDA_LAUNCH_BLOCKING=1: every launch waits for its kernel */
     et_pipeline_sends pipeline_sends;
+    bool p2p_overlap; /* under an interleaved schedule (parallelism.virtual_pipeline > 1) the pipeline's
+                         sends and receives run asynchronously beside the next chunk's pass, taking
+                         overlap_sms of its multiprocessors for as long as they last (Megatron-Core's
+                         overlap_p2p_comm); false: each blocks the compute stream */
     et_attention_kernel attention_kernel;
     bool attention_unpad;  /* the fused attention behind gather and scatter copies of q, k, v and the context
                               (flash-attn's unpadded interface through bert_padding's unpad_input/pad_input) */

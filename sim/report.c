@@ -76,19 +76,20 @@ json_t *report_json_scenario(const et_scenario *s)
 static json_t *software_json(const et_software *w)
 {
     return json_pack(
-        "{s:s, s:s, s:f, s:s, s:s, s:i, s:b, s:i, s:b, s:b, s:s, s:b, s:s, s:b, s:b, s:s, s:f, s:f, s:s, "
-        "s:s}",
+        "{s:s, s:s, s:f, s:s, s:s, s:i, s:b, s:i, s:b, s:b, s:s, s:b, s:b, s:s, s:b, s:b, s:s, s:f, s:f, "
+        "s:s, s:s, s:s}",
         "stack", et_stack_names[w->stack], "grad_accumulation",
         et_grad_accumulation_names[w->grad_accumulation], "grad_accumulation_bytes", w->accumulate_bytes,
         "optimizer", et_optimizer_path_names[w->optimizer], "cross_entropy",
         et_cross_entropy_names[w->cross_entropy], "syncs_per_micro_batch", w->syncs_per_micro_batch,
         "p2p_sync", w->p2p_sync, "syncs_per_step", w->syncs_per_step, "loss_scale_sync", w->loss_scale_sync,
         "launch_blocking", w->launch_blocking, "pipeline_sends", et_pipeline_sends_names[w->pipeline_sends],
-        "fp8_param_gather", w->fp8_param_gather, "attention_kernel",
+        "p2p_overlap", w->p2p_overlap, "fp8_param_gather", w->fp8_param_gather, "attention_kernel",
         et_attention_kernel_names[w->attention_kernel], "attention_unpad", w->attention_unpad,
         "residual_kernels", w->residual_kernels, "tp_comm", et_tp_comm_names[w->tp_comm], "overlap_sms",
         w->overlap_sms, "bulk_overlap_sms", w->bulk_overlap_sms, "bias_kernels",
-        et_bias_kernels_names[w->bias_kernels], "grouped_gemm", et_grouped_gemm_names[w->grouped_gemm]);
+        et_bias_kernels_names[w->bias_kernels], "grouped_gemm", et_grouped_gemm_names[w->grouped_gemm],
+        "moe_dispatch", et_moe_dispatch_names[w->moe_dispatch]);
 }
 
 static json_t *memory_json(const et_memory *m)

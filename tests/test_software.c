@@ -43,6 +43,7 @@ static void differences(const char *a, const char *b, char *out, size_t size)
     DIFF(loss_scale_sync);
     DIFF(launch_blocking);
     DIFF(pipeline_sends);
+    DIFF(p2p_overlap);
     DIFF(attention_kernel);
     DIFF(attention_unpad);
     DIFF(residual_kernels);
@@ -72,8 +73,8 @@ static void test_presets(void)
         /* MCore: the distributed optimizer's copy back, the norm's .item(), whole activations sent (its
          * backward collectives beside their products, as the fused preset's) */
         {"fused", "megatron-core",
-         "optimizer,syncs_per_step,loss_scale_sync,pipeline_sends,attention_kernel,residual_kernels,"
-         "grouped_gemm,moe_dispatch"},
+         "optimizer,syncs_per_step,loss_scale_sync,pipeline_sends,p2p_overlap,attention_kernel,"
+         "residual_kernels,grouped_gemm,moe_dispatch"},
         /* BLOOM against v3: DeepSpeed's accumulation and optimizer, no timers, launches that block */
         {"megatron-lm-2022", "megatron-deepspeed",
          "grad_accumulation,optimizer,syncs_per_micro_batch,p2p_sync,syncs_per_step,loss_scale_sync,"
@@ -83,8 +84,8 @@ static void test_presets(void)
          "syncs_per_micro_batch,p2p_sync,syncs_per_step,pipeline_sends,bias_kernels"},
         /* Megatron-core against v3: the collectives beside their products */
         {"megatron-lm-2022", "megatron-core",
-         "optimizer,cross_entropy,syncs_per_micro_batch,p2p_sync,pipeline_sends,attention_kernel,tp_comm,"
-         "bias_kernels,grouped_gemm,moe_dispatch"},
+         "optimizer,cross_entropy,syncs_per_micro_batch,p2p_sync,pipeline_sends,p2p_overlap,attention_kernel,"
+         "tp_comm,bias_kernels,grouped_gemm,moe_dispatch"},
         /* llm-foundry's 2023 tables: flash-attn 1.0.9 through the unpadded interface */
         {"pytorch-fsdp", "llm-foundry", "attention_kernel,attention_unpad"},
     };
@@ -237,6 +238,15 @@ static void test_pipeline_sends(void)
     s.software.pipeline_sends = ET_SENDS_FULL;
     CHECK_REL(et_pipeline_send_time(&s, &b) / v, send[ET_SENDS_SHARDED], 1e-12,
               "sequence-parallel activations go as 1/t shares whatever the stack");
+    /* overlapped under the interleaved schedule (three chunks here): the 16 SMs of the A100's 108 the
+     * transfers take from the pass beside them, for as long as they last; without interleaving, blocking */
+    const double blocking = et_pipeline_send_time(&s, &b);
+    s.software.p2p_overlap = true;
+    CHECK_REL(et_pipeline_send_time(&s, &b), blocking * 16 / 108, 1e-12, "overlapped: 16 of 108 SMs");
+    s.parallel.virtual_pipeline = 1;
+    const double one = et_pipeline_send_time(&s, &b);
+    s.software.p2p_overlap = false;
+    CHECK_REL(one, et_pipeline_send_time(&s, &b), 1e-12, "no interleaving: the sends block");
 }
 
 /* One op of a graph by id: its bytes and launches at the batch shape, its time on the profile (-1: absent).
