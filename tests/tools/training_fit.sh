@@ -12,9 +12,11 @@
 # Usage: tests/tools/training_fit.sh BUILD_DIR [OUT_DIR]   (default OUT_DIR: scenarios/profiles)
 set -euo pipefail
 src=$(cd "$(dirname "$0")/../.." && pwd)
-build=$1 out=${2:-$src/scenarios/profiles}
+build=$(cd "$1" && pwd) out=$(cd "${2:-$src/scenarios/profiles}" && pwd)
 base=$src/tests/data/profiles-datasheet
-csv=$src/scenarios/validation/published.csv
+# the runs' file by its path in the source tree, so that the profiles' notes name no machine's folders
+cd "$src"
+csv=scenarios/validation/published.csv
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 # the dense runs: every MPT, Korthikanti and DeepLearningExamples row, and the NeMo rows of Llama models
