@@ -266,8 +266,6 @@ static int cmd_report(int argc, char **argv)
     return rc;
 }
 
-/* A profile's large-GEMM efficiencies into its JSON's efficiency section: gemm_max and each precision's own.
- */
 /* The fused attention's sequence term where it is not the half dimension's default: a fit that moves the
  * half dimension keeps the attention's (its rate was measured at a length); a profile without a fused
  * rate has none to keep. */
@@ -277,6 +275,8 @@ static void set_flash_half_len(json_t *eff, const et_device_profile *d)
         json_object_set_new(eff, "flash_half_len", json_real(d->flash_half_len));
 }
 
+/* A profile's large-GEMM efficiencies into its JSON's efficiency section: gemm_max and each precision's own.
+ */
 static void set_gemm_efficiencies(json_t *eff, const et_device_profile *d)
 {
     json_object_set_new(eff, "gemm_max", json_real(d->gemm_max_efficiency));

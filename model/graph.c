@@ -540,6 +540,16 @@ static double flash_tile_keys(const builder *b, const dims *d, int i)
     return ET_FLASH_BLOCK / 2.0;
 }
 
+/* A fused attention op's kernel, forward and backward alike: the stack's (its share of the profile's
+ * FlashAttention 2 rate, or cuDNN's own) and the diagonal blocks it computes */
+static void fused_kernel(const builder *b, const dims *d, int i, et_op *op)
+{
+    op->fused = true;
+    op->fused_rate = d->flash_rate;
+    op->cudnn_kernel = d->cudnn;
+    op->tile_keys = flash_tile_keys(b, d, i);
+}
+
 static void attention_core(builder *b, const dims *d, int i, et_phase phase, const char *suffix)
 {
     char id[80];
@@ -555,10 +565,7 @@ static void attention_core(builder *b, const dims *d, int i, et_phase phase, con
             op->flops = lin_scale(area, 2 * Qt + 2 * Vt);
             op->bytes = TOK(e * (2 * Qt + 2 * Vt) + 4 * At); /* q, k, v, context; fp32 log-sum-exp a row */
             op->special = lin_scale(area, At);               /* an exp per score */
-            op->fused = true;
-            op->fused_rate = d->flash_rate;
-            op->cudnn_kernel = d->cudnn;
-            op->tile_keys = flash_tile_keys(b, d, i);
+            fused_kernel(b, d, i, op);
         }
         if (d->unpad) /* pad_input: a zeroed T x Q context and the scatter into it */
             gb_copies(b, phase, i, TOK(3 * e * Vt), 2, ID("attn.pad"));
@@ -726,10 +733,7 @@ static void layer_backward(builder *b, const dims *d, int i, int decoder, et_rec
             op->flops = lin_scale(area, 6 * Qt + 4 * d->Vt);
             op->bytes = TOK(e * (4 * Qt + 4 * d->Vt) + 4 * At); /* q, k, v, context, dO in; dq, dk, dv out */
             op->special = lin_scale(area, At);                  /* the scores' exps again */
-            op->fused = true;
-            op->fused_rate = d->flash_rate;
-            op->cudnn_kernel = d->cudnn;
-            op->tile_keys = flash_tile_keys(b, d, i);
+            fused_kernel(b, d, i, op);
         }
         /* unpad_input's backward: dq, dk, dv each scattered into a zeroed padded tensor (6 launches), then
          * concatenated into the q, k, v projection's gradient (qkv.chunk's backward) */

@@ -79,13 +79,13 @@ static const et_software presets[ET_STACKS] = {
      * .item(); the all-to-all dispatcher's sort_chunks_by_idxs; cuDNN's fused attention (Transformer
      * Engine's get_attention_backend prefers FusedAttention to FlashAttention on sm90 and later); the
      * interleaved schedule's sends overlapped (overlap_p2p_comm, which NeMo sets with virtual pipelining) */
-    [ET_STACK_MEGATRON_CORE] = {EVERY_STACK, .p2p_overlap = true, .stack = ET_STACK_MEGATRON_CORE,
+    [ET_STACK_MEGATRON_CORE] = {EVERY_STACK, .stack = ET_STACK_MEGATRON_CORE,
         .grad_accumulation = ET_ACCUMULATE_FUSED, .accumulate_bytes = 4,
         .optimizer = ET_OPTIMIZER_COPY_BACK, .cross_entropy = ET_CROSS_ENTROPY_FUSED,
         .syncs_per_micro_batch = 0, .p2p_sync = false, .syncs_per_step = 1, .loss_scale_sync = true,
-        .launch_blocking = false, .pipeline_sends = ET_SENDS_FULL, .attention_kernel = ET_ATTENTION_CUDNN,
-        .attention_unpad = false, .residual_kernels = true, .tp_comm = ET_TP_COMM_ASYNC,
-        .bias_kernels = ET_BIAS_FUSED, .grouped_gemm = ET_GROUPED_GEMM_PER_EXPERT,
+        .launch_blocking = false, .pipeline_sends = ET_SENDS_FULL, .p2p_overlap = true,
+        .attention_kernel = ET_ATTENTION_CUDNN, .attention_unpad = false, .residual_kernels = true,
+        .tp_comm = ET_TP_COMM_ASYNC, .bias_kernels = ET_BIAS_FUSED, .grouped_gemm = ET_GROUPED_GEMM_PER_EXPERT,
         .moe_dispatch = ET_MOE_DISPATCH_SORT_CHUNKS},
     /* eager PyTorch with apex amp O2 (DeepLearningExamples BERT, the MLPerf BERT reference stacks): autograd
      * accumulates fp16 grads; master gradients copied to fp32 and weights back; PyTorch's cross-entropy in
