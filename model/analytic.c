@@ -305,8 +305,8 @@ static double bucket_seconds(const et_scenario *s, const et_bucket *bucket, cons
 /* A pass's items on the compute stream at the expected shape (imbalance: the experts' expected load):
  * each part of the step's breakdown into *sum, the clock, and each bucket's ready time. */
 static void play_pass(const et_scenario *s, const et_step_schedule *q, et_step_pass p,
-                      const et_segment_time *t, const et_batch_shape *b, double imbalance, double *clock,
-                      double *ready, et_estimate *sum)
+                      const et_segment_time *t, const et_batch_shape *b, double imbalance, double a2a_share,
+                      double *clock, double *ready, et_estimate *sum)
 {
     for (int j = 0; j < q->pass_items[p]; j++) {
         const et_step_event *e = &q->items[q->pass_first[p] + j];
@@ -322,7 +322,7 @@ static void play_pass(const et_scenario *s, const et_step_schedule *q, et_step_p
             break;
         }
         case ET_STEP_ALLTOALL:
-            d = et_step_alltoall_seconds(s, q->graph, e->op, b);
+            d = et_step_alltoall_seconds(s, q->graph, e->op, b) * a2a_share;
             sum->ep_comm += d;
             break;
         case ET_STEP_CLIP:
@@ -378,11 +378,11 @@ static int play_schedule(const et_scenario *s, const et_step_schedule *q, et_op_
                      micro,
                  send = et_pipeline_send_time(s, b);
     /* every micro-batch alike: a forward and a backward pass are each played once */
-    const double imbalance = et_moe_imbalance(s, b);
+    const double imbalance = et_moe_imbalance(s, b), a2a_share = et_step_alltoall_share(q, s, b, t);
     et_estimate once[2] = {{0}};
     double pass_time[2] = {0, 0};
     for (int p = ET_PASS_FORWARD; p <= ET_PASS_BACKWARD; p++)
-        play_pass(s, q, p, t, b, imbalance, &pass_time[p], ready, &once[p]);
+        play_pass(s, q, p, t, b, imbalance, a2a_share, &pass_time[p], ready, &once[p]);
     double clock = 0, comm = 0;
     bucket_memo memo;
     for (int i = 0; i < 16; i++)
@@ -396,7 +396,7 @@ static int play_schedule(const et_scenario *s, const et_step_schedule *q, et_op_
             break;
         case ET_STEP_PASS:
             if (e->pass == ET_PASS_LAST_BACKWARD) {
-                play_pass(s, q, e->pass, t, b, imbalance, &clock, ready, out);
+                play_pass(s, q, e->pass, t, b, imbalance, a2a_share, &clock, ready, out);
             } else {
                 add_parts(out, &once[e->pass], 1);
                 clock += pass_time[e->pass];

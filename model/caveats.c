@@ -56,7 +56,11 @@ int et_caveats(const et_scenario *s, const char **out, int max)
     if (s->cluster.device.caveat[0]) ADD(s->cluster.device.caveat);
     if (s->model.moe.experts > 0) {
         ADD("no router load-balancing loss");
-        if (s->parallel.expert > 1)
+        if (s->parallel.expert > 1 && s->software.ep_overlap)
+            ADD("experts' all-to-alls overlapped (software.ep_overlap) at the busiest expert rank's rows in "
+                "both engines: a pair of micro-batches' all-to-alls beside its computation, no flows played, "
+                "Megatron-Core's delayed weight gradients not modelled");
+        else if (s->parallel.expert > 1)
             ADD("experts' all-to-all at the busiest expert rank's rows in the analytic estimate (the "
                 "simulation plays the drawn routing)");
     }

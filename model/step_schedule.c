@@ -1,5 +1,6 @@
 #include "step_schedule.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -327,20 +328,57 @@ double et_step_alltoall_seconds(const et_scenario *s, const et_graph *g, int op,
     return t;
 }
 
-/* A pass's seconds from its timed segments, at the expected imbalance. */
-static double pass_seconds(const et_step_schedule *q, const et_scenario *s, et_step_pass p,
-                           const et_batch_shape *b, const et_segment_time *t)
+/* A pass's compute seconds (its segments at the expected imbalance, their blocking communication with
+ * them) and its all-to-alls' closed forms, apart. */
+static void pass_parts(const et_step_schedule *q, const et_scenario *s, et_step_pass p,
+                       const et_batch_shape *b, const et_segment_time *t, double *compute, double *alltoall)
 {
     const double imbalance = et_moe_imbalance(s, b);
-    double sum = 0;
+    *compute = *alltoall = 0;
     for (int j = 0; j < q->pass_items[p]; j++) {
         const et_step_event *e = &q->items[q->pass_first[p] + j];
         if (e->kind == ET_STEP_COMPUTE)
-            sum += et_segment_seconds(&t[e->segment], imbalance);
+            *compute += et_segment_seconds(&t[e->segment], imbalance);
         else if (e->kind == ET_STEP_ALLTOALL)
-            sum += et_step_alltoall_seconds(s, q->graph, e->op, b);
+            *alltoall += et_step_alltoall_seconds(s, q->graph, e->op, b);
     }
-    return sum;
+}
+
+double et_step_alltoall_unpaired(const et_scenario *s)
+{
+    const double p = s->parallel.pipeline,
+                 v = s->parallel.virtual_pipeline > 1 ? s->parallel.virtual_pipeline : 1;
+    const double chunks = s->batch.grad_accum * v;
+    /* the first stage's warm-up forwards: Megatron's get_forward_backward_func schedules (p - 1) without
+     * interleaving, 2 (p - 1) + (v - 1) p chunk passes with it; and the steady phase's first forward */
+    const double warmup = v > 1 ? 2 * (p - 1) + (v - 1) * p : p - 1;
+    return chunks > 0 ? fmin(1, (warmup + 1) / chunks) : 1;
+}
+
+double et_step_alltoall_share(const et_step_schedule *q, const et_scenario *s, const et_batch_shape *b,
+                              const et_segment_time *t)
+{
+    if (!s->software.ep_overlap || !q->has_alltoall) return 1;
+    double cf, af, cb, ab;
+    pass_parts(q, s, ET_PASS_FORWARD, b, t, &cf, &af);
+    pass_parts(q, s, ET_PASS_BACKWARD, b, t, &cb, &ab);
+    const double a = af + ab, c = cf + cb;
+    if (a <= 0) return 1;
+    /* a pair's all-to-alls beside its compute, taking overlap_sms of the multiprocessors while they run */
+    const double pair =
+        et_overlap_blocking(a, c, s->software.overlap_sms, s->cluster.device.multiprocessors, false);
+    const double u = et_step_alltoall_unpaired(s);
+    return u + (1 - u) * pair / a;
+}
+
+/* A pass's seconds from its timed segments, at the expected imbalance, its all-to-alls at the step's
+ * exposed share. */
+static double pass_seconds(const et_step_schedule *q, const et_scenario *s, et_step_pass p,
+                           const et_batch_shape *b, const et_segment_time *t)
+{
+    double compute, alltoall;
+    pass_parts(q, s, p, b, t, &compute, &alltoall);
+    return compute + (alltoall > 0 ? alltoall * et_step_alltoall_share(q, s, b, t) : 0);
 }
 
 double et_step_micro_batch_seconds(const et_step_schedule *q, const et_scenario *s, const et_batch_shape *b,

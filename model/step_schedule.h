@@ -125,9 +125,23 @@ void et_step_time_pass(const et_step_schedule *q, const et_scenario *s, et_op_cl
 /* An all-to-all item's closed form at shape b: the busiest expert rank's rows (moe.h). */
 double et_step_alltoall_seconds(const et_scenario *s, const et_graph *g, int op, const et_batch_shape *b);
 
+/* The experts' all-to-alls overlapped with computation (software.ep_overlap: Megatron-Core's
+ * --overlap-moe-expert-parallel-comm, whose schedule runs one micro-batch's forward beside another's
+ * backward): the share of the all-to-alls' closed-form seconds that the compute stream still pays, 1 without
+ * it. A pair's all-to-alls a = the forward's and the backward's run beside its compute c (both passes at b,
+ * t timed as for et_step_micro_batch_seconds), costing et_overlap_blocking(a, c, overlap_sms, SMs); the
+ * passes that have no partner (et_step_alltoall_unpaired) pay theirs whole. */
+double et_step_alltoall_share(const et_step_schedule *q, const et_scenario *s, const et_batch_shape *b,
+                              const et_segment_time *t);
+/* The share of a stage's forward and backward passes that run without a partner under ep_overlap: the first
+ * stage's warm-up forwards (and as many cool-down backwards) and the steady phase's first, over its
+ * micro-batches x virtual stages, at most 1. */
+double et_step_alltoall_unpaired(const et_scenario *s);
+
 /* One micro-batch's forward and backward at shape b (experts at the expected imbalance, all-to-alls by
- * their closed forms, blocking communication and both pipeline sends included): the bubble's unit. t holds
- * the forward and backward passes' segments timed at b (et_step_time_pass), at their schedule indices. */
+ * their closed forms at the exposed share of et_step_alltoall_share, blocking communication and both pipeline
+ * sends included): the bubble's unit. t holds the forward and backward passes' segments timed at b
+ * (et_step_time_pass), at their schedule indices. */
 double et_step_micro_batch_seconds(const et_step_schedule *q, const et_scenario *s, const et_batch_shape *b,
                                    const et_segment_time *t);
 

@@ -228,6 +228,16 @@ static void play_compute(rank_play *x, et_step_pass p, int i, const et_step_even
     advance(x, t->comm * x->f, 1, "tensor-parallel communication (%s %d)", fwd ? "forward" : "backward", i);
 }
 
+/* The exposed share of micro-batch i's all-to-alls under software.ep_overlap (et_step_alltoall_share): both
+ * passes timed at its shape. */
+static double alltoall_share(rank_play *x, int i)
+{
+    timed_pass(x, ET_PASS_FORWARD, i);
+    timed_pass(x, ET_PASS_BACKWARD, i);
+    return et_step_alltoall_share(&x->st->schedule, x->w->s, sim_shape(x->w, x->r->rank, x->step, i),
+                                  x->times);
+}
+
 static void play_pass(rank_play *x, et_step_pass p, int i)
 {
     sim_world *w = x->w;
@@ -244,7 +254,12 @@ static void play_pass(rank_play *x, et_step_pass p, int i)
             play_compute(x, p, i, e, next, expected_load);
             break;
         case ET_STEP_ALLTOALL:
-            if (w->moe) { /* the group meets: the compute before it runs first */
+            if (s->software.ep_overlap) { /* beside a partner micro-batch's compute: the exposed share */
+                advance(x,
+                        et_step_alltoall_seconds(s, q->graph, e->op, sim_shape(w, x->r->rank, x->step, i)) *
+                            alltoall_share(x, i),
+                        1, "%s (overlapped)", q->graph->ops[e->op].id);
+            } else if (w->moe) { /* the group meets: the compute before it runs first */
                 catch_up(x);
                 sim_moe_alltoall(w, x->r, x->step, i, e, layer_loads(x, i, q->graph->ops[e->op].layer),
                                  x->comms);

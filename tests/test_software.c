@@ -457,6 +457,48 @@ static void test_moe_dispatch(void)
         }
 }
 
+/* The experts' all-to-alls beside a partner micro-batch (software.ep_overlap) on Mixtral 8x7B (64 H100, 4
+ * micro-batches of 1, no pipeline): the first forward's and the last backward's keep their seconds (one
+ * micro-batch's worth a of the 4), the other pairs' run beside their computation c, costing
+ * et_overlap_blocking(a, c, 16 of the profile's S multiprocessors), here its sharing form a 16 / S since a
+ * micro-batch's all-to-alls are shorter than its compute; the compute itself is unchanged. The unpaired
+ * share under pipelining: Megatron's warm-up forwards of the first stage, and the steady phase's first. */
+static void test_ep_overlap(void)
+{
+    et_scenario s;
+    if (load("mixtral-8x7b-h100.json", &s)) return;
+    et_error err;
+    et_estimate off, on;
+    int rc = et_analytic_estimate(&s, &off, &err);
+    s.software.ep_overlap = true;
+    rc = rc || et_analytic_estimate(&s, &on, &err);
+    CHECK(rc == 0, "the estimates: %s", rc ? err.text : "");
+    if (rc) return;
+    const double m = s.batch.grad_accum, S = s.cluster.device.multiprocessors, k = s.software.overlap_sms;
+    const double a = off.ep_comm / m, c = (off.forward + off.backward) / m;
+    CHECK(m == 4 && S > k && a > 0 && a * (1 - k / S) < c,
+          "4 micro-batches whose all-to-alls (%g s) are shorter "
+          "than their compute (%g s)",
+          a, c);
+    CHECK_REL(on.ep_comm, a + (m - 1) * a * k / S, 1e-9,
+              "one micro-batch's all-to-alls whole, the rest at k/S");
+    CHECK_REL(on.forward + on.backward, off.forward + off.backward, 1e-12, "the compute unchanged");
+    /* the buckets ready earlier, the gradients' reduce-scatter shows a little more or less */
+    CHECK_REL(off.step_time - on.step_time, off.ep_comm - on.ep_comm, 1e-2, "the step gains what is hidden");
+    static const struct {
+        int p, v, m;
+        double want;
+    } unpaired[] = {
+        {1, 1, 8, 1.0 / 8}, {4, 1, 8, 4.0 / 8}, {4, 2, 8, (2 * 3 + 1 * 4 + 1) / 16.0}, {4, 1, 2, 1}};
+    for (size_t i = 0; i < sizeof unpaired / sizeof *unpaired; i++) {
+        s.parallel.pipeline = unpaired[i].p, s.parallel.virtual_pipeline = unpaired[i].v;
+        s.batch.grad_accum = unpaired[i].m;
+        const double got = et_step_alltoall_unpaired(&s);
+        CHECK(fabs(got - unpaired[i].want) < 1e-12, "unpaired share, p %d v %d m %d: %g, want %g",
+              unpaired[i].p, unpaired[i].v, unpaired[i].m, got, unpaired[i].want);
+    }
+}
+
 /* The stack's attention kernel reaches the graph: megatron-core's fused attention ops are cuDNN's, and on
  * the H100 (a cuDNN rate of its own) they take 1/2 of FlashAttention 2's time; pytorch-fsdp's are not. */
 static void test_attention_kernel(void)
@@ -488,6 +530,7 @@ static void test_attention_kernel(void)
 int main(void)
 {
     test_attention_kernel();
+    test_ep_overlap();
     test_eager_terms();
     test_moe_dispatch();
     test_bias_kernels();
