@@ -445,6 +445,11 @@ static int play_schedule(const et_scenario *s, const et_step_schedule *q, et_op_
         }
         at[i] = e->stream == ET_STREAM_COMM ? comm : clock;
     }
+    /* the all-to-alls' closed forms, blocking, and at the share the overlap would leave */
+    if (a2a_share > 0) {
+        out->ep_comm_alone = out->ep_comm / a2a_share;
+        out->ep_comm_overlapped = out->ep_comm_alone * et_step_alltoall_overlap_share(q, s, b, t);
+    }
     free(t), free(ready), free(at);
     return 0;
 }
@@ -478,6 +483,7 @@ static int estimate_stage(const et_scenario *s, int stage, const et_batch_shape 
     *best_stage_time = stage_time;
     /* the busiest stage so far: its step, from a clean breakdown */
     out->forward = out->backward = out->clip = out->tp_comm = out->ep_comm = out->cp_comm = out->pp_comm = 0;
+    out->ep_comm_alone = out->ep_comm_overlapped = 0;
     out->bubble = out->dp_comm = out->dp_comm_exposed = out->zero_gather = out->clip_allreduce = 0;
     out->accumulate = out->host_sync = 0;
     out->optimizer = 0;

@@ -47,13 +47,15 @@ typedef struct et_estimate {
     int busiest_stage;
 
     /* per step, seconds, on the busiest stage */
-    double forward;    /* all micro-batches */
-    double backward;   /* includes recomputation */
-    double clip;       /* per-bucket clipping kernels */
-    double accumulate; /* the stack's gradient accumulation passes (software.grad_accumulation) */
-    double host_sync;  /* the stack's host synchronisations: the device idles while the host re-issues */
-    double tp_comm;    /* tensor-parallel all-reduces (blocking) */
-    double ep_comm;    /* experts' all-to-alls (blocking; mixture of experts with expert parallelism) */
+    double forward;       /* all micro-batches */
+    double backward;      /* includes recomputation */
+    double clip;          /* per-bucket clipping kernels */
+    double accumulate;    /* the stack's gradient accumulation passes (software.grad_accumulation) */
+    double host_sync;     /* the stack's host synchronisations: the device idles while the host re-issues */
+    double tp_comm;       /* tensor-parallel all-reduces (blocking) */
+    double ep_comm;       /* experts' all-to-alls (blocking; mixture of experts with expert parallelism) */
+    double ep_comm_alone; /* the same all-to-alls blocking, without software.ep_overlap */
+    double ep_comm_overlapped; /* and beside a partner micro-batch, with it (what the overlap leaves) */
     double
         cp_comm; /* ring attention's key/value exchanges not hidden behind attention (context parallelism) */
     double pp_comm; /* pipeline activation sends (blocking) */

@@ -358,7 +358,13 @@ double et_step_alltoall_unpaired(const et_scenario *s)
 double et_step_alltoall_share(const et_step_schedule *q, const et_scenario *s, const et_batch_shape *b,
                               const et_segment_time *t)
 {
-    if (!s->software.ep_overlap || !q->has_alltoall) return 1;
+    return s->software.ep_overlap ? et_step_alltoall_overlap_share(q, s, b, t) : 1;
+}
+
+double et_step_alltoall_overlap_share(const et_step_schedule *q, const et_scenario *s,
+                                      const et_batch_shape *b, const et_segment_time *t)
+{
+    if (!q->has_alltoall) return 1;
     double cf, af, cb, ab;
     pass_parts(q, s, ET_PASS_FORWARD, b, t, &cf, &af);
     pass_parts(q, s, ET_PASS_BACKWARD, b, t, &cb, &ab);

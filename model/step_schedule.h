@@ -133,6 +133,9 @@ double et_step_alltoall_seconds(const et_scenario *s, const et_graph *g, int op,
  * passes that have no partner (et_step_alltoall_unpaired) pay theirs whole. */
 double et_step_alltoall_share(const et_step_schedule *q, const et_scenario *s, const et_batch_shape *b,
                               const et_segment_time *t);
+/* The same share as if software.ep_overlap were on, whatever it is (what the overlap would leave). */
+double et_step_alltoall_overlap_share(const et_step_schedule *q, const et_scenario *s,
+                                      const et_batch_shape *b, const et_segment_time *t);
 /* The share of a stage's forward and backward passes that run without a partner under ep_overlap: the first
  * stage's warm-up forwards (and as many cool-down backwards) and the steady phase's first, over its
  * micro-batches x virtual stages, at most 1. */

@@ -145,9 +145,10 @@ json_t *report_json_estimate(const et_estimate *e)
                                       e->energy_run_kwh, "co2_kg", e->co2_kg));
     if (j && e->moe_imbalance > 0 && e->params_active < e->params_total)
         json_object_set_new(j, "moe",
-                            json_pack("{s:f, s:f, s:f, s:f}", "params_active", e->params_active, "imbalance",
-                                      e->moe_imbalance, "dropped_fraction", e->moe_dropped, "alltoall_s",
-                                      e->ep_comm));
+                            json_pack("{s:f, s:f, s:f, s:f, s:f, s:f}", "params_active", e->params_active,
+                                      "imbalance", e->moe_imbalance, "dropped_fraction", e->moe_dropped,
+                                      "alltoall_s", e->ep_comm, "alltoall_blocking_s", e->ep_comm_alone,
+                                      "alltoall_overlapped_s", e->ep_comm_overlapped));
     if (j)
         json_object_set_new(j, "stragglers",
                             json_pack("{s:f, s:f, s:{s:f, s:f, s:f, s:f}}", "factor", e->straggler_factor,
@@ -464,6 +465,12 @@ void report_print_header(FILE *out, const et_scenario *s, const et_estimate *e, 
                 moe->experts, shared, moe_layers, m->layers, moe->top_k, capacity,
                 et_routing_names[moe->routing], s->parallel.expert, moe->experts / s->parallel.expert, tensor,
                 e->params_active, e->moe_imbalance);
+        if (s->parallel.expert > 1)
+            fprintf(out,
+                    "all-to-alls  %.2f ms a step blocking the compute stream, %.2f ms beside a partner "
+                    "micro-batch's computation (software.ep_overlap, %s)\n",
+                    e->ep_comm_alone * 1e3, e->ep_comm_overlapped * 1e3,
+                    s->software.ep_overlap ? "as planned" : "not planned");
     }
     if (s->parallel.context > 1)
         fprintf(

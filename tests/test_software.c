@@ -483,6 +483,10 @@ static void test_ep_overlap(void)
     CHECK_REL(on.ep_comm, a + (m - 1) * a * k / S, 1e-9,
               "one micro-batch's all-to-alls whole, the rest at k/S");
     CHECK_REL(on.forward + on.backward, off.forward + off.backward, 1e-12, "the compute unchanged");
+    /* the report's both figures, whichever is planned */
+    CHECK_REL(off.ep_comm_overlapped, on.ep_comm, 1e-12, "without the overlap: what it would leave");
+    CHECK_REL(on.ep_comm_alone, off.ep_comm, 1e-12, "with it: what it hides from");
+    CHECK_REL(off.ep_comm_alone, off.ep_comm, 1e-12, "without it, the all-to-alls block");
     /* the buckets ready earlier, the gradients' reduce-scatter shows a little more or less */
     CHECK_REL(off.step_time - on.step_time, off.ep_comm - on.ep_comm, 1e-2, "the step gains what is hidden");
     static const struct {
