@@ -60,7 +60,11 @@ int et_caveats(const et_scenario *s, const char **out, int max)
             ADD("experts' all-to-alls overlapped (software.ep_overlap) at the busiest expert rank's rows in "
                 "both engines: a pair of micro-batches' all-to-alls beside its computation, no flows played, "
                 "Megatron-Core's delayed weight gradients not modelled");
-        else if (s->parallel.expert > 1)
+        if (s->parallel.expert > 1 && s->software.ep_dedup)
+            ADD("experts' all-to-alls deduplicated (software.ep_dedup) by the closed form in both engines: "
+                "uniform routing's expected GPUs and nodes a token reaches, no node-limited routing, the "
+                "kernels' SMs not charged");
+        if (s->parallel.expert > 1 && !s->software.ep_overlap && !s->software.ep_dedup)
             ADD("experts' all-to-all at the busiest expert rank's rows in the analytic estimate (the "
                 "simulation plays the drawn routing)");
     }

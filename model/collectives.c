@@ -137,6 +137,19 @@ double et_alltoall_time(const et_comm_group *g, double bytes)
     return et_step_alpha(g) + fmax(intra, inter);
 }
 
+double et_alltoall_dedup_time(const et_comm_group *g, double token_bytes, double gpu_copies,
+                              double node_copies)
+{
+    const int k = g->ranks_per_node;
+    if (g->ranks <= 1 || token_bytes <= 0) return 0;
+    /* NVLink: a copy for each other GPU the token reaches (a remote node's forwarded by the GPU that received
+     * it there: by symmetry the same load on every GPU) */
+    const double intra = k > 1 ? gpu_copies * token_bytes / g->intra_bw : 0;
+    /* the fabric: a copy for each other node, over this GPU's share of its node's links */
+    const double inter = g->nodes > 1 ? k * node_copies * token_bytes / inter_node_bw(g) : 0;
+    return et_step_alpha(g) + fmax(intra, inter);
+}
+
 double et_hierarchical_allreduce_time(const et_comm_group *g, double bytes)
 {
     int n = g->nodes, k = g->ranks_per_node;

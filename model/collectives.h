@@ -67,6 +67,12 @@ et_nccl_choice et_nccl_allreduce_choice(const et_comm_group *g, double bytes);
 double et_ring_reduce_scatter_time(const et_comm_group *g, double bytes); /* bytes = full buffer */
 double et_ring_allgather_time(const et_comm_group *g, double bytes);      /* bytes = full buffer */
 double et_alltoall_time(const et_comm_group *g, double bytes); /* bytes = each rank's send buffer */
+/* An all-to-all that sends each token once to every GPU and node it reaches (DeepEP's normal kernels):
+ * token_bytes a token, gpu_copies the other GPUs of the group it reaches (over NVLink, the remote ones
+ * forwarded inside their node), node_copies the other nodes (over the fabric, this GPU's share of its node's
+ * links); the latency and the slower of the two. */
+double et_alltoall_dedup_time(const et_comm_group *g, double token_bytes, double gpu_copies,
+                              double node_copies);
 
 /* Time of an all-reduce with `algo`: AUTO runs the algorithm NCCL's tuning model picks (nccl_tuning.h),
  * FASTEST the faster of ET's ring and tree closed forms (what calibrated bandwidths and latencies say);

@@ -97,8 +97,32 @@ double et_moe_routed_tokens(const et_scenario *s, double tokens)
     return et_scenario_experts_folded(s) ? tokens / s->parallel.tensor : tokens;
 }
 
+/* The chance that `held` of E experts include one of a token's k distinct experts, drawn uniformly:
+ * 1 - C(E - held, k) / C(E, k). */
+static double reached(double E, double held, int k)
+{
+    double miss = 1;
+    for (int j = 0; j < k && miss > 0; j++)
+        miss *= fmax(0, E - held - j) / (E - j);
+    return 1 - miss;
+}
+
+double et_moe_alltoall_copies(const et_scenario *s, double *gpu_copies, double *node_copies)
+{
+    const et_comm_group g = et_ep_group(s);
+    const double E = s->model.moe.experts, x = g.ranks, per_gpu = E / x;
+    const int k = s->model.moe.top_k;
+    *gpu_copies = (x - 1) * reached(E, per_gpu, k);
+    *node_copies = (g.nodes - 1) * reached(E, per_gpu * g.ranks_per_node, k);
+    return k * (s->model.moe.capacity_factor > 0 ? s->model.moe.capacity_factor : 1);
+}
+
 double et_moe_alltoall_time(const et_scenario *s, double bytes)
 {
     et_comm_group g = et_ep_group(s);
-    return et_alltoall_time(&g, bytes);
+    if (!s->software.ep_dedup || s->model.moe.experts <= 0 || s->model.moe.top_k <= 0)
+        return et_alltoall_time(&g, bytes);
+    double gpu_copies, node_copies;
+    const double rows = et_moe_alltoall_copies(s, &gpu_copies, &node_copies);
+    return et_alltoall_dedup_time(&g, bytes / rows, gpu_copies, node_copies);
 }

@@ -35,7 +35,14 @@ double et_moe_dropped_fraction(const et_scenario *s, const et_batch_shape *b);
  * of them, or its sequence-parallel share tokens / t when the experts are folded over the tensor ranks. */
 double et_moe_routed_tokens(const et_scenario *s, double tokens);
 
-/* Seconds of one all-to-all of `bytes` per rank over the expert-parallel group (collectives.h). */
+/* Seconds of one all-to-all of `bytes` per rank over the expert-parallel group (collectives.h): each routed
+ * row to its expert's rank, or under software.ep_dedup each token once to every GPU and node its experts are
+ * on (et_moe_alltoall_copies). */
 double et_moe_alltoall_time(const et_scenario *s, double bytes);
+
+/* Under uniform routing, the other GPUs of the expert group one token's k experts are on, and the other
+ * nodes, on average (*gpu_copies, *node_copies); returns the rows a token is routed as (k, or k x the
+ * capacity factor), what the all-to-all's bytes count a token. */
+double et_moe_alltoall_copies(const et_scenario *s, double *gpu_copies, double *node_copies);
 
 #endif

@@ -164,6 +164,7 @@ int et_software_read(const et_json_reader *r, json_t *root, et_software *out)
                                        "grouped_gemm",
                                        "moe_dispatch",
                                        "ep_overlap",
+                                       "ep_dedup",
                                        NULL};
     json_t *o;
     *out = presets[ET_STACK_FUSED];
@@ -229,6 +230,7 @@ int et_software_read(const et_json_reader *r, json_t *root, et_software *out)
                                     &out->residual_kernels) ||
                    et_json_get_bool(r, o, where, "fp8_param_gather", false, false, &out->fp8_param_gather) ||
                    et_json_get_bool(r, o, where, "ep_overlap", false, false, &out->ep_overlap) ||
+                   et_json_get_bool(r, o, where, "ep_dedup", false, false, &out->ep_dedup) ||
                    et_json_get_bool(r, o, where, "p2p_overlap", false, out->p2p_overlap, &out->p2p_overlap)
                ? -1
                : 0;

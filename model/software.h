@@ -127,6 +127,9 @@ typedef struct et_software {
     et_bias_kernels bias_kernels; /* biases' adds and gradient sums as kernels of their own, or fused */
     et_grouped_gemm grouped_gemm; /* the experts' products: one kernel, or one launch per local expert */
     et_moe_dispatch moe_dispatch; /* the received rows written in expert order, or sorted there and back */
+    bool ep_dedup;   /* the experts' all-to-alls send a token once to each GPU and node it reaches, not once
+                        per routed expert (DeepEP's normal kernels through Megatron-Core's flex dispatcher;
+                        user's choice, off in every preset) */
     bool ep_overlap; /* the experts' all-to-alls beside another micro-batch's computation (Megatron-Core's
                         --overlap-moe-expert-parallel-comm; user's choice, off in every preset) */
     bool fp8_param_gather; /* FP8 parameters (Megatron-Core's --fp8-param-gather): the quantized products'

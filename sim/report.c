@@ -77,7 +77,7 @@ static json_t *software_json(const et_software *w)
 {
     return json_pack(
         "{s:s, s:s, s:f, s:s, s:s, s:i, s:b, s:i, s:b, s:b, s:s, s:b, s:b, s:s, s:b, s:b, s:s, s:f, s:f, "
-        "s:s, s:s, s:s, s:b}",
+        "s:s, s:s, s:s, s:b, s:b}",
         "stack", et_stack_names[w->stack], "grad_accumulation",
         et_grad_accumulation_names[w->grad_accumulation], "grad_accumulation_bytes", w->accumulate_bytes,
         "optimizer", et_optimizer_path_names[w->optimizer], "cross_entropy",
@@ -89,7 +89,8 @@ static json_t *software_json(const et_software *w)
         "residual_kernels", w->residual_kernels, "tp_comm", et_tp_comm_names[w->tp_comm], "overlap_sms",
         w->overlap_sms, "bulk_overlap_sms", w->bulk_overlap_sms, "bias_kernels",
         et_bias_kernels_names[w->bias_kernels], "grouped_gemm", et_grouped_gemm_names[w->grouped_gemm],
-        "moe_dispatch", et_moe_dispatch_names[w->moe_dispatch], "ep_overlap", w->ep_overlap);
+        "moe_dispatch", et_moe_dispatch_names[w->moe_dispatch], "ep_overlap", w->ep_overlap, "ep_dedup",
+        w->ep_dedup);
 }
 
 static json_t *memory_json(const et_memory *m)
@@ -603,11 +604,13 @@ void report_print_simulated(FILE *out, const et_scenario *s, const et_estimate *
             e->step_time * 1e3, e->compute * 1e3,
             (e->dp_comm_exposed + e->zero_gather + e->clip_allreduce) * 1e3, e->optimizer * 1e3,
             e->straggler_delay * 1e3);
-    if (sim->has_alltoall && s->software.ep_overlap)
-        fprintf(out,
-                "experts      all-to-alls beside a partner micro-batch's computation (software.ep_overlap): "
-                "their exposed share by the closed form, %.2f ms (no flows played)\n",
-                e->ep_comm * 1e3);
+    if (sim->has_alltoall && (s->software.ep_overlap || s->software.ep_dedup))
+        fprintf(
+            out, "experts      all-to-alls by the closed form (%s%s%s): %.2f ms a step (no flows played)\n",
+            s->software.ep_overlap ? "software.ep_overlap: beside a partner micro-batch's computation" : "",
+            s->software.ep_overlap && s->software.ep_dedup ? "; " : "",
+            s->software.ep_dedup ? "software.ep_dedup: a token once to each GPU and node it reaches" : "",
+            e->ep_comm * 1e3);
     else if (sim->has_alltoall)
         fprintf(
             out,

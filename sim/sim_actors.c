@@ -254,11 +254,13 @@ static void play_pass(rank_play *x, et_step_pass p, int i)
             play_compute(x, p, i, e, next, expected_load);
             break;
         case ET_STEP_ALLTOALL:
-            if (s->software.ep_overlap) { /* beside a partner micro-batch's compute: the exposed share */
+            if (s->software.ep_overlap || s->software.ep_dedup) {
+                /* beside a partner micro-batch's compute (the exposed share), or a token once to each GPU
+                 * and node it reaches: the closed form */
                 advance(x,
                         et_step_alltoall_seconds(s, q->graph, e->op, sim_shape(w, x->r->rank, x->step, i)) *
                             alltoall_share(x, i),
-                        1, "%s (overlapped)", q->graph->ops[e->op].id);
+                        1, "%s (closed form)", q->graph->ops[e->op].id);
             } else if (w->moe) { /* the group meets: the compute before it runs first */
                 catch_up(x);
                 sim_moe_alltoall(w, x->r, x->step, i, e, layer_loads(x, i, q->graph->ops[e->op].layer),

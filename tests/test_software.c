@@ -10,6 +10,7 @@
 #include "batch.h"
 #include "check.h"
 #include "collectives.h"
+#include "moe.h"
 #include "phase_time.h"
 #include "scenario_graph.h"
 #include "software.h"
@@ -503,6 +504,39 @@ static void test_ep_overlap(void)
     }
 }
 
+/* The experts' all-to-alls that send a token once to each GPU and node it reaches (software.ep_dedup) by
+ * hand. With as many experts as expert ranks (Mixtral 8x7B, 8 ranks in a node) a token's k experts are on
+ * k distinct GPUs: 7 x (1 - C(7,2)/C(8,2)) = 1.75 other GPUs, what the plain all-to-all sends (2 rows, 7/8
+ * of them away): the same time. Across 2 nodes of 4 GPUs on 100 Gb/s NICs (tests/data/moe-a2a-8.json, the
+ * fabric the slower side): 1 - C(4,2)/C(8,2) = 22/28 of a token crosses it against the plain all-to-all's
+ * 2 rows x 4/8, with 4 GPUs sharing their node's link: 22/28 of the plain crossing's seconds. */
+static void test_ep_dedup(void)
+{
+    et_scenario s;
+    if (load("mixtral-8x7b-h100.json", &s)) return;
+    const double bytes = 1 << 26;
+    double gpus, nodes;
+    CHECK(et_moe_alltoall_copies(&s, &gpus, &nodes) == 2 && fabs(gpus - 1.75) < 1e-12 && nodes == 0,
+          "Mixtral in a node: 2 rows a token, 1.75 other GPUs, no other node (%g, %g)", gpus, nodes);
+    const double plain = et_moe_alltoall_time(&s, bytes);
+    s.software.ep_dedup = true;
+    CHECK_REL(et_moe_alltoall_time(&s, bytes), plain, 1e-12, "one expert a GPU: nothing to deduplicate");
+    et_scenario t;
+    et_error err;
+    const int rc = et_scenario_load(ET_SOURCE_DIR "/tests/data/moe-a2a-8.json", &t, &err);
+    CHECK(rc == 0, "moe-a2a-8 loads: %s", rc ? err.text : "");
+    if (rc) return;
+    const et_comm_group g = et_ep_group(&t);
+    CHECK(g.ranks == 8 && g.nodes == 2 && g.ranks_per_node == 4, "8 expert ranks over 2 nodes of 4");
+    const double alpha = et_step_alpha(&g), across = et_moe_alltoall_time(&t, bytes) - alpha;
+    t.software.ep_dedup = true;
+    CHECK(et_moe_alltoall_copies(&t, &gpus, &nodes) == 2 && fabs(nodes - 22.0 / 28) < 1e-12,
+          "a token reaches 22/28 of the other node (%g)", nodes);
+    CHECK_REL(et_moe_alltoall_time(&t, bytes) - alpha, across * (22.0 / 28), 1e-9,
+              "the fabric carries 22/28 of the plain all-to-all's crossing");
+    et_scenario_free(&t);
+}
+
 /* The stack's attention kernel reaches the graph: megatron-core's fused attention ops are cuDNN's, and on
  * the H100 (a cuDNN rate of its own) they take 1/2 of FlashAttention 2's time; pytorch-fsdp's are not. */
 static void test_attention_kernel(void)
@@ -535,6 +569,7 @@ int main(void)
 {
     test_attention_kernel();
     test_ep_overlap();
+    test_ep_dedup();
     test_eager_terms();
     test_moe_dispatch();
     test_bias_kernels();
