@@ -264,6 +264,20 @@ void compare_print_many(FILE *out, int n, const et_scenario *const *s, const et_
     ROW("    gradient accumulation* [ms]", e[i]->accumulate, 1e3, 1);
     ROW("    host synchronisation* [ms]", e[i]->host_sync, 1e3, 1);
     ROW("    optimizer* [ms]", e[i]->optimizer, 1e3, 1);
+    /* the blocking communication and the bubble inside the compute stream, where some scenario has them */
+#define ROW_IF_ANY(name, field)                                                                              \
+    do {                                                                                                     \
+        bool any = false;                                                                                    \
+        for (int i = 0; i < n; i++)                                                                          \
+            any = any || e[i]->field > 0;                                                                    \
+        if (any) ROW(name, e[i]->field, 1e3, 1);                                                             \
+    } while (0)
+    ROW_IF_ANY("    tensor-parallel collectives* [ms]", tp_comm);
+    ROW_IF_ANY("    experts' all-to-alls* [ms]", ep_comm);
+    ROW_IF_ANY("    context-parallel exchanges* [ms]", cp_comm);
+    ROW_IF_ANY("    pipeline sends* [ms]", pp_comm);
+    ROW_IF_ANY("    pipeline bubble* [ms]", bubble);
+#undef ROW_IF_ANY
     ROW("  exposed communication [ms]", x[i].exposed, 1e3, 1);
     ROW("  idle, waiting for stragglers [ms]", x[i].idle, 1e3, 1);
     ROW("gradient communication* [ms]", e[i]->dp_comm, 1e3, 1);
