@@ -44,6 +44,11 @@ static int refuse_unsupported(const et_scenario *s, et_error *err)
         return et_error_set(
             err, s->source, 0, 0, "$.model.position_embedding",
             "etrun runs learned, rotary or no positions; ALiBi is costed by etsim only for now");
+    if (s->software.ep_overlap || s->software.ep_dedup)
+        return et_error_set(
+            err, s->source, 0, 0, s->software.ep_overlap ? "$.software.ep_overlap" : "$.software.ep_dedup",
+            "etrun's all-to-alls send every routed row and block the step; the overlapped and "
+            "deduplicated all-to-alls are costed by etsim only");
     if (s->model.head == ET_HEAD_MLM_NSP)
         return et_error_set(
             err, s->source, 0, 0, "$.model.loss_head",

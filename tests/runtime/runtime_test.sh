@@ -188,6 +188,8 @@ case $mode in
     expect_error "$work/measured.json" '"mlm_nsp" is not supported yet' "$etrun" --out "$work/measured.json" nsp.json
     variant "$gpt" '.model.position_embedding = "alibi"' > alibi.json
     expect_error "$work/measured.json" '$.model.position_embedding: etrun runs learned, rotary or no positions; ALiBi is costed by etsim only' "$etrun" --out "$work/measured.json" alibi.json
+    variant "$gpt" '.software = {"ep_overlap": true}' > epoverlap.json
+    expect_error "$work/measured.json" "\$.software.ep_overlap: etrun's all-to-alls send every routed row and block the step" "$etrun" --out "$work/measured.json" epoverlap.json
     variant "$bert" '.precision = "fp8" | .cluster.device = "h100-sxm"' > fp8.json
     expect_error "$work/measured.json" "the cpu backend cannot train in fp8 (its products run fp32, tf32, bf16 and fp16)" "$etrun" --out "$work/measured.json" fp8.json
     variant "$bert" '.run.loss_scale = 0.5' > scale.json
