@@ -56,15 +56,17 @@ int et_caveats(const et_scenario *s, const char **out, int max)
     if (s->cluster.device.caveat[0]) ADD(s->cluster.device.caveat);
     if (s->model.moe.experts > 0) {
         ADD("no router load-balancing loss");
-        if (s->parallel.expert > 1 && s->software.ep_overlap)
+        const bool ep = s->parallel.expert > 1, overlap = s->software.ep_overlap,
+                   dedup = s->software.ep_dedup;
+        if (ep && overlap)
             ADD("experts' all-to-alls overlapped (software.ep_overlap) at the busiest expert rank's rows in "
                 "both engines: a pair of micro-batches' all-to-alls beside its computation, no flows played, "
                 "Megatron-Core's delayed weight gradients not modelled");
-        if (s->parallel.expert > 1 && s->software.ep_dedup)
+        if (ep && dedup)
             ADD("experts' all-to-alls deduplicated (software.ep_dedup) by the closed form in both engines: "
                 "uniform routing's expected GPUs and nodes a token reaches, no node-limited routing, the "
                 "kernels' SMs not charged");
-        if (s->parallel.expert > 1 && !s->software.ep_overlap && !s->software.ep_dedup)
+        if (ep && !overlap && !dedup)
             ADD("experts' all-to-all at the busiest expert rank's rows in the analytic estimate (the "
                 "simulation plays the drawn routing)");
     }

@@ -328,20 +328,21 @@ double et_step_alltoall_seconds(const et_scenario *s, const et_graph *g, int op,
     return t;
 }
 
-/* A pass's compute seconds (its segments at the expected imbalance, their blocking communication with
- * them) and its all-to-alls' closed forms, apart. */
-static void pass_parts(const et_step_schedule *q, const et_scenario *s, et_step_pass p,
-                       const et_batch_shape *b, const et_segment_time *t, double *compute, double *alltoall)
+/* One micro-batch's forward and backward passes at shape b: their compute seconds (the segments at the
+ * expected imbalance, their blocking communication with them) and their all-to-alls' closed forms, apart. */
+static void micro_batch_parts(const et_step_schedule *q, const et_scenario *s, const et_batch_shape *b,
+                              const et_segment_time *t, double *compute, double *alltoall)
 {
     const double imbalance = et_moe_imbalance(s, b);
     *compute = *alltoall = 0;
-    for (int j = 0; j < q->pass_items[p]; j++) {
-        const et_step_event *e = &q->items[q->pass_first[p] + j];
-        if (e->kind == ET_STEP_COMPUTE)
-            *compute += et_segment_seconds(&t[e->segment], imbalance);
-        else if (e->kind == ET_STEP_ALLTOALL)
-            *alltoall += et_step_alltoall_seconds(s, q->graph, e->op, b);
-    }
+    for (int p = ET_PASS_FORWARD; p <= ET_PASS_BACKWARD; p++)
+        for (int j = 0; j < q->pass_items[p]; j++) {
+            const et_step_event *e = &q->items[q->pass_first[p] + j];
+            if (e->kind == ET_STEP_COMPUTE)
+                *compute += et_segment_seconds(&t[e->segment], imbalance);
+            else if (e->kind == ET_STEP_ALLTOALL)
+                *alltoall += et_step_alltoall_seconds(s, q->graph, e->op, b);
+        }
 }
 
 double et_step_alltoall_unpaired(const et_scenario *s)
@@ -355,6 +356,17 @@ double et_step_alltoall_unpaired(const et_scenario *s)
     return chunks > 0 ? fmin(1, (warmup + 1) / chunks) : 1;
 }
 
+/* The overlap's exposed share of a micro-batch's all-to-alls a beside its compute c. */
+static double overlap_share(const et_scenario *s, double c, double a)
+{
+    if (a <= 0) return 1;
+    /* a pair's all-to-alls beside its compute, taking overlap_sms of the multiprocessors while they run */
+    const double pair =
+        et_overlap_blocking(a, c, s->software.overlap_sms, s->cluster.device.multiprocessors, false);
+    const double u = et_step_alltoall_unpaired(s);
+    return u + (1 - u) * pair / a;
+}
+
 double et_step_alltoall_share(const et_step_schedule *q, const et_scenario *s, const et_batch_shape *b,
                               const et_segment_time *t)
 {
@@ -365,33 +377,18 @@ double et_step_alltoall_overlap_share(const et_step_schedule *q, const et_scenar
                                       const et_batch_shape *b, const et_segment_time *t)
 {
     if (!q->has_alltoall) return 1;
-    double cf, af, cb, ab;
-    pass_parts(q, s, ET_PASS_FORWARD, b, t, &cf, &af);
-    pass_parts(q, s, ET_PASS_BACKWARD, b, t, &cb, &ab);
-    const double a = af + ab, c = cf + cb;
-    if (a <= 0) return 1;
-    /* a pair's all-to-alls beside its compute, taking overlap_sms of the multiprocessors while they run */
-    const double pair =
-        et_overlap_blocking(a, c, s->software.overlap_sms, s->cluster.device.multiprocessors, false);
-    const double u = et_step_alltoall_unpaired(s);
-    return u + (1 - u) * pair / a;
-}
-
-/* A pass's seconds from its timed segments, at the expected imbalance, its all-to-alls at the step's
- * exposed share. */
-static double pass_seconds(const et_step_schedule *q, const et_scenario *s, et_step_pass p,
-                           const et_batch_shape *b, const et_segment_time *t)
-{
-    double compute, alltoall;
-    pass_parts(q, s, p, b, t, &compute, &alltoall);
-    return compute + (alltoall > 0 ? alltoall * et_step_alltoall_share(q, s, b, t) : 0);
+    double c, a;
+    micro_batch_parts(q, s, b, t, &c, &a);
+    return overlap_share(s, c, a);
 }
 
 double et_step_micro_batch_seconds(const et_step_schedule *q, const et_scenario *s, const et_batch_shape *b,
                                    const et_segment_time *t)
 {
-    return pass_seconds(q, s, ET_PASS_FORWARD, b, t) + pass_seconds(q, s, ET_PASS_BACKWARD, b, t) +
-           2 * et_pipeline_send_time(s, b);
+    double c, a;
+    micro_batch_parts(q, s, b, t, &c, &a);
+    const double share = s->software.ep_overlap ? overlap_share(s, c, a) : 1;
+    return c + a * share + 2 * et_pipeline_send_time(s, b);
 }
 
 /* The seconds of an event or item that does not depend on the batch: a host synchronisation, an

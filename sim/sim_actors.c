@@ -117,6 +117,9 @@ typedef struct rank_play {
     et_segment_time *times; /* [n_segments]: each pass's segments at the shape it was last timed at */
     bool timed[ET_PASSES];
     et_batch_shape shape[ET_PASSES];
+    bool shared;              /* a2a_share holds software.ep_overlap's share at a2a_shape */
+    et_batch_shape a2a_shape; /* the micro-batch shape it was found at */
+    double a2a_share;
     double *ready; /* [n_buckets + 1] */
     double *load;  /* [expert group size]: the routing's draw for (load_micro, load_layer) */
     int load_micro, load_layer;
@@ -229,13 +232,17 @@ static void play_compute(rank_play *x, et_step_pass p, int i, const et_step_even
 }
 
 /* The exposed share of micro-batch i's all-to-alls under software.ep_overlap (et_step_alltoall_share): both
- * passes timed at its shape. */
+ * passes timed at its shape, found again only when the shape differs. */
 static double alltoall_share(rank_play *x, int i)
 {
-    timed_pass(x, ET_PASS_FORWARD, i);
-    timed_pass(x, ET_PASS_BACKWARD, i);
-    return et_step_alltoall_share(&x->st->schedule, x->w->s, sim_shape(x->w, x->r->rank, x->step, i),
-                                  x->times);
+    const et_batch_shape *b = sim_shape(x->w, x->r->rank, x->step, i);
+    if (!x->shared || !same_shape(&x->a2a_shape, b)) {
+        timed_pass(x, ET_PASS_FORWARD, i);
+        timed_pass(x, ET_PASS_BACKWARD, i);
+        x->a2a_share = et_step_alltoall_share(&x->st->schedule, x->w->s, b, x->times);
+        x->a2a_shape = *b, x->shared = true;
+    }
+    return x->a2a_share;
 }
 
 static void play_pass(rank_play *x, et_step_pass p, int i)
