@@ -89,6 +89,7 @@ static int graph_for(const et_model_config *model, const et_graph_options *o, et
     key.options.expert_optimizer_shards = o->expert_optimizer_shards;
     key.options.scaling = o->scaling, key.options.recompute_modules = o->recompute_modules;
     key.options.bf16_first = o->bf16_first, key.options.bf16_last = o->bf16_last;
+    key.options.recompute_early_stop = o->recompute_early_stop;
     key.options.recompute_layers = o->recompute_layers, key.options.virtual_pipeline = o->virtual_pipeline;
     key.options.clip_global = o->clip_global, key.options.tokens_hint = o->tokens_hint;
     key.options.loss_fp32 = o->loss_fp32;

@@ -657,6 +657,13 @@ static void layer_forward(builder *b, const dims *d, int i, int decoder, et_phas
         gb_weight_forward(b, phase, i, ET_GROUP_MLP, TOK(1), H, d->swiglu ? 2 * Ft : Ft, 1, ID("mlp.fc1"));
         lora_forward(b, phase, i, ET_GROUP_MLP, H, d->swiglu ? 2 * Ft : Ft, ET_LORA_FC1, id);
         gb_activation(b, d, phase, i, Ft, 0, ID(d->swiglu ? "mlp.swiglu" : "mlp.gelu"));
+        /* PyTorch's early stop: the last tensors this layer saves for backward are the second product's
+         * input and weight, saved as that product is dispatched, before its kernel runs; the recomputation
+         * stops there (with a dropout kernel after it, or an adapter reading the same input, there is more
+         * to rebuild and it goes on) */
+        if (phase == ET_PHASE_BACKWARD && d->early_stop && decoder && d->dropout <= 0 &&
+            !lora_targets(b, ET_LORA_FC2))
+            return;
         gb_weight_forward(b, phase, i, ET_GROUP_MLP, TOK(1), Ft, H, 1, ID("mlp.fc2"));
         lora_forward(b, phase, i, ET_GROUP_MLP, Ft, H, ET_LORA_FC2, id);
         if (d->bias) gb_bias_forward(b, phase, i, TOK(1), H, 0, ID("mlp.fc2"));
@@ -1203,6 +1210,7 @@ static int build(const et_model_config *m, const et_graph_options *o, et_graph *
     d.qk_norm = m->qk_norm;
     d.sinks = m->sinks;
     d.rm = et_recompute_modules_of(o->recompute, o->recompute_modules);
+    d.early_stop = o->recompute_early_stop;
     /* a fused causal kernel skips the blocks above the diagonal; materialised scores are computed whole */
     d.causal_share = m->arch == ET_ARCH_DECODER && o->attention == ET_ATTENTION_FLASH ? 0.5 : 1;
     d.causal = m->arch == ET_ARCH_DECODER;

@@ -140,6 +140,8 @@ typedef struct et_graph_options {
                                     16 bits (Megatron-Core's --first-last-layers-bf16) */
     et_recompute recompute;      /* none, full (every layer's forward again) or selective (attention core) */
     unsigned recompute_modules;  /* selective's modules (schedule.h; 0: the attention core) */
+    bool recompute_early_stop;   /* full: a dense decoder layer's recomputation stops after its MLP's
+                                    activation (software.recompute_early_stop) */
     int recompute_layers;        /* full: the first this many layers of each of the stage's virtual_pipeline
                                     chunks (Megatron's block method; 0: every layer) */
     int virtual_pipeline;        /* model chunks of the stage (0 or 1: one) */

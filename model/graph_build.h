@@ -87,15 +87,16 @@ typedef struct dims {
      * rotary key R shared by the heads, the no-position part of a head D and its value Dv */
     int mla;
     double Lq, Lkv, R, Dv;
-    double Fst;  /* shared experts' hidden width per tensor rank (0: none) */
-    unsigned rm; /* selective recomputation's modules (schedule.h), 0 unless recompute is "selective" */
-    int qk_norm; /* RMSNorm of each head's query and key */
-    int sinks;   /* a learned sink logit per head (its parameter; its arithmetic is the softmax's) */
-    int bias;    /* linear layers carry biases */
-    int swiglu;  /* gated MLP: gate and up in one product of 2 Ft outputs, SiLU(gate) x up */
-    int rms;     /* RMSNorm: a weight, no bias */
-    int rope;    /* rotary positions: q and k rotated after their projection, no position table */
-    int alibi;   /* ALiBi: a per-head bias on the scores (materialised scores: through the score product) */
+    double Fst;     /* shared experts' hidden width per tensor rank (0: none) */
+    int early_stop; /* full recomputation stops after the MLP's activation (software.recompute_early_stop) */
+    unsigned rm;    /* selective recomputation's modules (schedule.h), 0 unless recompute is "selective" */
+    int qk_norm;    /* RMSNorm of each head's query and key */
+    int sinks;      /* a learned sink logit per head (its parameter; its arithmetic is the softmax's) */
+    int bias;       /* linear layers carry biases */
+    int swiglu;     /* gated MLP: gate and up in one product of 2 Ft outputs, SiLU(gate) x up */
+    int rms;        /* RMSNorm: a weight, no bias */
+    int rope;       /* rotary positions: q and k rotated after their projection, no position table */
+    int alibi; /* ALiBi: a per-head bias on the scores (materialised scores: through the score product) */
     double
         causal_share; /* of the l x l products a fused causal kernel computes: 1/2 (decoder, flash), else 1 */
     double St;        /* token share of the sequence-parallel region (layer norms, dropouts): 1/t or 1 */

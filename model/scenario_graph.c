@@ -21,6 +21,7 @@ et_graph_options et_scenario_graph_options(const et_scenario *s, int stage)
         .recompute = s->parallel.recompute,
         .recompute_modules = s->parallel.recompute_modules,
         .recompute_layers = s->parallel.recompute_layers,
+        .recompute_early_stop = s->software.recompute_early_stop,
         .virtual_pipeline = s->parallel.virtual_pipeline,
         .sequence_parallel = s->parallel.sequence_parallel && s->parallel.tensor > 1,
         .attention = s->parallel.attention,

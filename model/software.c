@@ -100,14 +100,17 @@ static const et_software presets[ET_STACKS] = {
         .moe_dispatch = ET_MOE_DISPATCH_DIRECT},
     /* PyTorch FSDP (torchtitan; llm-foundry with FlashAttention 2): what is confirmed in their code is fused
      * or absent (flash-attn's fused cross-entropy, SDPA or FlashAttention 2); the reduce between
-     * micro-batches and the optimizer's form are unconfirmed and not charged */
+     * micro-batches and the optimizer's form are unconfirmed and not charged; activation checkpointing
+     * through checkpoint_wrapper's non-reentrant torch.utils.checkpoint, which since PyTorch 2.1 stops its
+     * recomputation early (recompute_early_stop; llm-foundry's 2023 tables predate it: docs/cost-model.md) */
     [ET_STACK_PYTORCH_FSDP] = {EVERY_STACK, .stack = ET_STACK_PYTORCH_FSDP,
         .grad_accumulation = ET_ACCUMULATE_FUSED, .accumulate_bytes = 4, .optimizer = ET_OPTIMIZER_FUSED,
         .cross_entropy = ET_CROSS_ENTROPY_FUSED, .syncs_per_micro_batch = 0, .p2p_sync = false,
         .syncs_per_step = 0, .loss_scale_sync = false, .launch_blocking = false,
         .pipeline_sends = ET_SENDS_FULL, .attention_kernel = ET_ATTENTION_FLASH2, .attention_unpad = false,
         .residual_kernels = true, .tp_comm = ET_TP_COMM_EXPOSED, .bias_kernels = ET_BIAS_FUSED,
-        .grouped_gemm = ET_GROUPED_GEMM_SINGLE, .moe_dispatch = ET_MOE_DISPATCH_DIRECT},
+        .grouped_gemm = ET_GROUPED_GEMM_SINGLE, .moe_dispatch = ET_MOE_DISPATCH_DIRECT,
+        .recompute_early_stop = true},
     /* llm-foundry as its 2023 benchmark tables ran it (Composer, FSDP1): pytorch-fsdp's terms, with
      * flash-attn 1.0.9 (docs/cost-model.md says on what evidence, and what of it is unchecked) called through
      * the unpadded interface: llmfoundry/models/layers/attention.py flash_attn_fn gathers q, k and v with
@@ -165,6 +168,7 @@ int et_software_read(const et_json_reader *r, json_t *root, et_software *out)
                                        "moe_dispatch",
                                        "ep_overlap",
                                        "ep_dedup",
+                                       "recompute_early_stop",
                                        NULL};
     json_t *o;
     *out = presets[ET_STACK_FUSED];
@@ -231,6 +235,8 @@ int et_software_read(const et_json_reader *r, json_t *root, et_software *out)
                    et_json_get_bool(r, o, where, "fp8_param_gather", false, false, &out->fp8_param_gather) ||
                    et_json_get_bool(r, o, where, "ep_overlap", false, false, &out->ep_overlap) ||
                    et_json_get_bool(r, o, where, "ep_dedup", false, false, &out->ep_dedup) ||
+                   et_json_get_bool(r, o, where, "recompute_early_stop", false, out->recompute_early_stop,
+                                    &out->recompute_early_stop) ||
                    et_json_get_bool(r, o, where, "p2p_overlap", false, out->p2p_overlap, &out->p2p_overlap)
                ? -1
                : 0;

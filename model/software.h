@@ -132,9 +132,14 @@ typedef struct et_software {
                         user's choice, off in every preset) */
     bool ep_overlap; /* the experts' all-to-alls beside another micro-batch's computation (Megatron-Core's
                         --overlap-moe-expert-parallel-comm; user's choice, off in every preset) */
-    bool fp8_param_gather; /* FP8 parameters (Megatron-Core's --fp8-param-gather): the quantized products'
-                              weights gathered at a byte, an amax pass over their fp32 shard after the update
-                              (user's choice, off in every preset) */
+    bool recompute_early_stop; /* full recomputation stops once the block's last tensor saved for backward is
+                                  rebuilt (PyTorch 2.1's non-reentrant torch.utils.checkpoint,
+                                  set_checkpoint_early_stop's default): a dense decoder layer's second MLP
+                                  product and what follows it are not recomputed; false: the whole forward
+                                  again (Megatron's CheckpointFunction, reentrant checkpoint) */
+    bool fp8_param_gather;     /* FP8 parameters (Megatron-Core's --fp8-param-gather): the quantized products'
+                                  weights gathered at a byte, an amax pass over their fp32 shard after the update
+                                  (user's choice, off in every preset) */
 } et_software;
 
 int et_software_preset(const char *name, et_software *out);

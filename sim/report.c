@@ -77,7 +77,7 @@ static json_t *software_json(const et_software *w)
 {
     return json_pack(
         "{s:s, s:s, s:f, s:s, s:s, s:i, s:b, s:i, s:b, s:b, s:s, s:b, s:b, s:s, s:b, s:b, s:s, s:f, s:f, "
-        "s:s, s:s, s:s, s:b, s:b}",
+        "s:s, s:s, s:s, s:b, s:b, s:b}",
         "stack", et_stack_names[w->stack], "grad_accumulation",
         et_grad_accumulation_names[w->grad_accumulation], "grad_accumulation_bytes", w->accumulate_bytes,
         "optimizer", et_optimizer_path_names[w->optimizer], "cross_entropy",
@@ -90,7 +90,7 @@ static json_t *software_json(const et_software *w)
         w->overlap_sms, "bulk_overlap_sms", w->bulk_overlap_sms, "bias_kernels",
         et_bias_kernels_names[w->bias_kernels], "grouped_gemm", et_grouped_gemm_names[w->grouped_gemm],
         "moe_dispatch", et_moe_dispatch_names[w->moe_dispatch], "ep_overlap", w->ep_overlap, "ep_dedup",
-        w->ep_dedup);
+        w->ep_dedup, "recompute_early_stop", w->recompute_early_stop);
 }
 
 static json_t *memory_json(const et_memory *m)

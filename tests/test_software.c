@@ -54,6 +54,7 @@ static void differences(const char *a, const char *b, char *out, size_t size)
     DIFF(bias_kernels);
     DIFF(grouped_gemm);
     DIFF(moe_dispatch);
+    DIFF(recompute_early_stop);
 #undef DIFF
 }
 
@@ -70,7 +71,7 @@ static void test_presets(void)
          "loss_scale_sync,launch_blocking"},
         /* llm-foundry and torchtitan: nothing confirmed beyond the fused passes (PyTorch sends whole
          * tensors, were they pipelined) */
-        {"fused", "pytorch-fsdp", "pipeline_sends,residual_kernels,tp_comm"},
+        {"fused", "pytorch-fsdp", "pipeline_sends,residual_kernels,tp_comm,recompute_early_stop"},
         /* MCore: the distributed optimizer's copy back, the norm's .item(), whole activations sent (its
          * backward collectives beside their products, as the fused preset's) */
         {"fused", "megatron-core",
@@ -87,8 +88,8 @@ static void test_presets(void)
         {"megatron-lm-2022", "megatron-core",
          "optimizer,cross_entropy,syncs_per_micro_batch,p2p_sync,pipeline_sends,p2p_overlap,attention_kernel,"
          "tp_comm,bias_kernels,grouped_gemm,moe_dispatch"},
-        /* llm-foundry's 2023 tables: flash-attn 1.0.9 through the unpadded interface */
-        {"pytorch-fsdp", "llm-foundry", "attention_kernel,attention_unpad"},
+        /* llm-foundry's 2023 tables: flash-attn 1.0.9 through the unpadded interface, PyTorch before 2.1 */
+        {"pytorch-fsdp", "llm-foundry", "attention_kernel,attention_unpad,recompute_early_stop"},
     };
     for (size_t i = 0; i < sizeof pairs / sizeof *pairs; i++) {
         char got[256];
@@ -390,6 +391,60 @@ static void test_bias_kernels(void)
     }
 }
 
+/* PyTorch's early stop on an MPT-7B row under full recomputation (hidden H, MLP width F = 4H, T tokens a
+ * micro-batch, no dropout): with it a layer's recomputation ends at the MLP's activation, so its second
+ * product (2 T F H FLOPs) and the residual add after it (3 e H bytes a token) are not rebuilt, and the
+ * micro-batch's time falls by exactly those ops' times a layer; everything before them is recomputed as
+ * before. A dropout kernel after the product (its mask saved for backward) makes the recomputation go on. */
+static void test_recompute_early_stop(void)
+{
+    et_scenario s;
+    if (load("validation/mpt-7b-a100-80gb-8gpu-seq1024-mbs64-ampbf16.json", &s)) return;
+    CHECK(s.parallel.recompute == ET_RECOMPUTE_FULL && s.model.dropout == 0 &&
+              !s.software.recompute_early_stop,
+          "a checkpointed llm-foundry row, dropout 0, no early stop in its preset");
+    const et_batch_shape b = et_batch_expected(&s);
+    const et_device_profile *d = &s.cluster.device;
+    const double T = b.tokens, H = s.model.hidden, F = s.model.ffn, e = et_precision_bytes(s.precision);
+    et_graph whole, early;
+    if (graph_of(&s, &whole)) return;
+    s.software.recompute_early_stop = true;
+    if (graph_of(&s, &early)) return;
+    double bytes = 0, skipped = 0;
+    const double fc2 = op_of(&whole, "layer.3.mlp.fc2.recompute", &b, d, s.precision, NULL, NULL);
+    const int i = et_graph_find(&whole, "layer.3.mlp.fc2.recompute");
+    CHECK(fc2 > 0 && fabs(et_linear_eval(&whole.ops[i].flops, &b) - 2 * T * F * H) <= 1e-9 * 2 * T * F * H,
+          "without early stop the second product is recomputed: 2TFH FLOPs");
+    const double add = op_of(&whole, "layer.3.mlp.residual.recompute", &b, d, s.precision, &bytes, NULL);
+    CHECK(add > 0 && fabs(bytes - 3 * e * H * T) <= 1e-12 * bytes,
+          "and the residual add after it: 3eH a token");
+    CHECK(et_graph_find(&early, "layer.3.mlp.fc2.recompute") < 0 &&
+              et_graph_find(&early, "layer.3.mlp.residual.recompute") < 0,
+          "early stop: neither is recomputed");
+    static const char *const kept[] = {"layer.3.attn.qkv.recompute", "layer.3.attn.flash.recompute",
+                                       "layer.3.attn.out.recompute", "layer.3.mlp.fc1.recompute",
+                                       "layer.3.mlp.gelu.recompute"};
+    for (size_t k = 0; k < sizeof kept / sizeof *kept; k++)
+        CHECK(et_graph_find(&early, kept[k]) >= 0, "early stop still recomputes %s", kept[k]);
+    CHECK(whole.n_ops - early.n_ops == 2 * s.model.layers, "two ops fewer a layer: %d",
+          whole.n_ops - early.n_ops);
+    double t_whole = 0, t_early = 0;
+    for (int k = 0; k < whole.n_ops; k++)
+        t_whole += et_op_time(&whole.ops[k], &b, d, s.precision);
+    for (int k = 0; k < early.n_ops; k++)
+        t_early += et_op_time(&early.ops[k], &b, d, s.precision);
+    skipped = s.model.layers * (fc2 + add);
+    CHECK(fabs(t_whole - t_early - skipped) <= 1e-9 * t_whole, "the micro-batch is %g s shorter, want %g",
+          t_whole - t_early, skipped);
+    et_graph_free(&early);
+    s.model.dropout = 0.1;
+    if (graph_of(&s, &early)) return;
+    CHECK(et_graph_find(&early, "layer.3.mlp.fc2.recompute") >= 0,
+          "with a dropout after the product the recomputation goes on through it");
+    et_graph_free(&early);
+    et_graph_free(&whole);
+}
+
 /* The experts' products by hand on Mixtral 8x7B (8 experts, 2 expert ranks: 4 a rank): one
  * kernel each under `single`; under `per_expert` one launch per local expert (Transformer Engine's
  * GroupedLinear), the same FLOPs and bytes, and each launch's device overhead and host cost. */
@@ -568,6 +623,7 @@ static void test_attention_kernel(void)
 int main(void)
 {
     test_attention_kernel();
+    test_recompute_early_stop();
     test_ep_overlap();
     test_ep_dedup();
     test_eager_terms();
