@@ -385,6 +385,11 @@ static int play_schedule(const et_scenario *s, const et_step_schedule *q, et_op_
     for (int p = ET_PASS_FORWARD; p <= ET_PASS_BACKWARD; p++)
         play_pass(s, q, p, t, b, imbalance, a2a_share, &pass_time[p], ready, &once[p]);
     double clock = 0, comm = 0;
+    double *comm_start = malloc(((size_t)q->n_events + 1) * sizeof *comm_start);
+    if (!comm_start) {
+        free(t), free(ready), free(at);
+        return -1;
+    }
     bucket_memo memo;
     for (int i = 0; i < 16; i++)
         memo.bytes[i] = -1;
@@ -410,19 +415,28 @@ static int play_schedule(const et_scenario *s, const et_step_schedule *q, et_op_
         case ET_STEP_PARAM_GATHERS: { /* before forward and backward of every micro-batch, prefetched */
             const double gathers = 2 * q->micro_batches * et_ring_allgather_time(dp, param_bytes);
             out->dp_comm += gathers;
+            comm_start[i] = comm;
             comm += gathers;
             break;
         }
         case ET_STEP_COLLECTIVE: {
             const double ct = bucket_seconds(s, &buckets[e->bucket], dp, &memo);
             out->dp_comm += ct;
-            comm = fmax(e->wait >= 0 ? at[e->wait] : ready[e->bucket], comm) + ct;
+            comm_start[i] = fmax(e->wait >= 0 ? at[e->wait] : ready[e->bucket], comm);
+            comm = comm_start[i] + ct;
             break;
         }
-        case ET_STEP_GRADS_REDUCED:
-            out->dp_comm_exposed = fmax(0, comm - clock);
+        case ET_STEP_GRADS_REDUCED: {
+            /* the collectives' share of the SMs, paid after backward; then the wait for their tail */
+            double overlapped = 0;
+            for (int j = 0; j < i; j++)
+                if (q->events[j].kind == ET_STEP_PARAM_GATHERS || q->events[j].kind == ET_STEP_COLLECTIVE)
+                    overlapped += et_step_overlap_before(comm_start[j], at[j], clock);
+            const double contention = et_step_dp_contention(s, overlapped);
+            out->dp_comm_exposed = fmax(contention, comm - clock);
             clock += out->dp_comm_exposed;
             break;
+        }
         case ET_STEP_GLOBAL_NORM:
             out->clip_allreduce = et_allreduce_time(dp, ET_COLL_AUTO, 4, NULL);
             clock += out->clip_allreduce;
@@ -451,7 +465,7 @@ static int play_schedule(const et_scenario *s, const et_step_schedule *q, et_op_
         out->ep_comm_alone = out->ep_comm / a2a_share;
         out->ep_comm_overlapped = out->ep_comm_alone * et_step_alltoall_overlap_share(q, s, b, t);
     }
-    free(t), free(ready), free(at);
+    free(t), free(ready), free(at), free(comm_start);
     return 0;
 }
 

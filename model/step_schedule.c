@@ -345,6 +345,18 @@ static void micro_batch_parts(const et_step_schedule *q, const et_scenario *s, c
         }
 }
 
+double et_step_dp_contention(const et_scenario *s, double overlapped)
+{
+    const double sms = s->cluster.device.multiprocessors, k = s->software.overlap_sms;
+    if (sms <= 0 || k <= 0 || overlapped <= 0) return 0;
+    return overlapped * fmin(k, sms) / sms;
+}
+
+double et_step_overlap_before(double start, double end, double until)
+{
+    return fmax(0, fmin(end, until) - fmax(start, 0));
+}
+
 double et_step_alltoall_unpaired(const et_scenario *s)
 {
     const double p = s->parallel.pipeline,

@@ -141,6 +141,18 @@ double et_step_alltoall_overlap_share(const et_step_schedule *q, const et_scenar
  * micro-batches x virtual stages, at most 1. */
 double et_step_alltoall_unpaired(const et_scenario *s);
 
+/* What the data-parallel collectives beside the compute stream cost it: NCCL runs a collective as one block
+ * per channel, software.overlap_sms of the device's S multiprocessors, which the passes lose while it runs
+ * (the same share the tensor-parallel collectives beside their products cost, et_overlap_blocking). Of
+ * `overlapped` seconds the communication stream was busy while the compute stream was (each bucket's
+ * collective and ZeRO 3's parameter gathers, clipped to [step start, backward done)), the compute stream
+ * pays overlapped x k / S, after backward and before it waits for the communication stream: the step's
+ * data-parallel cost is the larger of that and the collectives' tail. 0 on a device without a count of
+ * multiprocessors. */
+double et_step_dp_contention(const et_scenario *s, double overlapped);
+/* The seconds [start, end) shares with [0, until). */
+double et_step_overlap_before(double start, double end, double until);
+
 /* One micro-batch's forward and backward at shape b (experts at the expected imbalance, all-to-alls by
  * their closed forms at the exposed share of et_step_alltoall_share, blocking communication and both pipeline
  * sends included): the bubble's unit. t holds the forward and backward passes' segments timed at b

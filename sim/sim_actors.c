@@ -333,6 +333,30 @@ static double play_to_backward_done(rank_play *x)
     return x->t;
 }
 
+/* The SMs the group's collectives took from this rank's passes while both ran (et_step_dp_contention): each
+ * bucket's collective and the parameter gathers as the communicator played them, clipped to the compute
+ * stream's [step start, backward done); paid after backward, so the rank waits for the later of that and
+ * the collectives' tail (the gathers' record is the step's last, past its buckets'). */
+static void pay_dp_contention(rank_play *x, double bwd_end)
+{
+    const sim_group *grp = &x->w->groups[x->r->group];
+    const et_step_schedule *q = &x->st->schedule;
+    const int nb = x->st->n_buckets, step = x->step;
+    const double *start = grp->coll_start + (size_t)step * (nb + 1);
+    const double *end = grp->coll_end + (size_t)step * (nb + 1);
+    const double t0 = x->r->step_start[step];
+    double overlapped = 0;
+    for (int k = 0; k < nb; k++)
+        overlapped += et_step_overlap_before(start[k] - t0, end[k] - t0, bwd_end - t0);
+    if (q->n_events && q->events[0].kind == ET_STEP_PARAM_GATHERS)
+        overlapped += et_step_overlap_before(start[nb] - t0, end[nb] - t0, bwd_end - t0);
+    const double until = bwd_end + et_step_dp_contention(x->w->s, overlapped), now = simgrid_get_clock();
+    if (until > now) {
+        sg_actor_sleep_for(until - now);
+        sim_trace_note(x->r, 0, now, until - now, "data-parallel collectives' SMs");
+    }
+}
+
 /* Rank r's step from where its backward is done: waits for the communicator (gradients reduced), the
  * global-norm all-reduce, the optimizer (folded into the next step's execution when nothing waits between),
  * the ZeRO parameter all-gather. */
@@ -354,6 +378,7 @@ static void play_after_backward(rank_play *x, double bwd_end, sg_exec_t exec, in
                 account_buckets(r, grp, x->st, step, q->overlap, x->ready, bwd_end);
             }
             if (exec) sg_exec_wait(exec);
+            if (dp) pay_dp_contention(x, bwd_end);
             r->bwd_end[step] = bwd_end;
             break;
         case ET_STEP_GLOBAL_NORM: { /* a latency-bound all-reduce of one value */
@@ -471,8 +496,10 @@ static void communicator_actor(int argc, char **argv)
             switch (e->kind) {
             case ET_STEP_PARAM_GATHERS: /* before forward and backward of every micro-batch, prefetched */
                 sg_barrier_wait(g->meet);
+                start[nb] = simgrid_get_clock(); /* the step's record past its buckets': the gathers */
                 for (int j = 0; j < 2 * q->micro_batches; j++)
                     sim_ring_gather(g, param_bytes, 1, simgrid_get_clock());
+                end[nb] = simgrid_get_clock();
                 break;
             case ET_STEP_COLLECTIVE: {
                 const int k = e->bucket;

@@ -105,7 +105,7 @@ typedef struct sim_group {
     int *bucket_announced;
     sg_sem_t bucket_gate;
     /* what the communicator played, read by the ranks after they meet it */
-    double *coll_start, *coll_end; /* [step * (buckets + 1) + k] */
+    double *coll_start, *coll_end; /* [step * (buckets + 1) + k]; k = buckets: ZeRO 3's parameter gathers */
     sim_flow *flows;               /* one phase's flows (at most 4 per rank), while planning it */
     const et_comm_group *comm;     /* its shape (ranks per node, nodes, latencies); NULL: the data-parallel */
     sg_comm_t *comms;

@@ -3,6 +3,7 @@
  * overlap on and off, ZeRO 3's gathers on the communication stream, the experts' all-to-alls alternating
  * direction, segments that partition each phase's ops, and pass times that add up to the phase times. */
 #define _POSIX_C_SOURCE 200809L
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -255,11 +256,50 @@ static void test_alltoalls(void)
     done(&x);
 }
 
+/* The data-parallel collectives' share of the SMs (et_step_dp_contention) by hand: k / S of the seconds they
+ * ran beside the passes, k = software.overlap_sms, S the device's multiprocessors; and on MPT-7B over 512
+ * H100s (ZeRO 3: the gathers from the step's start, the buckets under the last backward), where the
+ * communication stream, once backward is done, runs without a gap to its end (every bucket is ready): of
+ * its dp_comm seconds the tail T ran after backward and dp_comm - T beside it, so the step's data-parallel
+ * cost is max(T, k / S (dp_comm - T)), T what it is with no SMs taken. */
+static void test_dp_contention(void)
+{
+    CHECK_REL(et_step_overlap_before(1, 3, 2), 1, 1e-15, "[1, 3) before 2: 1 s");
+    CHECK(et_step_overlap_before(3, 5, 2) == 0, "[3, 5) before 2: none");
+    CHECK_REL(et_step_overlap_before(-1, 1, 5), 1, 1e-15, "clipped at the step's start");
+    CHECK_REL(et_step_overlap_before(0, 2, 5), 2, 1e-15, "[0, 2) before 5: 2 s");
+    et_scenario s;
+    et_error err;
+    if (et_scenario_load(ET_SOURCE_DIR
+                         "/scenarios/validation/mpt-7b-h100-80gb-512gpu-seq2048-mbs6-ampbf16.json",
+                         &s, &err)) {
+        CHECK(0, "the MPT row loads: %s", err.text);
+        return;
+    }
+    const double k = s.software.overlap_sms, S = s.cluster.device.multiprocessors;
+    CHECK(k == 16 && S == 132, "16 of the H100's 132 SMs");
+    CHECK_REL(et_step_dp_contention(&s, 1.32), 0.16, 1e-12, "1.32 s beside the passes cost them 0.16 s");
+    et_estimate with, without;
+    if (et_analytic_estimate(&s, &with, &err)) return;
+    s.software.overlap_sms = 0;
+    CHECK(et_step_dp_contention(&s, 1.32) == 0, "no SMs taken: nothing");
+    if (et_analytic_estimate(&s, &without, &err)) return;
+    const double tail = without.dp_comm_exposed, beside = with.dp_comm - tail,
+                 want = fmax(tail, beside * k / S);
+    CHECK(tail > 0 && beside * k / S > tail, "the row's SM share (%g s) outweighs its tail (%g s)",
+          beside * k / S, tail);
+    CHECK_REL(with.dp_comm_exposed, want, 1e-9, "the data-parallel cost, max(T, k/S (dp - T))");
+    CHECK_REL(with.step_time - without.step_time, want - tail, 1e-6, "the step longer by that less the tail");
+    s.cluster.device.multiprocessors = 0;
+    CHECK(et_step_dp_contention(&s, 1.32) == 0, "a device without an SM count: nothing");
+}
+
 int main(void)
 {
     test_one_f_one_b();
     test_bucket_cuts();
     test_streams();
     test_alltoalls();
+    test_dp_contention();
     return check_summary("test_step_schedule");
 }
