@@ -54,12 +54,13 @@ static void family_of(const et_scenario *s, char *out, size_t size)
         snprintf(out, size, "%.15s %.20s %.24s", device, et_stack_names[s->software.stack], shape);
 }
 
-/* Whether a row of errors.csv is of the scenario's family: the same family, or for a scenario that names no
- * stack, the same generation and shape under any stack. */
-static int same_family(const et_scenario *s, const char *family, const char *row)
+/* Whether a row of errors.csv is of the scenario's family: the same family, or with `any_stack` (a scenario
+ * that names no stack, or one whose stack has too few rows of its own), the same generation and shape under
+ * any stack. */
+static int same_family(const et_scenario *s, const char *family, const char *row, int any_stack)
 {
     if (!strcmp(family, row)) return 1;
-    if (s->software.stack != ET_STACK_FUSED) return 0;
+    if (!any_stack) return 0;
     char device[48], row_device[48], row_shape[48], shape[48];
     generation_of(s, device, sizeof device);
     shape_of(s, shape, sizeof shape);
@@ -79,10 +80,9 @@ void et_error_band_edges(const et_scenario *s, double edge[ET_BAND_SHAPES])
     }
 }
 
-void et_error_band_of(const et_scenario *s, et_error_band *out)
+/* The band over the rows of out->family (with any_stack, of the generation and shape under every stack). */
+static void band_of(const et_scenario *s, int any_stack, et_error_band *out)
 {
-    memset(out, 0, sizeof *out);
-    family_of(s, out->family, sizeof out->family);
     char path[1024];
     snprintf(path, sizeof path, "%s/data/validation/errors.csv", ET_DEFAULT_DATA_DIR);
     FILE *f = fopen(path, "r");
@@ -98,7 +98,7 @@ void et_error_band_of(const et_scenario *s, et_error_band *out)
         double row_gpus, error;
         /* scenario,family,gpus,error (the header and anything else that does not parse is skipped) */
         if (sscanf(line, "%95[^,],%63[^,],%lf,%lf", name, family, &row_gpus, &error) != 4) continue;
-        if (!same_family(s, out->family, family) || !(error > -1) || !(row_gpus > 0)) continue;
+        if (!same_family(s, out->family, family, any_stack) || !(error > -1) || !(row_gpus > 0)) continue;
         snprintf(names[n], sizeof names[n], "%s", name);
         ratio[n] = 1 / (1 + error);
         distance[n] = fabs(log(row_gpus / gpus));
@@ -118,4 +118,25 @@ void et_error_band_of(const et_scenario *s, et_error_band *out)
     }
     out->low = et_quantile(ratio, n, 0.1);
     out->high = et_quantile_sorted(ratio, n, 0.9);
+}
+
+void et_error_band_of(const et_scenario *s, et_error_band *out)
+{
+    memset(out, 0, sizeof *out);
+    family_of(s, out->family, sizeof out->family);
+    snprintf(out->rows_family, sizeof out->rows_family, "%s", out->family);
+    const int fused = s->software.stack == ET_STACK_FUSED;
+    band_of(s, fused, out);
+    if (fused || out->rows >= 3) return;
+    /* too few runs of its own stack for a band: its generation and shape under every stack, if they make one
+     * (the family says so, and how many runs of its own stack there are) */
+    et_error_band any = *out;
+    any.rows = any.n_nearest = 0;
+    char device[48], shape[48];
+    generation_of(s, device, sizeof device);
+    shape_of(s, shape, sizeof shape);
+    snprintf(any.rows_family, sizeof any.rows_family, "%.15s %.24s, any stack: %d of %.20s", device, shape,
+             out->rows, et_stack_names[s->software.stack]);
+    band_of(s, 1, &any);
+    if (any.rows >= 3) *out = any;
 }

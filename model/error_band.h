@@ -7,7 +7,8 @@
  * pipeline 1; pipeline: pipeline > 1), whether ZeRO 2 or 3 shards it over the data ranks ("sharded") and
  * whether the model is a mixture of experts ("experts": its routing and all-to-alls are another step). A
  * scenario that names no stack (the preset "fused") takes the rows of its generation and shape under every
- * stack, and its family says "any stack".
+ * stack, and its family says "any stack"; so does one whose stack has fewer than three rows of its own
+ * when the other stacks' make a band (rows_family says so, family stays the scenario's).
  * The band is the p10 and p90 (nearest rank, quantile.h) of measured / ET over that family's rows: the
  * step a run of this kind took, for each second ET predicts. Fewer than three rows: no band, said so.
  *
@@ -21,10 +22,12 @@
 #define ET_BAND_NEAREST 3
 
 typedef struct et_error_band {
-    char family[64];   /* "H100 megatron-core pipeline", "H100 pipeline, any stack" */
-    int rows;          /* validated rows of the family */
-    double low, high;  /* p10 and p90 of measured / ET (the band is step x low .. step x high) */
-    double mean_error; /* mean signed error of ET against the rows, (ET - published) / published */
+    char family[64];      /* "H100 megatron-core pipeline", "H100 pipeline, any stack" */
+    char rows_family[96]; /* the family whose rows make the band: `family`, or its generation and shape under
+                             every stack ("H100 data sharded, any stack: 0 of pytorch-fsdp") */
+    int rows;             /* validated rows of the family */
+    double low, high;     /* p10 and p90 of measured / ET (the band is step x low .. step x high) */
+    double mean_error;    /* mean signed error of ET against the rows, (ET - published) / published */
     int n_nearest;
     char nearest[ET_BAND_NEAREST][96]; /* the family's rows on GPU counts nearest this plan's */
 } et_error_band;

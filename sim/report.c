@@ -249,7 +249,8 @@ void report_print_band(FILE *out, const et_scenario *s, double step_s, double ti
             out,
             "runs measured %.2f-%.2fx ET's figure on the %d published runs of family %s (p10-p90; ET's mean "
             "error %+.1f%%): step %.4g-%.4g s, time-to-train %s-%s; nearest: ",
-            b.low, b.high, b.rows, b.family, 100 * b.mean_error, step_s * b.low, step_s * b.high, lo, hi);
+            b.low, b.high, b.rows, b.rows_family, 100 * b.mean_error, step_s * b.low, step_s * b.high, lo,
+            hi);
     } else {
         fprintf(out,
                 "none: %d published run%s of family %s (3 make a band; ET's error there %+.1f%%): ", b.rows,
@@ -264,7 +265,8 @@ json_t *report_json_band(const et_scenario *s, double step_s, double time_to_tra
 {
     et_error_band b;
     et_error_band_of(s, &b);
-    json_t *j = json_pack("{s:s, s:i}", "family", b.family, "rows", b.rows);
+    json_t *j =
+        json_pack("{s:s, s:s, s:i}", "family", b.family, "rows_family", b.rows_family, "rows", b.rows);
     if (!j) return NULL;
     json_t *near = json_array();
     for (int i = 0; i < b.n_nearest && near; i++)

@@ -2,7 +2,8 @@
 # The error bands (model/error_band.h): scenarios/data/validation/errors.csv is what bench/validation.sh
 # writes now (a moved figure fails until it is regenerated); a report's band is the nearest-rank p10 and
 # p90 of measured / ET over its family's rows, recounted here from the CSV; a family with fewer than three
-# rows gives no band and says so, one with none says how far to trust the figure is unknown.
+# rows gives no band and says so, one with none says how far to trust the figure is unknown; a stack without
+# three runs of its own takes its generation and shape's runs under every stack, and says so.
 # Usage: error_band.sh BUILD_DIR SOURCE_DIR
 set -euo pipefail
 build=$1 src=$(cd "$2" && pwd)
@@ -27,6 +28,19 @@ jq -e --argjson n "$rows" --argjson lo "$low" --argjson hi "$high" '.estimate.er
   { echo "FAIL: the band of family $family: $(jq -c .estimate.error_band "$work/r.json"), recounted $rows rows $low-$high"; exit 1; }
 "$etsim" --analytic "$src/scenarios/validation/korthikanti-2022-gpt-175b-full.json" | grep -q "^error band   runs measured .* published runs of family $family" ||
   { echo "FAIL: the report's band line"; exit 1; }
+passed=$((passed + 1))
+# a stack without runs of its own: its generation and shape under every stack, said so (torchtitan's
+# pytorch-fsdp on H100s, data parallel and sharded: the llm-foundry and Megatron-Core rows of that shape)
+"$etsim" --analytic --quiet --json "$work/t.json" "$src/scenarios/llama3-8b-torchtitan-h100.json" > /dev/null
+read -r rows low high < <(awk -F, 'NR > 1 && $2 ~ /^H100 [^ ]+ data sharded$/ {r[++n] = 1 / (1 + $4)}
+  END {for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (r[j] < r[i]) {t = r[i]; r[i] = r[j]; r[j] = t}
+       lo = int(0.1 * n); if (lo < 0.1 * n) lo++; hi = int(0.9 * n); if (hi < 0.9 * n) hi++;
+       printf "%d %.9f %.9f\n", n, r[lo], r[hi]}' "$csv")
+jq -e --argjson n "$rows" --argjson lo "$low" --argjson hi "$high" '.estimate.error_band |
+  .family == "H100 pytorch-fsdp data sharded" and .rows_family == "H100 data sharded, any stack: 0 of pytorch-fsdp" and
+  .rows == $n and $n >= 3 and
+  (.low - $lo | fabs) < 1e-6 and (.high - $hi | fabs) < 1e-6' "$work/t.json" > /dev/null ||
+  { echo "FAIL: a stack without runs: $(jq -c .estimate.error_band "$work/t.json"), recounted $rows rows $low-$high"; exit 1; }
 passed=$((passed + 1))
 # a family without rows: said so, no bounds
 "$etsim" --analytic --quiet --json "$work/c.json" "$src/scenarios/tiny-gpt-cpu.json" > /dev/null
