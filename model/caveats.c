@@ -47,9 +47,10 @@ int et_caveats(const et_scenario *s, const char **out, int max)
             "efficiency.cudnn_attention)");
     else if (s->cluster.device.flash_attention_efficiency > 0)
         ADD("fused attention at the profile's one measured rate (efficiency.flash_attention), whatever the "
-            "head dimension, sequence length or masking");
+            "head dimension (its sequence term and the blocks a causal or windowed mask wastes apart)");
     else
-        ADD("flash attention at the GEMM efficiency of its l x l x D products (not fitted to the kernel)");
+        ADD("flash attention at the GEMM efficiency of its l x l x D products, l x (window + 128) under a "
+            "window (not fitted to the kernel)");
     if (s->method.kind == ET_METHOD_TENSOR_TRAIN && !s->cluster.device.tensor_train_layout_copies)
         ADD("tensor-train contractions on strided operands: no layout copies between them costed");
     if (s->method.kind == ET_METHOD_SPARSE) ADD("sparse kernel efficiency from the profile, not measured");

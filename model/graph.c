@@ -532,12 +532,14 @@ static et_linear attention_area(const builder *b, const dims *d, int i)
 
 /* A causal fused kernel computes whole blocks on the diagonal: each block of ET_FLASH_BLOCK query rows also
  * computes the keys above the diagonal within its block, half a block a row on average (FlashAttention 2's
- * forward and backward tiles, 128 query rows; Dao 2023, section 3.1) */
+ * forward and backward tiles, 128 query rows; Dao 2023, section 3.1). A windowed layer's block of rows
+ * [q, q + B) attends the keys [q - w + 1, q + B): w + B - 1 of them for each row's w, its diagonal block's
+ * masked half and its window's leading half, a block a row. */
 #define ET_FLASH_BLOCK 128
 static double flash_tile_keys(const builder *b, const dims *d, int i)
 {
-    if (!d->causal || et_model_layer_windowed(&b->g->model, i)) return 0;
-    return ET_FLASH_BLOCK / 2.0;
+    if (!d->causal) return 0;
+    return et_model_layer_windowed(&b->g->model, i) ? ET_FLASH_BLOCK : ET_FLASH_BLOCK / 2.0;
 }
 
 /* A fused attention op's kernel, forward and backward alike: the stack's (its share of the profile's
@@ -548,6 +550,7 @@ static void fused_kernel(const builder *b, const dims *d, int i, et_op *op)
     op->fused_rate = d->flash_rate;
     op->cudnn_kernel = d->cudnn;
     op->tile_keys = flash_tile_keys(b, d, i);
+    op->window_keys = d->causal && et_model_layer_windowed(&b->g->model, i) ? b->g->model.window : 0;
 }
 
 static void attention_core(builder *b, const dims *d, int i, et_phase phase, const char *suffix)

@@ -83,22 +83,24 @@ typedef struct et_op {
     et_sparse_spec sparse; /* pattern ET_PATTERN_DENSE unless a sparse weight product */
     int grad_first;        /* index into graph->params */
     int grad_count;
-    double time_scale; /* measured / modelled time of this op on this device (etsim --op-times), else 1 */
-    bool expert;       /* an expert's op (mixture of experts): its time follows the rank's routed tokens */
-    bool fused;        /* attention as one fused (flash-style) kernel */
-    double tile_keys;  /* a fused kernel's keys computed beyond the live ones, a query row on average (a
-                          causal kernel's diagonal blocks: half its query block; 0: none) */
-    bool async_comm;   /* a tensor-parallel collective the stack issues beside its neighbouring product (the
-                          one it feeds: an all-gather's next op; or drains: the previous op), not blocking
-                          (software.tp_comm async) */
-    bool regather;     /* sequence parallelism's all-gather of a column-parallel layer's input again in
-                          backward, for its weight gradient (beside the input-gradient product) */
-    bool unquantized;  /* a product that stays in 16 bits under FP8 and FP4 recipes (Megatron-Core's output
-                          layer and router run outside Transformer Engine's FP8 autocast) */
-    double fused_rate; /* that kernel's share of the profile's fused-attention rate
-                          (software.attention_kernel; 0: the profile's kernel, 1) */
-    bool cudnn_kernel; /* the fused attention is cuDNN's: the profile's efficiency.cudnn_attention where it
-                          has one (software.attention_kernel cudnn) */
+    double time_scale;  /* measured / modelled time of this op on this device (etsim --op-times), else 1 */
+    bool expert;        /* an expert's op (mixture of experts): its time follows the rank's routed tokens */
+    bool fused;         /* attention as one fused (flash-style) kernel */
+    double tile_keys;   /* a fused kernel's keys computed beyond the live ones, a query row on average (a
+                           causal kernel's diagonal blocks: half its query block; a windowed layer's: the
+                           block's diagonal half and its window's leading half, a whole block; 0: none) */
+    double window_keys; /* a windowed layer's keys a query row attends (the window; 0: every earlier key) */
+    bool async_comm;    /* a tensor-parallel collective the stack issues beside its neighbouring product (the
+                           one it feeds: an all-gather's next op; or drains: the previous op), not blocking
+                           (software.tp_comm async) */
+    bool regather;      /* sequence parallelism's all-gather of a column-parallel layer's input again in
+                           backward, for its weight gradient (beside the input-gradient product) */
+    bool unquantized;   /* a product that stays in 16 bits under FP8 and FP4 recipes (Megatron-Core's output
+                           layer and router run outside Transformer Engine's FP8 autocast) */
+    double fused_rate;  /* that kernel's share of the profile's fused-attention rate
+                           (software.attention_kernel; 0: the profile's kernel, 1) */
+    bool cudnn_kernel;  /* the fused attention is cuDNN's: the profile's efficiency.cudnn_attention where it
+                           has one (software.attention_kernel cudnn) */
     /* optimizer over sparse weights on a device that keeps them dense with a mask (sparse.masked_dense):
      * its work times masked_scale (dense elements over kept ones; 0: no sparse weights), plus the masks read
      */

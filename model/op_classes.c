@@ -19,7 +19,8 @@ static int same_cost(const et_op *a, const et_op *b)
            a->sparse.density == b->sparse.density && a->sparse.pattern == b->sparse.pattern &&
            a->sparse.block == b->sparse.block && a->time_scale == b->time_scale && a->fused == b->fused &&
            a->fused_rate == b->fused_rate && a->cudnn_kernel == b->cudnn_kernel &&
-           a->tile_keys == b->tile_keys && a->unquantized == b->unquantized;
+           a->tile_keys == b->tile_keys && a->window_keys == b->window_keys &&
+           a->unquantized == b->unquantized;
 }
 
 static unsigned long long bits(double x)

@@ -94,8 +94,13 @@ double et_op_time(const et_op *op, const et_batch_shape *b, const et_device_prof
     case ET_OP_ATTENTION: {
         double l = b->sequences > 0 ? sqrt(b->tokens_sq / b->sequences) : 0, D = et_linear_eval(&op->k, b);
         if (l <= 0 || D <= 0) return 0;
-        /* products of l x l x D per head and sequence: heads x sequences of them in one batched kernel */
-        double products = flops / (2 * l * l * D);
+        /* a row's live keys (l / 2 under a causal mask, a windowed layer's window) and the keys a block of
+         * rows runs through (l, or a window and its block: a short sequence to the kernel) */
+        const double live = op->window_keys > 0 ? fmin(op->window_keys, l / 2) : l / 2,
+                     keys = op->window_keys > 0 ? fmin(l, op->window_keys + op->tile_keys) : l,
+                     computed = live / (live + op->tile_keys);
+        /* products of l x keys x D per head and sequence: heads x sequences of them in one batched kernel */
+        double products = flops / (2 * l * keys * D);
         /* attention's products stay in bf16 under FP8 and FP4 training; a fused kernel at the profile's
          * measured efficiency where it has one (the sequence's small-dimension term only), else as batched
          * GEMMs */
@@ -105,13 +110,11 @@ double et_op_time(const et_op *op, const et_batch_shape *b, const et_device_prof
                                             ? d->cudnn_attention_efficiency
                                             : d->flash_attention_efficiency;
         if (op->fused && fused_efficiency > 0)
-            rate = d->peak_flops[q] * fused_efficiency * (op->fused_rate > 0 ? op->fused_rate : 1) * l /
-                   (l + d->flash_half_len) *
-                   /* live keys a row (l / 2 under a causal mask) over those its blocks compute */
-                   (l / 2) / (l / 2 + op->tile_keys);
+            rate = d->peak_flops[q] * fused_efficiency * (op->fused_rate > 0 ? op->fused_rate : 1) * keys /
+                   (keys + d->flash_half_len) * computed; /* live keys a row over those its blocks compute */
         else
-            rate = et_gemm_peak(d, q) * et_gemm_batched_efficiency(d, floor(products + 0.5), l, l, D) *
-                   d->attention_products_efficiency;
+            rate = et_gemm_peak(d, q) * et_gemm_batched_efficiency(d, floor(products + 0.5), l, keys, D) *
+                   d->attention_products_efficiency * (op->fused ? computed : 1);
         break;
     }
     case ET_OP_OPTIMIZER:

@@ -563,7 +563,8 @@ static void test_flash_attention_rows(void)
 
 /* A causal fused kernel's diagonal blocks (graph.h's tile_keys): at sequence 512 with 64 keys a row
  * beyond the 256 live ones on average, the kernel takes (256 + 64) / 256 = 1.25x the time of one that
- * computed only the live blocks; its FLOPs (the model's) stay the same. */
+ * computed only the live blocks; its FLOPs (the model's) stay the same. A windowed layer's blocks
+ * (window_keys) likewise, and on a profile that prices the kernel as batched products. */
 static void test_flash_diagonal_blocks(void)
 {
     char path[512];
@@ -584,6 +585,30 @@ static void test_flash_diagonal_blocks(void)
     op.tile_keys = 64;
     const double tiled = et_op_time(&op, &b, &d, ET_BF16) - d.kernel_overhead_s;
     CHECK_REL(tiled / whole, 1.25, 1e-9, "diagonal blocks at sequence 512");
+    /* a window of 128 keys at sequence 4096, the same FLOPs: a block of 128 rows runs through 256 keys for
+     * each row's 128 live ones (half computed in vain), and to the kernel 256 keys are a short sequence:
+     * the fused rate's length term at 256, not 4096 (h: the profile's flash_half_len) */
+    const double L = 4096, h = d.flash_half_len;
+    const et_batch_shape long_b = {.sequences = 8, .tokens = 8 * L, .tokens_sq = 8 * L * L};
+    op.tile_keys = 0, op.window_keys = 0;
+    const double open = et_op_time(&op, &long_b, &d, ET_BF16) - d.kernel_overhead_s;
+    op.tile_keys = 128, op.window_keys = 128;
+    const double windowed = et_op_time(&op, &long_b, &d, ET_BF16) - d.kernel_overhead_s;
+    CHECK(h > 0, "the H100 profile has a fused-attention half length");
+    CHECK_REL(windowed / open, (L / (L + h)) / (256 / (256 + h) * 0.5), 1e-9, "a window of 128 at 4096");
+    /* a profile without a fused-attention rate (the GB200's: the kernel as batched products) pays the
+     * diagonal blocks the same 1.25x */
+    snprintf(path, sizeof path, "%s/scenarios/profiles/gb200.json", ET_SOURCE_DIR);
+    if (et_device_profile_load(path, &d, &err)) {
+        CHECK(0, "profile loads: %s", err.text);
+        return;
+    }
+    CHECK(!(d.flash_attention_efficiency > 0), "no fused-attention rate in the GB200's profile");
+    op.tile_keys = 0, op.window_keys = 0;
+    const double batched = et_op_time(&op, &b, &d, ET_BF16) - d.kernel_overhead_s;
+    op.tile_keys = 64;
+    CHECK_REL((et_op_time(&op, &b, &d, ET_BF16) - d.kernel_overhead_s) / batched, 1.25, 1e-9,
+              "batched products: diagonal blocks at sequence 512");
 }
 
 /* ALiBi (model.position_embedding alibi) on materialised scores, by hand: GPT-3 13B's layer at tensor 2 (20

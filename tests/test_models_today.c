@@ -161,14 +161,16 @@ static void test_gpt_oss(void)
         CHECK(at(&op->flops, 1, 0) == 0 && at(&op->flops, 0, 1) == per_pair / 2, "layer 1: full causal");
     if ((op = find(&g, "layer.0.attn.flash.bwd")))
         CHECK(at(&op->flops, 1, 0) == 128 * 2.5 * per_pair, "layer 0's backward: 2.5x, in the window");
-    /* a causal kernel's diagonal blocks: half of a 128-row query block a row, forward and backward; none
-     * in a windowed layer (its window is counted in keys already) */
+    /* a causal kernel's diagonal blocks: half of a 128-row query block a row, forward and backward; a
+     * windowed layer's block runs through its window and the block itself, a block a row beyond the 128
+     * live keys */
     for (int i = 0; i < 4; i++) {
         static const char *const ids[] = {"layer.1.attn.flash", "layer.1.attn.flash.bwd",
                                           "layer.0.attn.flash", "layer.0.attn.flash.bwd"};
         if ((op = find(&g, ids[i])))
-            CHECK(op->tile_keys == (i < 2 ? 64 : 0), "%s: %g keys a row beyond the live ones", ids[i],
-                  op->tile_keys);
+            CHECK(op->tile_keys == (i < 2 ? 64 : 128) && op->window_keys == (i < 2 ? 0 : 128),
+                  "%s: %g keys a row beyond the live ones, window %g", ids[i], op->tile_keys,
+                  op->window_keys);
     }
     et_graph_free(&g);
 }
