@@ -42,13 +42,13 @@ static void shape_of(const et_scenario *s, char *out, size_t size)
 }
 
 /* "A100 megatron-lm-2022 pipeline": the generation, the stack, the shape; a scenario that names no stack
- * (the preset "fused") is of "A100 pipeline, any stack". */
-static void family_of(const et_scenario *s, char *out, size_t size)
+ * (the preset "fused"), or with `any_stack`, is of "A100 pipeline, any stack". */
+static void family_of(const et_scenario *s, int any_stack, char *out, size_t size)
 {
     char device[48], shape[48];
     generation_of(s, device, sizeof device);
     shape_of(s, shape, sizeof shape);
-    if (s->software.stack == ET_STACK_FUSED)
+    if (any_stack || s->software.stack == ET_STACK_FUSED)
         snprintf(out, size, "%.15s %.24s, any stack", device, shape);
     else
         snprintf(out, size, "%.15s %.20s %.24s", device, et_stack_names[s->software.stack], shape);
@@ -123,7 +123,7 @@ static void band_of(const et_scenario *s, int any_stack, et_error_band *out)
 void et_error_band_of(const et_scenario *s, et_error_band *out)
 {
     memset(out, 0, sizeof *out);
-    family_of(s, out->family, sizeof out->family);
+    family_of(s, 0, out->family, sizeof out->family);
     snprintf(out->rows_family, sizeof out->rows_family, "%s", out->family);
     const int fused = s->software.stack == ET_STACK_FUSED;
     band_of(s, fused, out);
@@ -132,11 +132,10 @@ void et_error_band_of(const et_scenario *s, et_error_band *out)
      * (the family says so, and how many runs of its own stack there are) */
     et_error_band any = *out;
     any.rows = any.n_nearest = 0;
-    char device[48], shape[48];
-    generation_of(s, device, sizeof device);
-    shape_of(s, shape, sizeof shape);
-    snprintf(any.rows_family, sizeof any.rows_family, "%.15s %.24s, any stack: %d of %.20s", device, shape,
-             out->rows, et_stack_names[s->software.stack]);
+    char every[64];
+    family_of(s, 1, every, sizeof every);
+    snprintf(any.rows_family, sizeof any.rows_family, "%s: %d of %.20s", every, out->rows,
+             et_stack_names[s->software.stack]);
     band_of(s, 1, &any);
     if (any.rows >= 3) *out = any;
 }

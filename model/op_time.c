@@ -98,7 +98,7 @@ double et_op_time(const et_op *op, const et_batch_shape *b, const et_device_prof
          * rows runs through (l, or a window and its block: a short sequence to the kernel) */
         const double live = op->window_keys > 0 ? fmin(op->window_keys, l / 2) : l / 2,
                      keys = op->window_keys > 0 ? fmin(l, op->window_keys + op->tile_keys) : l,
-                     computed = live / (live + op->tile_keys);
+                     computed = live / (live + op->tile_keys); /* 1 without blocks wasted (unfused) */
         /* products of l x keys x D per head and sequence: heads x sequences of them in one batched kernel */
         double products = flops / (2 * l * keys * D);
         /* attention's products stay in bf16 under FP8 and FP4 training; a fused kernel at the profile's
@@ -114,7 +114,7 @@ double et_op_time(const et_op *op, const et_batch_shape *b, const et_device_prof
                    (keys + d->flash_half_len) * computed; /* live keys a row over those its blocks compute */
         else
             rate = et_gemm_peak(d, q) * et_gemm_batched_efficiency(d, floor(products + 0.5), l, keys, D) *
-                   d->attention_products_efficiency * (op->fused ? computed : 1);
+                   d->attention_products_efficiency * computed;
         break;
     }
     case ET_OP_OPTIMIZER:
