@@ -12,6 +12,7 @@
 #include "analytic.h"
 #include "atomic_file.h"
 #include "collective_bench.h"
+#include "error_band.h"
 #include "fabric.h"
 #include "faults_report.h"
 #include "measured_run.h"
@@ -240,6 +241,7 @@ int main(int argc, char **argv)
 {
     options o;
     if (etsim_parse_args(argc, argv, &o)) return EXIT_INPUT;
+    et_error_band_hold_out(o.band_held_out);
     if (o.search) {
         if (search_mpi_init(&argc, &argv, &o.space.rank, &o.space.ranks)) {
             fputs("etsim: error: cannot start MPI for the search under mpirun\n", stderr);

@@ -44,6 +44,7 @@ typedef struct options {
     int n_compare_sets[COMPARE_MAX];
     long long top_ops;
     int top_ops_by_layer; /* --top-ops-by-layer: each op summed over the layers */
+    int band_held_out;    /* --band-held-out: error bands without the scenario's own model's runs */
     int collective;       /* -1: train */
     long long min_bytes, max_bytes, step_factor;
 } options;

@@ -72,6 +72,8 @@ void etsim_usage(FILE *out)
         "  --stats           the simulator's own cost on stderr: wall times, flows modelled and played\n"
         "  --cfg name:value  a SimGrid configuration option (repeatable), e.g. contexts/factory:thread\n"
         "  --log spec        a SimGrid log setting (repeatable), e.g. et_actors.thresh:debug\n"
+        "  --band-held-out   the error band from other models' published runs only (the scenario's own\n"
+        "                    model left out: what a model ET was never checked on gets)\n"
         "  --top-ops N       also list the N most expensive ops of one micro-batch\n"
         "  --top-ops-by-layer  the same with each op summed over the layers (20 rows unless --top-ops says)\n"
         "  --compare A.json B.json [C.json ...]  scenarios side by side, each against A, part by part;\n"
@@ -583,6 +585,8 @@ static int run_flag(int argc, char **argv, int *i, options *o)
             o->sim.bench_algo = (et_coll_algo)found;
     } else if (strcmp(a, "--top-ops") == 0) {
         if (number_arg(argc, argv, &at, 1, 100000, &o->top_ops)) return -1;
+    } else if (strcmp(a, "--band-held-out") == 0) {
+        o->band_held_out = 1;
     } else if (strcmp(a, "--top-ops-by-layer") == 0) {
         o->top_ops_by_layer = 1;
         if (o->top_ops <= 0) o->top_ops = 20;

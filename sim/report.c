@@ -236,25 +236,28 @@ void report_print_band(FILE *out, const et_scenario *s, double step_s, double ti
     et_error_band b;
     et_error_band_of(s, &b);
     fprintf(out, "error band   ");
+    const char *others = b.held_out ? ", its own model's left out" : "";
     if (b.rows == 0) {
-        fprintf(out, "no published run of family %s was checked: how far to trust this figure is unknown\n",
-                b.family);
+        fprintf(out, "no published run of family %s was checked%s: how far to trust this figure is unknown\n",
+                b.family, others);
         return;
     }
-    if (b.rows >= 3) {
+    if (b.band) {
         char lo[32], hi[32];
         report_format_duration(lo, sizeof lo, time_to_train_s * b.low);
         report_format_duration(hi, sizeof hi, time_to_train_s * b.high);
         fprintf(
             out,
-            "runs measured %.2f-%.2fx ET's figure on the %d published runs of family %s (p10-p90; ET's mean "
-            "error %+.1f%%): step %.4g-%.4g s, time-to-train %s-%s; nearest: ",
-            b.low, b.high, b.rows, b.rows_family, 100 * b.mean_error, step_s * b.low, step_s * b.high, lo,
-            hi);
+            "runs measured %.2f-%.2fx ET's figure on the %d published runs of %d model%s of %s%s (p10-p90; "
+            "ET's mean error %+.1f%%): step %.4g-%.4g s, time-to-train %s-%s; nearest: ",
+            b.low, b.high, b.rows, b.models, b.models == 1 ? "" : "s", b.rows_family, others,
+            100 * b.mean_error, step_s * b.low, step_s * b.high, lo, hi);
     } else {
         fprintf(out,
-                "none: %d published run%s of family %s (3 make a band; ET's error there %+.1f%%): ", b.rows,
-                b.rows == 1 ? "" : "s", b.family, 100 * b.mean_error);
+                "none: %d published run%s of %d model%s of family %s%s (%d runs of %d models, or of its own, "
+                "make a band; ET's error there %+.1f%%): ",
+                b.rows, b.rows == 1 ? "" : "s", b.models, b.models == 1 ? "" : "s", b.family, others,
+                ET_BAND_ROWS, ET_BAND_MODELS, 100 * b.mean_error);
     }
     for (int i = 0; i < b.n_nearest; i++)
         fprintf(out, "%s%s", i ? ", " : "", b.nearest[i]);
@@ -265,15 +268,15 @@ json_t *report_json_band(const et_scenario *s, double step_s, double time_to_tra
 {
     et_error_band b;
     et_error_band_of(s, &b);
-    json_t *j =
-        json_pack("{s:s, s:s, s:i}", "family", b.family, "rows_family", b.rows_family, "rows", b.rows);
+    json_t *j = json_pack("{s:s, s:s, s:i, s:i, s:s, s:b}", "family", b.family, "rows_family", b.rows_family,
+                          "rows", b.rows, "models", b.models, "model", b.model, "held_out", b.held_out);
     if (!j) return NULL;
     json_t *near = json_array();
     for (int i = 0; i < b.n_nearest && near; i++)
         json_array_append_new(near, json_string(b.nearest[i]));
     json_object_set_new(j, "nearest", near ? near : json_null());
     if (b.rows > 0) json_object_set_new(j, "mean_error", json_real(b.mean_error));
-    if (b.rows >= 3) {
+    if (b.band) {
         json_object_set_new(j, "low", json_real(b.low));
         json_object_set_new(j, "high", json_real(b.high));
         json_object_set_new(j, "step_low_s", json_real(step_s * b.low));
