@@ -86,9 +86,9 @@ static int experts(const family_parts *p)
 
 /* The rows a band may be drawn from, narrowest first: the family; its generation and shape under every stack;
  * its generation and stack in every shape; its generation. A band is drawn from the first whose rows come
- * from ET_BAND_MODELS models or more: fewer cannot speak for a model they do not include
- * (bench/validation.sh's held-out count). No level crosses the device generation, or mixes mixtures of
- * experts with dense models. */
+ * from ET_BAND_MODELS models or more, or hold ET_BAND_ROWS of the scenario's own model: fewer models cannot
+ * speak for one they do not include (bench/validation.sh's held-out count). No level crosses the device
+ * generation, or mixes mixtures of experts with dense models. */
 enum { LEVEL_FAMILY, LEVEL_GENERATION_SHAPE, LEVEL_GENERATION_STACK, LEVEL_GENERATION, LEVELS };
 
 static int in_level(int level, const family_parts *s, const family_parts *row)
