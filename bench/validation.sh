@@ -5,12 +5,13 @@
 # error over the judged rows: the published GPT runs of scenarios/data/validation/ (targets: mean <= 5%, no
 # row beyond 10%). Rows published as a throughput compare as step times (global batch / throughput) and
 # are shown, not judged, as are the NeMo Megatron Bridge and llm-foundry rows ET can express; each source's
-# mean error follows, then every row's together (issue 33's measure) and each error-band family's, and the
-# published rows ET cannot express, with why.
+# mean error follows, then every row's together (issue 33's measure) and each error-band family's, how
+# many rows fall inside the error band drawn from other models' runs (etsim --band-held-out: how far the
+# band holds on a model it has not seen), and the published rows ET cannot express, with why.
 # Exit status 0 when the targets hold, 1 otherwise.
 #
 # Usage: bench/validation.sh [--simulate | --simulate-all] [--errors FILE] [BUILD_DIR]
-#   --errors FILE  write every row's family and ET's analytic error as CSV: the error bands' data
+#   --errors FILE  write every row's family, ET's analytic error and model shape as CSV: the error bands' data
 #                  (scenarios/data/validation/errors.csv; tests/error_band.sh checks it is current)
 #   --simulate  also run the SimGrid simulation (one step) of each judged row and judge it instead of the
 #               analytic estimate (the rows shown, not judged, are estimated only: a 256-GPU mixture of
@@ -26,7 +27,7 @@ for a in "$@"; do
     --simulate) simulate=1 ;;
     --simulate-all) simulate=1 simulate_all=1 ;;
     --errors) next_is_errors=1 ;;
-    -h|--help) sed -n 2,17p "$0"; exit 0 ;;
+    -h|--help) sed -n 2,19p "$0"; exit 0 ;;
     *) build=$a ;;
   esac
 done
