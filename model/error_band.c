@@ -127,19 +127,7 @@ static void level_name(int level, const family_parts *p, char *out, size_t size)
     }
 }
 
-void et_error_band_edges(const et_scenario *s, double edge[ET_BAND_SHAPES])
-{
-    for (int k = 0; k < ET_BAND_SHAPES; k++) { /* a scenario of each shape: et_error_band_shape's inverse */
-        et_scenario shape = *s;
-        shape.parallel.tensor = k % 3 == 1 ? 2 : 1, shape.parallel.pipeline = k % 3 == 2 ? 2 : 1;
-        shape.parallel.zero_stage = k >= 3 ? 3 : 0; /* the stack is s's */
-        et_error_band b;
-        et_error_band_of(&shape, &b);
-        edge[k] = b.band ? b.high : 1;
-    }
-}
-
-/* errors.csv's rows, read once per band, and room to sort a level's. */
+/* errors.csv's rows, read once per band (once for et_error_band_edges' six), and room to sort a level's. */
 typedef struct {
     int n;
     char name[MAX_ROWS][96], model[MAX_ROWS][64];
@@ -229,7 +217,8 @@ static void wider_band(const et_scenario *s, error_rows *rows, const family_part
     }
 }
 
-void et_error_band_of(const et_scenario *s, et_error_band *out)
+/* The band of s from rows already read: its family's, or the first wider level's that has one. */
+static void band_from_rows(const et_scenario *s, error_rows *rows, et_error_band *out)
 {
     memset(out, 0, sizeof *out);
     family_parts p;
@@ -238,13 +227,39 @@ void et_error_band_of(const et_scenario *s, et_error_band *out)
     snprintf(out->rows_family, sizeof out->rows_family, "%s", out->family);
     et_error_band_model(s, out->model, sizeof out->model);
     out->held_out = hold_out_model;
-    error_rows *rows = malloc(sizeof *rows); /* 1.4 MiB: not on a search thread's stack */
     if (!rows) return;
-    if (read_rows(rows)) {
-        free(rows);
-        return;
-    }
     band_of(s, rows, LEVEL_FAMILY, &p, out);
     if (!out->band) wider_band(s, rows, &p, out);
+}
+
+/* errors.csv read into a buffer of the caller's to free; NULL when it cannot be read (or no memory). */
+static error_rows *rows_read(void)
+{
+    error_rows *rows = malloc(sizeof *rows); /* 1.4 MiB: not on a search thread's stack */
+    if (rows && read_rows(rows)) {
+        free(rows);
+        return NULL;
+    }
+    return rows;
+}
+
+void et_error_band_of(const et_scenario *s, et_error_band *out)
+{
+    error_rows *rows = rows_read();
+    band_from_rows(s, rows, out);
+    free(rows);
+}
+
+void et_error_band_edges(const et_scenario *s, double edge[ET_BAND_SHAPES])
+{
+    error_rows *rows = rows_read();            /* once for the six shapes */
+    for (int k = 0; k < ET_BAND_SHAPES; k++) { /* a scenario of each shape: et_error_band_shape's inverse */
+        et_scenario shape = *s;
+        shape.parallel.tensor = k % 3 == 1 ? 2 : 1, shape.parallel.pipeline = k % 3 == 2 ? 2 : 1;
+        shape.parallel.zero_stage = k >= 3 ? 3 : 0; /* the stack is s's */
+        et_error_band b;
+        band_from_rows(&shape, rows, &b);
+        edge[k] = b.band ? b.high : 1;
+    }
     free(rows);
 }
