@@ -549,7 +549,8 @@ static int estimate_phase(const et_scenario *s, et_estimate *out, et_error *err)
     out->straggler_factor = 1;
     out->largest_batch = b;
     if (s->data.lengths.kind != ET_LENGTHS_FIXED &&
-        (s->data.unpadded || s->data.sampling.scheme == ET_SAMPLING_PACKED)) {
+        (s->data.unpadded || s->data.sampling.scheme == ET_SAMPLING_PACKED ||
+         s->data.sampling.pad_to == ET_PAD_LONGEST)) {
         et_graph g0;
         et_graph_options o0 = et_scenario_graph_options(s, 0);
         if (graph_for(&s->model, &o0, &g0, &owned, err, NULL, NULL)) return -1;

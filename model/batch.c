@@ -20,6 +20,21 @@ et_batch_shape et_batch_expected(const et_scenario *s)
     return et_batch_context_share(s, shape);
 }
 
+double et_batch_padding_fraction(const et_scenario *s)
+{
+    const et_sampling *c = &s->data.sampling;
+    if (c->pad_to != ET_PAD_LONGEST || s->data.unpadded || c->scheme == ET_SAMPLING_PACKED)
+        return et_length_padding_fraction(&s->data.lengths, s->data.seq_len);
+    et_sampler sampler;
+    et_error err;
+    if (et_sampler_init(&sampler, &s->data.lengths, c, (int)s->batch.local, s->parallel.data,
+                        s->simulation.seed, NULL, "$.data.sampling", &err))
+        return NAN;
+    const et_batch_shape b = et_sampler_expected_shape(&sampler, &s->model, 0);
+    et_sampler_free(&sampler);
+    return b.tokens > 0 ? 1 - (double)s->batch.local * et_length_mean(&s->data.lengths) / b.tokens : 0;
+}
+
 et_batch_shape et_batch_context_share(const et_scenario *s, et_batch_shape b)
 {
     const double c = s->parallel.context > 1 ? s->parallel.context : 1;

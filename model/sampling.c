@@ -1,17 +1,20 @@
 #include "sampling.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "rng.h"
 
-const char *const et_sampling_scheme_names[] = {"random", "stratified", "packed", NULL};
+const char *const et_sampling_scheme_names[] = {"random", "stratified", "packed", "binned", NULL};
+const char *const et_pad_to_names[] = {"seq_len", "longest", NULL};
 
 int et_sampler_check(const et_length_dist *d, const et_sampling *cfg, int local, int ranks,
                      const char *source, const char *path, et_error *err)
 {
     char p[300];
-    if (cfg->scheme == ET_SAMPLING_STRATIFIED) {
+    const int strat = cfg->scheme == ET_SAMPLING_STRATIFIED;
+    if (strat || cfg->scheme == ET_SAMPLING_BINNED) {
         int total = 0, lo = 1;
         for (int b = 0; b < cfg->n_bins; b++) {
             if (cfg->bin_upper[b] < lo) {
@@ -33,14 +36,14 @@ int et_sampler_check(const et_length_dist *d, const et_sampling *cfg, int local,
             return et_error_set(err, source, 0, 0, p, "the last bin must end at seq_len %d, got %d",
                                 d->max_len, cfg->bin_upper[cfg->n_bins - 1]);
         }
-        if (total != local) {
+        if (strat && total != local) {
             snprintf(p, sizeof p, "%s.counts", path);
             return et_error_set(err, source, 0, 0, p, "bin counts add up to %d, the local batch is %d", total,
                                 local);
         }
     }
     if (cfg->presort_group > 1) {
-        if (cfg->scheme == ET_SAMPLING_PACKED) {
+        if (cfg->scheme == ET_SAMPLING_PACKED || cfg->scheme == ET_SAMPLING_BINNED) {
             snprintf(p, sizeof p, "%s.presort_group", path);
             return et_error_set(err, source, 0, 0, p, "presorting applies to random or stratified sampling");
         }
@@ -170,8 +173,19 @@ static int presort(const et_sampler *s, int *lengths, int max_per_rank)
     return 0;
 }
 
+/* The bin of a binned step: the same on every rank, picked with the bins' shares of the sequences. */
+static int step_bin(const et_sampler *s, int step)
+{
+    unsigned long long st = et_rng_stream(s->seed, (unsigned long long)step, ~0ULL);
+    const double u = et_rng_uniform(&st);
+    for (int b = 0; b < s->cfg.n_bins - 1; b++)
+        if (u < s->bin_hi_cdf[b]) return b;
+    return s->cfg.n_bins - 1;
+}
+
 int et_sampler_draw(const et_sampler *s, int step, int *lengths, int max_per_rank, int *counts)
 {
+    const int bin = s->cfg.scheme == ET_SAMPLING_BINNED ? step_bin(s, step) : -1;
     for (int r = 0; r < s->ranks; r++) {
         unsigned long long st = et_rng_stream(s->seed, (unsigned long long)step, (unsigned long long)r);
         int *out = lengths + (size_t)r * max_per_rank;
@@ -185,6 +199,9 @@ int et_sampler_draw(const et_sampler *s, int step, int *lengths, int max_per_ran
             for (int b = 0; b < s->cfg.n_bins; b++)
                 for (int i = 0; i < s->cfg.bin_count[b]; i++)
                     out[n++] = draw_between(s, &st, s->bin_lo_cdf[b], s->bin_hi_cdf[b]);
+        } else if (bin >= 0) {
+            for (int i = 0; i < s->local; i++)
+                out[n++] = draw_between(s, &st, s->bin_lo_cdf[bin], s->bin_hi_cdf[bin]);
         } else {
             for (int i = 0; i < s->local; i++)
                 out[n++] = draw_between(s, &st, 0, 1);
@@ -194,18 +211,39 @@ int et_sampler_draw(const et_sampler *s, int step, int *lengths, int max_per_ran
     return s->cfg.presort_group > 1 ? presort(s, lengths, max_per_rank) : 0;
 }
 
+/* l rounded up to the padding multiple, at most seq_len */
+static int pad_length(const et_sampler *s, int l)
+{
+    const int k = s->cfg.pad_multiple > 1 ? s->cfg.pad_multiple : 1;
+    const long long up = ((long long)l + k - 1) / k * k;
+    return up < s->seq_len ? (int)up : s->seq_len;
+}
+
+int et_sampler_padded_length(const et_sampler *s, const int *lengths, int n)
+{
+    if (s->cfg.pad_to != ET_PAD_LONGEST) return s->seq_len;
+    int longest = 0;
+    for (int i = 0; i < n; i++)
+        longest = lengths[i] > longest ? lengths[i] : longest;
+    return pad_length(s, longest);
+}
+
 static et_batch_shape shape_of(const et_sampler *s, const et_model_config *m, int unpadded, const int *len,
                                int n)
 {
     et_batch_shape b = {.sequences = n};
     int packed = s->cfg.scheme == ET_SAMPLING_PACKED;
+    const int padded = et_sampler_padded_length(s, len, n);
     for (int i = 0; i < n; i++) {
-        double l = unpadded || packed ? len[i] : s->seq_len;
+        double l = unpadded || packed ? len[i] : padded;
         b.tokens += l;
         b.tokens_sq += l * l;
+        /* a masked-LM row padded to seq_len carries max_predictions masks (the padded data's fixed slots);
+         * padded to its batch's longest, the masks of its real tokens */
         b.predictions += unpadded || packed || m->head == ET_HEAD_CAUSAL_LM
                              ? et_model_predictions_for_length(m, (int)l)
-                             : m->max_predictions;
+                         : s->cfg.pad_to == ET_PAD_LONGEST ? et_model_predictions_for_length(m, len[i])
+                                                           : m->max_predictions;
     }
     if (packed) b.tokens = (double)s->local * s->seq_len; /* rows are padded to seq_len */
     return b;
@@ -252,6 +290,80 @@ static void moments(const et_sampler *s, const et_model_config *m, int lo, int h
     *ep = w > 0 ? c / w : 0;
 }
 
+/* Within-range CDF of group g at l: 0 below lo, 1 from hi on. */
+static double range_cdf(const et_sampler *s, int lo, int hi, int l)
+{
+    if (l < lo) return 0;
+    if (l >= hi) return 1;
+    const double w = s->cdf[hi] - s->cdf[lo - 1];
+    return w > 0 ? (s->cdf[l] - s->cdf[lo - 1]) / w : 1;
+}
+
+/* E[P] and E[P^2] of the padded length P of a micro-batch whose draws are count[g] sequences from lengths
+ * lo[g]..hi[g]: P(longest <= l) = prod_g F_g(l)^count[g], P = pad_length(longest). */
+static void longest_moments(const et_sampler *s, int groups, const int *lo, const int *hi, const int *count,
+                            double *ep, double *ep2, double *epred, const et_model_config *m)
+{
+    double prev = 0;
+    *ep = *ep2 = *epred = 0;
+    for (int l = 1; l <= s->seq_len; l++) {
+        double G = 1;
+        for (int g = 0; g < groups; g++)
+            if (count[g] > 0) G *= pow(range_cdf(s, lo[g], hi[g], l), count[g]);
+        const double p = G - prev;
+        prev = G;
+        if (p <= 0) continue;
+        const double P = pad_length(s, l);
+        *ep += p * P;
+        *ep2 += p * P * P;
+        *epred += p * et_model_predictions_for_length(m, (int)P);
+    }
+}
+
+/* The expected shape of a micro-batch padded to its longest: its draws' groups (one range for random
+ * sampling, the bins with their counts for stratified, one bin at a time for binned). */
+static et_batch_shape expected_longest(const et_sampler *s, const et_model_config *m)
+{
+    et_batch_shape shape = {.sequences = s->local};
+    int lo[ET_MAX_BINS], hi[ET_MAX_BINS], count[ET_MAX_BINS];
+    double ep, ep2, epred, el, el2, emask;
+    for (int b = 0; b < s->cfg.n_bins; b++) {
+        lo[b] = b ? s->cfg.bin_upper[b - 1] + 1 : 1;
+        hi[b] = s->cfg.bin_upper[b];
+        count[b] = s->cfg.bin_count[b];
+    }
+    if (s->cfg.scheme == ET_SAMPLING_BINNED) {
+        for (int b = 0; b < s->cfg.n_bins; b++) {
+            const double w = s->bin_hi_cdf[b] - s->bin_lo_cdf[b];
+            if (w <= 0) continue;
+            longest_moments(s, 1, lo + b, hi + b, &s->local, &ep, &ep2, &epred, m);
+            moments(s, m, lo[b], hi[b], &el, &el2, &emask);
+            shape.tokens += w * s->local * ep;
+            shape.tokens_sq += w * s->local * ep2;
+            shape.predictions += w * s->local * (m->head == ET_HEAD_CAUSAL_LM ? epred : emask);
+        }
+        return shape;
+    }
+    if (s->cfg.scheme == ET_SAMPLING_STRATIFIED) {
+        longest_moments(s, s->cfg.n_bins, lo, hi, count, &ep, &ep2, &epred, m);
+        emask = 0;
+        for (int b = 0; b < s->cfg.n_bins; b++) {
+            double bl, bl2, bmask;
+            moments(s, m, lo[b], hi[b], &bl, &bl2, &bmask);
+            emask += count[b] * bmask;
+        }
+        emask /= s->local;
+    } else {
+        const int one_lo = 1, one_hi = s->seq_len;
+        longest_moments(s, 1, &one_lo, &one_hi, &s->local, &ep, &ep2, &epred, m);
+        moments(s, m, 1, s->seq_len, &el, &el2, &emask);
+    }
+    shape.tokens = s->local * ep;
+    shape.tokens_sq = s->local * ep2;
+    shape.predictions = s->local * (m->head == ET_HEAD_CAUSAL_LM ? epred : emask);
+    return shape;
+}
+
 et_batch_shape et_sampler_expected_shape(const et_sampler *s, const et_model_config *m, int unpadded)
 {
     et_batch_shape shape = {0};
@@ -269,6 +381,7 @@ et_batch_shape et_sampler_expected_shape(const et_sampler *s, const et_model_con
         return shape;
     }
     shape.sequences = s->local;
+    if (!unpadded && s->cfg.pad_to == ET_PAD_LONGEST) return expected_longest(s, m);
     if (!unpadded) {
         double S = s->seq_len;
         shape.tokens = s->local * S;

@@ -256,7 +256,8 @@ static int read_sampling(const et_json_reader *r, json_t *data, et_scenario *s);
 
 static int read_data(const et_json_reader *r, json_t *root, et_scenario *s)
 {
-    static const char *const keys[] = {"seq_len", "lengths", "unpadded", "sampling", "answer_fraction", NULL};
+    static const char *const keys[] = {"seq_len",         "lengths", "unpadded",     "sampling",
+                                       "answer_fraction", "pad_to",  "pad_multiple", NULL};
     static const char *const length_keys[] = {"distribution", "file", "min", NULL};
     json_t *o, *lengths;
     long long v;
@@ -274,6 +275,27 @@ static int read_data(const et_json_reader *r, json_t *root, et_scenario *s)
              "answer_fraction applies to the causal_lm head (a masked-LM head scores its masked tokens)%s",
              "");
     if (read_sampling(r, o, s)) return -1;
+    int pad = ET_PAD_SEQ_LEN;
+    if (et_json_get_enum(r, o, "$.data", "pad_to", false, et_pad_to_names, ET_PAD_SEQ_LEN, &pad) ||
+        et_json_get_int(r, o, "$.data", "pad_multiple", false, 1, 1, s->data.seq_len, &v))
+        return -1;
+    s->data.sampling.pad_to = (et_pad_to)pad;
+    s->data.sampling.pad_multiple = (int)v;
+    if (json_object_get(o, "pad_to") && s->data.unpadded)
+        FAIL("$.data.pad_to", "pad_to applies to padded batches; data.unpadded computes on real tokens%s",
+             "");
+    if (json_object_get(o, "pad_multiple") && pad != ET_PAD_LONGEST)
+        FAIL("$.data.pad_multiple", "pad_multiple applies to pad_to \"longest\"%s", "");
+    if (pad == ET_PAD_LONGEST && s->data.sampling.scheme == ET_SAMPLING_PACKED)
+        FAIL("$.data.pad_to",
+             "packed rows are padded to seq_len; pad_to \"longest\" applies to random, "
+             "stratified or binned sampling%s",
+             "");
+    if (pad == ET_PAD_LONGEST && s->data.sampling.presort_group > 1)
+        FAIL("$.data.pad_to",
+             "pad_to \"longest\" with a local presort is not modelled (the expected batch "
+             "assumes independent draws)%s",
+             "");
     if (et_json_get_object(r, o, "$.data", "lengths", false, length_keys, &lengths)) return -1;
     int kind = ET_LENGTHS_FIXED;
     if (lengths && et_json_get_enum(r, lengths, "$.data.lengths", "distribution", true, et_length_kind_names,
@@ -329,27 +351,34 @@ static int read_sampling(const et_json_reader *r, json_t *data, et_scenario *s)
     c->scheme = (et_sampling_scheme)e;
     if (et_json_get_int(r, o, "$.data.sampling", "presort_group", false, 0, 0, 1 << 20, &v)) return -1;
     c->presort_group = (int)v;
-    int strat = c->scheme == ET_SAMPLING_STRATIFIED;
-    if (et_json_get_array(r, o, "$.data.sampling", "bins", strat, &bins)) return -1;
+    const int strat = c->scheme == ET_SAMPLING_STRATIFIED, binned = c->scheme == ET_SAMPLING_BINNED;
+    if (et_json_get_array(r, o, "$.data.sampling", "bins", strat || binned, &bins)) return -1;
     if (et_json_get_array(r, o, "$.data.sampling", "counts", strat, &counts)) return -1;
-    if (!strat && (bins || counts))
-        FAIL("$.data.sampling", "\"bins\" and \"counts\" apply only to scheme \"stratified\"");
-    if (!strat) return 0;
+    if (!strat && !binned && (bins || counts))
+        FAIL("$.data.sampling", "\"bins\" and \"counts\" apply only to scheme \"stratified\" (\"bins\" to "
+                                "\"binned\" too)");
+    if (binned && counts)
+        FAIL("$.data.sampling.counts",
+             "a binned micro-batch draws all its sequences from one bin: \"counts\" "
+             "applies only to scheme \"stratified\"");
+    if (!strat && !binned) return 0;
     size_t n = json_array_size(bins);
     if (n == 0 || n > ET_MAX_BINS)
         FAIL("$.data.sampling.bins", "expected 1 to %d bin upper bounds", ET_MAX_BINS);
-    if (json_array_size(counts) != n)
+    if (strat && json_array_size(counts) != n)
         FAIL("$.data.sampling.counts", "expected %zu counts, one per bin, got %zu", n,
              json_array_size(counts));
     c->n_bins = (int)n;
     for (size_t i = 0; i < n; i++) {
-        double x;
+        double x = 0;
         if (et_json_array_number(r, bins, "$.data.sampling.bins", i, 1, s->data.seq_len, &x)) return -1;
         c->bin_upper[i] = (int)x;
+        if (c->bin_upper[i] != json_number_value(json_array_get(bins, i)))
+            FAIL("$.data.sampling", "bins and counts must be whole numbers%s", "");
+        if (!strat) continue;
         if (et_json_array_number(r, counts, "$.data.sampling.counts", i, 0, 1 << 20, &x)) return -1;
         c->bin_count[i] = (int)x;
-        if (x != (int)x || c->bin_upper[i] != json_number_value(json_array_get(bins, i)))
-            FAIL("$.data.sampling", "bins and counts must be whole numbers%s", "");
+        if (x != (int)x) FAIL("$.data.sampling", "bins and counts must be whole numbers%s", "");
     }
     return 0;
 }

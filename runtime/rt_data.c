@@ -273,13 +273,15 @@ static int draw_step(const rt_data *d, int step, int **all, int **counts)
     return 0;
 }
 
-/* Chunk `chunk` of a step from its drawn lengths (padded runs use full-length sequences). */
+/* Chunk `chunk` of a step from its drawn lengths (padded runs fill every sequence to the padded length:
+ * seq_len, or the chunk's longest under data.pad_to "longest"). */
 static int build_batch(const rt_data *d, int step, int chunk, const int *drawn, int n, rt_batch *b)
 {
     const et_scenario *s = d->s;
     int T = 0;
+    const int padded = et_sampler_padded_length(&d->sampler, drawn, n);
     for (int i = 0; i < n; i++)
-        T += s->data.unpadded ? drawn[i] : s->data.seq_len;
+        T += s->data.unpadded ? drawn[i] : padded;
     if (reserve(b, T, n)) return -1;
     b->B = n;
     b->T = T;
@@ -288,7 +290,7 @@ static int build_batch(const rt_data *d, int step, int chunk, const int *drawn, 
     for (int i = 0; i < n; i++) {
         unsigned long long st = et_rng_stream(d->seed ^ 0x5eed5eedULL, (unsigned long long)step,
                                               (unsigned long long)chunk * 100003ULL + (unsigned long long)i);
-        int l = s->data.unpadded ? drawn[i] : s->data.seq_len;
+        int l = s->data.unpadded ? drawn[i] : padded;
         b->offsets[i] = o;
         sequence_tokens(d, &st, b->tokens + o, l);
         for (int k = 0; k < l; k++)

@@ -35,8 +35,11 @@ json_t *report_json_scenario(const et_scenario *s)
 {
     const et_model_config *m = &s->model;
     const et_cluster *c = &s->cluster;
+    const int pad_multiple = s->data.sampling.pad_multiple > 1 ? s->data.sampling.pad_multiple : 1;
     json_t *j = json_pack(
-        "{s:s, s:s, s:{s:s, s:i, s:i, s:i, s:i, s:i, s:s, s:s}, s:{s:i, s:s, s:b, s:f, s:f}, s:{s:I, s:I, "
+        "{s:s, s:s, s:{s:s, s:i, s:i, s:i, s:i, s:i, s:s, s:s}, s:{s:i, s:s, s:b, s:s, s:i, s:f, s:f}, "
+        "s:{s:I, "
+        "s:I, "
         "s:I},"
         " s:s, s:s, s:s, s:{s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:s, s:b, s:s, s:f, s:s, s:b}, s:{s:s, s:i, "
         "s:i, "
@@ -44,10 +47,10 @@ json_t *report_json_scenario(const et_scenario *s)
         "name", s->name, "source", s->source, "model", "name", m->name, "layers", m->layers, "hidden",
         m->hidden, "heads", m->heads, "ffn", m->ffn, "vocab", m->vocab, "architecture",
         et_arch_names[m->arch], "loss_head", et_loss_head_names[m->head], "data", "seq_len", s->data.seq_len,
-        "distribution", et_length_kind_names[s->data.lengths.kind], "unpadded", s->data.unpadded,
-        "mean_length", et_length_mean(&s->data.lengths), "padding_fraction",
-        et_length_padding_fraction(&s->data.lengths, s->data.seq_len), "batch", "global", s->batch.global,
-        "local", s->batch.local, "grad_accum", s->batch.grad_accum, "precision",
+        "distribution", et_length_kind_names[s->data.lengths.kind], "unpadded", s->data.unpadded, "pad_to",
+        et_pad_to_names[s->data.sampling.pad_to], "pad_multiple", pad_multiple, "mean_length",
+        et_length_mean(&s->data.lengths), "padding_fraction", et_batch_padding_fraction(s), "batch", "global",
+        s->batch.global, "local", s->batch.local, "grad_accum", s->batch.grad_accum, "precision",
         et_precision_names[s->precision], "optimizer", et_optimizer_names[s->optimizer.name], "clip",
         et_clip_mode_names[s->optimizer.clip], "parallelism", "data", s->parallel.data, "tensor",
         s->parallel.tensor, "context", s->parallel.context, "expert", s->parallel.expert, "pipeline",
@@ -423,12 +426,21 @@ void report_print_header(FILE *out, const et_scenario *s, const et_estimate *e, 
                 et_recompute_names[s->parallel.recompute], some, s->parallel.sequence_parallel ? "on" : "off",
                 m->dropout, et_attention_names[s->parallel.attention]);
     }
+    char padded[80] = "padded";
+    if (s->data.unpadded)
+        snprintf(padded, sizeof padded, "unpadded");
+    else if (s->data.sampling.pad_to == ET_PAD_LONGEST)
+        snprintf(padded, sizeof padded, "padded to each micro-batch's longest%s",
+                 s->data.sampling.pad_multiple > 1 ? " (rounded up to a multiple of " : "");
+    if (!s->data.unpadded && s->data.sampling.pad_to == ET_PAD_LONGEST && s->data.sampling.pad_multiple > 1)
+        snprintf(padded + strlen(padded), sizeof padded - strlen(padded), "%d)",
+                 s->data.sampling.pad_multiple);
     fprintf(out,
             "batch        global %lld = local %lld x %d data-parallel x %lld accumulation; seq_len %d, %s %s "
             "(mean %.1f tokens, padding %.3f)\n",
             s->batch.global, s->batch.local, s->parallel.data, s->batch.grad_accum, s->data.seq_len,
-            et_length_kind_names[s->data.lengths.kind], s->data.unpadded ? "unpadded" : "padded",
-            et_length_mean(&s->data.lengths), et_length_padding_fraction(&s->data.lengths, s->data.seq_len));
+            et_length_kind_names[s->data.lengths.kind], padded, et_length_mean(&s->data.lengths),
+            et_batch_padding_fraction(s));
     if (s->data.answer_fraction > 0 && s->data.answer_fraction < 1)
         fprintf(out,
                 "fine-tuning  the loss on each sequence's last %.0f%% of tokens (its answer; the prompt's "
@@ -491,6 +503,12 @@ void report_print_header(FILE *out, const et_scenario *s, const et_estimate *e, 
         fprintf(out, " (bins");
         for (int b = 0; b < smp->n_bins; b++)
             fprintf(out, "%s%d:%d", b ? ", " : " ", smp->bin_upper[b], smp->bin_count[b]);
+        fprintf(out, ")");
+    }
+    if (smp->scheme == ET_SAMPLING_BINNED) {
+        fprintf(out, " (each micro-batch from one bin, every GPU the same; bins up to");
+        for (int b = 0; b < smp->n_bins; b++)
+            fprintf(out, "%s%d", b ? ", " : " ", smp->bin_upper[b]);
         fprintf(out, ")");
     }
     if (smp->presort_group > 1) fprintf(out, ", presorted in groups of %d", smp->presort_group);

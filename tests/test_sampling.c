@@ -1,5 +1,8 @@
-/* Sampling library: stratified counts, presort permutation, packing, determinism, and straggler factors
- * of random < stratified < stratified + presort on the MLPerf Wikipedia histogram at 1024 GPUs. */
+/* Sampling library: stratified counts, presort permutation, packing, determinism, straggler factors of
+ * random < stratified < stratified + presort on the MLPerf Wikipedia histogram at 1024 GPUs, binned steps
+ * (one bin a step on every rank, bins drawn by their shares) and padding to the batch's longest (the
+ * expected shape against hand-computed moments and against the mean of sampled shapes). */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -132,6 +135,95 @@ static void test_straggler_factors(void)
     et_scenario_free(&s);
 }
 
+/* Every rank of a step draws from one bin; over many steps the bins come up with their shares. */
+static void test_binned(const et_length_dist *d)
+{
+    const int ranks = 16, local = 8, steps = 4000;
+    et_sampling c = {.scheme = ET_SAMPLING_BINNED, .n_bins = 4};
+    int upper[4] = {128, 256, 384, 512};
+    memcpy(c.bin_upper, upper, sizeof upper);
+    et_sampler s;
+    et_error err;
+    CHECK(et_sampler_init(&s, d, &c, local, ranks, 11, "t", "$", &err) == 0, "init binned: %s", err.text);
+    int *x = malloc(sizeof(int) * ranks * local), counts[16], one_bin = 1, seen[4] = {0};
+    for (int step = 0; step < steps; step++) {
+        et_sampler_draw(&s, step, x, local, counts);
+        const int bin = (x[0] - 1) / 128;
+        seen[bin]++;
+        for (int i = 0; i < ranks * local; i++)
+            one_bin &= (x[i] - 1) / 128 == bin;
+    }
+    CHECK(one_bin, "every sequence of a binned step comes from the step's one bin");
+    for (int b = 0; b < 4; b++) {
+        const double share = et_length_share(d, b * 128 + 1, (b + 1) * 128), got = (double)seen[b] / steps;
+        CHECK(fabs(got - share) < 4 * sqrt(share * (1 - share) / steps) + 1e-9,
+              "bin %d drawn in %.4f of the steps, its share of the sequences %.4f", b, got, share);
+    }
+    free(x);
+    et_sampler_free(&s);
+}
+
+/* Padding to the longest: P(longest <= l) = F(l)^local, by hand on lengths uniform on 1..4. */
+static void test_pad_longest(void)
+{
+    et_length_dist u;
+    et_error err;
+    CHECK(et_length_dist_uniform(1, 4, &u, &err) == 0, "uniform 1..4: %s", err.text);
+    et_model_config m = {.head = ET_HEAD_CAUSAL_LM};
+    et_sampling c = {.scheme = ET_SAMPLING_RANDOM, .pad_to = ET_PAD_LONGEST, .pad_multiple = 1};
+    et_sampler s;
+    CHECK(et_sampler_init(&s, &u, &c, 2, 1, 5, "t", "$", &err) == 0, "init: %s", err.text);
+    const int three[3] = {3, 1, 2};
+    CHECK(et_sampler_padded_length(&s, three, 3) == 3, "longest of 3, 1, 2: 3");
+    /* the longest of two draws is l with probability (2l - 1)/16: E = 50/16, E[l^2] = 170/16 */
+    et_batch_shape b = et_sampler_expected_shape(&s, &m, 0);
+    CHECK(fabs(b.tokens - 2 * 50.0 / 16) < 1e-12 && fabs(b.tokens_sq - 2 * 170.0 / 16) < 1e-12,
+          "random, longest of 2: T %.6f (6.25), Q %.6f (21.25)", b.tokens, b.tokens_sq);
+    /* the sampled shapes average to the expectation */
+    double mean_t = 0;
+    for (int k = 0; k < 20000; k++) {
+        et_batch_shape one;
+        et_sampler_shapes(&s, &m, 0, k, &one);
+        mean_t += one.tokens / 20000;
+    }
+    CHECK(fabs(mean_t - b.tokens) < 0.03, "sampled mean T %.4f against the expectation %.4f", mean_t,
+          b.tokens);
+    et_sampler_free(&s);
+    /* binned by 2: bins {1, 2} and {3, 4}, half the sequences each; the longest of two is the bin's upper
+     * length with probability 3/4: E = (1.75 + 3.75)/2; padded to a multiple of 2, each bin's upper length */
+    c.scheme = ET_SAMPLING_BINNED;
+    c.n_bins = 2;
+    c.bin_upper[0] = 2;
+    c.bin_upper[1] = 4;
+    CHECK(et_sampler_init(&s, &u, &c, 2, 1, 5, "t", "$", &err) == 0, "init binned: %s", err.text);
+    b = et_sampler_expected_shape(&s, &m, 0);
+    CHECK(fabs(b.tokens - 2 * 2.75) < 1e-12, "binned, longest of 2: T %.6f (5.5)", b.tokens);
+    et_sampler_free(&s);
+    c.pad_multiple = 2;
+    CHECK(et_sampler_init(&s, &u, &c, 2, 1, 5, "t", "$", &err) == 0, "init binned by 2: %s", err.text);
+    b = et_sampler_expected_shape(&s, &m, 0);
+    CHECK(fabs(b.tokens - 2 * 3.0) < 1e-12 && fabs(b.tokens_sq - 2 * 10.0) < 1e-12,
+          "binned, padded to a multiple of 2: T %.6f (6), Q %.6f (20)", b.tokens, b.tokens_sq);
+    const int odd[2] = {1, 3};
+    CHECK(et_sampler_padded_length(&s, odd, 2) == 4, "longest 3 rounded up to a multiple of 2: 4");
+    c.pad_multiple = 3;
+    et_sampler_free(&s);
+    CHECK(et_sampler_init(&s, &u, &c, 2, 1, 5, "t", "$", &err) == 0, "init binned by 3: %s", err.text);
+    const int four[2] = {4, 2};
+    CHECK(et_sampler_padded_length(&s, odd, 2) == 3, "longest 3, a multiple of 3 already: 3");
+    CHECK(et_sampler_padded_length(&s, four, 2) == 4, "longest 4 rounded up to 6, capped at seq_len 4");
+    /* stratified, one from each bin: the longest is the second bin's */
+    c.scheme = ET_SAMPLING_STRATIFIED;
+    c.bin_count[0] = c.bin_count[1] = 1;
+    c.pad_multiple = 1;
+    et_sampler_free(&s);
+    CHECK(et_sampler_init(&s, &u, &c, 2, 1, 5, "t", "$", &err) == 0, "init stratified: %s", err.text);
+    b = et_sampler_expected_shape(&s, &m, 0);
+    CHECK(fabs(b.tokens - 2 * 3.5) < 1e-12, "stratified 1 + 1, longest: T %.6f (7)", b.tokens);
+    et_sampler_free(&s);
+    et_length_dist_free(&u);
+}
+
 int main(void)
 {
     et_length_dist d;
@@ -143,6 +235,8 @@ int main(void)
     test_stratified_and_presort(&d);
     test_packing(&d);
     test_straggler_factors();
+    test_binned(&d);
+    test_pad_longest();
     et_length_dist_free(&d);
     return check_summary("test_sampling");
 }

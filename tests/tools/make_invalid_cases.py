@@ -89,7 +89,19 @@ case("sampling-counts-length", samp({"scheme": "stratified", "bins": [64, 128], 
 case("sampling-empty-bin", lambda d: d.update({"data": {"seq_len": 128, "lengths": {"distribution": "uniform", "min": 100}, "unpadded": True, "sampling": {"scheme": "stratified", "bins": [50, 128], "counts": [16, 16]}}}), "$.data.sampling.counts[0]: bin 1..50 holds no sequences of the distribution")
 case("sampling-presort-not-dividing", samp({"scheme": "random", "presort_group": 3}), "$.data.sampling.presort_group: presort groups of 3 GPUs must divide the 8 data-parallel ranks")
 case("sampling-bins-with-packed", samp({"scheme": "packed", "bins": [128], "counts": [32]}), '$.data.sampling: "bins" and "counts" apply only to scheme "stratified"')
-case("sampling-unknown-scheme", samp({"scheme": "sorted"}), '$.data.sampling.scheme: expected one of "random", "stratified", "packed", got "sorted"')
+case("sampling-unknown-scheme", samp({"scheme": "sorted"}), '$.data.sampling.scheme: expected one of "random", "stratified", "packed", "binned", got "sorted"')
+P = {"seq_len": 128, "lengths": {"distribution": "uniform", "min": 1}}
+def padded(**kw):
+    d = dict(P); d.update(kw); return setp(["data"], d)
+case("sampling-binned-with-counts", padded(sampling={"scheme": "binned", "bins": [64, 128], "counts": [16, 16]}), '$.data.sampling.counts: a binned micro-batch draws all its sequences from one bin: "counts" applies only to scheme "stratified"')
+case("sampling-binned-without-bins", padded(sampling={"scheme": "binned"}), '$.data.sampling.bins: missing required key "bins"')
+case("sampling-binned-presort", padded(sampling={"scheme": "binned", "bins": [64, 128], "presort_group": 8}), "$.data.sampling.presort_group: presorting applies to random or stratified sampling")
+case("pad-to-unknown", padded(pad_to="bucket"), '$.data.pad_to: expected one of "seq_len", "longest", got "bucket"')
+case("pad-to-with-unpadded", padded(pad_to="longest", unpadded=True), "$.data.pad_to: pad_to applies to padded batches; data.unpadded computes on real tokens")
+case("pad-multiple-without-longest", padded(pad_multiple=8), '$.data.pad_multiple: pad_multiple applies to pad_to "longest"')
+case("pad-multiple-zero", padded(pad_to="longest", pad_multiple=0), "$.data.pad_multiple: expected an integer in [1, 128], got 0")
+case("pad-longest-packed", padded(pad_to="longest", sampling={"scheme": "packed"}), '$.data.pad_to: packed rows are padded to seq_len; pad_to "longest" applies to random, stratified or binned sampling')
+case("pad-longest-presort", padded(pad_to="longest", sampling={"scheme": "random", "presort_group": 8}), '$.data.pad_to: pad_to "longest" with a local presort is not modelled (the expected batch assumes independent draws)')
 TT = {"kind": "tensor_train", "tensor_train": {"rank": 8, "layers": ["mlp"], "factors": [
     {"shape": [1024, 4096], "in": [8, 8, 16], "out": [16, 16, 16]}, {"shape": [4096, 1024], "in": [16, 16, 16], "out": [16, 8, 8]}]}}
 def method(m):
