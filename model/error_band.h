@@ -42,7 +42,11 @@ typedef struct et_error_band {
     int rows;              /* validated rows of rows_family */
     int models;            /* the models they come from */
     bool band;             /* rows and models enough for low and high */
-    double low, high;      /* p10 and p90 of measured / ET (the band is step x low .. step x high) */
+    double low, high;      /* p10 and p90 of measured / ET (the band is step x low .. step x high), widened
+                              when the rows hold fewer than ET_BAND_ROWS runs of the scenario's own model */
+    double widening;       /* that widening of each edge's log distance from the rows' median: a prediction
+                              interval's t(models - 1) / z x sqrt(1 + 1 / models) for a model outside the
+                              rows; 1 when they hold ET_BAND_ROWS of its own runs */
     double mean_error;     /* mean signed error of ET against the rows, (ET - published) / published */
     int n_nearest;
     char nearest[ET_BAND_NEAREST][96]; /* the family's rows on GPU counts nearest this plan's */

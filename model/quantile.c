@@ -26,3 +26,15 @@ double et_quantile(double *v, int n, double q)
     et_sort_doubles(v, n);
     return et_quantile_sorted(v, n, q);
 }
+
+double et_student_t90(int df)
+{
+    static const double table[31] = {0,     3.078, 1.886, 1.638, 1.533, 1.476, 1.440, 1.415,
+                                     1.397, 1.383, 1.372, 1.363, 1.356, 1.350, 1.345, 1.341,
+                                     1.337, 1.333, 1.330, 1.328, 1.325, 1.323, 1.321, 1.319,
+                                     1.318, 1.316, 1.315, 1.314, 1.313, 1.311, 1.310};
+    if (df < 1) df = 1;
+    if (df <= 30) return table[df];
+    const double z = 1.2815515655446004, z3 = z * z * z, z5 = z3 * z * z, v = df;
+    return z + (z3 + z) / (4 * v) + (5 * z5 + 16 * z3 + 3 * z) / (96 * v * v);
+}

@@ -249,11 +249,15 @@ void report_print_band(FILE *out, const et_scenario *s, double step_s, double ti
         char lo[32], hi[32];
         report_format_duration(lo, sizeof lo, time_to_train_s * b.low);
         report_format_duration(hi, sizeof hi, time_to_train_s * b.high);
+        char widened[96] = "";
+        if (b.widening > 1)
+            snprintf(widened, sizeof widened, " widened x%.2f for a model outside them, from %d models",
+                     b.widening, b.models);
         fprintf(
             out,
-            "runs measured %.2f-%.2fx ET's figure on the %d published runs of %d model%s of %s%s (p10-p90; "
+            "runs measured %.2f-%.2fx ET's figure on the %d published runs of %d model%s of %s%s (p10-p90%s; "
             "ET's mean error %+.1f%%): step %.4g-%.4g s, time-to-train %s-%s; nearest: ",
-            b.low, b.high, b.rows, b.models, b.models == 1 ? "" : "s", b.rows_family, others,
+            b.low, b.high, b.rows, b.models, b.models == 1 ? "" : "s", b.rows_family, others, widened,
             100 * b.mean_error, step_s * b.low, step_s * b.high, lo, hi);
     } else {
         fprintf(out,
@@ -282,6 +286,7 @@ json_t *report_json_band(const et_scenario *s, double step_s, double time_to_tra
     if (b.band) {
         json_object_set_new(j, "low", json_real(b.low));
         json_object_set_new(j, "high", json_real(b.high));
+        json_object_set_new(j, "widening", json_real(b.widening));
         json_object_set_new(j, "step_low_s", json_real(step_s * b.low));
         json_object_set_new(j, "step_high_s", json_real(step_s * b.high));
         json_object_set_new(j, "time_to_train_low_s", json_real(time_to_train_s * b.low));

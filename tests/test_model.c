@@ -12,6 +12,7 @@
 #include "memory.h"
 #include "model_config.h"
 #include "op_classes.h"
+#include "quantile.h"
 #include "quantization.h"
 
 static et_graph build(const char *preset, int tensor, int pipeline, int stage, et_error *err)
@@ -776,8 +777,27 @@ static void test_quantization(void)
         et_graph_free(&g[i]);
 }
 
+/* Student's t 0.9 quantile: the table's ends, its join to the expansion, its fall to the normal's. */
+static void test_student_t90(void)
+{
+    CHECK(fabs(et_student_t90(1) - 3.078) < 1e-9 && fabs(et_student_t90(2) - 1.886) < 1e-9 &&
+              fabs(et_student_t90(30) - 1.310) < 1e-9,
+          "t(0.9) at 1, 2, 30 degrees: %.4f %.4f %.4f (3.078, 1.886, 1.310)", et_student_t90(1),
+          et_student_t90(2), et_student_t90(30));
+    CHECK(fabs(et_student_t90(31) - 1.309) < 1e-3 && fabs(et_student_t90(60) - 1.296) < 1e-3 &&
+              fabs(et_student_t90(120) - 1.289) < 1e-3,
+          "t(0.9) at 31, 60, 120 degrees: %.4f %.4f %.4f (1.309, 1.296, 1.289)", et_student_t90(31),
+          et_student_t90(60), et_student_t90(120));
+    int falls = 1;
+    for (int df = 1; df < 200; df++)
+        falls &= et_student_t90(df + 1) < et_student_t90(df);
+    CHECK(falls && fabs(et_student_t90(1000000) - 1.2815515655446004) < 1e-6,
+          "t(0.9) falls with the degrees of freedom to the normal's 1.2816");
+}
+
 int main(void)
 {
+    test_student_t90();
     test_resilience();
     test_roofline_terms();
     test_optimizer_bytes();
