@@ -196,10 +196,11 @@ static void band_of(const et_scenario *s, error_rows *r, int level, const family
     out->low = et_quantile(ratio, n, 0.1);
     out->high = et_quantile_sorted(ratio, n, 0.9);
     out->widening = 1;
-    /* A model outside the rows (fewer than the three runs that would speak for it): its runs scatter about ET as the rows' models do, around a centre and with a
-     * spread known from `models` of them, not from n runs. A normal prediction interval for a new member of a
-     * population seen through M samples is mean +- t(M - 1) s sqrt(1 + 1/M) where the population's own is
-     * mean +- z s: each edge's log distance from the rows' median widens by that ratio. */
+    /* A model outside the rows (fewer than the three runs that would speak for it): its runs scatter about ET
+     * as the rows' models do, around a centre and with a spread known from `models` of them, not from n runs.
+     * A normal prediction interval for a new member of a population seen through M samples is mean +- t(M -
+     * 1) s sqrt(1 + 1/M) where the population's own is mean +- z s: each edge's log distance from the rows'
+     * median widens by that ratio. */
     if (own < ET_BAND_ROWS && models >= 2) {
         const double mid = et_quantile_sorted(ratio, n, 0.5), z90 = 1.2815515655446004;
         out->widening = et_student_t90(models - 1) / z90 * sqrt(1 + 1.0 / models);

@@ -386,6 +386,57 @@ static void check_answers(void)
     et_plan_free(&plan);
 }
 
+/* Binned batches padded to their longest (data.sampling binned, data.pad_to longest, pad_multiple 8): every
+ * sequence of a micro-batch is filled to its longest length rounded up to 8 (at most seq_len 32), and both
+ * ranks of a step draw from the same bin (bins 1-16, 17-24, 25-32: padded to 8 or 16, to 24, to 32). */
+static void check_padded_longest(void)
+{
+    et_plan plan;
+    et_error err;
+    if (et_plan_load(ET_SOURCE_DIR "/tests/data/tiny-llama-mtp-plan.json", &plan, &err)) {
+        CHECK(0, "plan loads: %s", err.text);
+        return;
+    }
+    plan.s.data.unpadded = false;
+    et_sampling *c = &plan.s.data.sampling;
+    memset(c, 0, sizeof *c);
+    c->scheme = ET_SAMPLING_BINNED;
+    c->n_bins = 3;
+    c->bin_upper[0] = 16, c->bin_upper[1] = 24, c->bin_upper[2] = 32;
+    c->pad_to = ET_PAD_LONGEST;
+    c->pad_multiple = 8;
+    rt_data r0, r1;
+    rt_batch a = {0}, b = {0};
+    if (rt_data_init(&r0, &plan.s, 2, 0, plan.seed, NULL, &err) ||
+        rt_data_init(&r1, &plan.s, 2, 1, plan.seed, NULL, &err)) {
+        CHECK(0, "init: %s", err.text);
+        et_plan_free(&plan);
+        return;
+    }
+    int uneven = 0, unaligned = 0, other_bin = 0, shorter = 0;
+    for (int step = 0; step < 24; step++) {
+        rt_data_batch(&r0, step, 0, &a);
+        rt_data_batch(&r1, step, 0, &b);
+        const int la = a.offsets[1], lb = b.offsets[1];
+        for (int s = 0; s < a.B; s++)
+            uneven += a.offsets[s + 1] - a.offsets[s] != la;
+        uneven += a.T != a.B * la || b.T != b.B * lb;
+        unaligned += la % 8 != 0 || lb % 8 != 0 || la > 32;
+        other_bin += (la <= 16 ? 0 : la <= 24 ? 1 : 2) != (lb <= 16 ? 0 : lb <= 24 ? 1 : 2);
+        shorter += la < 32;
+    }
+    CHECK(uneven == 0 && unaligned == 0,
+          "each micro-batch at its longest rounded up to 8 (%d uneven, %d not)", uneven, unaligned);
+    CHECK(other_bin == 0, "both ranks of a step from one bin (%d steps not)", other_bin);
+    CHECK(shorter > 0 && shorter < 24, "some micro-batches shorter than seq_len, some not (%d of 24 shorter)",
+          shorter);
+    rt_batch_free(&a);
+    rt_batch_free(&b);
+    rt_data_free(&r0);
+    rt_data_free(&r1);
+    et_plan_free(&plan);
+}
+
 /* One step's device reads: however many micro-batches, buckets and tensors, a step waits for the device
  * twice, both in rt_model_end_step (its scalars, then its op timers), for each way the optimizer decides on
  * the device: no clipping; the global clip; LAMB's per-tensor trust ratios with per-bucket clipping; fp16's
@@ -545,6 +596,7 @@ int main(void)
     check_alignment();
     check_host_waits();
     check_answers();
+    check_padded_longest();
     check_windows();
     check_lora_start();
     check_checkpoints();
