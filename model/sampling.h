@@ -8,9 +8,11 @@
  *               GPUs get the same length mix;
  *   packed      sequences are packed first-fit-decreasing into rows of seq_len tokens and each GPU
  *               processes `local` rows (the comparison NVIDIA used at scale);
- *   binned      the lengths are split into bins and every micro-batch, the same on every GPU, draws all its
- *               `local` sequences from one bin, picked with the bin's share of the sequences (LDDL's
- *               binned loader, NVIDIA DeepLearningExamples BERT);
+ *   binned      the lengths are split into bins and every rank of a draw takes all its `local` sequences
+ *               from one bin, picked per draw with the bin's share of the sequences (LDDL's binned loader,
+ *               NVIDIA DeepLearningExamples BERT). The cost model and the simulator draw once a micro-batch
+ *               (LDDL picks a bin per iteration); etrun draws once a step for all its micro-batches, so that
+ *               its data do not depend on the rank count: the same expected cost a micro-batch;
  * and, on top of random or stratified, local presort: within each group of G consecutive GPUs the
  * group's batches are pooled, sorted by length descending, laid out in rows of G, every other row
  * reversed (snake order), and GPU i of the group takes column i.
