@@ -321,46 +321,34 @@ static void longest_moments(const et_sampler *s, int groups, const int *lo, cons
 }
 
 /* The expected shape of a micro-batch padded to its longest: its draws' groups (one range for random
- * sampling, the bins with their counts for stratified, one bin at a time for binned). */
+ * sampling, the bins with their counts for stratified, one bin at a time for binned). A masked-LM row's
+ * masks are its real tokens', so its predictions are the unpadded expectation's. */
 static et_batch_shape expected_longest(const et_sampler *s, const et_model_config *m)
 {
-    et_batch_shape shape = {.sequences = s->local};
-    int lo[ET_MAX_BINS], hi[ET_MAX_BINS], count[ET_MAX_BINS];
-    double ep, ep2, epred, el, el2, emask;
+    et_batch_shape shape = et_sampler_expected_shape(s, m, 1);
+    int lo[ET_MAX_BINS], hi[ET_MAX_BINS];
     for (int b = 0; b < s->cfg.n_bins; b++) {
         lo[b] = b ? s->cfg.bin_upper[b - 1] + 1 : 1;
         hi[b] = s->cfg.bin_upper[b];
-        count[b] = s->cfg.bin_count[b];
     }
+    double ep = 0, ep2 = 0, epred = 0;
     if (s->cfg.scheme == ET_SAMPLING_BINNED) {
         for (int b = 0; b < s->cfg.n_bins; b++) {
             const double w = s->bin_hi_cdf[b] - s->bin_lo_cdf[b];
+            double bp, bp2, bpred;
             if (w <= 0) continue;
-            longest_moments(s, 1, lo + b, hi + b, &s->local, &ep, &ep2, &epred, m);
-            moments(s, m, lo[b], hi[b], &el, &el2, &emask);
-            shape.tokens += w * s->local * ep;
-            shape.tokens_sq += w * s->local * ep2;
-            shape.predictions += w * s->local * (m->head == ET_HEAD_CAUSAL_LM ? epred : emask);
+            longest_moments(s, 1, lo + b, hi + b, &s->local, &bp, &bp2, &bpred, m);
+            ep += w * bp, ep2 += w * bp2, epred += w * bpred;
         }
-        return shape;
-    }
-    if (s->cfg.scheme == ET_SAMPLING_STRATIFIED) {
-        longest_moments(s, s->cfg.n_bins, lo, hi, count, &ep, &ep2, &epred, m);
-        emask = 0;
-        for (int b = 0; b < s->cfg.n_bins; b++) {
-            double bl, bl2, bmask;
-            moments(s, m, lo[b], hi[b], &bl, &bl2, &bmask);
-            emask += count[b] * bmask;
-        }
-        emask /= s->local;
+    } else if (s->cfg.scheme == ET_SAMPLING_STRATIFIED) {
+        longest_moments(s, s->cfg.n_bins, lo, hi, s->cfg.bin_count, &ep, &ep2, &epred, m);
     } else {
-        const int one_lo = 1, one_hi = s->seq_len;
-        longest_moments(s, 1, &one_lo, &one_hi, &s->local, &ep, &ep2, &epred, m);
-        moments(s, m, 1, s->seq_len, &el, &el2, &emask);
+        const int whole_lo = 1, whole_hi = s->seq_len;
+        longest_moments(s, 1, &whole_lo, &whole_hi, &s->local, &ep, &ep2, &epred, m);
     }
     shape.tokens = s->local * ep;
     shape.tokens_sq = s->local * ep2;
-    shape.predictions = s->local * (m->head == ET_HEAD_CAUSAL_LM ? epred : emask);
+    if (m->head == ET_HEAD_CAUSAL_LM) shape.predictions = s->local * epred;
     return shape;
 }
 

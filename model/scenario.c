@@ -370,15 +370,14 @@ static int read_sampling(const et_json_reader *r, json_t *data, et_scenario *s)
              json_array_size(counts));
     c->n_bins = (int)n;
     for (size_t i = 0; i < n; i++) {
-        double x = 0;
+        double x = 0; /* a binned scheme's counts stay 0 */
         if (et_json_array_number(r, bins, "$.data.sampling.bins", i, 1, s->data.seq_len, &x)) return -1;
         c->bin_upper[i] = (int)x;
-        if (c->bin_upper[i] != json_number_value(json_array_get(bins, i)))
-            FAIL("$.data.sampling", "bins and counts must be whole numbers%s", "");
-        if (!strat) continue;
-        if (et_json_array_number(r, counts, "$.data.sampling.counts", i, 0, 1 << 20, &x)) return -1;
+        x = 0;
+        if (strat && et_json_array_number(r, counts, "$.data.sampling.counts", i, 0, 1 << 20, &x)) return -1;
         c->bin_count[i] = (int)x;
-        if (x != (int)x) FAIL("$.data.sampling", "bins and counts must be whole numbers%s", "");
+        if (x != (int)x || c->bin_upper[i] != json_number_value(json_array_get(bins, i)))
+            FAIL("$.data.sampling", "bins and counts must be whole numbers%s", "");
     }
     return 0;
 }

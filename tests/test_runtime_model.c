@@ -405,11 +405,13 @@ static void check_padded_longest(void)
     c->bin_upper[0] = 16, c->bin_upper[1] = 24, c->bin_upper[2] = 32;
     c->pad_to = ET_PAD_LONGEST;
     c->pad_multiple = 8;
-    rt_data r0, r1;
+    rt_data r0 = {0}, r1 = {0};
     rt_batch a = {0}, b = {0};
     if (rt_data_init(&r0, &plan.s, 2, 0, plan.seed, NULL, &err) ||
         rt_data_init(&r1, &plan.s, 2, 1, plan.seed, NULL, &err)) {
         CHECK(0, "init: %s", err.text);
+        rt_data_free(&r0);
+        rt_data_free(&r1);
         et_plan_free(&plan);
         return;
     }

@@ -96,6 +96,8 @@ def padded(**kw):
 case("sampling-binned-with-counts", padded(sampling={"scheme": "binned", "bins": [64, 128], "counts": [16, 16]}), '$.data.sampling.counts: a binned micro-batch draws all its sequences from one bin: "counts" applies only to scheme "stratified"')
 case("sampling-binned-without-bins", padded(sampling={"scheme": "binned"}), '$.data.sampling.bins: missing required key "bins"')
 case("sampling-binned-presort", padded(sampling={"scheme": "binned", "bins": [64, 128], "presort_group": 8}), "$.data.sampling.presort_group: presorting applies to random or stratified sampling")
+case("sampling-binned-fractional-bin", padded(sampling={"scheme": "binned", "bins": [64.5, 128]}), "$.data.sampling: bins and counts must be whole numbers")
+case("sampling-fractional-count", padded(sampling={"scheme": "stratified", "bins": [64, 128], "counts": [16.5, 15.5]}), "$.data.sampling: bins and counts must be whole numbers")
 case("pad-to-unknown", padded(pad_to="bucket"), '$.data.pad_to: expected one of "seq_len", "longest", got "bucket"')
 case("pad-to-with-unpadded", padded(pad_to="longest", unpadded=True), "$.data.pad_to: pad_to applies to padded batches; data.unpadded computes on real tokens")
 case("pad-multiple-without-longest", padded(pad_multiple=8), '$.data.pad_multiple: pad_multiple applies to pad_to "longest"')
