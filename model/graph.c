@@ -320,10 +320,12 @@ static void lora_forward(builder *b, et_phase phase, int layer, et_layer_group g
     if (!lora_targets(b, t)) return;
     char name[96];
     const double r = b->method->lora_rank;
+    b->unquantized = 1;
     gb_id_printf(name, sizeof name, "%s.lora_a", id);
     weight_gemm(b, phase, layer, group, TOK(1), FIX(r), FIX(n_in), TOK(1), n_in, r, name);
     gb_id_printf(name, sizeof name, "%s.lora_b", id);
     et_op *op = weight_gemm(b, phase, layer, group, TOK(1), FIX(n_out), FIX(r), TOK(1), r, n_out, name);
+    b->unquantized = 0;
     if (op) op->bytes = lin_add(op->bytes, TOK(b->e * n_out));
 }
 
@@ -334,10 +336,12 @@ static void lora_backward(builder *b, int layer, et_layer_group group, double n_
     char id[96];
     const double r = b->method->lora_rank;
     b->adapter = 1;
+    b->unquantized = 1;
     gb_id_printf(id, sizeof id, "%s.lora_b", name);
     gb_weight_backward(b, layer, group, TOK(1), r, n_out, 1, id, 0, 1);
     gb_id_printf(id, sizeof id, "%s.lora_a", name);
     gb_weight_backward(b, layer, group, TOK(1), n_in, r, 1, id, 0, 1);
+    b->unquantized = 0;
     b->adapter = 0;
     /* A's data gradient (the op before its weight gradient) accumulates into the product's: read too */
     if (!b->params_only && !b->failed && b->g->n_ops >= 2) {

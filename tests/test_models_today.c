@@ -334,6 +334,31 @@ static void test_lora(void)
     CHECK_REL(m.gradients, 2 * g.param_count, 1e-12, "the adapters' gradients");
     CHECK_REL(m.optimizer_states, g.param_count * 16 / 8, 1e-12,
               "the adapters' optimizer states: 16 bytes a value over the 8 data ranks");
+    /* under an FP8 recipe the adapters stay in 16 bits (Megatron-Bridge's ParallelLinearAdapter is built
+     * of megatron.core.tensor_parallel layers, outside Transformer Engine's FP8 autocast): unquantized, the
+     * BF16 graph's bytes; the frozen product beside them quantized */
+    o.method = &s.method;
+    o.precision = ET_FP8;
+    o.scaling = ET_SCALING_CURRENT;
+    et_graph q;
+    if (!et_graph_build(&s.model, &o, &q, &err)) {
+        static const char *const plain[] = {"layer.0.attn.qkv.lora_a", "layer.0.attn.qkv.lora_b",
+                                            "layer.5.mlp.fc2.lora_a.bwd_data",
+                                            "layer.5.mlp.fc1.lora_b.bwd_weight"};
+        for (size_t i = 0; i < sizeof plain / sizeof plain[0]; i++) {
+            const int a = et_graph_find(&q, plain[i]), h = et_graph_find(&g, plain[i]);
+            CHECK(a >= 0 && h >= 0 && q.ops[a].unquantized &&
+                      et_linear_eval(&q.ops[a].bytes, &b) == et_linear_eval(&g.ops[h].bytes, &b) &&
+                      q.ops[a].kernels == g.ops[h].kernels,
+                  "FP8 LoRA: %s in 16 bits, no quantize pass", plain[i]);
+        }
+        const int a = et_graph_find(&q, "layer.0.attn.qkv"), h = et_graph_find(&g, "layer.0.attn.qkv");
+        CHECK(a >= 0 && h >= 0 && !q.ops[a].unquantized &&
+                  et_linear_eval(&q.ops[a].bytes, &b) > et_linear_eval(&g.ops[h].bytes, &b),
+              "FP8 LoRA: the frozen product is quantized");
+        et_graph_free(&q);
+    } else
+        CHECK(0, "fp8 lora graph: %s", err.text);
     et_graph_free(&g);
     et_graph_free(&dense);
     et_scenario_free(&s);
