@@ -3,14 +3,12 @@
 # estimates of shipped scenarios): presorted BERT (Kim et al. 2024, arXiv 2402.02447), sparse GPT-13B on a
 # dataflow device (Srinivasan et al. 2023, arXiv 2304.05511), CoMERA's tensor-train training (Yang et al.
 # 2024, arXiv 2405.14377). Prints a Markdown table (docs/validation.md, "Founding results", is this output;
-# tests/founding.sh fails when a figure moves and the table was not regenerated).
+# the test founding/table, tests/doc_table.sh, fails when a figure moves and the table was not
+# regenerated).
 # Usage: bench/founding.sh [BUILD_DIR]
 set -euo pipefail
-src=$(cd "$(dirname "$0")/.." && pwd)
-etsim=${1:-$src/build}/sim/etsim
-[ -x "$etsim" ] || { echo "founding: $etsim missing: build ET first" >&2; exit 2; }
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+. "$(dirname "$0")/etsim_reports.sh"
+et_reports_init founding "${1:-}"
 # field NAME JQ [--set key=value ...]: one figure of a scenario's analytic report
 field() {
   local name=$1 query=$2

@@ -1,14 +1,12 @@
 #!/usr/bin/env bash
 # The shipped example scenarios' analytic predictions as a Markdown table: step, MFU and time-to-train as
 # etsim --analytic reports them with the shipped profiles (docs/validation.md, "Predictions of the shipped
-# scenarios", is this output; tests/shipped.sh fails when a figure moves and the table was not regenerated).
+# scenarios", is this output; the test shipped/table, tests/doc_table.sh, fails when a figure moves and the
+# table was not regenerated).
 # Usage: bench/shipped.sh [BUILD_DIR]
 set -euo pipefail
-src=$(cd "$(dirname "$0")/.." && pwd)
-etsim=${1:-$src/build}/sim/etsim
-[ -x "$etsim" ] || { echo "shipped: $etsim missing: build ET first" >&2; exit 2; }
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+. "$(dirname "$0")/etsim_reports.sh"
+et_reports_init shipped "${1:-}"
 # scenario (scenarios/NAME.json) and what it shows
 rows=(
   "mlperf-bert-8|LAMB, clip after all-reduce, local 56, random lengths, fused attention"
