@@ -308,7 +308,8 @@ static et_op *tt_op(builder *b, et_phase phase, int layer, et_layer_group group,
  * y += (alpha / r) x A^T B^T: `X.lora_a` (T x r x n_in) and `X.lora_b` (T x n_out x r, accumulated into
  * the product's output: its read added); in backward each one's data and weight gradients (the adapters'
  * parameters, A r x n_in and B n_out x r), after the product's own data gradient, A's accumulated into it
- * (its read added). `id` the product's. */
+ * (its read added). `id` the product's. Both stay in 16 bits under FP8 and FP4 recipes (gb_plain_*):
+ * Megatron-Bridge's ParallelLinearAdapter is built of megatron.core.tensor_parallel layers. */
 static int lora_targets(const builder *b, et_lora_target t)
 {
     return b->lora && (b->method->lora_targets >> t & 1u);
@@ -320,13 +321,11 @@ static void lora_forward(builder *b, et_phase phase, int layer, et_layer_group g
     if (!lora_targets(b, t)) return;
     char name[96];
     const double r = b->method->lora_rank;
-    b->unquantized = 1;
     gb_id_printf(name, sizeof name, "%s.lora_a", id);
-    weight_gemm(b, phase, layer, group, TOK(1), FIX(r), FIX(n_in), TOK(1), n_in, r, name);
+    gb_plain_forward(b, phase, layer, group, TOK(1), n_in, r, name);
     gb_id_printf(name, sizeof name, "%s.lora_b", id);
-    et_op *op = weight_gemm(b, phase, layer, group, TOK(1), FIX(n_out), FIX(r), TOK(1), r, n_out, name);
-    b->unquantized = 0;
-    if (op) op->bytes = lin_add(op->bytes, TOK(b->e * n_out));
+    gb_plain_forward(b, phase, layer, group, TOK(1), r, n_out, name);
+    if (!b->failed) b->last->bytes = lin_add(b->last->bytes, TOK(b->e * n_out));
 }
 
 static void lora_backward(builder *b, int layer, et_layer_group group, double n_in, double n_out,
@@ -336,12 +335,10 @@ static void lora_backward(builder *b, int layer, et_layer_group group, double n_
     char id[96];
     const double r = b->method->lora_rank;
     b->adapter = 1;
-    b->unquantized = 1;
     gb_id_printf(id, sizeof id, "%s.lora_b", name);
-    gb_weight_backward(b, layer, group, TOK(1), r, n_out, 1, id, 0, 1);
+    gb_plain_backward(b, layer, group, TOK(1), r, n_out, id, 0, 1);
     gb_id_printf(id, sizeof id, "%s.lora_a", name);
-    gb_weight_backward(b, layer, group, TOK(1), n_in, r, 1, id, 0, 1);
-    b->unquantized = 0;
+    gb_plain_backward(b, layer, group, TOK(1), n_in, r, id, 0, 1);
     b->adapter = 0;
     /* A's data gradient (the op before its weight gradient) accumulates into the product's: read too */
     if (!b->params_only && !b->failed && b->g->n_ops >= 2) {

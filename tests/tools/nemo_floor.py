@@ -5,20 +5,18 @@ several NeMo containers runs at different speeds, and a prediction that does not
 best sit at each configuration's median. Prints the mean |step_s / median - 1| over the pretraining rows, for
 all of them, the mixtures of experts and the dense models, and the widest spreads.
 
-Then, over the shipped scenarios (scenarios/validation/*.json, their published step in the description) and
-the families of scenarios/data/validation/errors.csv: the rows whose scenario files are identical but for
-their name and description (what ET reads of them is the same, so any model gives them one step time), and
-for each error-band family the least max |error| one prediction per such group can reach, (slowest -
-fastest) / (slowest + fastest) of its widest group: issue 33's "no family's max beyond 12%" cannot hold
-where that exceeds 12%, whatever the model.
+Then, over the shipped scenarios (scenarios/validation/*.json, their published steps in
+scenarios/validation/published.csv) and the families of scenarios/data/validation/errors.csv: the rows whose
+scenario files are identical but for their name and description (what ET reads of them is the same, so any
+model gives them one step time), and for each error-band family the least max |error| one prediction per
+such group can reach, (slowest - fastest) / (slowest + fastest) of its widest group: issue 33's "no family's
+max beyond 12%" cannot hold where that exceeds 12%, whatever the model.
 
 usage: tests/tools/nemo_floor.py [scenarios/data/validation/nemo-megatron-bridge-performance.csv]"""
 import collections
 import csv
-import glob
 import json
 import os
-import re
 import statistics
 import sys
 
@@ -57,15 +55,15 @@ def identical_inputs():
     src = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     with open(os.path.join(src, "scenarios/data/validation/errors.csv"), newline="") as f:
         family = {r["scenario"]: r["family"] for r in csv.DictReader(f)}
+    # the published steps bench/validation.sh compares with (rows published as a throughput left out)
+    with open(os.path.join(src, "scenarios/validation/published.csv"), newline="") as f:
+        step = {r["scenario"]: float(r["published"]) for r in csv.DictReader(f) if r["metric"] == "step_s"}
     same = collections.defaultdict(list)
-    for path in glob.glob(os.path.join(src, "scenarios/validation/*.json")):
-        with open(path) as f:
+    for name in family.keys() & step.keys():
+        with open(os.path.join(src, "scenarios/validation", name + ".json")) as f:
             d = json.load(f)
-        m = re.search(r"= ([0-9.]+) s a step", d.get("description", ""))
-        if d.get("name") not in family or not m:
-            continue
         key = json.dumps({k: v for k, v in d.items() if k not in ("name", "description")}, sort_keys=True)
-        same[key].append((family[d["name"]], float(m.group(1))))
+        same[key].append((family[name], step[name]))
     least = collections.defaultdict(float)
     rows = 0
     for runs in same.values():
